@@ -1,0 +1,73 @@
+"""The shared vocabulary of kubeloop: errors, kinds, time, selectors, validation and patches.
+
+Everything here is plain data and pure functions over JSON dicts, used on both sides of the wire.
+It imports nothing else from kubeloop.
+"""
+
+from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
+from kubeloop.api._errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Expired,
+    FieldError,
+    Forbidden,
+    Gone,
+    InternalError,
+    Invalid,
+    MethodNotAllowed,
+    NotAcceptable,
+    NotFound,
+    RequestEntityTooLarge,
+    ServiceUnavailable,
+    Timeout,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+    already_exists,
+    conflict,
+    error_from_status,
+    invalid,
+    not_found,
+    qualified_resource,
+)
+from kubeloop.api._kinds import BUILTIN_RESOURCES, KindRegistry, ResourceInfo, ScalePaths, split_api_version
+
+__all__ = [
+    "BUILTIN_RESOURCES",
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Clock",
+    "Conflict",
+    "Expired",
+    "FieldError",
+    "Forbidden",
+    "Gone",
+    "InternalError",
+    "Invalid",
+    "KindRegistry",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "NotFound",
+    "RequestEntityTooLarge",
+    "ResourceInfo",
+    "ScalePaths",
+    "ServiceUnavailable",
+    "SystemClock",
+    "Timeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "UnsupportedMediaType",
+    "already_exists",
+    "conflict",
+    "error_from_status",
+    "format_micro_time",
+    "format_time",
+    "invalid",
+    "not_found",
+    "parse_time",
+    "qualified_resource",
+    "split_api_version",
+]

@@ -1,0 +1,182 @@
+"""The kinds registry: what each resource is called, where it lives, and its per-kind API rules.
+
+A :class:`ResourceInfo` is the single description of a resource that discovery, routing, the
+registry strategies, the client and the tools share: group/version/kind, plural and short names,
+scope, subresources, and the few strategy switches upstream sets per kind (whether ``generation``
+is tracked, whether an update without ``resourceVersion`` is allowed, whether PUT may create,
+whether DELETE answers with the deleted object, extra field selectors).
+
+:data:`BUILTIN_RESOURCES` lists the built-in kinds kubeloop serves; :class:`KindRegistry` adds
+custom resources from CRDs at run time. Facts: apimachinery reference sections 2, 4 and 5, and the
+strategy files under k/k ``pkg/registry/...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["BUILTIN_RESOURCES", "KindRegistry", "ResourceInfo", "ScalePaths", "split_api_version"]
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``apps/v1`` -> (``apps``, ``v1``); ``v1`` -> (``""``, ``v1``)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+@dataclass(frozen=True, slots=True)
+class ScalePaths:
+    """Where a kind keeps the numbers the ``/scale`` subresource shows (dotted JSON paths)."""
+
+    spec_replicas: str = ".spec.replicas"
+    status_replicas: str = ".status.replicas"
+    label_selector: str | None = ".status.selector"
+
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status_subresource: bool = False
+    scale: ScalePaths | None = None
+    tracks_generation: bool = False
+    # Deployment counts annotation changes as spec changes (k/k deployment strategy).
+    generation_includes_annotations: bool = False
+    allow_unconditional_update: bool = True
+    allow_create_on_update: bool = False
+    return_deleted_object: bool = False
+    # Field selectors beyond metadata.name / metadata.namespace (dotted paths into the object).
+    field_selectors: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    # Custom resources answer 415 to strategic merge patch and validate against a schema.
+    custom: bool = False
+    extra_subresources: tuple[str, ...] = ()
+    storage_version: str | None = field(default=None, compare=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def group_resource(self) -> str:
+        """``deployments.apps`` (``pods`` for the core group): the name used in messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        subs: list[str] = []
+        if self.status_subresource:
+            subs.append("status")
+        if self.scale is not None:
+            subs.append("scale")
+        subs.extend(self.extra_subresources)
+        return tuple(subs)
+
+    def base_path(self, namespace: str | None = None) -> str:
+        """The collection URL, e.g. ``/apis/apps/v1/namespaces/ns/deployments``."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{namespace}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+
+def _r(group: str, version: str, kind: str, plural: str, namespaced: bool, **kw: object) -> ResourceInfo:
+    return ResourceInfo(group, version, kind, plural, kind.lower(), namespaced, **kw)  # type: ignore[arg-type]
+
+
+_REPLICAS = ScalePaths()
+
+BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
+    _r("", "v1", "Namespace", "namespaces", False, short_names=("ns",), status_subresource=True,
+       field_selectors=("status.phase",), extra_subresources=("finalize",)),
+    _r("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",), status_subresource=True,
+       return_deleted_object=True, extra_subresources=("eviction", "binding"),
+       field_selectors=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                        "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName")),
+    _r("", "v1", "ConfigMap", "configmaps", True, short_names=("cm",)),
+    _r("", "v1", "Secret", "secrets", True, field_selectors=("type",)),
+    _r("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",), return_deleted_object=True),
+    _r("", "v1", "Service", "services", True, short_names=("svc",), categories=("all",), status_subresource=True),
+    _r("", "v1", "Node", "nodes", False, short_names=("no",), status_subresource=True,
+       field_selectors=("spec.unschedulable",)),
+    _r("", "v1", "Event", "events", True, short_names=("ev",), allow_create_on_update=True,
+       field_selectors=("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type")),
+    _r("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, short_names=("pvc",),
+       status_subresource=True),
+    _r("", "v1", "PersistentVolume", "persistentvolumes", False, short_names=("pv",), status_subresource=True),
+    _r("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
+       status_subresource=True, scale=_REPLICAS, tracks_generation=True, generation_includes_annotations=True),
+    _r("apps", "v1", "ReplicaSet", "replicasets", True, short_names=("rs",), categories=("all",),
+       status_subresource=True, scale=_REPLICAS, tracks_generation=True),
+    _r("apps", "v1", "StatefulSet", "statefulsets", True, short_names=("sts",), categories=("all",),
+       status_subresource=True, scale=_REPLICAS, tracks_generation=True),
+    _r("coordination.k8s.io", "v1", "Lease", "leases", True, allow_unconditional_update=False,
+       allow_create_on_update=True),
+    _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),
+       status_subresource=True, tracks_generation=True),
+    _r("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, short_names=("sc",),
+       return_deleted_object=True),
+    _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+       short_names=("crd", "crds"), status_subresource=True, tracks_generation=True,
+       allow_unconditional_update=False),
+    _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    _r("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    _r("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+)
+
+
+class KindRegistry:
+    """Resources by (group, version, plural) and by (group, kind); CRDs add and remove theirs at run time."""
+
+    def __init__(self, resources: Iterable[ResourceInfo] = BUILTIN_RESOURCES) -> None:
+        self._by_path: dict[tuple[str, str, str], ResourceInfo] = {}
+        for info in resources:
+            self.add(info)
+
+    def add(self, info: ResourceInfo) -> None:
+        self._by_path[(info.group, info.version, info.plural)] = info
+
+    def remove(self, group: str, version: str, plural: str) -> None:
+        self._by_path.pop((group, version, plural), None)
+
+    def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, group: str, kind: str, version: str | None = None) -> ResourceInfo | None:
+        for info in self._by_path.values():
+            if info.group == group and info.kind == kind and (version is None or info.version == version):
+                return info
+        return None
+
+    def by_api_version(self, api_version: str, kind: str) -> ResourceInfo | None:
+        group, version = split_api_version(api_version)
+        return self.by_kind(group, kind, version)
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        seen: dict[tuple[str, str], None] = {}
+        for info in self._by_path.values():
+            seen.setdefault((info.group, info.version), None)
+        return list(seen)
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceInfo]:
+        return [i for i in self._by_path.values() if i.group == group and i.version == version]
+
+    def __iter__(self) -> Iterator[ResourceInfo]:
+        return iter(list(self._by_path.values()))

@@ -1,0 +1,5 @@
+"""The ``kubeloop`` command."""
+
+from kubeloop.cli._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,1 @@
+"""kubeloop.server."""

@@ -1,0 +1,148 @@
+"""The ``Store`` protocol: the storage contract, shaped like etcd's MVCC.
+
+Guarantees every backend gives:
+
+- **One global revision.** Every committed write (create, update, delete) gets the next revision;
+  revisions never decrease, not even across a restart on the same data.
+- **Compare-and-swap writes.** ``create`` succeeds only if the key is absent; ``update`` and
+  ``delete`` succeed only if the key's current ``mod_revision`` equals ``expected_revision``
+  (``None`` means "whatever is there now": an unconditional write, still atomic).
+- **Values carry their revision.** A write takes ``render(revision) -> bytes``; the store calls it
+  once with the revision the write commits at, so the stored bytes can embed their own
+  ``resourceVersion`` and lists can be served from stored bytes without re-encoding.
+- **Durable on acknowledgement.** A write's coroutine returns only after its transaction is on
+  disk. Concurrent writes may share one transaction (group commit).
+- **Reads see only committed writes.** ``get`` and ``range`` read the latest committed state, or,
+  with ``revision=R``, the state as of revision R while R is inside the history window.
+- **Watch from a revision.** ``watch(prefix, after=R)`` yields every change with revision > R under
+  the prefix, in revision order, with no gaps, then live changes. R older than the window raises
+  :class:`Compacted` (the server's 410 Expired).
+- **Compaction** drops history at or below a revision; reads and watches below it are Compacted.
+
+Keys are strings such as ``/registry/apps/deployments/ns/name``; ranges are by prefix, in key order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "Compacted",
+    "KeyExists",
+    "KeyNotFound",
+    "KeyValue",
+    "RangeResult",
+    "Render",
+    "RevisionMismatch",
+    "Store",
+    "StoreError",
+    "StoreEvent",
+]
+
+Render = Callable[[int], bytes]
+
+
+class StoreError(Exception):
+    """Base of the store's own errors; the server maps each one to an API error."""
+
+
+class KeyExists(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} already exists")
+        self.key = key
+
+
+class KeyNotFound(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} not found")
+        self.key = key
+
+
+class RevisionMismatch(StoreError):
+    """The key's mod revision is not the expected one (the optimistic lock failed)."""
+
+    def __init__(self, key: str, expected: int, actual: int) -> None:
+        super().__init__(f"key {key!r} is at revision {actual}, expected {expected}")
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class Compacted(StoreError):
+    """A read or watch asked for a revision older than the history the store still keeps."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(f"revision {requested} has been compacted (oldest kept: {compacted})")
+        self.requested = requested
+        self.compacted = compacted
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreEvent:
+    """One committed change. For ``DELETE``, ``kv`` holds the last value (re-rendered at the delete's revision
+    when the delete had a ``render``) and ``kv.mod_revision`` is the delete's revision."""
+
+    type: Literal["PUT", "DELETE"]
+    kv: KeyValue
+    prev: KeyValue | None
+
+    @property
+    def revision(self) -> int:
+        return self.kv.mod_revision
+
+
+@dataclass(frozen=True, slots=True)
+class RangeResult:
+    items: list[KeyValue]
+    revision: int  # the revision the read was served at
+    more: bool  # True when ``limit`` cut the result short
+
+
+class Store(Protocol):
+    @property
+    def revision(self) -> int:
+        """The latest committed revision."""
+        ...
+
+    @property
+    def compacted_revision(self) -> int:
+        """History at or below this revision is gone."""
+        ...
+
+    async def get(self, key: str, *, revision: int | None = None) -> KeyValue | None: ...
+
+    async def range(
+        self,
+        prefix: str,
+        *,
+        start_after: str | None = None,
+        limit: int | None = None,
+        revision: int | None = None,
+    ) -> RangeResult: ...
+
+    async def create(self, key: str, render: Render) -> KeyValue: ...
+
+    async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue: ...
+
+    async def delete(
+        self, key: str, *, expected_revision: int | None, render: Render | None = None
+    ) -> KeyValue: ...
+
+    def watch(self, prefix: str, *, after: int) -> AsyncIterator[StoreEvent]:
+        """Changes under ``prefix`` with revision > ``after``; raises :class:`Compacted` when the first
+        event is no longer kept. The iterator ends when the store closes."""
+        ...
+
+    async def compact(self, revision: int) -> None: ...
+
+    async def close(self) -> None: ...
