@@ -33,9 +33,20 @@ from kubeloop.api._errors import (
     qualified_resource,
 )
 from kubeloop.api._kinds import BUILTIN_RESOURCES, KindRegistry, ResourceInfo, ScalePaths, split_api_version
+from kubeloop.api._schemas import (
+    KUBERNETES_SCHEMA_VERSION,
+    builtin_schema,
+    definition_name_for,
+    definitions,
+    items_schema,
+    property_schema,
+    ref_name,
+    resolve,
+)
 
 __all__ = [
     "BUILTIN_RESOURCES",
+    "KUBERNETES_SCHEMA_VERSION",
     "AlreadyExists",
     "ApiError",
     "BadRequest",
@@ -61,13 +72,20 @@ __all__ = [
     "Unauthorized",
     "UnsupportedMediaType",
     "already_exists",
+    "builtin_schema",
     "conflict",
+    "definition_name_for",
+    "definitions",
     "error_from_status",
     "format_micro_time",
     "format_time",
     "invalid",
+    "items_schema",
     "not_found",
     "parse_time",
+    "property_schema",
     "qualified_resource",
+    "ref_name",
+    "resolve",
     "split_api_version",
 ]
