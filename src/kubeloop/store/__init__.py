@@ -11,7 +11,9 @@ from kubeloop.store._protocol import (
     Store,
     StoreError,
     StoreEvent,
+    StoreWatch,
 )
+from kubeloop.store._sqlite import SqliteStore, StoreClosed
 
 __all__ = [
     "Compacted",
@@ -21,7 +23,10 @@ __all__ = [
     "RangeResult",
     "Render",
     "RevisionMismatch",
+    "SqliteStore",
     "Store",
+    "StoreClosed",
     "StoreError",
     "StoreEvent",
+    "StoreWatch",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreEvent",
+    "StoreWatch",
 ]
 
 Render = Callable[[int], bytes]
@@ -108,6 +109,24 @@ class RangeResult:
     more: bool  # True when ``limit`` cut the result short
 
 
+class StoreWatch(Protocol):
+    """A watch: an async iterator of events in revision order, or whole batches at once.
+
+    ``next_batch()`` waits for at least one event and returns every event pending (so a server can
+    write them in one go); it returns ``[]`` when the watch or the store is closed. A watcher that
+    falls more than the store's buffer behind gets :class:`Compacted` (it must relist), never
+    unbounded memory. ``close()`` is idempotent.
+    """
+
+    def __aiter__(self) -> AsyncIterator[StoreEvent]: ...
+
+    async def __anext__(self) -> StoreEvent: ...
+
+    async def next_batch(self) -> list[StoreEvent]: ...
+
+    def close(self) -> None: ...
+
+
 class Store(Protocol):
     @property
     def revision(self) -> int:
@@ -138,9 +157,9 @@ class Store(Protocol):
         self, key: str, *, expected_revision: int | None, render: Render | None = None
     ) -> KeyValue: ...
 
-    def watch(self, prefix: str, *, after: int) -> AsyncIterator[StoreEvent]:
-        """Changes under ``prefix`` with revision > ``after``; raises :class:`Compacted` when the first
-        event is no longer kept. The iterator ends when the store closes."""
+    def watch(self, prefix: str, *, after: int) -> StoreWatch:
+        """Changes under ``prefix`` with revision > ``after``. Raises :class:`Compacted` at once when
+        ``after`` is older than the history kept. See :class:`StoreWatch`."""
         ...
 
     async def compact(self, revision: int) -> None: ...

@@ -1,0 +1,484 @@
+"""The SQLite backend of the ``Store`` protocol: MVCC rows, group commit, watch history across restarts.
+
+Layout (one table, as kine does): every write inserts a row ``(rev, key, type, create_rev, prev_rev,
+value)``; the current state is the newest row of each key whose type is PUT. ``meta`` keeps the
+latest revision and the compaction point so revisions keep increasing across restarts even when the
+newest rows were compacted away.
+
+Writes (group commit): ``create``/``update``/``delete`` queue an operation and wait. One committer
+task takes every queued operation, checks each against the committed state plus the earlier
+operations of the same batch, assigns revisions in order, renders values, and writes the whole batch
+in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the commit is on disk
+when it returns). Only then is the in-memory index updated, watchers fed and callers answered, so
+no reader or watcher ever sees a write that could be lost in a crash. Operations arriving while a
+batch commits form the next batch: many writers share one fsync.
+
+Reads are served from memory: a dict of current key-values plus a sorted key list for prefix ranges,
+and a ring of recent events (with each event's previous value) used both to resume watches and to
+read the state as of an older revision inside the window. Compaction drops rows superseded at or
+below the compaction revision, keeping for each key its newest version at or below it (as etcd), so
+any revision above the compaction point stays readable.
+
+This module is a single state machine (the committer) with its read side, hence its length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import sqlite3
+from collections import deque
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kubeloop.store._protocol import (
+    Compacted,
+    KeyExists,
+    KeyNotFound,
+    KeyValue,
+    RangeResult,
+    Render,
+    RevisionMismatch,
+    StoreError,
+    StoreEvent,
+)
+
+__all__ = ["SqliteStore", "StoreClosed"]
+
+_PUT = 0
+_DELETE = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisions (
+    rev INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    type INTEGER NOT NULL,
+    create_rev INTEGER NOT NULL,
+    prev_rev INTEGER,
+    value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS revisions_key_rev ON revisions (key, rev);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+class StoreClosed(StoreError):
+    """The store was closed; no further writes are accepted."""
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: Literal["create", "update", "delete"]
+    key: str
+    render: Render | None
+    expected: int | None
+    future: asyncio.Future[KeyValue]
+
+
+@dataclass(eq=False, slots=True)
+class _Watcher:
+    prefix: str
+    buffer_limit: int
+    events: deque[StoreEvent] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: bool = False
+    overflowed: int | None = None  # the last revision delivered before the buffer overflowed
+
+
+class _Watch:
+    """A :class:`~kubeloop.store.StoreWatch` over a :class:`SqliteStore`."""
+
+    def __init__(self, store: SqliteStore, watcher: _Watcher) -> None:
+        self._store = store
+        self._w = watcher
+
+    def __aiter__(self) -> AsyncIterator[StoreEvent]:
+        return self
+
+    async def __anext__(self) -> StoreEvent:
+        w = self._w
+        while not w.events:
+            if w.overflowed is not None:
+                self._raise_overflow()
+            if w.closed:
+                raise StopAsyncIteration
+            w.wake.clear()
+            await w.wake.wait()
+        return w.events.popleft()
+
+    async def next_batch(self) -> list[StoreEvent]:
+        w = self._w
+        while not w.events:
+            if w.overflowed is not None:
+                self._raise_overflow()
+            if w.closed:
+                return []
+            w.wake.clear()
+            await w.wake.wait()
+        batch = list(w.events)
+        w.events.clear()
+        return batch
+
+    def _raise_overflow(self) -> None:
+        self.close()
+        raise Compacted(self._w.overflowed or 0, self._store.revision)
+
+    def close(self) -> None:
+        if not self._w.closed:
+            self._w.closed = True
+            self._w.wake.set()
+            self._store._watchers.discard(self._w)
+
+
+class SqliteStore:
+    """An etcd-shaped MVCC store on one SQLite file. Create with :meth:`open`."""
+
+    def __init__(self, path: Path, *, history: int, watch_buffer: int) -> None:
+        self._path = path
+        self._history = history
+        self._watch_buffer = watch_buffer
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-sqlite")
+        self._db: sqlite3.Connection | None = None
+        self._index: dict[str, KeyValue] = {}
+        self._keys: list[str] = []
+        self._ring: deque[StoreEvent] = deque()
+        self._revision = 0
+        self._compacted = 0
+        self._pending: list[_Op] = []
+        self._has_pending: asyncio.Event | None = None
+        self._committer: asyncio.Task[None] | None = None
+        self._watchers: set[_Watcher] = set()
+        self._closed = False
+        self.batches_committed = 0
+        self.writes_committed = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @classmethod
+    async def open(cls, path: str | Path, *, history: int = 10_000, watch_buffer: int = 10_000) -> SqliteStore:
+        """Open (creating if needed) the database at ``path``; ``history`` is how many recent revisions
+        stay watchable and readable; ``watch_buffer`` how far one watcher may fall behind."""
+        store = cls(Path(path), history=history, watch_buffer=watch_buffer)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(store._executor, store._load)
+        store._has_pending = asyncio.Event()
+        store._committer = asyncio.create_task(store._commit_loop(), name="kubeloop-store-committer")
+        return store
+
+    def _load(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.executescript(_SCHEMA)
+        self._db = db
+        meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+        max_rev = db.execute("SELECT MAX(rev) FROM revisions").fetchone()[0] or 0
+        self._revision = max(int(meta.get("revision", 0)), max_rev)
+        self._compacted = int(meta.get("compacted", 0))
+        rows = db.execute(
+            "SELECT r.key, r.type, r.create_rev, r.rev, r.value FROM revisions r "
+            "JOIN (SELECT key, MAX(rev) AS rev FROM revisions GROUP BY key) m ON r.key = m.key AND r.rev = m.rev"
+        ).fetchall()
+        for key, typ, create_rev, rev, value in rows:
+            if typ == _PUT:
+                self._index[key] = KeyValue(key, bytes(value), create_rev, rev)
+        self._keys = sorted(self._index)
+        # Rebuild the event ring: rows above the compaction point, each with its previous version.
+        by_rev: dict[int, KeyValue] = {}
+        recent = db.execute(
+            "SELECT key, type, create_rev, prev_rev, rev, value FROM revisions WHERE rev > ? ORDER BY rev",
+            (self._compacted,),
+        ).fetchall()
+        prev_revs = [r[3] for r in recent if r[3] is not None and r[3] <= self._compacted]
+        for chunk_start in range(0, len(prev_revs), 500):
+            chunk = prev_revs[chunk_start : chunk_start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, create_rev, rev, value in db.execute(
+                f"SELECT key, create_rev, rev, value FROM revisions WHERE rev IN ({marks})", chunk
+            ):
+                by_rev[rev] = KeyValue(key, bytes(value), create_rev, rev)
+        for key, typ, create_rev, prev_rev, rev, value in recent:
+            kv = KeyValue(key, bytes(value), create_rev, rev)
+            prev = by_rev.get(prev_rev) if prev_rev is not None else None
+            if typ == _PUT:
+                by_rev[rev] = kv
+            self._ring.append(StoreEvent("PUT" if typ == _PUT else "DELETE", kv, prev))
+
+    async def close(self) -> None:
+        """Commit what is queued, end every watch, close the database. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._has_pending is not None:
+            self._has_pending.set()
+        if self._committer is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
+        for w in list(self._watchers):
+            w.closed = True
+            w.wake.set()
+        self._watchers.clear()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close_db)
+        self._executor.shutdown(wait=True)
+
+    def _close_db(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # ---------------------------------------------------------------- reads
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    @property
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    def _check_revision(self, revision: int | None) -> None:
+        if revision is not None and revision < self._compacted:
+            raise Compacted(revision, self._compacted)
+
+    async def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
+        self._check_revision(revision)
+        if revision is None or revision >= self._revision:
+            return self._index.get(key)
+        return self._state_at(revision, key, key + "\x00", exact=True).get(key)
+
+    async def range(
+        self,
+        prefix: str,
+        *,
+        start_after: str | None = None,
+        limit: int | None = None,
+        revision: int | None = None,
+    ) -> RangeResult:
+        self._check_revision(revision)
+        end = prefix + "\U0010ffff"
+        if revision is None or revision >= self._revision:
+            lo = bisect.bisect_right(self._keys, start_after) if start_after and start_after >= prefix else \
+                bisect.bisect_left(self._keys, prefix)
+            hi = bisect.bisect_left(self._keys, end, lo)
+            keys = self._keys[lo:hi]
+            more = limit is not None and len(keys) > limit
+            if limit is not None:
+                keys = keys[:limit]
+            return RangeResult([self._index[k] for k in keys], self._revision, more)
+        state = self._state_at(revision, prefix, end, exact=False)
+        keys = sorted(k for k in state if start_after is None or k > start_after)
+        more = limit is not None and len(keys) > limit
+        if limit is not None:
+            keys = keys[:limit]
+        return RangeResult([state[k] for k in keys], revision, more)
+
+    def _state_at(self, revision: int, lo: str, hi: str, *, exact: bool) -> dict[str, KeyValue]:
+        """The keys in [lo, hi) as of ``revision``: the current state with later events undone."""
+        if exact:
+            state = {lo: self._index[lo]} if lo in self._index else {}
+        else:
+            a = bisect.bisect_left(self._keys, lo)
+            b = bisect.bisect_left(self._keys, hi, a)
+            state = {k: self._index[k] for k in self._keys[a:b]}
+        for event in reversed(self._ring):
+            if event.revision <= revision:
+                break
+            key = event.kv.key
+            if not (lo <= key < hi):
+                continue
+            if event.prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = event.prev
+        return state
+
+    def watch(self, prefix: str, *, after: int) -> _Watch:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if after < self._compacted:
+            raise Compacted(after, self._compacted)
+        watcher = _Watcher(prefix, self._watch_buffer)
+        if after < self._revision:
+            revs = [e.revision for e in self._ring]
+            start = bisect.bisect_right(revs, after)
+            for event in list(self._ring)[start:]:
+                if event.kv.key.startswith(prefix):
+                    watcher.events.append(event)
+        self._watchers.add(watcher)
+        return _Watch(self, watcher)
+
+    # ---------------------------------------------------------------- writes
+
+    async def create(self, key: str, render: Render) -> KeyValue:
+        return await self._submit("create", key, render, None)
+
+    async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue:
+        return await self._submit("update", key, render, expected_revision)
+
+    async def delete(self, key: str, *, expected_revision: int | None, render: Render | None = None) -> KeyValue:
+        return await self._submit("delete", key, render, expected_revision)
+
+    async def _submit(self, kind: Literal["create", "update", "delete"], key: str, render: Render | None,
+                      expected: int | None) -> KeyValue:
+        if self._closed or self._has_pending is None:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[KeyValue] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Op(kind, key, render, expected, future))
+        self._has_pending.set()
+        # Shield: a caller that is cancelled must not un-write a write that may already be committed.
+        return await asyncio.shield(future)
+
+    async def compact(self, revision: int) -> None:
+        """Forget history at or below ``revision`` (clamped to the current revision)."""
+        revision = min(revision, self._revision)
+        if revision <= self._compacted:
+            return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._compact_db, revision)
+        self._compacted = revision
+        while self._ring and self._ring[0].revision <= revision:
+            self._ring.popleft()
+
+    def _compact_db(self, revision: int) -> None:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "DELETE FROM revisions WHERE rev <= :c AND (type = :d OR EXISTS ("
+                "SELECT 1 FROM revisions later WHERE later.key = revisions.key "
+                "AND later.rev > revisions.rev AND later.rev <= :c))",
+                {"c": revision, "d": _DELETE},
+            )
+            db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('compacted', ?)", (revision,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    async def _commit_loop(self) -> None:
+        assert self._has_pending is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._has_pending.wait()
+            self._has_pending.clear()
+            batch, self._pending = self._pending, []
+            if not batch:
+                if self._closed:
+                    return
+                continue
+            rows, events, answers = self._prepare(batch)
+            if rows:
+                try:
+                    await loop.run_in_executor(self._executor, self._write_rows, rows, self._revision + len(rows))
+                except Exception as exc:  # disk full, I/O error: nobody is acknowledged
+                    failure = StoreError(f"commit failed: {exc}")
+                    for op, _ in answers:
+                        if not op.future.done():
+                            op.future.set_exception(failure)
+                    continue
+                self._apply(events)
+            for op, kv in answers:
+                if not op.future.done():
+                    op.future.set_result(kv)
+            if len(self._ring) > self._history * 11 // 10:
+                await self.compact(self._ring[-self._history].revision - 1)
+            if self._closed and not self._pending:
+                return
+
+    def _prepare(
+        self, batch: list[_Op]
+    ) -> tuple[list[tuple[int, str, int, int, int | None, bytes]], list[StoreEvent], list[tuple[_Op, KeyValue]]]:
+        """Check each operation against committed state plus earlier ones in the batch; assign revisions."""
+        overlay: dict[str, KeyValue | None] = {}
+        rows: list[tuple[int, str, int, int, int | None, bytes]] = []
+        events: list[StoreEvent] = []
+        answers: list[tuple[_Op, KeyValue]] = []
+        rev = self._revision
+        for op in batch:
+            if op.future.done():
+                continue
+            current = overlay[op.key] if op.key in overlay else self._index.get(op.key)
+            try:
+                if op.kind == "create":
+                    if current is not None:
+                        raise KeyExists(op.key)
+                elif current is None:
+                    raise KeyNotFound(op.key)
+                elif op.expected is not None and current.mod_revision != op.expected:
+                    raise RevisionMismatch(op.key, op.expected, current.mod_revision)
+                next_rev = rev + 1
+                if op.render is not None:
+                    value = op.render(next_rev)
+                else:
+                    assert current is not None
+                    value = current.value
+            except Exception as exc:
+                op.future.set_exception(exc)
+                continue
+            rev = next_rev
+            create_rev = rev if current is None else current.create_revision
+            kv = KeyValue(op.key, value, create_rev, rev)
+            prev_rev = current.mod_revision if current is not None else None
+            if op.kind == "delete":
+                rows.append((rev, op.key, _DELETE, create_rev, prev_rev, value))
+                events.append(StoreEvent("DELETE", kv, current))
+                overlay[op.key] = None
+            else:
+                rows.append((rev, op.key, _PUT, create_rev, prev_rev, value))
+                events.append(StoreEvent("PUT", kv, current))
+                overlay[op.key] = kv
+            answers.append((op, kv))
+        return rows, events, answers
+
+    def _write_rows(self, rows: list[tuple[int, str, int, int, int | None, bytes]], revision: int) -> None:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES (?, ?, ?, ?, ?, ?)", rows
+            )
+            db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('revision', ?)", (revision,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _apply(self, events: list[StoreEvent]) -> None:
+        """Make a committed batch visible: index, key list, ring, watchers (in revision order)."""
+        for event in events:
+            key = event.kv.key
+            if event.type == "PUT":
+                if key not in self._index:
+                    bisect.insort(self._keys, key)
+                self._index[key] = event.kv
+            else:
+                self._index.pop(key, None)
+                i = bisect.bisect_left(self._keys, key)
+                if i < len(self._keys) and self._keys[i] == key:
+                    del self._keys[i]
+            self._ring.append(event)
+        self._revision = events[-1].revision
+        self.batches_committed += 1
+        self.writes_committed += len(events)
+        for w in list(self._watchers):
+            fed = False
+            for event in events:
+                if event.kv.key.startswith(w.prefix):
+                    if len(w.events) >= w.buffer_limit:
+                        w.overflowed = w.events[-1].revision if w.events else event.revision - 1
+                        w.events.clear()
+                        self._watchers.discard(w)
+                        fed = True
+                        break
+                    w.events.append(event)
+                    fed = True
+            if fed:
+                w.wake.set()

@@ -1,0 +1,149 @@
+"""The store keeps etcd's MVCC contract: one global revision, CAS writes, reads of committed state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kubeloop.store import KeyExists, KeyNotFound, RevisionMismatch, SqliteStore
+
+
+def value(text: str) -> Callable[[int], bytes]:
+    """A render function that embeds the revision, as the server does with resourceVersion."""
+    return lambda rev: f"{text}@{rev}".encode()
+
+
+async def test_every_write_gets_the_next_global_revision(store: SqliteStore) -> None:
+    a = await store.create("/r/a", value("a"))
+    b = await store.create("/r/b", value("b"))
+    a2 = await store.update("/r/a", value("a2"), expected_revision=a.mod_revision)
+    assert [a.mod_revision, b.mod_revision, a2.mod_revision] == [1, 2, 3]
+    assert a2.create_revision == 1
+    assert store.revision == 3
+
+
+async def test_render_receives_the_revision_the_write_commits_at(store: SqliteStore) -> None:
+    kv = await store.create("/r/a", value("a"))
+    assert kv.value == b"a@1"
+    assert (await store.get("/r/a")) == kv
+
+
+async def test_create_of_an_existing_key_fails_and_changes_nothing(store: SqliteStore) -> None:
+    await store.create("/r/a", value("a"))
+    with pytest.raises(KeyExists):
+        await store.create("/r/a", value("b"))
+    assert store.revision == 1
+    got = await store.get("/r/a")
+    assert got is not None and got.value == b"a@1"
+
+
+async def test_update_with_a_stale_revision_is_rejected(store: SqliteStore) -> None:
+    kv = await store.create("/r/a", value("a"))
+    await store.update("/r/a", value("b"), expected_revision=kv.mod_revision)
+    with pytest.raises(RevisionMismatch) as info:
+        await store.update("/r/a", value("c"), expected_revision=kv.mod_revision)
+    assert info.value.actual == 2
+    got = await store.get("/r/a")
+    assert got is not None and got.value == b"b@2"
+
+
+async def test_unconditional_update_and_delete_of_missing_keys_fail(store: SqliteStore) -> None:
+    with pytest.raises(KeyNotFound):
+        await store.update("/r/x", value("x"), expected_revision=None)
+    with pytest.raises(KeyNotFound):
+        await store.delete("/r/x", expected_revision=None)
+    assert store.revision == 0
+
+
+async def test_delete_checks_the_revision_and_keeps_the_last_value_in_history(store: SqliteStore) -> None:
+    kv = await store.create("/r/a", value("a"))
+    with pytest.raises(RevisionMismatch):
+        await store.delete("/r/a", expected_revision=99)
+    gone = await store.delete("/r/a", expected_revision=kv.mod_revision, render=value("tomb"))
+    assert gone.mod_revision == 2 and gone.value == b"tomb@2"
+    assert await store.get("/r/a") is None
+
+
+async def test_range_returns_keys_under_a_prefix_in_order_with_pages(store: SqliteStore) -> None:
+    for name in ["c", "a", "b", "d"]:
+        await store.create(f"/r/ns/{name}", value(name))
+    await store.create("/r/other", value("o"))
+    await store.create("/s/x", value("x"))
+    page = await store.range("/r/ns/", limit=2)
+    assert [kv.key for kv in page.items] == ["/r/ns/a", "/r/ns/b"] and page.more
+    rest = await store.range("/r/ns/", start_after="/r/ns/b", limit=2)
+    assert [kv.key for kv in rest.items] == ["/r/ns/c", "/r/ns/d"] and not rest.more
+    assert rest.revision == store.revision
+
+
+async def test_range_at_an_older_revision_sees_the_snapshot(store: SqliteStore) -> None:
+    a = await store.create("/r/a", value("a"))
+    await store.create("/r/b", value("b"))
+    snapshot = store.revision
+    await store.update("/r/a", value("a2"), expected_revision=a.mod_revision)
+    await store.delete("/r/b", expected_revision=None)
+    await store.create("/r/c", value("c"))
+    old = await store.range("/r/", revision=snapshot)
+    assert [(kv.key, kv.value) for kv in old.items] == [("/r/a", b"a@1"), ("/r/b", b"b@2")]
+    assert old.revision == snapshot
+    assert (await store.get("/r/b", revision=snapshot)) is not None
+    now = await store.range("/r/")
+    assert [kv.key for kv in now.items] == ["/r/a", "/r/c"]
+
+
+async def test_concurrent_writers_share_commits_and_lose_nothing(store: SqliteStore) -> None:
+    await asyncio.gather(*(store.create(f"/r/{i:04d}", value(str(i))) for i in range(300)))
+    assert store.revision == 300
+    assert len((await store.range("/r/")).items) == 300
+    assert store.batches_committed < 300  # group commit: writers shared transactions
+
+
+async def test_concurrent_compare_and_swap_increments_lose_no_update(store: SqliteStore) -> None:
+    await store.create("/r/counter", lambda rev: b"0")
+
+    async def increment() -> None:
+        while True:
+            kv = await store.get("/r/counter")
+            assert kv is not None
+            n = int(kv.value) + 1
+            try:
+                await store.update("/r/counter", lambda rev, n=n: str(n).encode(), expected_revision=kv.mod_revision)
+                return
+            except RevisionMismatch:
+                continue
+
+    await asyncio.gather(*(increment() for _ in range(50)))
+    kv = await store.get("/r/counter")
+    assert kv is not None and kv.value == b"50"
+
+
+async def test_a_render_that_fails_fails_only_its_own_write(store: SqliteStore) -> None:
+    def boom(rev: int) -> bytes:
+        raise ValueError("cannot encode")
+
+    results = await asyncio.gather(
+        store.create("/r/a", value("a")), store.create("/r/b", boom), store.create("/r/c", value("c")),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], ValueError)
+    assert [kv.key for kv in (await store.range("/r/")).items] == ["/r/a", "/r/c"]
+    assert store.revision == 2
+
+
+async def test_state_and_revisions_survive_a_restart(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    a = await s.create("/r/a", value("a"))
+    await s.create("/r/b", value("b"))
+    await s.delete("/r/b", expected_revision=None)
+    await s.close()
+    s = await SqliteStore.open(tmp_path / "db")
+    try:
+        assert s.revision == 3
+        assert [kv.key for kv in (await s.range("/r/")).items] == ["/r/a"]
+        a2 = await s.update("/r/a", value("a2"), expected_revision=a.mod_revision)
+        assert a2.mod_revision == 4
+    finally:
+        await s.close()

@@ -1,0 +1,108 @@
+"""Watches deliver every change after a revision, in order, resume across restarts, and end with Compacted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kubeloop.store import Compacted, SqliteStore
+
+
+def value(text: str) -> Callable[[int], bytes]:
+    """A render function that embeds the revision, as the server does with resourceVersion."""
+    return lambda rev: f"{text}@{rev}".encode()
+
+
+async def test_watch_replays_history_then_follows_live_changes(store: SqliteStore) -> None:
+    await store.create("/r/a", value("a"))
+    start = store.revision
+    await store.create("/r/b", value("b"))
+    w = store.watch("/r/", after=start)
+    await store.delete("/r/a", expected_revision=None)
+    await store.create("/x/other", value("x"))
+    events = [await w.__anext__(), await w.__anext__()]
+    assert [(e.type, e.kv.key, e.revision) for e in events] == [("PUT", "/r/b", 2), ("DELETE", "/r/a", 3)]
+    assert events[1].prev is not None and events[1].prev.value == b"a@1"
+    w.close()
+
+
+async def test_next_batch_returns_everything_pending_at_once(store: SqliteStore) -> None:
+    w = store.watch("/r/", after=0)
+    await asyncio.gather(*(store.create(f"/r/{i}", value(str(i))) for i in range(20)))
+    batch = await w.next_batch()
+    assert [e.revision for e in batch] == list(range(1, 21))
+    w.close()
+    assert await w.next_batch() == []
+
+
+async def test_watch_from_a_compacted_revision_is_refused(store: SqliteStore) -> None:
+    for i in range(5):
+        await store.create(f"/r/{i}", value(str(i)))
+    await store.compact(3)
+    with pytest.raises(Compacted):
+        store.watch("/r/", after=2)
+    with pytest.raises(Compacted):
+        await store.range("/r/", revision=2)
+    w = store.watch("/r/", after=3)
+    assert [(await w.__anext__()).revision, (await w.__anext__()).revision] == [4, 5]
+    w.close()
+
+
+async def test_a_slow_watcher_is_ended_with_compacted_not_unbounded_memory(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db", watch_buffer=10)
+    try:
+        w = s.watch("/r/", after=0)
+        for i in range(25):
+            await s.create(f"/r/{i}", value(str(i)))
+        with pytest.raises(Compacted):
+            await w.next_batch()
+    finally:
+        await s.close()
+
+
+async def test_watch_resumes_from_a_revision_after_restart(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    a = await s.create("/r/a", value("a"))
+    await s.update("/r/a", value("a2"), expected_revision=a.mod_revision)
+    await s.delete("/r/a", expected_revision=None)
+    await s.close()
+    s = await SqliteStore.open(tmp_path / "db")
+    try:
+        w = s.watch("/r/", after=1)
+        first, second = await w.__anext__(), await w.__anext__()
+        assert (first.type, first.revision, first.prev and first.prev.value) == ("PUT", 2, b"a@1")
+        assert (second.type, second.revision) == ("DELETE", 3)
+        w.close()
+    finally:
+        await s.close()
+
+
+async def test_history_is_compacted_automatically_past_the_window(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db", history=10)
+    try:
+        for i in range(30):
+            await s.create(f"/r/{i}", value(str(i)))
+        assert s.compacted_revision > 0
+        assert s.revision - s.compacted_revision <= 12
+        assert len((await s.range("/r/")).items) == 30
+        with pytest.raises(Compacted):
+            s.watch("/r/", after=1)
+    finally:
+        await s.close()
+    s = await SqliteStore.open(tmp_path / "db", history=10)
+    try:
+        assert len((await s.range("/r/")).items) == 30 and s.revision == 30
+    finally:
+        await s.close()
+
+
+async def test_closing_the_store_ends_open_watches(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    w = s.watch("/r/", after=0)
+    waiter = asyncio.create_task(w.next_batch())
+    await asyncio.sleep(0)
+    await s.close()
+    assert await waiter == []
