@@ -43,6 +43,7 @@ from kubeloop.api._schemas import (
     ref_name,
     resolve,
 )
+from kubeloop.api._strategic import apply_strategic_merge_patch
 
 __all__ = [
     "BUILTIN_RESOURCES",
@@ -72,6 +73,7 @@ __all__ = [
     "Unauthorized",
     "UnsupportedMediaType",
     "already_exists",
+    "apply_strategic_merge_patch",
     "builtin_schema",
     "conflict",
     "definition_name_for",
