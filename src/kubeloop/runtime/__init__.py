@@ -1,1 +1,93 @@
-"""kubeloop.runtime."""
+"""kubeloop.runtime: the controller runtime.
+
+The pipeline, one module per stage: informers (reflector, cache, indexers) -> event handlers and
+predicates -> work queue (dedup, delaying, rate limiters) -> controller workers -> reconciler; plus
+the manager (health, metrics, leader election) and helpers that make the defensive patterns the
+easy ones (controller references, create-or-update, finalizers, status written only on change).
+"""
+
+from kubeloop.runtime._controller import CacheSyncTimeout, Controller, EventSource, Watch
+from kubeloop.runtime._delaying import DelayingQueue, RateLimitingQueue
+from kubeloop.runtime._handlers import (
+    EnqueueForObject,
+    EnqueueForOwner,
+    EnqueueMapped,
+    Event,
+    EventType,
+    Handler,
+)
+from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
+from kubeloop.runtime._predicates import (
+    AnnotationsChanged,
+    GenerationChanged,
+    LabelsChanged,
+    Predicate,
+    PredicateFn,
+    ResourceVersionChanged,
+    all_of,
+    any_of,
+    negate,
+)
+from kubeloop.runtime._queue import QueueShutDown, WorkQueue
+from kubeloop.runtime._ratelimit import (
+    ItemExponential,
+    ItemFastSlow,
+    MaxOf,
+    RateLimiter,
+    TokenBucket,
+    WithMaxWait,
+    default_controller_rate_limiter,
+)
+from kubeloop.runtime._reconcile import (
+    PermanentError,
+    ReconcileError,
+    ReconcileFunc,
+    Reconciler,
+    Request,
+    Result,
+    TransientError,
+)
+
+__all__ = [
+    "AnnotationsChanged",
+    "CacheSyncTimeout",
+    "Controller",
+    "ControllerMetrics",
+    "DelayingQueue",
+    "EnqueueForObject",
+    "EnqueueForOwner",
+    "EnqueueMapped",
+    "Event",
+    "EventSource",
+    "EventType",
+    "GenerationChanged",
+    "Handler",
+    "ItemExponential",
+    "ItemFastSlow",
+    "LabelsChanged",
+    "LeaderMetrics",
+    "MaxOf",
+    "Metrics",
+    "PermanentError",
+    "Predicate",
+    "PredicateFn",
+    "QueueMetrics",
+    "QueueShutDown",
+    "RateLimiter",
+    "RateLimitingQueue",
+    "ReconcileError",
+    "ReconcileFunc",
+    "Reconciler",
+    "Request",
+    "ResourceVersionChanged",
+    "Result",
+    "TokenBucket",
+    "TransientError",
+    "Watch",
+    "WithMaxWait",
+    "WorkQueue",
+    "all_of",
+    "any_of",
+    "default_controller_rate_limiter",
+    "negate",
+]

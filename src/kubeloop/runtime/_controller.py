@@ -1,0 +1,246 @@
+"""The controller: event sources feed a rate-limited queue, workers reconcile keys from it.
+
+Pipeline (controller-runtime ``pkg/internal/controller``): source (informer) -> predicates -> handler ->
+:class:`RateLimitingQueue` of :class:`Request` -> ``max_concurrent_reconciles`` workers -> reconciler.
+
+Guarantees:
+
+- A request is never reconciled by two workers at once (the queue's guarantee), and events that
+  arrive during a reconcile collapse into exactly one more reconcile after it.
+- Outcomes are handled exactly as the table in :mod:`kubeloop.runtime._reconcile` says: success and
+  ``requeue_after`` reset the key's backoff; an exception is a rate-limited retry; a
+  :class:`PermanentError` is recorded in :attr:`Controller.permanent_failures` and not retried until
+  a new event; a :class:`TransientError` with ``retry_after`` retries after exactly that long.
+- An exception from a reconciler, predicate or handler never kills a worker or an event source.
+- Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
+  so a reconciler never acts on a half-filled cache.
+- :meth:`Controller.stop` lets each worker finish its current reconcile and take no more.
+
+Metrics: ``controller_runtime_reconcile_total{result}``, ``..._reconcile_errors_total``,
+``..._terminal_reconcile_errors_total``, ``..._reconcile_time_seconds``, ``..._active_workers``,
+``..._max_concurrent_reconciles`` and the queue's ``workqueue_*`` series.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubeloop.api import Clock, SystemClock
+from kubeloop.runtime._delaying import RateLimitingQueue
+from kubeloop.runtime._handlers import Event, EventType, Handler
+from kubeloop.runtime._metrics import Metrics
+from kubeloop.runtime._predicates import PredicateFn
+from kubeloop.runtime._queue import QueueShutDown
+from kubeloop.runtime._ratelimit import RateLimiter
+from kubeloop.runtime._reconcile import (
+    PermanentError,
+    ReconcileFunc,
+    Reconciler,
+    Request,
+    Result,
+    TransientError,
+)
+
+__all__ = ["CacheSyncTimeout", "Controller", "EventSource", "Watch"]
+
+log = logging.getLogger("kubeloop.runtime.controller")
+
+
+class EventSource(Protocol):
+    """What a controller watches: an informer (``add_handler`` + ``has_synced``)."""
+
+    def add_handler(
+        self,
+        on_add: Callable[[Any], None],
+        on_update: Callable[[Any, Any], None],
+        on_delete: Callable[[Any], None],
+    ) -> Any: ...
+
+    def has_synced(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """One source of events for a controller, with the handler and predicates applied to them."""
+
+    source: EventSource
+    handler: Handler
+    predicates: tuple[PredicateFn, ...] = ()
+
+
+class CacheSyncTimeout(Exception):
+    """A controller's sources did not sync within ``cache_sync_timeout``."""
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler | ReconcileFunc,
+        *,
+        watches: Sequence[Watch] = (),
+        max_concurrent_reconciles: int = 1,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        rate_limiter: RateLimiter | None = None,
+        max_queue_depth: int | None = None,
+        cache_sync_timeout: float = 120.0,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self._reconcile: ReconcileFunc = (
+            reconciler.reconcile if isinstance(reconciler, Reconciler) else reconciler
+        )
+        self.watches: list[Watch] = list(watches)
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.cache_sync_timeout = cache_sync_timeout
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self.metrics = metrics if metrics is not None else Metrics()
+        self._metrics = self.metrics.controller(name)
+        self._metrics.set_max_concurrent(max_concurrent_reconciles)
+        self.queue: RateLimitingQueue[Request] = RateLimitingQueue(
+            name=name,
+            clock=self._clock,
+            metrics=self.metrics.queue(name, controller=name),
+            max_depth=max_queue_depth,
+            rate_limiter=rate_limiter,
+        )
+        self.permanent_failures: dict[Request, PermanentError] = {}
+        self._started = False
+        self._stopping = False
+        self.synced = asyncio.Event()
+
+    # -- wiring --------------------------------------------------------------------------------
+
+    def watch(self, source: EventSource, handler: Handler, *predicates: PredicateFn) -> None:
+        if self._started:
+            raise RuntimeError(f"controller {self.name!r}: watches must be added before it starts")
+        self.watches.append(Watch(source, handler, tuple(predicates)))
+
+    def enqueue(self, request: Request) -> None:
+        self.queue.add(request)
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Register with every source, wait for them to sync, then reconcile until stopped or cancelled."""
+        if self._started:
+            raise RuntimeError(f"controller {self.name!r} was already started")
+        self._started = True
+        try:
+            for w in self.watches:
+                self._register(w)
+            await self._wait_for_sync()
+            self.synced.set()
+            log.info(
+                "controller %r: caches synced, starting %d worker(s)",
+                self.name,
+                self.max_concurrent_reconciles,
+            )
+            async with asyncio.TaskGroup() as tg:
+                for i in range(self.max_concurrent_reconciles):
+                    tg.create_task(self._worker(), name=f"kubeloop-worker:{self.name}:{i}")
+        finally:
+            self._stopping = True
+            self.queue.shutdown()
+
+    def stop(self) -> None:
+        """Workers finish the reconcile in hand and take no more; :meth:`run` then returns."""
+        self._stopping = True
+        self.queue.shutdown()
+
+    async def process_next(self) -> bool:
+        """Take one key and reconcile it; ``False`` once the queue is shut down and empty."""
+        try:
+            request = await self.queue.get()
+        except QueueShutDown:
+            return False
+        try:
+            if self._stopping:
+                return False
+            await self._reconcile_handler(request)
+            return True
+        finally:
+            self.queue.done(request)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while not self._stopping and await self.process_next():
+            pass
+
+    async def _reconcile_handler(self, request: Request) -> None:
+        self._metrics.worker_started()
+        started = self._clock.monotonic()
+        try:
+            result = await self._reconcile(request)
+            if result is not None and not isinstance(result, Result):
+                raise TypeError(f"reconcile returned {type(result).__name__}, expected Result or None")
+        except PermanentError as err:
+            self.permanent_failures[request] = err
+            self._metrics.observe("error", self._clock.monotonic() - started, error=True, terminal=True)
+            log.error("controller %r: %s failed permanently, not retrying: %s", self.name, request, err)
+            return
+        except TransientError as err:
+            self._metrics.observe("error", self._clock.monotonic() - started, error=True)
+            if err.retry_after is not None:
+                self.queue.add_after(request, err.retry_after)
+            else:
+                self.queue.add_rate_limited(request)
+            log.info("controller %r: %s will be retried: %s", self.name, request, err)
+            return
+        except Exception as err:  # any other failure is a retry with backoff; the worker lives on
+            self._metrics.observe("error", self._clock.monotonic() - started, error=True)
+            self.queue.add_rate_limited(request)
+            log.warning("controller %r: reconcile of %s failed: %r", self.name, request, err, exc_info=err)
+            return
+        finally:
+            self._metrics.worker_finished()
+        self.permanent_failures.pop(request, None)
+        self.queue.forget(request)
+        if result is not None and result.requeue_after > 0:
+            self._metrics.observe("requeue_after", self._clock.monotonic() - started)
+            self.queue.add_after(request, result.requeue_after)
+        else:
+            self._metrics.observe("success", self._clock.monotonic() - started)
+
+    def _register(self, w: Watch) -> None:
+        def deliver(event_type: EventType, obj: Any, old: Any = None) -> None:
+            try:
+                event = Event(event_type, _unwrap(obj), _unwrap(old) if old is not None else None)
+                if all(p(event) for p in w.predicates):
+                    for request in w.handler.requests(event):
+                        self.queue.add(request)
+            except Exception as err:  # a broken predicate or handler must not stop the informer
+                log.error("controller %r: event handler failed: %r", self.name, err, exc_info=err)
+
+        w.source.add_handler(
+            lambda obj: deliver("create", obj),
+            lambda old, new: deliver("update", new, old),
+            lambda obj: deliver("delete", obj),
+        )
+
+    async def _wait_for_sync(self) -> None:
+        deadline = self._clock.monotonic() + self.cache_sync_timeout
+        while not all(w.source.has_synced() for w in self.watches):
+            if self._clock.monotonic() >= deadline:
+                raise CacheSyncTimeout(
+                    f"controller {self.name!r}: caches did not sync in {self.cache_sync_timeout} s"
+                )
+            # A yield, not a timed wait: the sources sync on their own; we only look again soon.
+            await asyncio.sleep(0.005)
+
+
+def _unwrap(obj: Any) -> Mapping[str, Any]:
+    """Informers may report a delete with a tombstone (client-go ``DeletedFinalStateUnknown``)."""
+    if isinstance(obj, Mapping):
+        return obj
+    inner = getattr(obj, "obj", None)
+    if isinstance(inner, Mapping):
+        return inner
+    raise TypeError(f"unexpected object from event source: {type(obj).__name__}")
