@@ -1,0 +1,109 @@
+"""Aggregated discovery (``apidiscovery.k8s.io`` v2 and v2beta1) for ``/api`` and ``/apis``.
+
+Served only when the Accept header lists it; kubectl decides by the response Content-Type, which must
+be exactly ``application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`` (client-go
+``discovery/discovery_client.go`` ``ContentTypeIsGVK``); otherwise the legacy documents are served.
+The first version listed for a group is taken as preferred (client-go ``aggregated_discovery.go``),
+and every resource carries ``responseKind`` (entries without it are dropped by clients).
+Shapes: k8s-api ``apidiscovery/v2/types.go``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubeloop.api import KindRegistry, ResourceInfo
+
+__all__ = ["aggregated_discovery", "content_type", "negotiate_discovery"]
+
+_GROUP_VERSIONS = ("v2", "v2beta1")
+
+
+def negotiate_discovery(accept: str) -> str | None:
+    """The aggregated discovery version the client asked for first (``v2``/``v2beta1``), or None for legacy."""
+    for part in accept.split(","):
+        fields = [p.strip() for p in part.split(";")]
+        params = dict(p.partition("=")[::2] for p in fields[1:])
+        if fields[0] in ("application/json", "application/*", "*/*") and not params:
+            return None
+        if (
+            params.get("g") == "apidiscovery.k8s.io"
+            and params.get("as") == "APIGroupDiscoveryList"
+            and params.get("v") in _GROUP_VERSIONS
+        ):
+            return params["v"]
+    return None
+
+
+def content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def _resource(info: ResourceInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": info.plural,
+        "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": list(info.verbs),
+    }
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    subs = []
+    if info.status_subresource:
+        subs.append({"subresource": "status", "responseKind": entry["responseKind"],
+                     "verbs": ["get", "patch", "update"]})
+    if info.scale is not None:
+        subs.append({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                     "verbs": ["get", "patch", "update"]})
+    if info.group == "" and info.kind == "Pod":
+        subs.append({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+                     "verbs": ["create"]})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def _group_order(registry: KindRegistry) -> list[str]:
+    groups: dict[str, None] = {}
+    for group, _ in registry.group_versions():
+        if group:
+            groups.setdefault(group, None)
+    return list(groups)
+
+
+def aggregated_discovery(registry: KindRegistry, *, legacy: bool, version: str) -> dict[str, Any]:
+    """The ``APIGroupDiscoveryList`` for ``/api`` (``legacy=True``: the core group) or ``/apis``."""
+    groups = [""] if legacy else _group_order(registry)
+    items = []
+    for group in groups:
+        versions = sorted({v for g, v in registry.group_versions() if g == group}, key=_version_priority)
+        item_versions = [
+            {
+                "version": v,
+                "resources": [_resource(i) for i in sorted(registry.in_group_version(group, v), key=lambda i: i.plural)],
+                "freshness": "Current",
+            }
+            for v in versions
+        ]
+        items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": item_versions})
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }
+
+
+def _version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes version ordering (GA > beta > alpha, higher numbers first), for 'first is preferred'."""
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not m:
+        return (3, 0, 0, version)
+    major = int(m.group(1))
+    stage = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor, version)

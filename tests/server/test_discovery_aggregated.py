@@ -1,0 +1,44 @@
+"""Aggregated discovery answers only when asked for, in the shape client-go parses."""
+
+from __future__ import annotations
+
+from kubeloop.api import KindRegistry, ResourceInfo
+from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
+
+KUBECTL_132 = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+               "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
+KUBECTL_128 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+
+
+def test_negotiation_follows_the_accept_order() -> None:
+    assert negotiate_discovery(KUBECTL_132) == "v2"
+    assert negotiate_discovery(KUBECTL_128) == "v2beta1"
+    assert negotiate_discovery("application/json, */*") is None
+    assert negotiate_discovery("") is None
+    assert content_type("v2") == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def test_core_group_document_lists_pods_with_subresources() -> None:
+    doc = aggregated_discovery(KindRegistry(), legacy=True, version="v2")
+    assert doc["kind"] == "APIGroupDiscoveryList" and doc["apiVersion"] == "apidiscovery.k8s.io/v2"
+    [core] = doc["items"]
+    assert core["metadata"]["name"] == ""
+    resources = {r["resource"]: r for r in core["versions"][0]["resources"]}
+    pods = resources["pods"]
+    assert pods["responseKind"] == {"group": "", "version": "v1", "kind": "Pod"}
+    assert pods["scope"] == "Namespaced" and "po" in pods["shortNames"] and pods["categories"] == ["all"]
+    assert {s["subresource"] for s in pods["subresources"]} >= {"status", "eviction"}
+    assert resources["namespaces"]["scope"] == "Cluster"
+
+
+def test_groups_document_prefers_the_highest_stable_version_first() -> None:
+    reg = KindRegistry()
+    for version in ("v1alpha1", "v2", "v1beta1", "v1"):
+        reg.add(ResourceInfo("example.com", version, "Widget", "widgets", "widget", True, custom=True))
+    doc = aggregated_discovery(reg, legacy=False, version="v2beta1")
+    groups = {i["metadata"]["name"]: i for i in doc["items"]}
+    assert "" not in groups and "apps" in groups
+    assert [v["version"] for v in groups["example.com"]["versions"]] == ["v2", "v1", "v1beta1", "v1alpha1"]
+    deployments = next(r for r in groups["apps"]["versions"][0]["resources"] if r["resource"] == "deployments")
+    scale = next(s for s in deployments["subresources"] if s["subresource"] == "scale")
+    assert scale["responseKind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
