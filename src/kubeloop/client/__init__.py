@@ -1,1 +1,29 @@
-"""kubeloop.client."""
+"""kubeloop.client: an async client for any Kubernetes API server.
+
+``Client`` speaks JSON over one httpx client to a URL (kubeconfig, in-cluster service account,
+explicit URL) or to an ASGI app in-process. Errors are the ``kubeloop.api`` tree; transport
+failures are :class:`ConnectionFailed` (a ``ServiceUnavailable``); configuration problems are
+:class:`ConfigError`. :func:`retry_on_conflict` is client-go's ``retry.RetryOnConflict``.
+"""
+
+from kubeloop.client._client import NAMESPACE_ALL, Client, PatchType
+from kubeloop.client._errors import ConfigError, ConnectionFailed
+from kubeloop.client._kubeconfig import ClusterConnection, in_cluster_connection, load_kubeconfig
+from kubeloop.client._retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, retry_on_conflict
+from kubeloop.client._watch import WatchEvent
+
+__all__ = [
+    "DEFAULT_BACKOFF",
+    "DEFAULT_RETRY",
+    "NAMESPACE_ALL",
+    "Backoff",
+    "Client",
+    "ClusterConnection",
+    "ConfigError",
+    "ConnectionFailed",
+    "PatchType",
+    "WatchEvent",
+    "in_cluster_connection",
+    "load_kubeconfig",
+    "retry_on_conflict",
+]

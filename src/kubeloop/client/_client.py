@@ -1,0 +1,466 @@
+"""``Client``: an async client for any Kubernetes API server, over one ``httpx.AsyncClient``.
+
+Objects are plain JSON dicts; a resource is named by a :class:`~kubeloop.api.ResourceInfo`, so
+custom resources work exactly like built-ins. The transport is a URL (kubeconfig, in-cluster, or
+explicit) or an ASGI app reached in-process (:meth:`Client.from_asgi`), through the same seam.
+
+Contract:
+* Every non-2xx answer raises the matching ``kubeloop.api`` error, rebuilt from the server's
+  ``Status`` by ``error_from_status``; no exception from httpx or ssl escapes: a request that got
+  no answer raises :class:`~kubeloop.client.ConnectionFailed` (a ``ServiceUnavailable``).
+* A 429 or 5xx answer carrying ``Retry-After: N`` is retried after N seconds (on the injected
+  clock), up to ``max_retries`` times (client-go ``rest/request.go`` ``checkWait``, default 10);
+  without the header, or when retries run out, the error is raised with ``retry_after_seconds``.
+* Namespace: ``None`` means :attr:`Client.default_namespace` (for writes, the object's own
+  ``metadata.namespace`` first); :data:`NAMESPACE_ALL` (``""``) lists or watches every namespace.
+  The namespace is ignored for cluster-scoped kinds.
+* :meth:`Client.watch` is an async generator: break out of it or ``aclose()`` it to close the
+  stream; cancelling the consumer closes it too.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Literal
+
+import httpx
+import orjson
+
+from kubeloop.api import (
+    ApiError,
+    Clock,
+    Expired,
+    ResourceInfo,
+    SystemClock,
+    error_from_status,
+)
+from kubeloop.client._asgi import ASGIApp, StreamingASGITransport
+from kubeloop.client._auth import BearerToken
+from kubeloop.client._errors import ConfigError, map_transport_error
+from kubeloop.client._kubeconfig import load_kubeconfig
+from kubeloop.client._watch import WatchDecoder, WatchEvent
+
+__all__ = ["NAMESPACE_ALL", "Client", "PatchType"]
+
+NAMESPACE_ALL = ""
+PatchType = Literal["json", "merge", "strategic", "apply"]
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+USER_AGENT = "kubeloop/0.1.0"
+DEFAULT_TIMEOUT = 30.0
+_TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ssl.SSLError, OSError)
+
+
+class Client:
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        default_namespace: str = "default",
+        clock: Clock | None = None,
+        max_retries: int = 10,
+    ) -> None:
+        self._http = http
+        self.default_namespace = default_namespace
+        self._clock = clock or SystemClock()
+        self._max_retries = max_retries
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | None = None, *, context: str | None = None, clock: Clock | None = None
+    ) -> Client:
+        """From a kubeconfig file (``None``: ``$KUBECONFIG``, in-cluster, ``~/.kube/config``)."""
+        conn = load_kubeconfig(path, context=context, clock=clock)
+        http = httpx.AsyncClient(
+            base_url=conn.server, verify=conn.verify, auth=conn.auth, timeout=DEFAULT_TIMEOUT,
+            headers=_headers(), trust_env=False,
+        )
+        return cls(http, default_namespace=conn.namespace, clock=clock)
+
+    @classmethod
+    def from_asgi(
+        cls,
+        app: ASGIApp,
+        *,
+        token: str | None = None,
+        base_url: str = "https://kubeloop.local",
+        default_namespace: str = "default",
+        clock: Clock | None = None,
+    ) -> Client:
+        """Reach an ASGI app (e.g. ``kubeloop.server.create_app(...)``) in-process, streaming watches."""
+        http = httpx.AsyncClient(
+            base_url=base_url, transport=StreamingASGITransport(app), timeout=DEFAULT_TIMEOUT,
+            auth=BearerToken(token) if token else None, headers=_headers(),
+        )
+        return cls(http, default_namespace=default_namespace, clock=clock)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        ca_file: str | None = None,
+        verify: bool = True,
+        default_namespace: str = "default",
+        clock: Clock | None = None,
+    ) -> Client:
+        try:
+            context: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file and verify else verify
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"cannot load CA file {ca_file}: {exc}") from None
+        http = httpx.AsyncClient(
+            base_url=url.rstrip("/"), verify=context, auth=BearerToken(token) if token else None,
+            timeout=DEFAULT_TIMEOUT, headers=_headers(), trust_env=False,
+        )
+        return cls(http, default_namespace=default_namespace, clock=clock)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def get(
+        self, resource: ResourceInfo, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> dict[str, Any]:
+        return await self._json("GET", self._path(resource, self._ns(resource, namespace), name, subresource))
+
+    async def list(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """One page: the raw ``<Kind>List`` (``metadata.continue`` set when more remain)."""
+        params = _params(
+            labelSelector=label_selector, fieldSelector=field_selector, limit=limit,
+            resourceVersion=resource_version, **{"continue": continue_token},
+        )
+        page = await self._json("GET", self._path(resource, self._ns(resource, namespace)), params=params)
+        for item in page.get("items") or ():
+            # Upstream omits kind/apiVersion on list items; cached objects are easier to use with them.
+            if isinstance(item, dict):
+                item.setdefault("apiVersion", resource.api_version)
+                item.setdefault("kind", resource.kind)
+        return page
+
+    async def list_all(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every item across pages, and the list's ``resourceVersion`` (one snapshot).
+
+        If a continue token expires mid-way (410), the list is retried once without paging, like
+        client-go's pager (``tools/pager/pager.go`` falls back to a full list).
+        """
+        items: builtins.list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            try:
+                page = await self.list(
+                    resource, namespace=namespace, label_selector=label_selector,
+                    field_selector=field_selector, limit=page_size, continue_token=token,
+                )
+            except Expired:
+                if token is None:
+                    raise
+                page = await self.list(
+                    resource, namespace=namespace, label_selector=label_selector, field_selector=field_selector
+                )
+                return list(page.get("items") or []), _list_rv(page)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items, _list_rv(page)
+
+    async def watch(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream changes; ``ERROR`` events raise (410 ``Expired``/``Gone``: relist). Ends when the server ends it."""
+        params = _params(
+            watch="true", resourceVersion=resource_version, labelSelector=label_selector,
+            fieldSelector=field_selector, timeoutSeconds=timeout_seconds,
+            allowWatchBookmarks="true" if allow_bookmarks else None,
+        )
+        path = self._path(resource, self._ns(resource, namespace))
+        timeout = httpx.Timeout(DEFAULT_TIMEOUT, read=None if timeout_seconds is None else timeout_seconds + 60.0)
+        response = await self._send("GET", path, params=params, stream=True, timeout=timeout)
+        decoder = WatchDecoder()
+        try:
+            try:
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        yield event
+                for event in decoder.finish():
+                    yield event
+            except _TRANSPORT_ERRORS as exc:
+                raise map_transport_error(exc, method="WATCH", url=str(response.request.url)) from None
+        finally:
+            await response.aclose()
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        resource: ResourceInfo,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        ns = self._ns(resource, namespace, obj)
+        return await self._json(
+            "POST", self._path(resource, ns), body=obj,
+            params=_params(dryRun="All" if dry_run else None, fieldManager=field_manager),
+        )
+
+    async def update(
+        self,
+        resource: ResourceInfo,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        """PUT the whole object; its ``metadata.resourceVersion`` makes it conditional (409 if stale)."""
+        ns = self._ns(resource, namespace, obj)
+        return await self._json(
+            "PUT", self._path(resource, ns, _name_of(obj), subresource), body=obj,
+            params=_params(dryRun="All" if dry_run else None, fieldManager=field_manager),
+        )
+
+    async def patch(
+        self,
+        resource: ResourceInfo,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool | None = None,
+    ) -> dict[str, Any]:
+        try:
+            content_type = PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(f"patch_type must be one of {', '.join(PATCH_CONTENT_TYPES)}") from None
+        params = _params(
+            dryRun="All" if dry_run else None, fieldManager=field_manager,
+            force=None if force is None else ("true" if force else "false"),
+        )
+        return await self._json(
+            "PATCH", self._path(resource, self._ns(resource, namespace), name, subresource),
+            body=patch, content_type=content_type, params=params,
+        )
+
+    async def apply(
+        self,
+        resource: ResourceInfo,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply ``obj`` (the fields this manager owns); creates the object if missing."""
+        return await self.patch(
+            resource, _name_of(obj), obj, namespace=self._ns(resource, namespace, obj), patch_type="apply",
+            subresource=subresource, dry_run=dry_run, field_manager=field_manager, force=force or None,
+        )
+
+    async def scale(
+        self, resource: ResourceInfo, name: str, replicas: int, *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Set ``spec.replicas`` through the ``/scale`` subresource (as ``kubectl scale`` does)."""
+        return await self.patch(
+            resource, name, {"spec": {"replicas": replicas}}, namespace=namespace, subresource="scale"
+        )
+
+    async def delete(
+        self,
+        resource: ResourceInfo,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """DELETE with ``DeleteOptions``; returns the object (still terminating, or deleted) or a ``Status``."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions:
+            options["preconditions"] = preconditions
+        if dry_run:
+            options["dryRun"] = ["All"]
+        return await self._json(
+            "DELETE", self._path(resource, self._ns(resource, namespace), name), body=options
+        )
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _ns(self, resource: ResourceInfo, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:
+        if not resource.namespaced:
+            return None
+        if namespace is not None:
+            return namespace
+        if obj is not None:
+            own = (obj.get("metadata") or {}).get("namespace")
+            if own:
+                return str(own)
+        return self.default_namespace
+
+    @staticmethod
+    def _path(resource: ResourceInfo, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
+        path = resource.base_path(namespace or None)
+        if name is not None:
+            if not name or "/" in name:
+                raise ValueError(f"invalid object name {name!r}")
+            path += f"/{name}"
+            if sub:
+                path += f"/{sub}"
+        return path
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        response = await self._send(method, path, params=params, body=body, content_type=content_type)
+        try:
+            data = orjson.loads(response.content) if response.content else {}
+        except orjson.JSONDecodeError:
+            raise ApiError(
+                f"{method} {path}: the server answered {response.status_code} with a body that is not JSON",
+                code=response.status_code,
+            ) from None
+        if not isinstance(data, dict):
+            raise ApiError(f"{method} {path}: expected a JSON object", code=response.status_code)
+        return data
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        stream: bool = False,
+        timeout: httpx.Timeout | None = None,
+    ) -> httpx.Response:
+        headers = {"Content-Type": content_type} if body is not None else {}
+        content = orjson.dumps(body) if body is not None else None
+        attempt = 0
+        while True:
+            try:
+                request = self._http.build_request(
+                    method, path, params=params, content=content, headers=headers,
+                    timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+                )
+                response = await self._http.send(request, stream=stream)
+                if response.status_code < 400:
+                    return response
+                raw = await response.aread()
+                await response.aclose()
+            except _TRANSPORT_ERRORS as exc:
+                raise map_transport_error(exc, method=method, url=path) from None
+            retry_after = _retry_after(response)
+            retryable = response.status_code == 429 or response.status_code >= 500
+            if retry_after is not None and retryable and attempt < self._max_retries:
+                attempt += 1
+                await self._clock.sleep(retry_after)
+                continue
+            raise _error(response.status_code, raw, retry_after)
+
+
+def _headers() -> dict[str, str]:
+    return {"Accept": "application/json", "User-Agent": USER_AGENT}
+
+
+def _params(**values: Any) -> dict[str, str]:
+    return {k: str(v) for k, v in values.items() if v is not None and v != ""}
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    name = (obj.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("the object has no metadata.name")
+    return name
+
+
+def _list_rv(page: Mapping[str, Any]) -> str:
+    return str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _error(code: int, raw: bytes, retry_after: int | None) -> ApiError:
+    status: Any
+    try:
+        status = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        status = raw.decode("utf-8", errors="replace")[:500]
+    error = error_from_status(status, code)
+    if retry_after is not None and error.retry_after_seconds is None:
+        error.details["retryAfterSeconds"] = retry_after
+    return error
