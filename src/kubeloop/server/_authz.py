@@ -1,0 +1,151 @@
+"""Authorization: request attributes, the ``Authorizer`` seam, and the middleware that enforces it.
+
+Contract:
+
+- :func:`request_attributes` derives what a request does (verb, API group, resource, subresource,
+  namespace, name, or a non-resource path) with the server's own request parser
+  (:func:`kubeloop.server._requestinfo.parse_request_info`, upstream's ``RequestInfoFactory``), so
+  routing and authorization never disagree about what a request is.
+- An :class:`Authorizer` answers one question (``authorize(attributes) -> Decision``).
+- :class:`AuthorizationMiddleware` wraps any ASGI app; it needs ``scope["kubeloop.user"]`` (set by
+  authentication), answers a denied request with the upstream ``403`` ``Status`` (messages of apiserver
+  ``endpoints/handlers/responsewriters/errors.go``, see :func:`forbidden_error`), and for an allowed one
+  records the attributes in ``scope["kubeloop.attributes"]`` before calling the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import parse_qs
+
+from kubeloop.api import Forbidden, qualified_resource
+from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
+from kubeloop.server._requestinfo import parse_request_info
+
+__all__ = [
+    "ATTRIBUTES_SCOPE_KEY",
+    "Attributes",
+    "AuthorizationMiddleware",
+    "Authorizer",
+    "Decision",
+    "forbidden_error",
+    "request_attributes",
+]
+
+ATTRIBUTES_SCOPE_KEY = "kubeloop.attributes"
+
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What a request asks to do (apiserver ``authorizer.Attributes``)."""
+
+    user: User
+    verb: str
+    resource_request: bool
+    path: str = ""
+    api_group: str = ""
+    api_version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+class Authorizer(Protocol):
+    async def authorize(self, attributes: Attributes) -> Decision: ...
+
+
+def request_attributes(user: User, method: str, path: str, query: str = "") -> Attributes:
+    """The attributes of ``method path?query`` made by ``user`` (the server's one request parser)."""
+    info = parse_request_info(method, path, parse_qs(query, keep_blank_values=True) if query else {})
+    return Attributes(
+        user=user,
+        verb=info.verb,
+        resource_request=info.is_resource_request,
+        path=path,
+        api_group=info.api_group,
+        api_version=info.api_version,
+        resource=info.resource,
+        subresource=info.subresource,
+        namespace=info.namespace,
+        name=info.name,
+    )
+
+
+def forbidden_error(attributes: Attributes, reason: str = "") -> Forbidden:
+    """The 403 kube-apiserver answers for a denied request (``ForbiddenStatusError``)."""
+    user = attributes.user.name
+    if not attributes.resource_request:
+        text = f"User {_q(user)} cannot {attributes.verb} path {_q(attributes.path)}"
+    else:
+        resource = attributes.resource
+        if attributes.subresource:
+            resource = f"{resource}/{attributes.subresource}"
+        text = f"User {_q(user)} cannot {attributes.verb} resource {_q(resource)} in API group {_q(attributes.api_group)}"
+        text += (
+            f" in the namespace {_q(attributes.namespace)}" if attributes.namespace else " at the cluster scope"
+        )
+    if reason:
+        text = f"{text}: {reason}"
+    if not attributes.resource_request or not attributes.resource:
+        return Forbidden(f"forbidden: {text}", details={})
+    qualified = qualified_resource(attributes.resource, attributes.api_group)
+    details: dict[str, str] = {"kind": attributes.resource}
+    if attributes.name:
+        details["name"] = attributes.name
+        message = f"{qualified} {_q(attributes.name)} is forbidden: {text}"
+    else:
+        message = f"{qualified} is forbidden: {text}"
+    if attributes.api_group:
+        details["group"] = attributes.api_group
+    return Forbidden(message, details=details)
+
+
+def _q(text: str) -> str:
+    """Go's ``%q`` for the plain strings that appear in these messages."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class AuthorizationMiddleware:
+    """Wraps ``app``: requests the ``authorizer`` denies get 403 and never reach it."""
+
+    def __init__(self, app: ASGIApp, *, authorizer: Authorizer) -> None:
+        self.app = app
+        self.authorizer = authorizer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        user = scope[USER_SCOPE_KEY]
+        query = scope.get("query_string", b"")
+        attributes = request_attributes(
+            user, scope.get("method", "GET"), scope.get("path", "/"), query.decode("latin-1")
+        )
+        decision = await self.authorizer.authorize(attributes)
+        if not decision.allowed:
+            await send_status(send, forbidden_error(attributes, decision.reason))
+            return
+        scope[ATTRIBUTES_SCOPE_KEY] = attributes
+        await self.app(scope, receive, send)
+
+
+class AllowAll:
+    """An authorizer that allows everything (tests and single-user embedded use)."""
+
+    async def authorize(self, attributes: Attributes) -> Decision:
+        return Decision(True)
+
+
+def user_from_scope(scope: Mapping[str, object]) -> User | None:
+    user = scope.get(USER_SCOPE_KEY)
+    return user if isinstance(user, User) else None

@@ -1,0 +1,88 @@
+"""The RBAC objects a fresh cluster starts with (k/k ``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``).
+
+:func:`bootstrap_rbac_objects` returns, as plain JSON dicts, the ClusterRoles and ClusterRoleBindings
+that make a new cluster usable with RBAC on:
+
+- ``cluster-admin`` (everything) bound to group ``system:masters``;
+- ``system:discovery`` (discovery, OpenAPI, health and version paths) bound to ``system:authenticated``;
+- ``system:basic-user`` (create self subject access/rules reviews and self subject reviews) bound to
+  ``system:authenticated``;
+- ``system:public-info-viewer`` (health and version paths) bound to ``system:authenticated`` and
+  ``system:unauthenticated``;
+- ``system:kube-controller-manager``: kubeloop's controller manager runs every built-in controller
+  under this one identity (upstream gives each controller its own service account), so its role
+  grants every verb on every resource.
+
+Each object carries upstream's ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
+``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation. Creating them is the caller's job
+(409 AlreadyExists means a previous start made them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeloop.server._authn import CONTROLLER_MANAGER_USER
+
+__all__ = ["bootstrap_rbac_objects"]
+
+_GROUP = "rbac.authorization.k8s.io"
+_API_VERSION = f"{_GROUP}/v1"
+
+
+def _meta(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+    }
+
+
+def _role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": _API_VERSION, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules}
+
+
+def _binding(name: str, role: str, subjects: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "apiVersion": _API_VERSION,
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(name),
+        "roleRef": {"apiGroup": _GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": _GROUP, "kind": kind, "name": subject} for kind, subject in subjects],
+    }
+
+
+def bootstrap_rbac_objects() -> list[dict[str, Any]]:
+    """ClusterRoles first, then the ClusterRoleBindings that use them."""
+    everything = [
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+        {"nonResourceURLs": ["*"], "verbs": ["*"]},
+    ]
+    public = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+    discovery = sorted({"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", *public})
+    return [
+        _role("cluster-admin", everything),
+        _role("system:discovery", [{"nonResourceURLs": discovery, "verbs": ["get"]}]),
+        _role(
+            "system:basic-user",
+            [
+                {
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    "verbs": ["create"],
+                },
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+            ],
+        ),
+        _role("system:public-info-viewer", [{"nonResourceURLs": public, "verbs": ["get"]}]),
+        _role("system:kube-controller-manager", everything),
+        _binding("cluster-admin", "cluster-admin", [("Group", "system:masters")]),
+        _binding("system:discovery", "system:discovery", [("Group", "system:authenticated")]),
+        _binding("system:basic-user", "system:basic-user", [("Group", "system:authenticated")]),
+        _binding(
+            "system:public-info-viewer",
+            "system:public-info-viewer",
+            [("Group", "system:authenticated"), ("Group", "system:unauthenticated")],
+        ),
+        _binding("system:kube-controller-manager", "system:kube-controller-manager", [("User", CONTROLLER_MANAGER_USER)]),
+    ]

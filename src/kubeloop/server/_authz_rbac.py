@@ -1,0 +1,190 @@
+"""RBAC: an :class:`~kubeloop.server._authz.Authorizer` over Role, ClusterRole, RoleBinding, ClusterRoleBinding.
+
+Semantics follow k/k ``plugin/pkg/auth/authorizer/rbac/rbac.go`` and
+``pkg/apis/rbac/v1/evaluation_helpers.go``:
+
+- ``system:masters`` is allowed everything (kube-apiserver's privileged-group short circuit).
+- Otherwise a request is allowed when any rule of any role bound to the user, or to one of its
+  groups, matches it: ClusterRoleBindings apply everywhere; a RoleBinding applies only to requests in
+  its namespace, and may point at a Role of that namespace or at a ClusterRole.
+- Rule matching: verb, API group and resource equal or ``*``; the resource is matched as
+  ``resource/subresource`` and ``*/subresource`` matches any resource's subresource; a rule with
+  ``resourceNames`` matches only requests that name one of them; non-resource paths match
+  ``nonResourceURLs`` exactly or by a trailing ``*`` prefix. There are no deny rules.
+- A binding whose role does not exist contributes nothing; the denial reason then names the missing
+  role (``RBAC: clusterrole.rbac.authorization.k8s.io "x" not found``), as upstream does.
+
+Objects come through a ``lister(plural) -> objects`` callable, so the authorizer works over any source
+(the server's store, or a plain list in a test). With ``revision`` given, the four lists are read
+once per store revision and reused until it changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.server._authn import User
+from kubeloop.server._authz import Attributes, Decision
+
+__all__ = ["RbacAuthorizer", "RbacSnapshot", "rule_allows"]
+
+Obj = Mapping[str, Any]
+Lister = Callable[[str], Awaitable[Sequence[Obj]]]
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+@dataclass(frozen=True, slots=True)
+class RbacSnapshot:
+    roles: Mapping[tuple[str, str], Obj]  # (namespace, name) -> Role
+    cluster_roles: Mapping[str, Obj]
+    role_bindings: Sequence[Obj]
+    cluster_role_bindings: Sequence[Obj]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        roles: Sequence[Obj] = (),
+        cluster_roles: Sequence[Obj] = (),
+        role_bindings: Sequence[Obj] = (),
+        cluster_role_bindings: Sequence[Obj] = (),
+    ) -> RbacSnapshot:
+        return cls(
+            roles={(_meta(r).get("namespace", ""), _meta(r).get("name", "")): r for r in roles},
+            cluster_roles={_meta(r).get("name", ""): r for r in cluster_roles},
+            role_bindings=list(role_bindings),
+            cluster_role_bindings=list(cluster_role_bindings),
+        )
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _strings(rule: Obj, key: str) -> Sequence[str]:
+    value = rule.get(key)
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def rule_allows(rule: Obj, attributes: Attributes) -> bool:
+    """Whether one PolicyRule grants ``attributes`` (``RuleAllows``)."""
+    verbs = _strings(rule, "verbs")
+    if "*" not in verbs and attributes.verb not in verbs:
+        return False
+    if not attributes.resource_request:
+        path = attributes.path
+        for url in _strings(rule, "nonResourceURLs"):
+            if url == "*" or url == path or (url.endswith("*") and path.startswith(url[:-1])):
+                return True
+        return False
+    groups = _strings(rule, "apiGroups")
+    if "*" not in groups and attributes.api_group not in groups:
+        return False
+    combined = f"{attributes.resource}/{attributes.subresource}" if attributes.subresource else attributes.resource
+    resources = _strings(rule, "resources")
+    if not any(
+        r == "*" or r == combined or (attributes.subresource and r == f"*/{attributes.subresource}")
+        for r in resources
+    ):
+        return False
+    names = _strings(rule, "resourceNames")
+    return not names or attributes.name in names
+
+
+def _applies_to(subjects: Any, user: User, binding_namespace: str) -> bool:
+    if not isinstance(subjects, list):
+        return False
+    for subject in subjects:
+        if not isinstance(subject, Mapping):
+            continue
+        kind, name = subject.get("kind"), subject.get("name")
+        if kind == "User" and name == user.name:
+            return True
+        if kind == "Group" and name in user.groups:
+            return True
+        if kind == "ServiceAccount":
+            namespace = subject.get("namespace") or binding_namespace
+            if user.name == f"system:serviceaccount:{namespace}:{name}":
+                return True
+    return False
+
+
+class RbacAuthorizer:
+    """Allows what the RBAC objects grant (see the module contract)."""
+
+    def __init__(self, *, lister: Lister, revision: Callable[[], int] | None = None) -> None:
+        self._lister = lister
+        self._revision = revision
+        self._cached: tuple[int, RbacSnapshot] | None = None
+
+    async def snapshot(self) -> RbacSnapshot:
+        revision = self._revision() if self._revision is not None else None
+        if revision is not None and self._cached is not None and self._cached[0] == revision:
+            return self._cached[1]
+        snapshot = RbacSnapshot.of(
+            roles=await self._lister("roles"),
+            cluster_roles=await self._lister("clusterroles"),
+            role_bindings=await self._lister("rolebindings"),
+            cluster_role_bindings=await self._lister("clusterrolebindings"),
+        )
+        if revision is not None:
+            self._cached = (revision, snapshot)
+        return snapshot
+
+    async def authorize(self, attributes: Attributes) -> Decision:
+        if attributes.user.is_master:
+            return Decision(True)
+        return evaluate(await self.snapshot(), attributes)
+
+
+def evaluate(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
+    """The RBAC decision for ``attributes`` over one consistent set of RBAC objects."""
+    user = attributes.user
+    errors: list[str] = []
+    for binding in snapshot.cluster_role_bindings:
+        if not _applies_to(binding.get("subjects"), user, ""):
+            continue
+        rules = _role_rules(snapshot, binding, "", errors)
+        if any(rule_allows(rule, attributes) for rule in rules):
+            return Decision(True)
+    if attributes.namespace:
+        for binding in snapshot.role_bindings:
+            namespace = _meta(binding).get("namespace", "")
+            if namespace != attributes.namespace or not _applies_to(binding.get("subjects"), user, namespace):
+                continue
+            rules = _role_rules(snapshot, binding, namespace, errors)
+            if any(rule_allows(rule, attributes) for rule in rules):
+                return Decision(True)
+    reason = f"RBAC: {_aggregate(errors)}" if errors else ""
+    return Decision(False, reason)
+
+
+def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: list[str]) -> Sequence[Obj]:
+    ref = binding.get("roleRef")
+    if not isinstance(ref, Mapping):
+        return []
+    kind, name = ref.get("kind"), str(ref.get("name", ""))
+    role: Obj | None
+    if kind == "ClusterRole":
+        role = snapshot.cluster_roles.get(name)
+        missing = f'clusterrole.{RBAC_GROUP} "{name}" not found'
+    elif kind == "Role" and namespace:
+        role = snapshot.roles.get((namespace, name))
+        missing = f'role.{RBAC_GROUP} "{name}" not found'
+    else:
+        return []
+    if role is None:
+        if missing not in errors:
+            errors.append(missing)
+        return []
+    rules = role.get("rules")
+    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
+
+
+def _aggregate(errors: Sequence[str]) -> str:
+    # apimachinery utilerrors.NewAggregate: one error prints bare, several as "[a, b]".
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"

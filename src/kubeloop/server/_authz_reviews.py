@@ -1,0 +1,170 @@
+"""Self reviews: ``kubectl auth can-i`` and ``kubectl auth whoami``.
+
+An ASGI middleware that answers two create-only virtual resources itself and passes everything else
+to the wrapped app (they are never stored, as upstream's ``pkg/registry/authorization`` and
+``pkg/registry/authentication`` REST storages):
+
+- ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: evaluates ``spec.resourceAttributes``
+  or ``spec.nonResourceAttributes`` for the calling user with the server's authorizer and answers 201
+  with the review and ``status: {allowed, denied?, reason?}``.
+- ``POST /apis/authentication.k8s.io/v1/selfsubjectreviews``: answers 201 with
+  ``status.userInfo{username, uid, groups, extra}`` of the calling user.
+
+Bodies are JSON, or protobuf (kubectl's typed clients send protobuf; apimachinery reference section 0
+surprise 3) decoded by :func:`kubeloop.api.decode_protobuf_object` when the api package provides it.
+Answers are JSON, which kubectl accepts. A malformed body is a 400 Status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+import kubeloop.api
+from kubeloop.api import ApiError, BadRequest, UnsupportedMediaType
+from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
+from kubeloop.server._authz import Attributes, Authorizer
+
+__all__ = ["ACCESS_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
+
+ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+_PROTOBUF = b"application/vnd.kubernetes.protobuf"
+_MAX_BODY = 3 * 1024 * 1024
+
+
+class SelfReviewMiddleware:
+    def __init__(self, app: ASGIApp, *, authorizer: Authorizer) -> None:
+        self.app = app
+        self.authorizer = authorizer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or scope.get("method") != "POST" or path not in (ACCESS_REVIEW_PATH, SELF_REVIEW_PATH):
+            await self.app(scope, receive, send)
+            return
+        user: User = scope[USER_SCOPE_KEY]
+        try:
+            body = await _decode(scope, await _read_body(receive))
+            if path == ACCESS_REVIEW_PATH:
+                answer = await self._access_review(user, body)
+            else:
+                answer = _self_review(user)
+        except ApiError as error:
+            await send_status(send, error)
+            return
+        data = orjson.dumps(answer)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 201,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+    async def _access_review(self, user: User, body: dict[str, Any]) -> dict[str, Any]:
+        spec = body.get("spec")
+        if not isinstance(spec, dict):
+            raise BadRequest("SelfSubjectAccessReview has no spec")
+        resource = spec.get("resourceAttributes")
+        non_resource = spec.get("nonResourceAttributes")
+        if isinstance(resource, dict):
+            attributes = Attributes(
+                user=user,
+                verb=str(resource.get("verb") or ""),
+                resource_request=True,
+                api_group=str(resource.get("group") or ""),
+                api_version=str(resource.get("version") or ""),
+                resource=str(resource.get("resource") or ""),
+                subresource=str(resource.get("subresource") or ""),
+                namespace=str(resource.get("namespace") or ""),
+                name=str(resource.get("name") or ""),
+            )
+        elif isinstance(non_resource, dict):
+            attributes = Attributes(
+                user=user,
+                verb=str(non_resource.get("verb") or ""),
+                resource_request=False,
+                path=str(non_resource.get("path") or ""),
+            )
+        else:
+            # apiserver pkg/apis/authorization/validation: exactly one of the two is required.
+            raise kubeloop.api.invalid(
+                "SelfSubjectAccessReview",
+                "",
+                [
+                    kubeloop.api.FieldError.invalid(
+                        "spec.resourceAttributes",
+                        None,
+                        "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                    )
+                ],
+                group="authorization.k8s.io",
+            )
+        decision = await self.authorizer.authorize(attributes)
+        status: dict[str, Any] = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        return {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
+        }
+
+
+def _self_review(user: User) -> dict[str, Any]:
+    info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.extra:
+        info["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "status": {"userInfo": info},
+    }
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > _MAX_BODY:
+            raise kubeloop.api.RequestEntityTooLarge(f"Request entity too large: limit is {_MAX_BODY}")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _decode(scope: Scope, body: bytes) -> dict[str, Any]:
+    content_type = b""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-type":
+            content_type = value.split(b";")[0].strip().lower()
+    if content_type == _PROTOBUF:
+        decode: Callable[[bytes], Any] | None = getattr(kubeloop.api, "decode_protobuf_object", None)
+        if decode is None:
+            raise UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types include: application/json"
+            )
+        decoded = decode(body)
+    else:
+        try:
+            decoded = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"error decoding JSON body: {exc}") from None
+    if not isinstance(decoded, dict):
+        raise BadRequest("the request body must be an object")
+    return decoded
