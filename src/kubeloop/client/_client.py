@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import builtins
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import Any, Literal
 
@@ -210,7 +210,7 @@ class Client:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Stream changes; ``ERROR`` events raise (410 ``Expired``/``Gone``: relist). Ends when the server ends it."""
         params = _params(
             watch="true", resourceVersion=resource_version, labelSelector=label_selector,

@@ -6,6 +6,15 @@ the manager (health, metrics, leader election) and helpers that make the defensi
 easy ones (controller references, create-or-update, finalizers, status written only on change).
 """
 
+from kubeloop.runtime._cache import (
+    NAMESPACE_INDEX,
+    OWNER_UID_INDEX,
+    Cache,
+    IndexFunc,
+    index_by_namespace,
+    index_by_owner_uid,
+    object_key,
+)
 from kubeloop.runtime._controller import CacheSyncTimeout, Controller, EventSource, Watch
 from kubeloop.runtime._delaying import DelayingQueue, RateLimitingQueue
 from kubeloop.runtime._handlers import (
@@ -16,6 +25,7 @@ from kubeloop.runtime._handlers import (
     EventType,
     Handler,
 )
+from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
 from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
     AnnotationsChanged,
@@ -47,9 +57,13 @@ from kubeloop.runtime._reconcile import (
     Result,
     TransientError,
 )
+from kubeloop.runtime._reflector import Reflector, ReflectorSink
 
 __all__ = [
+    "NAMESPACE_INDEX",
+    "OWNER_UID_INDEX",
     "AnnotationsChanged",
+    "Cache",
     "CacheSyncTimeout",
     "Controller",
     "ControllerMetrics",
@@ -62,6 +76,9 @@ __all__ = [
     "EventType",
     "GenerationChanged",
     "Handler",
+    "HandlerRegistration",
+    "IndexFunc",
+    "InformerFactory",
     "ItemExponential",
     "ItemFastSlow",
     "LabelsChanged",
@@ -78,9 +95,12 @@ __all__ = [
     "ReconcileError",
     "ReconcileFunc",
     "Reconciler",
+    "Reflector",
+    "ReflectorSink",
     "Request",
     "ResourceVersionChanged",
     "Result",
+    "SharedInformer",
     "TokenBucket",
     "TransientError",
     "Watch",
@@ -89,5 +109,8 @@ __all__ = [
     "all_of",
     "any_of",
     "default_controller_rate_limiter",
+    "index_by_namespace",
+    "index_by_owner_uid",
     "negate",
+    "object_key",
 ]
