@@ -25,6 +25,19 @@ from kubeloop.runtime._handlers import (
     EventType,
     Handler,
 )
+from kubeloop.runtime._helpers import (
+    AlreadyOwnedError,
+    Mutate,
+    OperationResult,
+    StatusWriter,
+    add_finalizer,
+    create_or_patch,
+    create_or_update,
+    remove_finalizer,
+    set_condition,
+    set_controller_reference,
+    set_owner_reference,
+)
 from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
 from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
@@ -62,6 +75,7 @@ from kubeloop.runtime._reflector import Reflector, ReflectorSink
 __all__ = [
     "NAMESPACE_INDEX",
     "OWNER_UID_INDEX",
+    "AlreadyOwnedError",
     "AnnotationsChanged",
     "Cache",
     "CacheSyncTimeout",
@@ -85,6 +99,8 @@ __all__ = [
     "LeaderMetrics",
     "MaxOf",
     "Metrics",
+    "Mutate",
+    "OperationResult",
     "PermanentError",
     "Predicate",
     "PredicateFn",
@@ -101,16 +117,24 @@ __all__ = [
     "ResourceVersionChanged",
     "Result",
     "SharedInformer",
+    "StatusWriter",
     "TokenBucket",
     "TransientError",
     "Watch",
     "WithMaxWait",
     "WorkQueue",
+    "add_finalizer",
     "all_of",
     "any_of",
+    "create_or_patch",
+    "create_or_update",
     "default_controller_rate_limiter",
     "index_by_namespace",
     "index_by_owner_uid",
     "negate",
     "object_key",
+    "remove_finalizer",
+    "set_condition",
+    "set_controller_reference",
+    "set_owner_reference",
 ]

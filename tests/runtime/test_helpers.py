@@ -1,0 +1,287 @@
+"""Helpers: controller references, finalizers, create-or-update/patch, status writer, conditions.
+
+The API side is reached through the real ``kubeloop.client.Client``. Until ``kubeloop.server.create_app``
+lands, the server behind it is the client suite's in-memory API (tests/client/_fakeapi.py), which keeps
+resourceVersion and 409 semantics; this is a stop-gap, to be replaced by the real server.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeloop.api import Conflict, KindRegistry, ResourceInfo
+from kubeloop.client import Client
+from kubeloop.runtime import (
+    AlreadyOwnedError,
+    OperationResult,
+    StatusWriter,
+    add_finalizer,
+    create_or_patch,
+    create_or_update,
+    remove_finalizer,
+    set_condition,
+    set_controller_reference,
+    set_owner_reference,
+)
+from kubeloop.testing import FakeClock
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "client"))
+from _fakeapi import FakeApi
+
+KINDS = KindRegistry()
+CONFIGMAPS: ResourceInfo = KINDS.by_kind("", "ConfigMap")  # type: ignore[assignment]
+DEPLOYMENTS: ResourceInfo = KINDS.by_kind("apps", "Deployment")  # type: ignore[assignment]
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    return FakeApi(KINDS)
+
+
+@pytest.fixture
+async def client(api: FakeApi) -> AsyncIterator[Client]:
+    async with Client.from_asgi(api, clock=FakeClock()) as c:
+        yield c
+
+
+def writes(api: FakeApi) -> list[str]:
+    return [r.method for r in api.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+
+
+def owner(
+    name: str = "web", *, kind: str = "Deployment", api_version: str = "apps/v1", ns: str | None = "ns"
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    if ns is not None:
+        meta["namespace"] = ns
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+
+
+def child(ns: str = "ns") -> dict[str, Any]:
+    return {"metadata": {"name": "web-abc", "namespace": ns}}
+
+
+# -- ownership -------------------------------------------------------------------------------------
+
+
+def test_set_controller_reference_sets_controller_and_block_owner_deletion() -> None:
+    obj = child()
+    assert set_controller_reference(owner(), obj)
+    assert obj["metadata"]["ownerReferences"] == [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-web",
+         "controller": True, "blockOwnerDeletion": True}
+    ]  # fmt: skip
+    assert not set_controller_reference(owner(), obj)  # idempotent: nothing changed
+
+
+def test_set_controller_reference_refuses_an_object_another_controller_owns() -> None:
+    obj = child()
+    set_controller_reference(owner("web"), obj)
+    with pytest.raises(AlreadyOwnedError, match="already owned by another Deployment controller web"):
+        set_controller_reference(owner("other"), obj)
+    assert len(obj["metadata"]["ownerReferences"]) == 1
+
+
+def test_set_controller_reference_refreshes_the_same_owner_across_versions() -> None:
+    obj = child()
+    set_controller_reference(owner(api_version="apps/v1beta2"), obj)
+    assert set_controller_reference(owner(), obj)
+    assert [r["apiVersion"] for r in obj["metadata"]["ownerReferences"]] == ["apps/v1"]
+
+
+def test_owner_references_must_not_cross_namespaces_or_scopes() -> None:
+    with pytest.raises(ValueError, match="cross-namespace"):
+        set_controller_reference(owner(ns="other"), child())
+    with pytest.raises(ValueError, match="cluster-scoped resource must not have a namespace-scoped owner"):
+        set_owner_reference(owner(), {"metadata": {"name": "pv-1"}})
+    node = owner("node-1", kind="Node", api_version="v1", ns=None)
+    assert set_controller_reference(node, child())  # a cluster-scoped owner is fine for anyone
+
+
+def test_an_owner_that_was_never_read_from_the_api_is_refused() -> None:
+    with pytest.raises(ValueError, match="uid"):
+        set_controller_reference(
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}, child()
+        )
+
+
+def test_set_owner_reference_adds_a_non_controller_owner_beside_the_controller() -> None:
+    obj = child()
+    set_controller_reference(owner("web"), obj)
+    assert set_owner_reference(owner("extra", kind="ConfigMap", api_version="v1"), obj)
+    refs = obj["metadata"]["ownerReferences"]
+    assert [r.get("controller") for r in refs] == [True, None]
+
+
+# -- finalizers ------------------------------------------------------------------------------------
+
+
+def test_finalizers_are_added_once_and_removed_entirely() -> None:
+    obj = child()
+    assert add_finalizer(obj, "example.com/cleanup")
+    assert not add_finalizer(obj, "example.com/cleanup")
+    assert obj["metadata"]["finalizers"] == ["example.com/cleanup"]
+    assert remove_finalizer(obj, "example.com/cleanup")
+    assert "finalizers" not in obj["metadata"]
+    assert not remove_finalizer(obj, "example.com/cleanup")
+
+
+def test_no_new_finalizer_on_an_object_being_deleted() -> None:
+    obj = child()
+    obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    with pytest.raises(ValueError, match="no new finalizers can be added if the object is being deleted"):
+        add_finalizer(obj, "example.com/cleanup")
+
+
+# -- create or update --------------------------------------------------------------------------------
+
+
+def set_data(value: str) -> Any:
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["data"] = {"key": value}
+
+    return mutate
+
+
+async def test_create_or_update_creates_then_updates_then_writes_nothing(
+    api: FakeApi, client: Client
+) -> None:
+    skeleton = {"metadata": {"name": "cfg", "namespace": "ns"}}
+    obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("1"))
+    assert result is OperationResult.CREATED and obj["data"] == {"key": "1"}
+    obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"))
+    assert result is OperationResult.UPDATED and obj["data"] == {"key": "2"}
+    before = len(writes(api))
+    obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"))
+    assert result is OperationResult.UNCHANGED
+    assert len(writes(api)) == before  # nothing written when nothing changed
+    assert result == "unchanged"
+
+
+async def test_create_or_update_accepts_an_async_mutate(client: Client) -> None:
+    async def mutate(obj: dict[str, Any]) -> None:
+        obj["data"] = {"async": "yes"}
+
+    obj, result = await create_or_update(
+        client, CONFIGMAPS, {"metadata": {"name": "a", "namespace": "ns"}}, mutate
+    )
+    assert result is OperationResult.CREATED and obj["data"] == {"async": "yes"}
+
+
+async def test_create_or_update_loses_a_race_with_a_conflict_not_a_silent_overwrite(
+    api: FakeApi, client: Client
+) -> None:
+    api.seed(CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"key": "0"}})
+
+    async def racing(obj: dict[str, Any]) -> None:
+        # someone else writes between our GET and our PUT
+        await client.patch(CONFIGMAPS, "cfg", {"data": {"other": "x"}}, namespace="ns")
+        obj["data"]["key"] = "mine"
+
+    with pytest.raises(Conflict):
+        await create_or_update(client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, racing)
+
+
+async def test_mutate_may_not_rename_the_object(client: Client) -> None:
+    def rename(obj: dict[str, Any]) -> None:
+        obj["metadata"]["name"] = "other"
+
+    with pytest.raises(ValueError, match="name or namespace"):
+        await create_or_update(client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, rename)
+
+
+async def test_create_or_patch_sends_only_the_changed_fields(api: FakeApi, client: Client) -> None:
+    api.seed(CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"a": "1", "b": "2"}})
+
+    def mutate(obj: dict[str, Any]) -> None:
+        obj["data"]["b"] = "3"
+
+    obj, result = await create_or_patch(
+        client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, mutate
+    )
+    assert result is OperationResult.UPDATED
+    assert obj["data"] == {"a": "1", "b": "3"}
+    patch = [r for r in api.requests if r.method == "PATCH"][-1]
+    assert patch.body == b'{"data":{"b":"3"}}'
+    _, result = await create_or_patch(
+        client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, mutate
+    )
+    assert result is OperationResult.UNCHANGED
+
+
+async def test_create_or_patch_writes_status_through_the_status_subresource(
+    api: FakeApi, client: Client
+) -> None:
+    api.seed(DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"replicas": 1}})
+
+    def status_only(obj: dict[str, Any]) -> None:
+        obj["status"] = {"replicas": 1}
+
+    def both(obj: dict[str, Any]) -> None:
+        obj["spec"]["replicas"] = 2
+        obj["status"] = {"replicas": 2}
+
+    key = {"metadata": {"name": "web", "namespace": "ns"}}
+    obj, result = await create_or_patch(client, DEPLOYMENTS, key, status_only)
+    assert result is OperationResult.UPDATED_STATUS_ONLY and obj["status"] == {"replicas": 1}
+    assert api.requests[-1].path.endswith("/status")
+    obj, result = await create_or_patch(client, DEPLOYMENTS, key, both)
+    assert result is OperationResult.UPDATED_STATUS
+    assert obj["spec"]["replicas"] == 2 and obj["status"] == {"replicas": 2}
+
+
+# -- status ----------------------------------------------------------------------------------------
+
+
+async def test_status_writer_stamps_observed_generation_and_skips_unchanged_writes(
+    api: FakeApi, client: Client
+) -> None:
+    live = api.seed(
+        DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns", "generation": 4}, "spec": {}}
+    )
+    writer = StatusWriter(client)
+    obj, result = await writer.write(DEPLOYMENTS, live, {"readyReplicas": 1})
+    assert result is OperationResult.UPDATED
+    assert obj["status"] == {"readyReplicas": 1, "observedGeneration": 4}
+    assert api.requests[-1].method == "PUT" and api.requests[-1].path.endswith("/status")
+    before = len(writes(api))
+    obj, result = await writer.write(DEPLOYMENTS, obj, {"readyReplicas": 1})
+    assert result is OperationResult.UNCHANGED
+    assert len(writes(api)) == before
+
+
+async def test_status_writer_never_overwrites_a_newer_object_from_a_stale_copy(
+    api: FakeApi, client: Client
+) -> None:
+    stale = api.seed(
+        DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns", "generation": 1}, "spec": {}}
+    )
+    await client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 3}}, namespace="ns")
+    with pytest.raises(Conflict):
+        await StatusWriter(client).write(DEPLOYMENTS, stale, {"replicas": 1})
+
+
+async def test_set_condition_moves_last_transition_time_only_on_status_change() -> None:
+    clock = FakeClock()
+    conditions: list[dict[str, Any]] = []
+    assert set_condition(conditions, type="Ready", status="False", reason="Starting", clock=clock)
+    first = conditions[0]["lastTransitionTime"]
+    await clock.advance(60)
+    assert not set_condition(conditions, type="Ready", status="False", reason="Starting", clock=clock)
+    assert set_condition(
+        conditions, type="Ready", status="False", reason="Waiting", message="pods", clock=clock
+    )
+    assert conditions[0]["lastTransitionTime"] == first
+    assert set_condition(
+        conditions, type="Ready", status="True", reason="Available", observed_generation=2, clock=clock
+    )
+    assert conditions[0]["lastTransitionTime"] != first
+    assert conditions[0]["observedGeneration"] == 2
+    assert len(conditions) == 1
+    with pytest.raises(ValueError):
+        set_condition(conditions, type="Ready", status="yes", reason="X", clock=clock)
