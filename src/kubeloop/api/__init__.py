@@ -57,6 +57,7 @@ from kubeloop.api._patch import (
     copy_json,
     create_merge_patch,
 )
+from kubeloop.api._protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubeloop.api._schemas import (
     KUBERNETES_SCHEMA_VERSION,
     builtin_schema,
@@ -110,6 +111,7 @@ __all__ = [
     "FINALIZER_ORPHAN_DEPENDENTS",
     "KUBERNETES_SCHEMA_VERSION",
     "MAX_JSON_PATCH_OPERATIONS",
+    "PROTOBUF_MEDIA_TYPE",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "AlreadyExists",
     "ApiError",
@@ -151,6 +153,7 @@ __all__ = [
     "controller_of",
     "copy_json",
     "create_merge_patch",
+    "decode_protobuf_object",
     "definition_name_for",
     "definitions",
     "error_from_status",

@@ -1,0 +1,244 @@
+"""Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
+
+Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
+``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``; apimachinery
+``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
+and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
+table written for one release decodes bodies from every release; fields added later are unknown
+here and skipped.
+
+A message is ``{field number: (JSON name, kind)}``. Kind mini-language::
+
+    [*|{] base [?|!]
+
+    *      repeated (packed or not)          {      map<string, base> (entries: key=1, value=2)
+    s      string     y  bytes (base64)      b      bool
+    i      int32      l  int64               q      resource.Quantity (its string)
+    is     intstr.IntOrString                t      meta/v1 Time (RFC 3339, seconds)
+    f      meta/v1 FieldsV1 (embedded JSON)  xv     authorization ExtraValue (a string list)
+    m:Name nested message                    inline:Name  embedded Go struct (fields merged)
+
+    (none) omitempty value field: dropped when zero (a value struct is always written, as Go does)
+    ?      pointer field: written when sent, even if zero
+    !      no omitempty: always written (zero value, or null for an absent list)
+"""
+
+from __future__ import annotations
+
+from kubeloop.api._protobuf_schema_core import CORE_V1
+
+__all__ = ["KINDS", "MESSAGES"]
+
+_META_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "ObjectMeta": {
+        1: ("name", "s"),
+        2: ("generateName", "s"),
+        3: ("namespace", "s"),
+        4: ("selfLink", "s"),
+        5: ("uid", "s"),
+        6: ("resourceVersion", "s"),
+        7: ("generation", "l"),
+        8: ("creationTimestamp", "t"),
+        9: ("deletionTimestamp", "t?"),
+        10: ("deletionGracePeriodSeconds", "l?"),
+        11: ("labels", "{s"),
+        12: ("annotations", "{s"),
+        13: ("ownerReferences", "*m:OwnerReference"),
+        14: ("finalizers", "*s"),
+        17: ("managedFields", "*m:ManagedFieldsEntry"),
+    },
+    "OwnerReference": {
+        5: ("apiVersion", "s!"),
+        1: ("kind", "s!"),
+        3: ("name", "s!"),
+        4: ("uid", "s!"),
+        6: ("controller", "b?"),
+        7: ("blockOwnerDeletion", "b?"),
+    },
+    "ManagedFieldsEntry": {
+        1: ("manager", "s"),
+        2: ("operation", "s"),
+        3: ("apiVersion", "s"),
+        4: ("time", "t?"),
+        6: ("fieldsType", "s"),
+        7: ("fieldsV1", "f?"),
+        8: ("subresource", "s"),
+    },
+    "LabelSelector": {1: ("matchLabels", "{s"), 2: ("matchExpressions", "*m:LabelSelectorRequirement")},
+    "LabelSelectorRequirement": {1: ("key", "s!"), 2: ("operator", "s!"), 3: ("values", "*s")},
+    "FieldSelectorRequirement": {1: ("key", "s!"), 2: ("operator", "s!"), 3: ("values", "*s")},
+    "Condition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        3: ("observedGeneration", "l"),
+        4: ("lastTransitionTime", "t!"),
+        5: ("reason", "s!"),
+        6: ("message", "s!"),
+    },
+}
+
+_APPS_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Deployment": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:DeploymentSpec"),
+        3: ("status", "m:DeploymentStatus"),
+    },
+    "DeploymentSpec": {
+        1: ("replicas", "i?"),
+        2: ("selector", "m?:LabelSelector"),
+        3: ("template", "m:PodTemplateSpec"),
+        4: ("strategy", "m:DeploymentStrategy"),
+        5: ("minReadySeconds", "i"),
+        6: ("revisionHistoryLimit", "i?"),
+        7: ("paused", "b"),
+        9: ("progressDeadlineSeconds", "i?"),
+        10: ("podReplacementPolicy", "s?"),
+    },
+    "DeploymentStrategy": {1: ("type", "s"), 2: ("rollingUpdate", "m?:RollingUpdateDeployment")},
+    "RollingUpdateDeployment": {1: ("maxUnavailable", "is?"), 2: ("maxSurge", "is?")},
+    "DeploymentStatus": {
+        1: ("observedGeneration", "l"),
+        2: ("replicas", "i"),
+        3: ("updatedReplicas", "i"),
+        7: ("readyReplicas", "i"),
+        4: ("availableReplicas", "i"),
+        5: ("unavailableReplicas", "i"),
+        9: ("terminatingReplicas", "i?"),
+        6: ("conditions", "*m:DeploymentCondition"),
+        8: ("collisionCount", "i?"),
+    },
+    "DeploymentCondition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        6: ("lastUpdateTime", "t"),
+        7: ("lastTransitionTime", "t"),
+        4: ("reason", "s"),
+        5: ("message", "s"),
+    },
+}
+
+_SAR_SPEC_COMMON: dict[int, tuple[str, str]] = {
+    1: ("resourceAttributes", "m?:ResourceAttributes"),
+    2: ("nonResourceAttributes", "m?:NonResourceAttributes"),
+}
+
+_AUTHORIZATION_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:SelfSubjectAccessReviewSpec"),
+        3: ("status", "m:SubjectAccessReviewStatus"),
+    },
+    "SelfSubjectAccessReviewSpec": _SAR_SPEC_COMMON,
+    "SubjectAccessReview": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:SubjectAccessReviewSpec"),
+        3: ("status", "m:SubjectAccessReviewStatus"),
+    },
+    "SubjectAccessReviewSpec": {
+        **_SAR_SPEC_COMMON,
+        3: ("user", "s"),
+        4: ("groups", "*s"),
+        5: ("extra", "{xv"),
+        6: ("uid", "s"),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "s"),
+        2: ("verb", "s"),
+        3: ("group", "s"),
+        4: ("version", "s"),
+        5: ("resource", "s"),
+        6: ("subresource", "s"),
+        7: ("name", "s"),
+        8: ("fieldSelector", "m?:FieldSelectorAttributes"),
+        9: ("labelSelector", "m?:LabelSelectorAttributes"),
+    },
+    "FieldSelectorAttributes": {1: ("rawSelector", "s"), 2: ("requirements", "*m:FieldSelectorRequirement")},
+    "LabelSelectorAttributes": {1: ("rawSelector", "s"), 2: ("requirements", "*m:LabelSelectorRequirement")},
+    "NonResourceAttributes": {1: ("path", "s"), 2: ("verb", "s")},
+    "SubjectAccessReviewStatus": {
+        1: ("allowed", "b!"),
+        4: ("denied", "b"),
+        2: ("reason", "s"),
+        3: ("evaluationError", "s"),
+    },
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:SelfSubjectRulesReviewSpec"),
+        3: ("status", "m:SubjectRulesReviewStatus"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "s")},
+    "SubjectRulesReviewStatus": {
+        1: ("resourceRules", "*m:ResourceRule!"),
+        2: ("nonResourceRules", "*m:NonResourceRule!"),
+        3: ("incomplete", "b!"),
+        4: ("evaluationError", "s"),
+    },
+    "ResourceRule": {
+        1: ("verbs", "*s!"),
+        2: ("apiGroups", "*s"),
+        3: ("resources", "*s"),
+        4: ("resourceNames", "*s"),
+    },
+    "NonResourceRule": {1: ("verbs", "*s!"), 2: ("nonResourceURLs", "*s")},
+}
+
+_AUTHENTICATION_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "SelfSubjectReview": {1: ("metadata", "m:ObjectMeta"), 2: ("status", "m:SelfSubjectReviewStatus")},
+    "SelfSubjectReviewStatus": {1: ("userInfo", "m:UserInfo")},
+    "UserInfo": {1: ("username", "s"), 2: ("uid", "s"), 3: ("groups", "*s"), 4: ("extra", "{xv")},
+}
+
+_RBAC_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Role": {1: ("metadata", "m:ObjectMeta"), 2: ("rules", "*m:PolicyRule!")},
+    "ClusterRole": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("rules", "*m:PolicyRule!"),
+        3: ("aggregationRule", "m?:AggregationRule"),
+    },
+    "AggregationRule": {1: ("clusterRoleSelectors", "*m:LabelSelector")},
+    "PolicyRule": {
+        1: ("verbs", "*s!"),
+        2: ("apiGroups", "*s"),
+        3: ("resources", "*s"),
+        4: ("resourceNames", "*s"),
+        5: ("nonResourceURLs", "*s"),
+    },
+    "RoleBinding": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("subjects", "*m:Subject"),
+        3: ("roleRef", "m:RoleRef"),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("subjects", "*m:Subject"),
+        3: ("roleRef", "m:RoleRef"),
+    },
+    "Subject": {1: ("kind", "s!"), 2: ("apiGroup", "s"), 3: ("name", "s!"), 4: ("namespace", "s")},
+    "RoleRef": {1: ("apiGroup", "s!"), 2: ("kind", "s!"), 3: ("name", "s!")},
+}
+
+MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
+    **_META_V1,
+    **CORE_V1,
+    **_APPS_V1,
+    **_AUTHORIZATION_V1,
+    **_AUTHENTICATION_V1,
+    **_RBAC_V1,
+}
+
+# (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
+# share a message name here, so one flat message namespace is enough.
+KINDS: dict[tuple[str, str], str] = {
+    **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service")},
+    ("apps/v1", "Deployment"): "Deployment",
+    **{
+        ("authorization.k8s.io/v1", kind): kind
+        for kind in ("SelfSubjectAccessReview", "SubjectAccessReview", "SelfSubjectRulesReview")
+    },
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    **{
+        ("rbac.authorization.k8s.io/v1", kind): kind
+        for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+    },
+}
