@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubeloop.runtime import (
+    CacheSyncTimeout,
     Controller,
     EnqueueForObject,
     GenerationChanged,
@@ -28,7 +29,9 @@ class Source:
     """A stand-in for an informer at the controller's seam: handlers, a sync flag, events on demand."""
 
     def __init__(self, *, synced: bool = True) -> None:
-        self.synced = synced
+        self._synced = asyncio.Event()
+        if synced:
+            self._synced.set()
         self.handlers: list[tuple[Callable[..., None], Callable[..., None], Callable[..., None]]] = []
 
     def add_handler(
@@ -37,7 +40,13 @@ class Source:
         self.handlers.append((on_add, on_update, on_delete))
 
     def has_synced(self) -> bool:
-        return self.synced
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    def mark_synced(self) -> None:
+        self._synced.set()
 
     def added(self, obj: dict[str, Any]) -> None:
         for h in self.handlers:
@@ -284,7 +293,7 @@ async def test_workers_wait_until_every_source_has_synced() -> None:
     source.added(obj("a"))
     await settle()
     assert seen == [] and not c.synced.is_set()
-    source.synced = True
+    source.mark_synced()
     await c.synced.wait()
     await settle()
     assert seen == [A]
@@ -358,3 +367,16 @@ async def test_cancelling_run_cancels_the_workers() -> None:
     with pytest.raises(asyncio.CancelledError):
         await runner
     assert c.queue.shutting_down
+
+
+async def test_a_source_that_never_syncs_times_out_on_the_controllers_clock() -> None:
+    clock = FakeClock()
+    c = Controller("c", lambda req: asyncio.sleep(0), clock=clock, cache_sync_timeout=120)
+    c.watch(Source(synced=False), EnqueueForObject())
+    runner = asyncio.create_task(c.run())
+    await settle()
+    await clock.advance(119)
+    assert not runner.done()
+    await clock.advance(1)
+    with pytest.raises(CacheSyncTimeout):
+        await runner

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeloop.api import Clock, SystemClock
+from kubeloop.runtime._deadline import within
 from kubeloop.runtime._delaying import RateLimitingQueue
 from kubeloop.runtime._handlers import Event, EventType, Handler
 from kubeloop.runtime._metrics import Metrics
@@ -51,7 +52,7 @@ log = logging.getLogger("kubeloop.runtime.controller")
 
 
 class EventSource(Protocol):
-    """What a controller watches: an informer (``add_handler`` + ``has_synced``)."""
+    """What a controller watches: an informer (``SharedInformer`` satisfies it)."""
 
     def add_handler(
         self,
@@ -61,6 +62,8 @@ class EventSource(Protocol):
     ) -> Any: ...
 
     def has_synced(self) -> bool: ...
+
+    async def wait_for_sync(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,14 +229,15 @@ class Controller:
         )
 
     async def _wait_for_sync(self) -> None:
-        deadline = self._clock.monotonic() + self.cache_sync_timeout
-        while not all(w.source.has_synced() for w in self.watches):
-            if self._clock.monotonic() >= deadline:
-                raise CacheSyncTimeout(
-                    f"controller {self.name!r}: caches did not sync in {self.cache_sync_timeout} s"
-                )
-            # A yield, not a timed wait: the sources sync on their own; we only look again soon.
-            await asyncio.sleep(0.005)
+        async def all_synced() -> None:
+            await asyncio.gather(*(w.source.wait_for_sync() for w in self.watches))
+
+        try:
+            await within(self._clock, self.cache_sync_timeout, all_synced())
+        except TimeoutError:
+            raise CacheSyncTimeout(
+                f"controller {self.name!r}: caches did not sync within {self.cache_sync_timeout} s"
+            ) from None
 
 
 def _unwrap(obj: Any) -> Mapping[str, Any]:
