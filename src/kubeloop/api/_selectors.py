@@ -520,21 +520,31 @@ _FIELD_DEFAULTS: dict[tuple[str, str], str] = {
 }
 
 
-def field_value(obj: Mapping[str, Any], path: str, *, kind: str = "") -> str:
-    """The string a field selector compares for ``path`` (dotted) in ``obj`` of ``kind``."""
-    if kind == "Event" and path == "source":
-        source = obj.get("source")
-        component = source.get("component") if isinstance(source, Mapping) else None
-        return _scalar_string(component) or _scalar_string(obj.get("reportingComponent"))
+def _resolve(obj: Mapping[str, Any], parts: tuple[str, ...], path: str, kind: str) -> str:
     current: Any = obj
-    for part in path.split("."):
-        if not isinstance(current, Mapping):
+    for part in parts:
+        # JSON objects are dicts; isinstance against the Mapping ABC would cost more than the lookup.
+        if not isinstance(current, dict):
             current = None
             break
         current = current.get(part)
-    if current is None and kind:
-        return _FIELD_DEFAULTS.get((kind, path), "")
+    if current is None:
+        if kind == "Event" and path == "source":
+            return _scalar_string(obj.get("reportingComponent"))
+        return _FIELD_DEFAULTS.get((kind, path), "") if kind else ""
+    if isinstance(current, str):
+        return current
     return _scalar_string(current)
+
+
+def _parts(path: str, kind: str) -> tuple[str, ...]:
+    # Event "source" is source.component, falling back to reportingComponent (k/k event strategy).
+    return ("source", "component") if kind == "Event" and path == "source" else tuple(path.split("."))
+
+
+def field_value(obj: Mapping[str, Any], path: str, *, kind: str = "") -> str:
+    """The string a field selector compares for ``path`` (dotted) in ``obj`` of ``kind``."""
+    return _resolve(obj, _parts(path, kind), path, kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,6 +553,11 @@ class FieldSelector:
 
     requirements: tuple[FieldRequirement, ...] = ()
     matches_nothing: bool = False
+    _plan: tuple[tuple[tuple[str, ...], str, bool, str], ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        plan = tuple((tuple(r.field.split(".")), r.field, r.operator == "=", r.value) for r in self.requirements)
+        object.__setattr__(self, "_plan", plan)
 
     @classmethod
     def everything(cls) -> FieldSelector:
@@ -563,9 +578,10 @@ class FieldSelector:
         """Whether ``obj`` (a JSON object of ``kind``) satisfies every term."""
         if self.matches_nothing:
             return False
-        for req in self.requirements:
-            equal = field_value(obj, req.field, kind=kind) == req.value
-            if equal != (req.operator == "="):
+        for parts, path, want_equal, value in self._plan:
+            if kind == "Event" and path == "source":
+                parts = _parts(path, kind)
+            if (_resolve(obj, parts, path, kind) == value) != want_equal:
                 return False
         return True
 
