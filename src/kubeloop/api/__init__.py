@@ -4,6 +4,13 @@ Everything here is plain data and pure functions over JSON dicts, used on both s
 It imports nothing else from kubeloop.
 """
 
+from kubeloop.api._apply import (
+    ManagedEntry,
+    decode_managed_fields,
+    default_field_manager,
+    record_update,
+    server_side_apply,
+)
 from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
 from kubeloop.api._errors import (
     AlreadyExists,
@@ -32,6 +39,7 @@ from kubeloop.api._errors import (
     not_found,
     qualified_resource,
 )
+from kubeloop.api._fieldpath import FieldSet, fields_v1, parse_fields_v1, path_string, to_field_set
 from kubeloop.api._kinds import BUILTIN_RESOURCES, KindRegistry, ResourceInfo, ScalePaths, split_api_version
 from kubeloop.api._meta import (
     annotations_of,
@@ -122,6 +130,7 @@ __all__ = [
     "FieldError",
     "FieldRequirement",
     "FieldSelector",
+    "FieldSet",
     "Forbidden",
     "Gone",
     "InternalError",
@@ -129,6 +138,7 @@ __all__ = [
     "KindRegistry",
     "LabelRequirement",
     "LabelSelector",
+    "ManagedEntry",
     "MethodNotAllowed",
     "NameValidator",
     "NotAcceptable",
@@ -153,12 +163,15 @@ __all__ = [
     "controller_of",
     "copy_json",
     "create_merge_patch",
+    "decode_managed_fields",
     "decode_protobuf_object",
+    "default_field_manager",
     "definition_name_for",
     "definitions",
     "error_from_status",
     "escape_field_value",
     "field_value",
+    "fields_v1",
     "format_micro_time",
     "format_time",
     "has_finalizer",
@@ -184,14 +197,19 @@ __all__ = [
     "owner_reference",
     "owner_references",
     "parse_field_selector",
+    "parse_fields_v1",
     "parse_label_selector",
     "parse_time",
+    "path_string",
     "property_schema",
     "qualified_resource",
+    "record_update",
     "ref_name",
     "requires_exact_name",
     "resolve",
+    "server_side_apply",
     "split_api_version",
+    "to_field_set",
     "type_errors",
     "uid_of",
     "validate_annotations",

@@ -1,0 +1,346 @@
+"""Server-side apply and managedFields bookkeeping, as pure functions over JSON dicts.
+
+:func:`server_side_apply` is the Apply operation and :func:`record_update` the bookkeeping every
+other write (create, update, non-apply patch) does, following structured-merge-diff
+``merge/update.go`` (``Apply``, ``Update``, ``prune``) and apimachinery
+``pkg/util/managedfields/internal`` (manager identity, conflict messages, ordering, stripped
+metadata, ``before-first-apply``, the cap of 10 Update managers). Guarantees:
+
+- one managedFields entry per identity: (manager, Apply, subresource) for appliers and
+  (manager, Update, apiVersion, subresource) for updaters; entries are sorted as upstream (Apply
+  before Update, then time, manager, apiVersion, subresource) and empty ones are dropped;
+- an entry's ``time`` is ``now`` when its fields changed (or, for Apply, when the object did);
+- Apply raises :class:`~kubeloop.api.Conflict` with upstream's exact message and
+  ``FieldManagerConflict`` causes when it would change a value another manager owns, unless
+  ``force``, which moves ownership; fields the applier stops applying are removed unless another
+  manager owns them; an Update never conflicts and takes the fields it changed from everyone else;
+- ``apiVersion``, ``kind``, server-set metadata and ``managedFields`` are never owned; ``status`` is
+  not owned through the main resource and ``spec`` not through ``/status`` (reset fields);
+- inputs are never mutated.
+
+Known simplification: ownership is not converted between API versions (kubeloop serves one
+version per kind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.api._errors import BadRequest, Conflict
+from kubeloop.api._fieldpath import (
+    FieldSet,
+    Path,
+    compare,
+    fields_v1,
+    parse_fields_v1,
+    path_string,
+    to_field_set,
+)
+from kubeloop.api._ssa_merge import merge_applied, remove_paths
+from kubeloop.api._strategic import deep_copy_json
+
+__all__ = ["ManagedEntry", "decode_managed_fields", "default_field_manager", "record_update", "server_side_apply"]
+
+MAX_UPDATE_MANAGERS = 10
+ANCIENT_CHANGES = "ancient-changes"
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+# apimachinery managedfields/internal/stripmeta.go: never owned by anyone.
+_STRIPPED: frozenset[Path] = frozenset(
+    {("f:apiVersion",), ("f:kind",), ("f:metadata",)}
+    | {
+        ("f:metadata", "f:" + name)
+        for name in (
+            "name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
+            "generation", "managedFields", "resourceVersion",
+        )
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedEntry:
+    """One ``metadata.managedFields`` entry, decoded."""
+
+    manager: str
+    operation: str
+    api_version: str
+    fields: FieldSet
+    time: str | None = None
+    subresource: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """BuildManagerIdentifier: appliers are one identity whatever apiVersion they used."""
+        version = "" if self.operation == "Apply" else self.api_version
+        return (self.manager, self.operation, version, self.subresource)
+
+    def describe(self) -> str:
+        """How conflict messages name the manager (internal/conflict.go printManager)."""
+        text = f'"{_go_escape(self.manager)}"'
+        if self.subresource:
+            text += f' with subresource "{_go_escape(self.subresource)}"'
+        if self.operation == "Update":
+            text += f" using {self.api_version}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
+        if self.time is not None:
+            entry["time"] = self.time
+        entry["fieldsType"] = "FieldsV1"
+        entry["fieldsV1"] = fields_v1(self.fields)
+        if self.subresource:
+            entry["subresource"] = self.subresource
+        return entry
+
+
+def default_field_manager(user_agent: str) -> str:
+    """The manager of a write without ``fieldManager``: the User-Agent before its first ``/``,
+    printable characters only, at most 128 bytes (apiserver handlers/create.go managerOrUserAgent)."""
+    out = ""
+    size = 0
+    for char in user_agent.split("/", 1)[0]:
+        if not char.isprintable():
+            continue
+        width = len(char.encode())
+        if size + width > 128:
+            break
+        out += char
+        size += width
+    return out
+
+
+def _go_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def decode_managed_fields(raw: Any) -> list[ManagedEntry]:
+    """Parse ``metadata.managedFields``; malformed entries are a :class:`BadRequest`."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadRequest("invalid managedFields: must be a list")
+    entries: list[ManagedEntry] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise BadRequest("invalid managedFields: each entry must be an object")
+        fields_type = item.get("fieldsType")
+        if fields_type not in (None, "FieldsV1"):
+            raise BadRequest(f'invalid managedFields: unsupported fieldsType "{fields_type}"')
+        entries.append(
+            ManagedEntry(
+                manager=str(item.get("manager") or ""),
+                operation=str(item.get("operation") or ""),
+                api_version=str(item.get("apiVersion") or ""),
+                fields=parse_fields_v1(item.get("fieldsV1") or {}),
+                time=item.get("time") if isinstance(item.get("time"), str) else None,
+                subresource=str(item.get("subresource") or ""),
+            )
+        )
+    return entries
+
+
+def _reset_prefixes(subresource: str | None, status_subresource: bool) -> tuple[Path, ...]:
+    if subresource == "status":
+        return (("f:spec",),)
+    if subresource is None and status_subresource:
+        return (("f:status",),)
+    return ()
+
+
+def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
+    return frozenset(p for p in fields if p not in _STRIPPED and not any(p[: len(r)] == r for r in reset))
+
+
+def _body(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of the object without ``metadata.managedFields``."""
+    body: dict[str, Any] = deep_copy_json(dict(obj)) if obj else {}
+    meta = body.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return body
+
+
+def _is_reset(raw: Any) -> bool:
+    return isinstance(raw, list) and len(raw) == 1 and raw[0] == {}
+
+
+def _with_entries(obj: dict[str, Any], entries: list[ManagedEntry]) -> dict[str, Any]:
+    meta = obj.setdefault("metadata", {})
+    ordered = sorted(
+        entries, key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource)
+    )
+    if ordered:
+        meta["managedFields"] = [e.to_json() for e in ordered]
+    else:
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _cap_update_managers(entries: list[ManagedEntry]) -> list[ManagedEntry]:
+    """internal/capmanagers.go: fold the oldest Update entries into ``ancient-changes``."""
+    updaters = sorted((e for e in entries if e.operation == "Update"), key=lambda e: (e.time or "", e.identity))
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return entries
+    kept = [e for e in entries if e.operation != "Update"]
+    buckets: dict[str, ManagedEntry] = {}
+    first: dict[str, ManagedEntry] = {}
+    remaining = len(updaters)
+    survivors: list[ManagedEntry] = []
+    for entry in updaters:
+        if remaining <= MAX_UPDATE_MANAGERS:
+            survivors.append(entry)
+            continue
+        version = entry.api_version
+        if version in first:
+            base = buckets.get(version) or first.pop(version)
+            buckets[version] = ManagedEntry(
+                ANCIENT_CHANGES, "Update", version, base.fields | entry.fields, entry.time
+            )
+            remaining -= 1
+        else:
+            first[version] = entry
+    return kept + list(first.values()) + list(buckets.values()) + survivors
+
+
+def record_update(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    manager: str,
+    now: str,
+    api_version: str,
+    schema: Mapping[str, Any] | None,
+    operation: str = "Update",
+    subresource: str | None = None,
+    status_subresource: bool = True,
+) -> dict[str, Any]:
+    """``new`` with managedFields updated for a non-apply write by ``manager`` (never conflicts).
+
+    The base entries are those ``new`` carries if it carries any (clients may write them), else
+    ``old``'s; ``managedFields: [{}]`` clears them. The manager takes every field it added or
+    changed; every manager loses the fields that were removed or that this write changed.
+    """
+    raw_new = (new.get("metadata") or {}).get("managedFields")
+    raw_old = ((old or {}).get("metadata") or {}).get("managedFields")
+    if subresource is None and _is_reset(raw_new):
+        entries: list[ManagedEntry] = []
+    else:
+        entries = [] if subresource is not None else decode_managed_fields(raw_new)
+        if not entries:
+            entries = decode_managed_fields(raw_old)
+    reset = _reset_prefixes(subresource, status_subresource)
+    body_new = _body(new)
+    entries = _apply_update(entries, _body(old), body_new, schema, manager, operation, api_version, subresource, now, reset)
+    return _with_entries(body_new, _cap_update_managers(entries))
+
+
+def _apply_update(
+    entries: list[ManagedEntry], old: Any, new: Any, schema: Any, manager: str, operation: str,
+    api_version: str, subresource: str | None, now: str, reset: tuple[Path, ...],
+) -> list[ManagedEntry]:
+    comparison = compare(old, new, schema)
+    changed = _clean_set(comparison.added | comparison.modified, reset)
+    removed = frozenset(comparison.removed)
+    me = ManagedEntry(manager, operation, api_version, frozenset(), None, subresource or "")
+    result: list[ManagedEntry] = []
+    previous: ManagedEntry | None = None
+    for entry in entries:
+        if entry.identity == me.identity:
+            previous = entry
+            continue
+        remaining = entry.fields - changed - removed
+        if remaining:
+            result.append(entry if remaining == entry.fields else _replace(entry, remaining))
+    if changed:
+        base = (previous.fields - removed) if previous else frozenset()
+        result.append(_replace(me, base | changed, now))
+    elif previous is not None and previous.fields - removed:
+        result.append(_replace(previous, previous.fields - removed))
+    return result
+
+
+def _replace(entry: ManagedEntry, fields: FieldSet, time: str | None = None) -> ManagedEntry:
+    return ManagedEntry(
+        entry.manager, entry.operation, entry.api_version, fields, time or entry.time, entry.subresource
+    )
+
+
+def server_side_apply(
+    live: Mapping[str, Any] | None,
+    applied: Mapping[str, Any],
+    *,
+    manager: str,
+    force: bool,
+    schema: Mapping[str, Any] | None,
+    now: str,
+    api_version: str,
+    subresource: str | None = None,
+    status_subresource: bool = True,
+) -> dict[str, Any]:
+    """The object after ``manager`` applies ``applied`` to ``live`` (``None``: the object is created)."""
+    if not isinstance(applied, Mapping):
+        raise BadRequest("apply patch must be a JSON or YAML object")
+    applied_meta = applied.get("metadata")
+    if isinstance(applied_meta, Mapping) and applied_meta.get("managedFields") is not None:
+        raise BadRequest("metadata.managedFields must be nil")
+    reset = _reset_prefixes(subresource, status_subresource)
+    live_body = _body(live)
+    entries = decode_managed_fields(((live or {}).get("metadata") or {}).get("managedFields"))
+    if live is not None and not entries:
+        # internal/skipnonapplied.go: existing fields go to an Update manager first.
+        entries = _apply_update([], {}, live_body, schema, BEFORE_FIRST_APPLY, "Update", api_version, None, now, reset)
+    config = deep_copy_json(dict(applied))
+    new_set = _clean_set(to_field_set(config, schema), reset)
+    me = ManagedEntry(manager, "Apply", api_version, new_set, now, subresource or "")
+    previous = next((e for e in entries if e.identity == me.identity), None)
+    others = [e for e in entries if e.identity != me.identity]
+    merged = merge_applied(live_body, config, schema)
+    if previous is not None:
+        owned_elsewhere = frozenset().union(*(e.fields for e in others)) | new_set
+        stale = previous.fields - new_set
+        merged = remove_paths(merged, [p for p in stale if not _owned_at_or_below(p, owned_elsewhere)], schema)
+    comparison = compare(live_body, merged, schema)
+    changed = _clean_set(comparison.added | comparison.modified, reset)
+    removed = frozenset(comparison.removed)
+    clashes = [(e, sorted(e.fields & changed)) for e in others if e.fields & changed]
+    if clashes and not force:
+        raise _conflict_error(clashes)
+    result: list[ManagedEntry] = []
+    for entry in others:
+        remaining = entry.fields - changed - removed
+        if remaining:
+            result.append(entry if remaining == entry.fields else _replace(entry, remaining))
+    object_changed = merged != live_body
+    if new_set:
+        keep_time = previous is not None and not object_changed and previous.time is not None
+        result.append(_replace(me, new_set, previous.time if keep_time and previous else now))
+    return _with_entries(merged, _cap_update_managers(result))
+
+
+def _owned_at_or_below(path: Path, owned: FieldSet) -> bool:
+    return any(p[: len(path)] == path for p in owned)
+
+
+def _conflict_error(clashes: list[tuple[ManagedEntry, list[Path]]]) -> Conflict:
+    """internal/conflict.go NewConflictError: message and causes exactly as upstream prints them."""
+    clashes = sorted(clashes, key=lambda c: c[0].describe())
+    causes = [
+        {"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}", "field": path_string(path)}
+        for entry, paths in clashes
+        for path in paths
+    ]
+    if len(causes) == 1:
+        entry, paths = clashes[0]
+        message = f"Apply failed with 1 conflict: conflict with {entry.describe()}: {path_string(paths[0])}"
+    else:
+        lines: list[str] = []
+        for entry, paths in clashes:
+            lines.append(f"conflicts with {entry.describe()}:")
+            lines.extend(f"- {path_string(p)}" for p in paths)
+        message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
+    return Conflict(message, details={"causes": causes})
+

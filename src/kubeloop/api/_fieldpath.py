@@ -1,0 +1,289 @@
+"""Field paths and sets for server-side apply, and their FieldsV1 JSON form.
+
+Models structured-merge-diff (smd) ``fieldpath`` and the parts of ``typed`` that managedFields
+need, over plain JSON dicts and a JSON schema (built-in or a CRD's ``openAPIV3Schema``):
+
+- A path element is kept in its FieldsV1 spelling: ``f:<name>`` (struct field or map key),
+  ``k:<sorted JSON of key fields>`` (item of a ``listType=map`` list), ``v:<JSON value>`` (item of
+  a ``listType=set`` list), ``i:<index>``. A :data:`Path` is a tuple of them; a :data:`FieldSet`
+  is a frozenset of paths.
+- :func:`fields_v1` / :func:`parse_fields_v1` convert a set to and from FieldsV1 (keys sorted
+  ``f:`` < ``k:`` < ``v:`` < ``i:``, ``"."`` first when a node is itself a member); they round-trip.
+- List semantics come from ``x-kubernetes-list-type`` / ``-list-map-keys`` (falling back to the
+  patch markers, as kube-openapi's schema conversion does); ``x-kubernetes-map-type: atomic``
+  makes a map one leaf. Without a schema, lists are atomic and maps granular (smd deduced type).
+- :func:`to_field_set` is smd ``ToFieldSet`` (what an applied configuration owns);
+  :func:`compare` is smd ``Compare`` (added / removed / modified paths between two objects).
+- :func:`path_string` renders a path the way conflict messages print it (``.spec.replicas``,
+  ``.spec.containers[name="nginx"].image``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeloop.api._errors import BadRequest
+from kubeloop.api._schemas import items_schema, property_schema, resolve
+from kubeloop.api._strategic import patch_meta
+
+__all__ = [
+    "FieldSet",
+    "Path",
+    "compare",
+    "fields_v1",
+    "item_element",
+    "list_semantics",
+    "parse_fields_v1",
+    "path_string",
+    "to_field_set",
+]
+
+Path = tuple[str, ...]
+FieldSet = frozenset[Path]
+Schema = Mapping[str, Any] | None
+
+# Key fields that upstream fills from the schema default when an item omits them (smd
+# complete_keys); the installed schemas carry no defaults, and protocol is the one that matters.
+_KEY_DEFAULTS = {"protocol": "TCP"}
+_ORDER = {"f": 0, "k": 1, "v": 2, "i": 3}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def list_semantics(schema: Schema) -> tuple[str, tuple[str, ...]]:
+    """``("map", keys)``, ``("set", ())`` or ``("atomic", ())`` for a list field's schema."""
+    if not schema:
+        return "atomic", ()
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "map":
+        return "map", tuple(str(k) for k in schema.get("x-kubernetes-list-map-keys") or ())
+    if list_type in ("set", "atomic"):
+        return str(list_type), ()
+    strategy, merge_key = patch_meta(schema)
+    if strategy == "merge":
+        return ("map", (merge_key,)) if merge_key else ("set", ())
+    return "atomic", ()
+
+
+def _atomic_map(schema: Schema) -> bool:
+    resolved = resolve(schema)
+    return bool(resolved) and resolved is not None and resolved.get("x-kubernetes-map-type") == "atomic"
+
+
+def _declared(schema: Schema, key: str) -> bool:
+    resolved = resolve(schema)
+    properties = resolved.get("properties") if resolved else None
+    return isinstance(properties, dict) and key in properties
+
+
+def item_element(item: Any, semantics: str, keys: tuple[str, ...], index: int) -> str:
+    """The path element of one list item under the list's semantics."""
+    if semantics == "map" and keys:
+        if not isinstance(item, dict):
+            raise BadRequest(f"associative list with keys has an element that is not a map (element {index})")
+        fields = {}
+        for key in keys:
+            if key in item:
+                fields[key] = item[key]
+            elif key in _KEY_DEFAULTS:
+                fields[key] = _KEY_DEFAULTS[key]
+        if not fields:
+            raise BadRequest(f"associative list with keys has an element that omits all key fields {list(keys)}")
+        return "k:" + _dumps(fields)
+    if semantics == "set":
+        return "v:" + _dumps(item)
+    return f"i:{index}"
+
+
+def _list_items(value: list[Any], schema: Schema) -> dict[str, Any]:
+    """Items of a granular list by path element (first occurrence wins, as smd does)."""
+    semantics, keys = list_semantics(schema)
+    out: dict[str, Any] = {}
+    for index, item in enumerate(value):
+        out.setdefault(item_element(item, semantics, keys, index), item)
+    return out
+
+
+def to_field_set(value: Any, schema: Schema) -> FieldSet:
+    """The set of fields an applied configuration specifies (smd ``typed/tofieldset.go``)."""
+    out: set[Path] = set()
+    _walk_set(value, resolve(schema), (), out)
+    return frozenset(out)
+
+
+def _walk_set(value: Any, schema: Schema, path: Path, out: set[Path]) -> None:
+    if isinstance(value, dict):
+        if _atomic_map(schema):
+            out.add(path)
+            return
+        for key, child in value.items():
+            child_path = (*path, "f:" + key)
+            _walk_set(child, property_schema(schema, key), child_path, out)
+            if child is None or (isinstance(child, dict) and not child) or not _declared(schema, key):
+                out.add(child_path)
+    elif isinstance(value, list):
+        semantics, _ = list_semantics(schema)
+        if semantics == "atomic":
+            out.add(path)
+            return
+        item_schema = items_schema(schema)
+        for element, item in _list_items(value, schema).items():
+            item_path = (*path, element)
+            _walk_set(item, item_schema, item_path, out)
+            out.add(item_path)
+    elif value is not None:
+        out.add(path)
+
+
+_ABSENT: Any = object()
+
+
+@dataclass(slots=True)
+class Comparison:
+    """Paths added, removed and modified going from one object to another (smd ``Comparison``)."""
+
+    added: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+
+
+def compare(old: Any, new: Any, schema: Schema) -> Comparison:
+    """smd ``TypedValue.Compare``: leaves that changed, plus non-leaf nodes that appeared or vanished.
+
+    A non-leaf node that appears is recorded (``"."`` in FieldsV1) unless it is a declared struct
+    field or a required field: upstream compares against a typed zero object, where those exist.
+    """
+    result = Comparison()
+    _compare(old, new, resolve(schema), (), result, struct_like=True)
+    return result
+
+
+def _empty(value: Any) -> bool:
+    return value is _ABSENT or value is None or (isinstance(value, (dict, list)) and not value)
+
+
+def _leaf(old: Any, new: Any, path: Path, result: Comparison) -> None:
+    if old is _ABSENT:
+        result.added.add(path)
+    elif new is _ABSENT:
+        result.removed.add(path)
+    elif old != new:
+        result.modified.add(path)
+
+
+def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison, *, struct_like: bool) -> None:
+    sample = new if new is not _ABSENT and new is not None else old
+    if isinstance(sample, dict) and all(v is _ABSENT or v is None or isinstance(v, dict) for v in (old, new)):
+        if _atomic_map(schema) or (_empty(old) and _empty(new)):
+            _leaf(old, new, path, result)
+            return
+        left = old if isinstance(old, dict) else {}
+        right = new if isinstance(new, dict) else {}
+        resolved = resolve(schema)
+        required = set(resolved.get("required") or ()) if resolved else set()
+        for key in dict.fromkeys([*left, *right]):
+            child_schema = property_schema(schema, key)
+            child_struct = _declared(schema, key) and (
+                key in required or bool(child_schema and isinstance(child_schema.get("properties"), dict))
+            )
+            _compare(
+                left.get(key, _ABSENT), right.get(key, _ABSENT), child_schema, (*path, "f:" + key), result,
+                struct_like=child_struct,
+            )
+    elif isinstance(sample, list) and all(v is _ABSENT or v is None or isinstance(v, list) for v in (old, new)):
+        semantics, _ = list_semantics(schema)
+        if semantics == "atomic" or (_empty(old) and _empty(new)):
+            _leaf(old, new, path, result)
+            return
+        left = _list_items(old, schema) if isinstance(old, list) else {}
+        right = _list_items(new, schema) if isinstance(new, list) else {}
+        item_schema = items_schema(schema)
+        for element in dict.fromkeys([*left, *right]):
+            _compare(
+                left.get(element, _ABSENT), right.get(element, _ABSENT), item_schema, (*path, element), result,
+                struct_like=False,
+            )
+    else:
+        _leaf(old, new, path, result)
+        return
+    if path and not struct_like:
+        if old is _ABSENT:
+            result.added.add(path)
+        elif new is _ABSENT:
+            result.removed.add(path)
+
+
+def _sort_key(element: str) -> tuple[int, str]:
+    return _ORDER.get(element[:1], 4), element
+
+
+def fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
+    """Encode a field set as a FieldsV1 JSON object (members are ``{}`` leaves or ``"."``)."""
+    tree: dict[str, Any] = {}
+    members: set[Path] = set()
+    for path in fields:
+        if not path:
+            continue
+        members.add(path)
+        node = tree
+        for element in path:
+            node = node.setdefault(element, {})
+    return _ordered(tree, (), members)
+
+
+def _ordered(node: dict[str, Any], path: Path, members: set[Path]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if path and node and path in members:
+        out["."] = {}
+    for element in sorted(node, key=_sort_key):
+        out[element] = _ordered(node[element], (*path, element), members)
+    return out
+
+
+def parse_fields_v1(raw: Any) -> FieldSet:
+    """Decode FieldsV1 JSON into a field set; malformed input is a :class:`BadRequest`."""
+    out: set[Path] = set()
+    if not isinstance(raw, dict):
+        raise BadRequest("invalid managedFields: fieldsV1 must be a JSON object")
+    _parse(raw, (), out)
+    return frozenset(out)
+
+
+def _parse(node: dict[str, Any], path: Path, out: set[Path]) -> None:
+    for element, child in node.items():
+        if element == ".":
+            if path:
+                out.add(path)
+            continue
+        if element[:2] not in ("f:", "k:", "v:", "i:") or not isinstance(child, dict):
+            raise BadRequest(f"invalid managedFields: unexpected path element {element!r}")
+        child_path = (*path, element)
+        if not child:
+            out.add(child_path)
+        else:
+            _parse(child, child_path, out)
+
+
+def path_string(path: Path) -> str:
+    """``.spec.containers[name="nginx"].image``: smd ``Path.String`` for conflict messages."""
+    parts: list[str] = []
+    for element in path:
+        kind, body = element[:1], element[2:]
+        if kind == "f":
+            parts.append("." + body)
+        elif kind == "k":
+            try:
+                keys = json.loads(body)
+                parts.append("[" + ",".join(f"{k}={_dumps(v)}" for k, v in sorted(keys.items())) + "]")
+            except (ValueError, AttributeError):
+                parts.append("[" + body + "]")
+        elif kind == "v":
+            parts.append("[=" + body + "]")
+        else:
+            parts.append("[" + body + "]")
+    return "".join(parts)
