@@ -33,6 +33,8 @@ from kubeloop.api import (
 
 WIDGETS = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True)
 
+_REASONS = {403: "Forbidden", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -183,7 +185,7 @@ class FakeApi:
         for fault in self.faults:
             if fault.times > 0 and fault.method == req.method and fault.path_contains in req.path:
                 fault.times -= 1
-                err = ApiError(f"injected {fault.status}", code=fault.status, reason=fault.reason or "InternalError")
+                err = ApiError(f"injected {fault.status}", code=fault.status, reason=fault.reason or _REASONS.get(fault.status, "InternalError"))
                 extra = [(b"retry-after", str(fault.retry_after).encode())] if fault.retry_after is not None else []
                 await self._respond(send, fault.status, err.to_status(), extra)
                 return

@@ -55,6 +55,7 @@ class _ResponseStream(httpx.AsyncByteStream):
             self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
+        self._chunks.put_nowait(_END)  # a task cancelled before it ran never reached its finally
 
 
 class StreamingASGITransport(httpx.AsyncBaseTransport):

@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import ssl
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
@@ -221,9 +222,10 @@ class Client:
         timeout = httpx.Timeout(DEFAULT_TIMEOUT, read=None if timeout_seconds is None else timeout_seconds + 60.0)
         response = await self._send("GET", path, params=params, stream=True, timeout=timeout)
         decoder = WatchDecoder()
+        chunks = response.aiter_bytes()
         try:
             try:
-                async for chunk in response.aiter_bytes():
+                async for chunk in chunks:
                     for event in decoder.feed(chunk):
                         yield event
                 for event in decoder.finish():
@@ -232,6 +234,12 @@ class Client:
                 raise map_transport_error(exc, method="WATCH", url=str(response.request.url)) from None
         finally:
             await response.aclose()
+            # If the consumer stopped early, httpx's chain of body generators is still suspended;
+            # run it to its end now (the stream is closed, so this is quick) rather than leaving it
+            # to the event loop's async-generator finalizer, which would spawn a task per layer.
+            with contextlib.suppress(Exception):
+                async for _ in chunks:
+                    pass
 
     # -- writes ---------------------------------------------------------------------------------
 
