@@ -39,6 +39,7 @@ from kubeloop.runtime._helpers import (
     set_owner_reference,
 )
 from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
+from kubeloop.runtime._leaderelection import LeaderElector, LeadershipLost
 from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
     AnnotationsChanged,
@@ -96,7 +97,9 @@ __all__ = [
     "ItemExponential",
     "ItemFastSlow",
     "LabelsChanged",
+    "LeaderElector",
     "LeaderMetrics",
+    "LeadershipLost",
     "MaxOf",
     "Metrics",
     "Mutate",
