@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kubeloop.api import Clock
 
@@ -22,8 +22,9 @@ async def within(clock: Clock, seconds: float, awaitable: Awaitable[T]) -> T:
     """The awaitable's result, or ``TimeoutError`` once ``seconds`` have passed on ``clock``."""
     work: asyncio.Future[T] = asyncio.ensure_future(awaitable)
     timer = asyncio.ensure_future(clock.sleep(seconds))
+    racing: set[asyncio.Future[Any]] = {work, timer}
     try:
-        await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in (work, timer):
             if not task.done():
