@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from kubeloop.api import BadRequest, apply_strategic_merge_patch, builtin_schema
+from kubeloop.api import BadRequest, apply_strategic_merge_patch, builtin_schema, create_strategic_merge_patch
 
 DEPLOYMENT = builtin_schema("apps", "v1", "Deployment")
 POD = builtin_schema("", "v1", "Pod")
@@ -226,3 +227,45 @@ def test_malformed_patches_are_bad_requests(patch: dict[str, Any], message: str)
 def test_a_patch_that_is_not_an_object_is_a_bad_request() -> None:
     with pytest.raises(BadRequest, match="cannot unmarshal array"):
         apply_strategic_merge_patch({}, [1, 2], POD)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["spec"]["template"]["spec"]["containers"][0].update(image="a:2"),
+        lambda d: d["spec"]["template"]["spec"]["containers"].append({"name": "c", "image": "c:1"}),
+        lambda d: d["spec"]["template"]["spec"]["containers"].pop(0),
+        lambda d: d["spec"]["template"]["spec"]["containers"].reverse(),
+        lambda d: d["metadata"].update(finalizers=["f/b", "f/c"]),
+        lambda d: d["metadata"].update(labels={"new": "1"}),
+        lambda d: d["spec"].update(strategy={"type": "Recreate"}),
+        lambda d: d["spec"].pop("replicas"),
+    ],
+)
+def test_created_patch_turns_original_into_modified(edit: Any) -> None:
+    original = _deployment(
+        [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}],
+        strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+    )
+    original["metadata"].update(finalizers=["f/a", "f/b"], labels={"old": "1"})
+    modified = json.loads(json.dumps(original))
+    edit(modified)
+    patch = create_strategic_merge_patch(original, modified, DEPLOYMENT)
+    assert apply_strategic_merge_patch(original, patch, DEPLOYMENT) == modified
+
+
+def test_created_patch_uses_directives_like_kubectl() -> None:
+    original = _deployment([{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}])
+    modified = json.loads(json.dumps(original))
+    modified["spec"]["template"]["spec"]["containers"] = [{"name": "b", "image": "b:2"}]
+    patch = create_strategic_merge_patch(original, modified, DEPLOYMENT)
+    assert patch == {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"image": "b:2", "name": "b"}, {"$patch": "delete", "name": "a"}],
+                    "$setElementOrder/containers": [{"name": "b"}],
+                }
+            }
+        }
+    }

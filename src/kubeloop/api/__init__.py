@@ -90,6 +90,7 @@ from kubeloop.api._selectors import (
     requires_exact_name,
 )
 from kubeloop.api._strategic import apply_strategic_merge_patch
+from kubeloop.api._strategic_diff import create_strategic_merge_patch
 from kubeloop.api._validation import (
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
@@ -163,6 +164,7 @@ __all__ = [
     "controller_of",
     "copy_json",
     "create_merge_patch",
+    "create_strategic_merge_patch",
     "decode_managed_fields",
     "decode_protobuf_object",
     "default_field_manager",
