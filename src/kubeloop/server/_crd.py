@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from kubeloop.api import FieldError, KindRegistry, ResourceInfo, ScalePaths, format_time, invalid
+from kubeloop.api import BadRequest, FieldError, KindRegistry, ResourceInfo, ScalePaths, format_time, invalid
 from kubeloop.api._schema_validate import apply_defaults, drop_nulls, prune, validate
+from kubeloop.api._validation import name_is_dns1123_subdomain
 from kubeloop.server._crd_validation import (
     CLEANUP_FINALIZER,
     accepted_status,
@@ -104,6 +106,8 @@ def resource_infos(crd: Mapping[str, Any]) -> list[ResourceInfo]:
 class CrdStrategy(GenericStrategy):
     """``customresourcedefinitions``: defaults, validation, storedVersions, cleanup finalizer."""
 
+    name_validator = staticmethod(name_is_dns1123_subdomain)
+
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         default_crd(obj)
@@ -165,6 +169,22 @@ class CrdController:
 
     def schema(self, group: str, version: str, kind: str) -> Mapping[str, Any] | None:
         return self._schemas.get((group, version, kind))
+
+    def unknown_fields(self, info: ResourceInfo, obj: Mapping[str, Any], field_validation: str) -> list[str]:
+        """``fieldValidation`` for a custom resource body: the ``Warning`` texts to send (Warn, the
+        default), nothing (Ignore), or a 400 ``strict decoding error: unknown field "spec.foo"`` (Strict).
+
+        Upstream reports the paths pruning removes (customresource_handler.go, unstructured decoder);
+        the pruning itself happens in the schema validator whatever the mode.
+        """
+        schema = self._schemas.get((info.group, info.version, info.kind))
+        if schema is None or field_validation == "Ignore":
+            return []
+        paths = prune(copy.deepcopy(dict(obj)), schema)
+        texts = [f'unknown field "{p}"' for p in paths]
+        if texts and field_validation == "Strict":
+            raise BadRequest("strict decoding error: " + ", ".join(texts))
+        return texts
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeloop.api import KindRegistry, NotFound, ResourceInfo
+from kubeloop.api import ApiError, KindRegistry, MethodNotAllowed, NotFound, ResourceInfo
+from kubeloop.server._http import Receive, Request, Scope, Send, send_error
 from kubeloop.server._openapi_paths import gv_path, resource_paths
 from kubeloop.server._openapi_schemas import META, ComponentSet
 
@@ -155,3 +156,21 @@ class OpenAPIDocuments:
         if headers.get("if-none-match") == etag:
             return OpenAPIResponse(304, b"", tagged)
         return OpenAPIResponse(200, body, tagged)
+
+    def handles(self, path: str) -> bool:
+        return path == "/openapi/v3" or path.startswith("/openapi/v3/")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI endpoint for ``/openapi/v3`` and below (GET and HEAD only)."""
+        request = Request(scope, receive)
+        try:
+            if request.method not in ("GET", "HEAD"):
+                raise MethodNotAllowed(f"{request.method} is not supported on the OpenAPI documents")
+            response = self.respond(request.path, request.query, request.headers)
+        except ApiError as error:
+            await send_error(send, error)
+            return
+        headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        body = b"" if request.method == "HEAD" else response.body
+        await send({"type": "http.response.body", "body": body})
