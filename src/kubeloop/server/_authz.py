@@ -26,6 +26,7 @@ from kubeloop.server._requestinfo import parse_request_info
 
 __all__ = [
     "ATTRIBUTES_SCOPE_KEY",
+    "AllowAll",
     "Attributes",
     "AuthorizationMiddleware",
     "Authorizer",

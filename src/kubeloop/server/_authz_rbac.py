@@ -25,10 +25,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, Decision
+from kubeloop.store import Store
 
-__all__ = ["RbacAuthorizer", "RbacSnapshot", "rule_allows"]
+__all__ = ["RbacAuthorizer", "RbacSnapshot", "rule_allows", "store_lister", "store_rbac_authorizer"]
 
 Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
@@ -188,3 +191,18 @@ def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: li
 def _aggregate(errors: Sequence[str]) -> str:
     # apimachinery utilerrors.NewAggregate: one error prints bare, several as "[a, b]".
     return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def store_lister(store: Store) -> Lister:
+    """A lister that reads RBAC objects from the server's store (keys ``/registry/<group>/<plural>/...``)."""
+
+    async def lister(plural: str) -> Sequence[Obj]:
+        result = await store.range(f"/registry/{RBAC_GROUP}/{plural}/")
+        return [orjson.loads(kv.value) for kv in result.items]
+
+    return lister
+
+
+def store_rbac_authorizer(store: Store) -> RbacAuthorizer:
+    """RBAC over the objects in ``store``, re-read only when the store's revision moved."""
+    return RbacAuthorizer(lister=store_lister(store), revision=lambda: store.revision)

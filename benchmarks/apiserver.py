@@ -1,0 +1,401 @@
+"""API server benchmark: ``python benchmarks/apiserver.py`` prints one table of ratios.
+
+Every figure is kubeloop divided by a baseline measured in the same run on the same machine, so the
+numbers travel between machines better than absolute rates do (method in docs/performance.md):
+
+1. GET one object, 32 concurrent keep-alive HTTPS clients: kubeloop requests/s divided by a bare ASGI
+   endpoint that returns the same bytes under the same uvicorn settings (goal >= 0.5).
+2. Durable creates, 64 concurrent clients: kubeloop creates/s divided by raw SQLite one-row-per-commit
+   inserts/s with WAL and ``synchronous=FULL`` (goal >= 1.5).
+3. Watch fan-out: 100 watchers on one resource while 1,000 objects are written; checks every watcher
+   got every event in order, reports delivery lag p50/p99 (create sent -> event received).
+4. ``kubeloop up`` to ``/readyz`` 200 divided by ``python -c "import kubernetes"`` (goal < 1).
+
+Servers run as subprocesses; the load generator is this process (uvloop, raw asyncio TLS sockets, so the
+client costs as little as possible). Traffic goes only to 127.0.0.1. Each part is bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import socket
+import sqlite3
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+GET_SECONDS = 6.0
+CREATE_SECONDS = 6.0
+SQLITE_SECONDS = 4.0
+WATCHERS = 100
+WATCH_OBJECTS = 1000
+STARTUP_RUNS = 3
+
+
+# ---------------------------------------------------------------------------------------------- servers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, args: list[str], port: int, *, data_dir: Path | None = None) -> None:
+        self.port = port
+        self.data_dir = data_dir
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+    @classmethod
+    def kubeloop(cls, data_dir: Path, *, command: str = "apiserver") -> Server:
+        port = free_port()
+        args = [sys.executable, "-m", "kubeloop.cli", command, "--port", str(port), "--data-dir", str(data_dir)]
+        return cls(args, port, data_dir=data_dir)
+
+    def token(self) -> str:
+        assert self.data_dir is not None
+        doc = yaml.safe_load((self.data_dir / "kubeconfig").read_text())
+        return str(doc["users"][0]["user"]["token"])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def serve_bare(body_file: str, cert: str, key: str, port: int) -> None:
+    """The baseline server: an ASGI endpoint that returns fixed bytes, under kubeloop's uvicorn settings."""
+    import uvicorn
+
+    body = Path(body_file).read_bytes()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", ws="none", lifespan="off",
+        log_level="warning", access_log=False, ssl_certfile=cert, ssl_keyfile=key, timeout_keep_alive=60,
+        server_header=False,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- client
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection over TLS, with just enough parsing for these answers."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str | None) -> None:
+        self.reader, self.writer = reader, writer
+        self.auth = f"Authorization: Bearer {token}\r\n".encode() if token else b""
+
+    @classmethod
+    async def open(cls, port: int, ctx: ssl.SSLContext, token: str | None) -> Conn:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx, server_hostname="localhost")
+        return cls(reader, writer, token)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def send(self, method: str, path: str, body: bytes = b"") -> None:
+        head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n".encode() + self.auth
+        if body:
+            head += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+        self.writer.write(head + b"\r\n" + body)
+
+    async def head(self) -> tuple[int, dict[bytes, bytes]]:
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.split(b"\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        return int(lines[0][9:12]), headers
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        self.send(method, path, body)
+        status, headers = await self.head()
+        if b"content-length" in headers:
+            return status, await self.reader.readexactly(int(headers[b"content-length"]))
+        data = b""
+        while chunk := await self.chunk():
+            data += chunk
+        return status, data
+
+    async def chunk(self) -> bytes:
+        size = int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16)
+        data = await self.reader.readexactly(size + 2)
+        return data[:-2]
+
+
+def client_context(ca: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(ca))
+
+
+async def wait_ready(port: int, ctx: ssl.SSLContext, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = await Conn.open(port, ctx, None)
+            try:
+                status, _ = await conn.request("GET", "/readyz")
+            finally:
+                conn.close()
+            if status == 200:
+                return
+        except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"server on port {port} not ready in {timeout}s")
+        await asyncio.sleep(0.003)
+
+
+async def closed_loop(
+    port: int, ctx: ssl.SSLContext, token: str | None, clients: int, seconds: float,
+    step: Callable[[Conn, int], Awaitable[None]],
+) -> float:
+    """``clients`` connections each running ``step`` back to back for ``seconds``; returns steps/s."""
+    conns = [await Conn.open(port, ctx, token) for _ in range(clients)]
+    done = 0
+    stop_at = time.monotonic() + seconds
+
+    async def worker(conn: Conn, index: int) -> None:
+        nonlocal done
+        i = 0
+        while time.monotonic() < stop_at:
+            await step(conn, index * 10_000_000 + i)
+            i += 1
+            done += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(worker(c, n) for n, c in enumerate(conns)))
+    elapsed = time.monotonic() - started
+    for c in conns:
+        c.close()
+    return done / elapsed
+
+
+# ---------------------------------------------------------------------------------------------- benchmarks
+
+
+def configmap(name: str, **data: str) -> bytes:
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"k": "v" * 512}})
+
+
+async def bench_get(tmp: Path) -> dict[str, Any]:
+    server = Server.kubeloop(tmp / "get")
+    try:
+        ctx = client_context(tmp / "get" / "pki" / "ca.crt")
+        await wait_ready(server.port, ctx)
+        token = server.token()
+        conn = await Conn.open(server.port, ctx, token)
+        path = "/api/v1/namespaces/default/configmaps/bench"
+        status, _ = await conn.request("POST", "/api/v1/namespaces/default/configmaps", configmap("bench"))
+        assert status == 201, status
+        status, body = await conn.request("GET", path)
+        assert status == 200, status
+        conn.close()
+
+        async def get(c: Conn, _: int) -> None:
+            code, _ = await c.request("GET", path)
+            assert code == 200, code
+
+        kubeloop_rps = await closed_loop(server.port, ctx, token, 32, GET_SECONDS, get)
+    finally:
+        server.stop()
+    (tmp / "body.json").write_bytes(body)
+    port = free_port()
+    pki = tmp / "get" / "pki"
+    bare = Server(
+        [sys.executable, __file__, "_bare", str(tmp / "body.json"), str(pki / "apiserver.crt"), str(pki / "apiserver.key"),
+         str(port)], port,
+    )  # fmt: skip
+    try:
+        await wait_ready(port, ctx)
+
+        async def get_bare(c: Conn, _: int) -> None:
+            code, _ = await c.request("GET", path)
+            assert code == 200, code
+
+        bare_rps = await closed_loop(port, ctx, None, 32, GET_SECONDS, get_bare)
+    finally:
+        bare.stop()
+    return {"kubeloop": kubeloop_rps, "baseline": bare_rps, "bytes": len(body)}
+
+
+def sqlite_inserts_per_second(path: Path, seconds: float) -> float:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, key TEXT, value BLOB)")
+    value = configmap("x")
+    n = 0
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO t (key, value) VALUES (?, ?)", (f"/registry/core/configmaps/default/x{n}", value))
+        db.execute("COMMIT")
+        n += 1
+    elapsed = time.monotonic() - started
+    db.close()
+    return n / elapsed
+
+
+async def bench_create(tmp: Path) -> dict[str, Any]:
+    baseline = sqlite_inserts_per_second(tmp / "raw.db", SQLITE_SECONDS)
+    server = Server.kubeloop(tmp / "create")
+    try:
+        ctx = client_context(tmp / "create" / "pki" / "ca.crt")
+        await wait_ready(server.port, ctx)
+
+        async def create(c: Conn, i: int) -> None:
+            code, _ = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(f"c{i}"))
+            assert code == 201, code
+
+        rate = await closed_loop(server.port, ctx, server.token(), 64, CREATE_SECONDS, create)
+    finally:
+        server.stop()
+    return {"kubeloop": rate, "baseline": baseline}
+
+
+async def bench_watch(tmp: Path) -> dict[str, Any]:
+    server = Server.kubeloop(tmp / "watch")
+    try:
+        ctx = client_context(tmp / "watch" / "pki" / "ca.crt")
+        await wait_ready(server.port, ctx)
+        token = server.token()
+        conn = await Conn.open(server.port, ctx, token)
+        _status, body = await conn.request("GET", "/api/v1/namespaces/default/configmaps")
+        rv = orjson.loads(body)["metadata"]["resourceVersion"]
+        conn.close()
+        received: list[list[tuple[str, int, float]]] = [[] for _ in range(WATCHERS)]
+        sent_at: dict[str, float] = {}
+
+        async def watch(index: int, ready: asyncio.Event) -> None:
+            c = await Conn.open(server.port, ctx, token)
+            c.send("GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=120")
+            status, _ = await c.head()
+            assert status == 200, status
+            ready.set()
+            buffer = b""
+            got = received[index]
+            while len(got) < WATCH_OBJECTS:
+                buffer += await c.chunk()
+                *lines, buffer = buffer.split(b"\n")
+                now = time.monotonic()
+                for line in lines:
+                    if line:
+                        event = orjson.loads(line)
+                        meta = event["object"]["metadata"]
+                        got.append((meta["name"], int(meta["resourceVersion"]), now))
+            c.close()
+
+        readies = [asyncio.Event() for _ in range(WATCHERS)]
+        watchers = [asyncio.create_task(watch(i, readies[i])) for i in range(WATCHERS)]
+        await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
+        writers = [await Conn.open(server.port, ctx, token) for _ in range(16)]
+
+        async def write(c: Conn, start: int) -> None:
+            for i in range(start, WATCH_OBJECTS, len(writers)):
+                name = f"w{i}"
+                sent_at[name] = time.monotonic()
+                code, _ = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(name))
+                assert code == 201, code
+
+        started = time.monotonic()
+        await asyncio.gather(*(write(c, n) for n, c in enumerate(writers)))
+        await asyncio.wait_for(asyncio.gather(*watchers), 120)
+        elapsed = time.monotonic() - started
+        for c in writers:
+            c.close()
+    finally:
+        server.stop()
+    complete = all(len(r) == WATCH_OBJECTS and len({n for n, _, _ in r}) == WATCH_OBJECTS for r in received)
+    in_order = all(all(a[1] < b[1] for a, b in itertools.pairwise(r)) for r in received)
+    lags = sorted((t - sent_at[name]) * 1000 for r in received for name, _, t in r)
+    return {
+        "complete": complete,
+        "in_order": in_order,
+        "events": sum(len(r) for r in received),
+        "seconds": elapsed,
+        "p50": lags[len(lags) // 2],
+        "p99": lags[int(len(lags) * 0.99)],
+    }
+
+
+async def bench_startup(tmp: Path) -> dict[str, Any]:
+    imports = []
+    for _ in range(STARTUP_RUNS):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import kubernetes"], check=True)
+        imports.append(time.monotonic() - started)
+
+    async def up_to_ready(data_dir: Path) -> float:
+        started = time.monotonic()
+        server = Server.kubeloop(data_dir, command="up")
+        try:
+            # The CA appears on disk before the server listens; poll until it does.
+            while not (data_dir / "pki" / "ca.crt").exists():
+                await asyncio.sleep(0.002)
+            await wait_ready(server.port, client_context(data_dir / "pki" / "ca.crt"))
+            return time.monotonic() - started
+        finally:
+            server.stop()
+
+    first = [await up_to_ready(tmp / f"start{i}") for i in range(STARTUP_RUNS)]
+    again = [await up_to_ready(tmp / "start0") for _ in range(STARTUP_RUNS)]
+    return {"import": statistics.median(imports), "first": statistics.median(first), "restart": statistics.median(again)}
+
+
+def main() -> None:
+    import uvloop
+
+    results: list[tuple[str, str, str, str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="kubeloop-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        print("running: GET one object (32 keep-alive clients) ...", file=sys.stderr)
+        g = uvloop.run(bench_get(tmp))
+        results.append(("GET one object, 32 clients", f"{g['kubeloop']:,.0f} req/s", f"{g['baseline']:,.0f} req/s (bare ASGI, same bytes)", f"{g['kubeloop'] / g['baseline']:.2f}", ">= 0.5"))
+        print("running: durable creates (64 clients) ...", file=sys.stderr)
+        c = uvloop.run(bench_create(tmp))
+        results.append(("durable creates, 64 clients", f"{c['kubeloop']:,.0f} creates/s", f"{c['baseline']:,.0f} inserts/s (SQLite FULL, 1 row/commit)", f"{c['kubeloop'] / c['baseline']:.2f}", ">= 1.5"))
+        print(f"running: watch fan-out ({WATCHERS} watchers, {WATCH_OBJECTS} objects) ...", file=sys.stderr)
+        w = uvloop.run(bench_watch(tmp))
+        ok = "all events, in order" if w["complete"] and w["in_order"] else "MISSING OR OUT OF ORDER"
+        results.append((f"watch fan-out, {WATCHERS} watchers x {WATCH_OBJECTS} objects", f"lag p50 {w['p50']:.0f} ms, p99 {w['p99']:.0f} ms", f"{w['events']:,} events in {w['seconds']:.1f} s", ok, "every event, in order"))
+        print("running: kubeloop up to /readyz ...", file=sys.stderr)
+        s = uvloop.run(bench_startup(tmp))
+        results.append(("kubeloop up -> /readyz (first start)", f"{s['first']:.2f} s", f"{s['import']:.2f} s (import kubernetes)", f"{s['first'] / s['import']:.2f}", "< 1"))
+        results.append(("kubeloop up -> /readyz (restart)", f"{s['restart']:.2f} s", f"{s['import']:.2f} s (import kubernetes)", f"{s['restart'] / s['import']:.2f}", "< 1"))
+    header = ("benchmark", "kubeloop", "baseline", "ratio", "goal")
+    widths = [max(len(row[i]) for row in [header, *results]) for i in range(5)]
+    for row in [header, tuple("-" * w for w in widths), *results]:
+        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_bare":
+        serve_bare(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.parse_args()
+        os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        main()

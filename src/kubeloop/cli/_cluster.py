@@ -1,0 +1,330 @@
+"""Running the embedded control plane: what ``kubeloop up`` and ``kubeloop apiserver`` do.
+
+Start-up order (each step prints one progress line; DESIGN "Command-line contract"):
+
+1. lock the data directory (one server per directory) and bind the listening socket, so a busy
+   port fails at once with a one-line reason;
+2. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
+   ``DIR/controller-manager.kubeconfig``): all written before anything reports ready;
+3. start the controller manager process early (its imports overlap ours; it retries until the
+   server answers);
+4. open the SQLite store, build the API app behind authentication, impersonation and RBAC, and
+   create the bootstrap objects (system namespaces, default RBAC) through the app itself;
+5. serve HTTPS with uvicorn (uvloop, httptools) on the bound socket.
+
+``GET /readyz`` is 503 until the server serves and, when there is a controller manager, until it
+reported ready; then it is 200. SIGTERM or SIGINT stop the controller manager and the server, close
+the store, and return normally (exit 0). A controller manager that exits is restarted with backoff.
+Every start-up failure is a :class:`StartupError` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from kubeloop.api import ApiError
+
+if TYPE_CHECKING:
+    from kubeloop.cli._bootstrap import ASGIApp
+    from kubeloop.server import App, User
+    from kubeloop.store import Store
+
+__all__ = ["ServeOptions", "StartupError", "run"]
+
+Echo = Callable[[str], None]
+KUBECONFIG = "kubeconfig"
+CM_KUBECONFIG = "controller-manager.kubeconfig"
+DATABASE = "kubeloop.db"
+_RESTART_BACKOFF_MAX = 30.0
+
+
+class StartupError(Exception):
+    """The server cannot start; the message is the one-line reason shown to the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    data_dir: Path
+    address: str = "127.0.0.1"
+    port: int = 6443
+    controllers: bool = True
+
+
+def run(options: ServeOptions, *, echo: Echo) -> None:
+    """Serve until SIGTERM/SIGINT. Raises :class:`StartupError` when start-up fails."""
+    import uvloop
+
+    uvloop.run(_serve(options, echo=echo))
+
+
+def _lock(data_dir: Path) -> IO[bytes]:
+    handle = (data_dir / "lock").open("wb")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise StartupError(f"another kubeloop server is already using {data_dir}") from None
+    return handle
+
+
+def _bind(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"port {port} on {address} is already in use; stop whatever uses it, or pick another port "
+                "with --port (--port 0 picks a free one)"
+            ) from None
+        raise StartupError(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
+class _ControllerManager:
+    """The ``kubeloop controller-manager`` child process, restarted with backoff when it exits."""
+
+    def __init__(self, kubeconfig: Path, *, echo: Echo, on_ready: Callable[[bool], None]) -> None:
+        self._kubeconfig = kubeconfig
+        self._echo = echo
+        self._on_ready = on_ready
+        self._process: asyncio.subprocess.Process | None = None
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise())
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kubeloop.cli", "controller-manager",
+            "--kubeconfig", str(self._kubeconfig), "--exit-with-parent",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+
+    async def _supervise(self) -> None:
+        from kubeloop.cli._controller_manager import READY_LINE
+
+        backoff = 1.0
+        while not self._stopping:
+            started = time.monotonic()
+            self._process = process = await self._spawn()
+            assert process.stdout is not None
+            async for raw in process.stdout:
+                line = raw.decode(errors="replace").rstrip()
+                if line == READY_LINE:
+                    self._on_ready(True)
+                    self._echo("Controller manager is running")
+                elif line:
+                    self._echo(f"controller-manager: {line}")
+            code = await process.wait()
+            self._on_ready(False)
+            if self._stopping:
+                return
+            if time.monotonic() - started > 60:
+                backoff = 1.0
+            self._echo(f"Controller manager exited with code {code}; restarting in {backoff:g}s")
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _RESTART_BACKOFF_MAX)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _serve(options: ServeOptions, *, echo: Echo) -> None:
+    from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
+    from kubeloop.server import (
+        ADMIN_USER,
+        CONTROLLER_MANAGER_USER,
+        ensure_tls,
+        ensure_token_file,
+        load_token_file,
+    )
+
+    data_dir = options.data_dir.resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
+    lock = _lock(data_dir)
+    sock = _bind(options.address, options.port)
+    port = sock.getsockname()[1]
+    url = server_url(options.address, port)
+    first_start = not (data_dir / DATABASE).exists()
+    echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
+    try:
+        tls = ensure_tls(data_dir, address=options.address)
+        tokens = ensure_token_file(data_dir / "tokens.csv")
+    except Exception as exc:  # the server's errors carry a one-line message
+        raise StartupError(str(exc)) from None
+    kubeconfig = data_dir / KUBECONFIG
+    write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
+    write_kubeconfig(
+        data_dir / CM_KUBECONFIG,
+        server=url,
+        ca_pem=tls.ca_pem,
+        user=CONTROLLER_MANAGER_USER,
+        token=tokens[CONTROLLER_MANAGER_USER],
+    )
+
+    readiness = _Readiness(controllers=options.controllers)
+    manager: _ControllerManager | None = None
+    if options.controllers:
+        manager = _ControllerManager(data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers)
+        manager.start()
+
+    from kubeloop.store import SqliteStore
+
+    try:
+        store = await SqliteStore.open(data_dir / DATABASE)
+    except Exception as exc:
+        if manager is not None:
+            await manager.stop()
+        raise StartupError(f"cannot open the store {data_dir / DATABASE}: {exc}") from None
+    core: App | None = None
+    try:
+        try:
+            core, app = await _build_app(
+                store,
+                tokens=load_token_file(data_dir / "tokens.csv"),
+                readiness=readiness,
+                server_address=url.removeprefix("https://"),
+            )
+        except (RuntimeError, ApiError) as exc:
+            raise StartupError(str(exc)) from None
+        server = _uvicorn_server(app, tls.cert, tls.key)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.002)
+        if serving.done():
+            serving.result()
+            raise StartupError("the HTTPS server stopped during start-up")
+        readiness.set_serving()
+        echo(f"Serving the Kubernetes API at {url}")
+        if manager is None:
+            _announce(echo, url, kubeconfig)
+        else:
+            readiness.on_ready = lambda: _announce(echo, url, kubeconfig)
+        await stop.wait()
+        echo("Shutting down")
+        if manager is not None:
+            await manager.stop()
+            manager = None
+        server.should_exit = True
+        await serving
+    finally:
+        if manager is not None:
+            await manager.stop()
+        if core is not None:
+            await core.shutdown()
+        await store.close()
+        sock.close()
+        lock.close()
+    echo("Stopped")
+
+
+def _announce(echo: Echo, url: str, kubeconfig: Path) -> None:
+    echo(f"kubeloop is ready at {url}")
+    echo(f"export KUBECONFIG={kubeconfig}")
+
+
+class _Readiness:
+    """What ``/readyz`` waits for: the server serving and, when there is one, the controller manager."""
+
+    def __init__(self, *, controllers: bool) -> None:
+        self.serving = False
+        self.controllers = not controllers
+        self.on_ready: Callable[[], None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.serving and self.controllers
+
+    def set_serving(self) -> None:
+        self.serving = True
+        self._maybe_announce()
+
+    def set_controllers(self, ready: bool) -> None:
+        self.controllers = ready
+        self._maybe_announce()
+
+    def _maybe_announce(self) -> None:
+        if self.ready and self.on_ready is not None:
+            callback, self.on_ready = self.on_ready, None
+            callback()
+
+
+
+def _uvicorn_server(app: Any, cert: Path, key: Path) -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            # kubeloop installs its own handlers (clean exit 0); uvicorn's would re-raise the signal.
+            yield
+
+    config = uvicorn.Config(
+        app,
+        loop="none",
+        http="httptools",
+        ws="none",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+        timeout_keep_alive=60,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+        date_header=True,
+    )
+    return Server(config)
+
+
+async def _build_app(
+    store: Store, *, tokens: Mapping[str, User], readiness: _Readiness, server_address: str
+) -> tuple[App, ASGIApp]:
+    """The API app (its ``/readyz`` follows ``readiness``), bootstrapped, behind the security chain."""
+    from kubeloop.api import SystemClock
+    from kubeloop.cli._bootstrap import bootstrap
+    from kubeloop.server import create_app, secure, store_rbac_authorizer
+
+    core = create_app(store=store, clock=SystemClock(), server_address=server_address)
+    core.ready = lambda: readiness.ready
+    await core.startup()
+    await bootstrap(core)
+    return core, secure(core, tokens=tokens, authorizer=store_rbac_authorizer(store))

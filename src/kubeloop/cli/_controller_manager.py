@@ -1,0 +1,109 @@
+"""``kubeloop controller-manager --kubeconfig F``: the built-in controllers, as their own process.
+
+Contract: connects to the API server the kubeconfig points to through :class:`kubeloop.client.Client`
+(retrying while the server is still starting, up to ``--connect-timeout``), proves it can read
+(a one-item list of namespaces, which exercises authentication and RBAC), then prints
+:data:`READY_LINE` on stdout. ``kubeloop up`` waits for that line before ``/readyz`` answers 200.
+It runs until SIGTERM or SIGINT (exit 0) or, with ``--exit-with-parent``, until its stdin closes
+(so it never outlives a ``kubeloop up`` that was killed). An unusable kubeconfig, a refused
+credential or no server within the timeout exit 1 with a one-line reason.
+
+No built-in controllers exist yet, so once connected it has nothing to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from kubeloop.api import ResourceInfo
+
+__all__ = ["READY_LINE", "controller_manager"]
+
+READY_LINE = "kubeloop controller-manager: ready"
+
+
+@click.command("controller-manager")
+@click.option(
+    "--kubeconfig",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Kubeconfig of the cluster to manage (any Kubernetes API server).",
+)
+@click.option(
+    "--connect-timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for the API server."
+)
+@click.option("--exit-with-parent", is_flag=True, hidden=True, help="Exit when stdin closes.")
+def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_parent: bool) -> None:
+    """Run kubeloop's built-in controllers against the cluster KUBECONFIG points to."""
+    try:
+        import uvloop
+
+        uvloop.run(_run(kubeconfig, connect_timeout=connect_timeout, exit_with_parent=exit_with_parent))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bool) -> None:
+    from kubeloop.api import ApiError
+    from kubeloop.client import Client, ConfigError, ConnectionFailed
+
+    try:
+        client = Client.from_kubeconfig(str(kubeconfig))
+    except ConfigError as exc:
+        raise ValueError(f"cannot use kubeconfig {kubeconfig}: {exc}") from None
+    namespaces = _namespaces()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + connect_timeout
+    async with client:
+        while True:
+            try:
+                await client.list(namespaces, limit=1)
+                break
+            except ConnectionFailed as exc:
+                if loop.time() > deadline:
+                    raise ValueError(f"no API server reachable within {connect_timeout:g}s: {exc.message}") from None
+                await asyncio.sleep(0.02)
+            except ApiError as exc:
+                raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
+        print(READY_LINE, flush=True)
+        await _wait_for_stop(exit_with_parent=exit_with_parent)
+
+
+def _namespaces() -> ResourceInfo:
+    from kubeloop.api import BUILTIN_RESOURCES
+
+    for info in BUILTIN_RESOURCES:
+        if info.group == "" and info.plural == "namespaces":
+            return info
+    raise ValueError("namespaces are not a built-in resource")
+
+
+async def _wait_for_stop(*, exit_with_parent: bool) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if exit_with_parent:
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+        async def parent_gone() -> None:
+            while await reader.read(4096):
+                pass
+            stop.set()
+
+        watcher = asyncio.create_task(parent_gone())
+        try:
+            await stop.wait()
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+    else:
+        await stop.wait()

@@ -1,0 +1,30 @@
+"""The kubeconfig ``kubeloop up`` writes is what clients load: one cluster, admin user, context kubeloop."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import yaml
+
+from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
+
+
+def test_kubeconfig_names_server_ca_token_and_default_namespace(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    write_kubeconfig(path, server="https://127.0.0.1:6443", ca_pem=b"PEM\n", user="kubernetes-admin", token="t:k")
+    doc = yaml.safe_load(path.read_text())
+    assert doc["current-context"] == "kubeloop"
+    (context,) = doc["contexts"]
+    assert context["context"] == {"cluster": "kubeloop", "user": "kubernetes-admin", "namespace": "default"}
+    (cluster,) = doc["clusters"]
+    assert cluster["cluster"]["server"] == "https://127.0.0.1:6443"
+    assert base64.b64decode(cluster["cluster"]["certificate-authority-data"]) == b"PEM\n"
+    assert doc["users"][0]["user"] == {"token": "t:k"}
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_server_url_uses_loopback_for_wildcard_addresses_and_brackets_ipv6() -> None:
+    assert server_url("0.0.0.0", 6443) == "https://127.0.0.1:6443"
+    assert server_url("::1", 1) == "https://[::1]:1"
+    assert server_url("10.0.0.5", 2) == "https://10.0.0.5:2"
