@@ -6,6 +6,7 @@ the manager (health, metrics, leader election) and helpers that make the defensi
 easy ones (controller references, create-or-update, finalizers, status written only on change).
 """
 
+from kubeloop.runtime._builder import Builder
 from kubeloop.runtime._cache import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -25,6 +26,7 @@ from kubeloop.runtime._handlers import (
     EventType,
     Handler,
 )
+from kubeloop.runtime._health import Check, HealthChecks, probe_app
 from kubeloop.runtime._helpers import (
     AlreadyOwnedError,
     Mutate,
@@ -40,6 +42,7 @@ from kubeloop.runtime._helpers import (
 )
 from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
 from kubeloop.runtime._leaderelection import LeaderElector, LeadershipLost
+from kubeloop.runtime._manager import LeaderElectionOptions, Manager, Runnable
 from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
     AnnotationsChanged,
@@ -78,8 +81,10 @@ __all__ = [
     "OWNER_UID_INDEX",
     "AlreadyOwnedError",
     "AnnotationsChanged",
+    "Builder",
     "Cache",
     "CacheSyncTimeout",
+    "Check",
     "Controller",
     "ControllerMetrics",
     "DelayingQueue",
@@ -92,14 +97,17 @@ __all__ = [
     "GenerationChanged",
     "Handler",
     "HandlerRegistration",
+    "HealthChecks",
     "IndexFunc",
     "InformerFactory",
     "ItemExponential",
     "ItemFastSlow",
     "LabelsChanged",
+    "LeaderElectionOptions",
     "LeaderElector",
     "LeaderMetrics",
     "LeadershipLost",
+    "Manager",
     "MaxOf",
     "Metrics",
     "Mutate",
@@ -119,6 +127,7 @@ __all__ = [
     "Request",
     "ResourceVersionChanged",
     "Result",
+    "Runnable",
     "SharedInformer",
     "StatusWriter",
     "TokenBucket",
@@ -136,6 +145,7 @@ __all__ = [
     "index_by_owner_uid",
     "negate",
     "object_key",
+    "probe_app",
     "remove_finalizer",
     "set_condition",
     "set_controller_reference",
