@@ -8,22 +8,75 @@ other parts of the server: ``app.kinds`` (the served :class:`~kubeloop.api.KindR
 
 from kubeloop.server._admission import Admission, AdmissionAttributes, NamespaceLifecycle
 from kubeloop.server._app import SYSTEM_NAMESPACES, App, create_app
+
+# Security: TLS material, authentication, impersonation, RBAC, self reviews.
+from kubeloop.server._authn import (
+    ADMIN_USER,
+    ANONYMOUS,
+    CONTROLLER_MANAGER_USER,
+    USER_SCOPE_KEY,
+    AuthenticationMiddleware,
+    User,
+    ensure_token_file,
+    load_token_file,
+)
+from kubeloop.server._authz import (
+    ATTRIBUTES_SCOPE_KEY,
+    AllowAll,
+    Attributes,
+    AuthorizationMiddleware,
+    Authorizer,
+    Decision,
+    forbidden_error,
+    request_attributes,
+)
+from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
+from kubeloop.server._authz_chain import secure
+from kubeloop.server._authz_impersonate import ImpersonationMiddleware
+from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
+from kubeloop.server._authz_reviews import SelfReviewMiddleware
 from kubeloop.server._http import MAX_BODY_BYTES, Request
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._state import ServerState, collection_prefix, object_key
+from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
 
 __all__ = [
+    "ADMIN_USER",
+    "ANONYMOUS",
+    "ATTRIBUTES_SCOPE_KEY",
+    "CONTROLLER_MANAGER_USER",
     "MAX_BODY_BYTES",
     "SYSTEM_NAMESPACES",
+    "USER_SCOPE_KEY",
     "Admission",
     "AdmissionAttributes",
+    "AllowAll",
     "App",
+    "Attributes",
+    "AuthenticationMiddleware",
+    "AuthorizationMiddleware",
+    "Authorizer",
+    "Decision",
+    "ImpersonationMiddleware",
     "NamespaceLifecycle",
+    "RbacAuthorizer",
     "Request",
     "RequestInfo",
+    "SelfReviewMiddleware",
     "ServerState",
+    "TlsMaterial",
+    "User",
+    "bootstrap_rbac_objects",
     "collection_prefix",
     "create_app",
+    "ensure_tls",
+    "ensure_token_file",
+    "forbidden_error",
+    "load_token_file",
     "object_key",
     "parse_request_info",
+    "request_attributes",
+    "secure",
+    "server_ssl_context",
+    "store_rbac_authorizer",
 ]

@@ -1,0 +1,223 @@
+"""The API server as one plain ASGI app: :func:`create_app` and :class:`App`.
+
+Routing is by :func:`parse_request_info`; extension routes (``app.add_route``) are consulted first,
+so OpenAPI, aggregated discovery and review endpoints mount without touching this module. Every
+failure is answered with a ``Status`` (the ``ApiError`` tree); anything unexpected is a 500
+InternalError, never a dropped connection. The app is a complete server over a ``Store``:
+on startup (ASGI lifespan, or lazily on the first request) it creates the system namespaces and
+starts the CRD controller, which registers custom kinds into ``app.kinds`` at run time.
+
+Seams for other parts: ``app.kinds`` (the :class:`KindRegistry` served), ``app.admission`` (a list
+of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind)),
+``app.add_route(prefix, handler)``, ``app.ready`` (``/readyz``), ``app.state`` (everything shared).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from kubeloop.api import ApiError, BadRequest, InternalError, KindRegistry, SystemClock
+from kubeloop.api import Clock as ClockProtocol
+from kubeloop.server._admission import Admission, NamespaceLifecycle
+from kubeloop.server._crd import CrdController
+from kubeloop.server._discovery import (
+    VERSION_INFO,
+    api_group,
+    api_group_list,
+    api_resource_list,
+    api_versions,
+)
+from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
+from kubeloop.server._handlers import ResourceHandlers
+from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
+from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._requestinfo import parse_request_info
+from kubeloop.server._rest import WriteRequest, create_object
+from kubeloop.server._state import ServerState, Validator
+from kubeloop.store import Store
+
+__all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
+
+log = logging.getLogger("kubeloop.server")
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_NOT_FOUND = "the server could not find the requested resource"
+
+
+class App:
+    """The ASGI API server. Build it with :func:`create_app`."""
+
+    def __init__(self, state: ServerState, *, server_address: str = "127.0.0.1:6443") -> None:
+        self.state = state
+        self.server_address = server_address
+        self.ready: bool | Callable[[], bool] = True
+        self._routes: list[tuple[str, ASGIApp, Callable[[Request], bool] | None]] = []
+        self._handlers = ResourceHandlers(state)
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self.crd_controller = CrdController(state)
+        state.custom_schema = self.crd_controller.schema
+        self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
+        self.add_route("/openapi/v3", self.openapi)
+
+    # -- seams -------------------------------------------------------------------------------------
+    @property
+    def kinds(self) -> KindRegistry:
+        return self.state.kinds
+
+    @property
+    def registry(self) -> KindRegistry:
+        return self.state.kinds
+
+    @property
+    def admission(self) -> list[Admission]:
+        return self.state.admission
+
+    @property
+    def validators(self) -> dict[tuple[str, str], Validator]:
+        return self.state.validators
+
+    def add_route(self, prefix: str, handler: ASGIApp, *, when: Callable[[Request], bool] | None = None) -> None:
+        """Serve ``prefix`` and everything below it with ``handler`` (an ASGI app); ``when`` narrows it."""
+        self._routes.append((prefix.rstrip("/") or "/", handler, when))
+
+    def is_ready(self) -> bool:
+        return bool(self.ready() if callable(self.ready) else self.ready)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        """Create the system namespaces and start the CRD controller (idempotent)."""
+        if self._started:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._started:
+                return
+            namespaces = self.state.kinds.get("", "v1", "namespaces")
+            if namespaces is not None:
+                for name in SYSTEM_NAMESPACES:
+                    with contextlib.suppress(ApiError):
+                        await create_object(self.state, WriteRequest(namespaces, "", user_agent="kube-apiserver/v1.32.0"),
+                                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            if self.state.kinds.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") is not None:
+                await self.crd_controller.start()
+            self._started = True
+
+    async def shutdown(self) -> None:
+        if self._started:
+            await self.crd_controller.stop()
+            self._started = False
+
+    # -- ASGI ------------------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if not self._started:
+            await self.startup()
+        request = Request(scope, receive)
+        for prefix, handler, when in self._routes:
+            if (request.path == prefix or request.path.startswith(prefix + "/")) and (when is None or when(request)):
+                await handler(scope, receive, send)
+                return
+        try:
+            await self._dispatch(request, send)
+        except ApiError as error:
+            await send_error(send, error)
+        except Exception as exc:  # every failure is a Status, never a dropped connection
+            log.exception("internal error serving %s %s", request.method, request.path)
+            await send_error(send, InternalError(f"Internal error occurred: {exc}",
+                                                 details={"causes": [{"message": str(exc)}]}))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _dispatch(self, request: Request, send: Send) -> None:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez") or path.startswith(("/healthz/", "/livez/")):
+            await send_bytes(send, 200, b"ok", content_type="text/plain; charset=utf-8")
+            return
+        if path == "/readyz" or path.startswith("/readyz/"):
+            if self.is_ready():
+                await send_bytes(send, 200, b"ok", content_type="text/plain; charset=utf-8")
+            else:
+                await send_bytes(send, 500, b"[-]kubeloop-ready failed: not ready\nreadyz check failed",
+                                 content_type="text/plain; charset=utf-8")
+            return
+        if path == "/version":
+            await send_json(send, 200, VERSION_INFO)
+            return
+        info = parse_request_info(request.method, path, request.query)
+        if info.is_resource_request:
+            await self._handlers.handle(request, info, send)
+            return
+        if request.method not in ("GET", "HEAD"):
+            raise _not_found() if path not in ("/api", "/apis") else BadRequest(_NOT_FOUND)
+        await self._discovery(request, path, send)
+
+    async def _discovery(self, request: Request, path: str, send: Send) -> None:
+        kinds = self.state.kinds
+        parts = path.strip("/").split("/")
+        doc: dict[str, Any] | None = None
+        if path in ("/api", "/apis"):
+            version = negotiate_discovery(request.headers.get("accept", ""))
+            if version is not None:
+                body = aggregated_discovery(kinds, legacy=path == "/api", version=version)
+                await send_json(send, 200, body, content_type=content_type(version))
+                return
+            doc = api_versions(self.server_address) if path == "/api" else api_group_list(kinds)
+        elif parts[0] == "api" and len(parts) == 2:
+            doc = api_resource_list(kinds, "", parts[1])
+        elif parts[0] == "apis" and len(parts) == 2:
+            doc = api_group(kinds, parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            doc = api_resource_list(kinds, parts[1], parts[2])
+        if doc is None:
+            raise _not_found()
+        await send_json(send, 200, doc, content_type=request.negotiate())
+
+
+def _not_found() -> ApiError:
+    from kubeloop.api import NotFound
+
+    return NotFound(_NOT_FOUND, details={})
+
+
+def create_app(
+    *,
+    store: Store,
+    clock: ClockProtocol | None = None,
+    registry: KindRegistry | None = None,
+    admission: list[Admission] | None = None,
+    rng: random.Random | None = None,
+    server_address: str = "127.0.0.1:6443",
+) -> App:
+    """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle)."""
+    state = ServerState(
+        store=store,
+        clock=clock or SystemClock(),
+        kinds=registry if registry is not None else KindRegistry(),
+        rng=rng or random.Random(),
+    )
+    state.admission.extend(admission if admission is not None else [NamespaceLifecycle(store)])
+    return App(state, server_address=server_address)

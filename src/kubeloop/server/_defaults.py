@@ -1,0 +1,167 @@
+"""Defaulting of built-in kinds: the fields upstream's ``SetDefaults_*`` functions fill on write.
+
+Only fields clients and controllers read back are defaulted (replicas, strategies, pod template
+fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/core/v1/defaults.go``,
+``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``). A field
+the client set is never overwritten. Runs on create and on main-resource update, like upstream's
+decoder does for every request body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubeloop.api import ResourceInfo
+
+__all__ = ["apply_defaults"]
+
+Obj = dict[str, Any]
+
+
+def _dict(parent: Obj, key: str) -> Obj:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        parent[key] = value
+    return value
+
+
+def _default(parent: Obj, key: str, value: Any) -> None:
+    if parent.get(key) is None:
+        parent[key] = value
+
+
+def _container(container: Any) -> None:
+    if not isinstance(container, dict):
+        return
+    _default(container, "terminationMessagePath", "/dev/termination-log")
+    _default(container, "terminationMessagePolicy", "File")
+    image = container.get("image")
+    if container.get("imagePullPolicy") is None and isinstance(image, str):
+        tail = image.rsplit("/", 1)[-1]
+        tag = tail.split("@", 1)[0].partition(":")[2]
+        container["imagePullPolicy"] = "IfNotPresent" if ("@" in tail or (tag and tag != "latest")) else "Always"
+    if container.get("resources") is None:
+        container["resources"] = {}
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            _default(port, "protocol", "TCP")
+
+
+def _pod_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    _default(spec, "restartPolicy", "Always")
+    _default(spec, "terminationGracePeriodSeconds", 30)
+    _default(spec, "dnsPolicy", "ClusterFirst")
+    _default(spec, "securityContext", {})
+    _default(spec, "schedulerName", "default-scheduler")
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            _container(container)
+
+
+def _pod_template(spec: Obj) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        _pod_spec(_dict(template, "spec"))
+
+
+def _pod(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _pod_spec(spec)
+        _default(spec, "enableServiceLinks", True)
+        _default(spec, "preemptionPolicy", "PreemptLowerPriority")
+        _default(spec, "priority", 0)
+
+
+def _deployment(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "replicas", 1)
+    strategy = _dict(spec, "strategy")
+    _default(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        _default(rolling, "maxUnavailable", "25%")
+        _default(rolling, "maxSurge", "25%")
+    _default(spec, "revisionHistoryLimit", 10)
+    _default(spec, "progressDeadlineSeconds", 600)
+    _pod_template(spec)
+
+
+def _replicaset(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "replicas", 1)
+    _pod_template(spec)
+
+
+def _statefulset(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "replicas", 1)
+    _default(spec, "podManagementPolicy", "OrderedReady")
+    update = _dict(spec, "updateStrategy")
+    _default(update, "type", "RollingUpdate")
+    if update["type"] == "RollingUpdate":
+        _default(_dict(update, "rollingUpdate"), "partition", 0)
+    _default(spec, "revisionHistoryLimit", 10)
+    _default(spec, "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    _pod_template(spec)
+
+
+def _service(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "type", "ClusterIP")
+    _default(spec, "sessionAffinity", "None")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            _default(port, "protocol", "TCP")
+            if port.get("targetPort") is None and port.get("port") is not None:
+                port["targetPort"] = port["port"]
+
+
+def _secret(obj: Obj) -> None:
+    _default(obj, "type", "Opaque")
+
+
+def _pvc(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "volumeMode", "Filesystem")
+
+
+def _pv(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "persistentVolumeReclaimPolicy", "Retain")
+    _default(spec, "volumeMode", "Filesystem")
+
+
+def _storageclass(obj: Obj) -> None:
+    _default(obj, "reclaimPolicy", "Delete")
+    _default(obj, "volumeBindingMode", "Immediate")
+
+
+def _lease(obj: Obj) -> None:
+    _dict(obj, "spec")
+
+
+_DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "Pod"): _pod,
+    ("", "Service"): _service,
+    ("", "Secret"): _secret,
+    ("", "PersistentVolumeClaim"): _pvc,
+    ("", "PersistentVolume"): _pv,
+    ("apps", "Deployment"): _deployment,
+    ("apps", "ReplicaSet"): _replicaset,
+    ("apps", "StatefulSet"): _statefulset,
+    ("storage.k8s.io", "StorageClass"): _storageclass,
+    ("coordination.k8s.io", "Lease"): _lease,
+}
+
+
+def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
+    if info.custom:
+        return
+    defaulter = _DEFAULTERS.get((info.group, info.kind))
+    if defaulter is not None:
+        defaulter(obj)

@@ -1,0 +1,233 @@
+"""delete and deletecollection, as apiserver ``registry/generic/registry/store.go`` Delete does.
+
+Flow for one object (``Delete`` / ``updateForGracefulDeletionAndFinalizers`` / ``rest.BeforeDelete``):
+
+1. Missing: 404. DeleteOptions preconditions (uid, resourceVersion) that do not hold: 409 with
+   upstream's messages.
+2. Already being deleted with a grace period: only a shorter grace period changes anything; the
+   answer is the object (kinds that return deleted objects) or a Success Status.
+3. The GC finalizers are recomputed from the propagation policy (``deletionFinalizersForGarbage
+   Collection``): ``orphan`` for Orphan / ``orphanDependents=true`` (or an existing ``orphan``
+   finalizer when the request says nothing), ``foregroundDeletion`` for Foreground.
+4. A graceful kind (a pod on a node) gets ``deletionTimestamp = now + grace`` and stays; an object
+   with finalizers gets ``deletionTimestamp = now``, ``deletionGracePeriodSeconds = 0``
+   (``markAsDeleting``, which also bumps ``generation`` once); both answer 200 with the object
+   (202 when the request set ``orphanDependents=false``).
+5. Otherwise the object is removed at once; the answer is the deleted object for kinds with
+   ``return_deleted_object`` and a Success Status (``details.kind`` = the plural) otherwise.
+
+``dryRun`` runs the whole flow and stores nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeloop.api import ResourceInfo, conflict, format_time, not_found, parse_time
+from kubeloop.api._validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
+from kubeloop.server._admission import AdmissionAttributes, run_admission
+from kubeloop.server._options import DeleteOptions
+from kubeloop.server._state import ServerState, object_key, renderer
+from kubeloop.store import KeyNotFound, RevisionMismatch
+
+__all__ = ["DeleteResult", "delete_object"]
+
+_MAX_RETRIES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    status: int
+    body: bytes
+    deleted: bool
+
+
+def _success_status(info: ResourceInfo, obj: dict[str, Any]) -> bytes:
+    meta = obj.get("metadata") or {}
+    details: dict[str, Any] = {"name": meta.get("name", ""), "kind": info.plural}
+    if info.group:
+        details["group"] = info.group
+    if meta.get("uid"):
+        details["uid"] = meta["uid"]
+    return orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "details": details})
+
+
+def _finalize_delete(info: ResourceInfo, obj: dict[str, Any], value: bytes | None) -> bytes:
+    if info.return_deleted_object:
+        return value if value is not None else orjson.dumps(obj)
+    return _success_status(info, obj)
+
+
+def _should_orphan(options: DeleteOptions, finalizers: list[str]) -> bool:
+    if options.orphan_dependents is not None:
+        return options.orphan_dependents
+    if options.propagation_policy is not None:
+        return options.propagation_policy == "Orphan"
+    for f in finalizers:
+        if f == FINALIZER_ORPHAN_DEPENDENTS:
+            return True
+        if f == FINALIZER_DELETE_DEPENDENTS:
+            return False
+    return False
+
+
+def _should_foreground(options: DeleteOptions, finalizers: list[str]) -> bool:
+    if options.orphan_dependents is not None:
+        return False
+    if options.propagation_policy is not None:
+        return options.propagation_policy == "Foreground"
+    for f in finalizers:
+        if f == FINALIZER_DELETE_DEPENDENTS:
+            return True
+        if f == FINALIZER_ORPHAN_DEPENDENTS:
+            return False
+    return False
+
+
+def gc_finalizers(options: DeleteOptions, finalizers: list[str]) -> tuple[bool, list[str]]:
+    """store.go deletionFinalizersForGarbageCollection: (changed, new finalizers)."""
+    new = [f for f in finalizers if f not in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)]
+    if _should_orphan(options, finalizers):
+        new.append(FINALIZER_ORPHAN_DEPENDENTS)
+    if _should_foreground(options, finalizers):
+        new.append(FINALIZER_DELETE_DEPENDENTS)
+    if set(new) == set(finalizers):
+        return False, finalizers
+    return True, new
+
+
+def _check_preconditions(info: ResourceInfo, meta: dict[str, Any], options: DeleteOptions) -> None:
+    name = str(meta.get("name") or "")
+    uid = str(meta.get("uid") or "")
+    rv = str(meta.get("resourceVersion") or "")
+    # rest.BeforeDelete names the kind (not the resource) in these conflicts.
+    if options.uid_precondition is not None and options.uid_precondition != uid:
+        raise conflict(info.kind, name, info.group,
+                       f"the UID in the precondition ({options.uid_precondition}) does not match the UID in record "
+                       f"({uid}). The object might have been deleted and then recreated")
+    if options.rv_precondition is not None and options.rv_precondition != rv:
+        raise conflict(info.kind, name, info.group,
+                       f"the ResourceVersion in the precondition ({options.rv_precondition}) does not match the "
+                       f"ResourceVersion in record ({rv}). The object might have been modified")
+
+
+async def delete_object(
+    state: ServerState,
+    info: ResourceInfo,
+    namespace: str,
+    name: str,
+    options: DeleteOptions,
+    *,
+    user: Any = None,
+) -> DeleteResult:
+    key = object_key(info, namespace, name)
+    strategy = state.strategy(info)
+    accepted = 202 if options.orphan_dependents is False else 200
+    for _ in range(_MAX_RETRIES):
+        kv = await state.store.get(key)
+        if kv is None:
+            raise not_found(info.plural, name, info.group)
+        obj = orjson.loads(kv.value)
+        meta = obj.setdefault("metadata", {})
+        _check_preconditions(info, meta, options)
+        attrs = AdmissionAttributes("DELETE", info, namespace if info.namespaced else "", name,
+                                    user=user, dry_run=options.dry_run)
+        await run_admission(state.admission, attrs, None, obj)
+
+        now = state.clock.now()
+        if info.group == "" and info.plural == "namespaces":
+            spec = obj.get("spec") or {}
+            if not meta.get("deletionTimestamp"):
+                result = await _start_namespace_termination(state, key, kv.mod_revision, obj, options, now)
+                if result is None:
+                    continue
+                return result
+            if spec.get("finalizers"):
+                return DeleteResult(200, kv.value, False)
+
+        graceful = False
+        existing_grace = meta.get("deletionGracePeriodSeconds")
+        requested = options.grace_period_seconds
+        if meta.get("deletionTimestamp") and strategy.graceful_period(obj, requested) is not None:
+            # rest.BeforeDelete on an object already being deleted: only a shorter period counts.
+            if existing_grace:
+                if requested is None or requested >= existing_grace:
+                    return DeleteResult(200, _finalize_delete(info, obj, kv.value), False)
+                start = parse_time(meta["deletionTimestamp"]) - existing_grace
+                meta["deletionTimestamp"] = format_time(start + requested)
+                meta["deletionGracePeriodSeconds"] = requested
+                graceful = requested > 0
+        elif not meta.get("deletionTimestamp"):
+            period = strategy.graceful_period(obj, requested)
+            if period is not None and period > 0:
+                meta["deletionTimestamp"] = format_time(now + period)
+                meta["deletionGracePeriodSeconds"] = period
+                if int(meta.get("generation") or 0) > 0:
+                    meta["generation"] = int(meta["generation"]) + 1
+                graceful = True
+
+        finalizers = list(meta.get("finalizers") or [])
+        changed, finalizers = gc_finalizers(options, finalizers)
+        if changed:
+            meta["finalizers"] = finalizers
+        if not finalizers:
+            meta.pop("finalizers", None)
+        pending_finalizers = bool(finalizers)
+        if pending_finalizers and not graceful:
+            _mark_as_deleting(meta, now)
+        delete_now = not graceful and not pending_finalizers
+        if delete_now:
+            if options.dry_run:
+                return DeleteResult(200, _finalize_delete(info, obj, kv.value), True)
+            try:
+                gone = await state.store.delete(key, expected_revision=kv.mod_revision, render=renderer(obj))
+            except (RevisionMismatch, KeyNotFound):
+                continue
+            return DeleteResult(200, _finalize_delete(info, obj, gone.value), True)
+        if options.dry_run:
+            return DeleteResult(accepted, orjson.dumps(obj), False)
+        if obj == orjson.loads(kv.value):
+            return DeleteResult(accepted, kv.value, False)
+        try:
+            stored = await state.store.update(key, renderer(obj), expected_revision=kv.mod_revision)
+        except (RevisionMismatch, KeyNotFound):
+            continue
+        return DeleteResult(accepted, stored.value, False)
+    raise conflict(info.plural, name, info.group)
+
+
+def _mark_as_deleting(meta: dict[str, Any], now: float) -> None:
+    """store.go markAsDeleting."""
+    existing = meta.get("deletionTimestamp")
+    if not existing and int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
+    if not existing or parse_time(existing) > now:
+        meta["deletionTimestamp"] = format_time(now)
+    meta["deletionGracePeriodSeconds"] = 0
+
+
+async def _start_namespace_termination(
+    state: ServerState, key: str, revision: int, obj: dict[str, Any], options: DeleteOptions, now: float
+) -> DeleteResult | None:
+    """namespace storage.go Delete, first request: deletionTimestamp, phase Terminating, GC finalizers."""
+    meta = obj["metadata"]
+    meta["deletionTimestamp"] = format_time(now)
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    obj["status"] = {**(status or {}), "phase": "Terminating"}
+    changed, finalizers = gc_finalizers(options, list(meta.get("finalizers") or []))
+    if changed:
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+    if options.dry_run:
+        return DeleteResult(200, orjson.dumps(obj), False)
+    try:
+        stored = await state.store.update(key, renderer(obj), expected_revision=revision)
+    except (RevisionMismatch, KeyNotFound):
+        return None
+    return DeleteResult(200, stored.value, False)

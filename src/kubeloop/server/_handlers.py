@@ -1,0 +1,325 @@
+"""HTTP verbs on resource URLs: route to list/watch/get/create/update/patch/delete and answer.
+
+One :class:`ResourceHandlers` per app. It resolves the kind (404 for an unknown resource), checks
+the URL shape against the kind's scope (a namespaced kind's cluster-wide URL only lists and
+watches), the method against the kind's verbs (405 ``<verb> is not supported on resources of
+kind "R"``), decodes bodies by Content-Type (JSON, YAML, or a registered decoder; 415 otherwise)
+and answers with the stored bytes, or a Table when kubectl asks for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import yaml
+
+from kubeloop.api import (
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    ResourceInfo,
+    UnsupportedMediaType,
+)
+from kubeloop.server._delete import delete_object
+from kubeloop.server._http import Request, Send, decode_json, send_bytes, send_json
+from kubeloop.server._list import ListResult, list_body, list_objects, served_value
+from kubeloop.server._managed import record_manager_hook
+from kubeloop.server._options import (
+    parse_delete_options,
+    parse_list_options,
+    parse_write_options,
+)
+from kubeloop.server._patching import PATCH_TYPES, patch_transform
+from kubeloop.server._requestinfo import RequestInfo, truthy
+from kubeloop.server._rest import WriteRequest, create_object, get_object, update_object
+from kubeloop.server._scale import scale_get, scale_update
+from kubeloop.server._state import ServerState
+from kubeloop.server._tables import TABLE_CONTENT_TYPE, table_for
+from kubeloop.server._watch import serve_watch
+
+__all__ = ["BodyDecoder", "ResourceHandlers"]
+
+BodyDecoder = Callable[[bytes, ResourceInfo], Any]
+_NOT_FOUND = "the server could not find the requested resource"
+
+
+def _not_found() -> NotFound:
+    return NotFound(_NOT_FOUND, details={})
+
+
+def _method_not_allowed() -> MethodNotAllowed:
+    return MethodNotAllowed("the server does not allow this method on the requested resource", details={})
+
+
+class ResourceHandlers:
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.decoders: dict[str, BodyDecoder] = {}
+        if state.field_manager is None:
+            state.field_manager = record_manager_hook(state)
+
+    # -- body decoding ------------------------------------------------------------------------------
+    def _accepted_types(self) -> str:
+        return ", ".join(["application/json", "application/yaml", *self.decoders])
+
+    async def _decode(self, request: Request, info: ResourceInfo) -> Any:
+        body = await request.body()
+        media = request.content_type
+        if media == "application/json":
+            if not body.strip():
+                raise BadRequest("Object 'Kind' is missing in ''")
+            return decode_json(body)
+        if media in ("application/yaml", "application/x-yaml"):
+            try:
+                return yaml.safe_load(body.decode("utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                raise BadRequest(f"error converting YAML to JSON: {exc}") from None
+        decoder = self.decoders.get(media)
+        if decoder is not None:
+            return decoder(body, info)
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: {self._accepted_types()}"
+        )
+
+    # -- dispatch --------------------------------------------------------------------------------------
+    async def handle(self, request: Request, ri: RequestInfo, send: Send) -> None:
+        info = self.state.kinds.get(ri.api_group, ri.api_version, ri.resource)
+        if info is None or len(ri.parts) > 3 or not ri.parts:
+            raise _not_found()
+        namespaced_path = bool(ri.namespace) and ri.resource != "namespaces"
+        if namespaced_path and not info.namespaced:
+            raise _not_found()
+        name = ri.parts[1] if len(ri.parts) > 1 else ""
+        sub = ri.parts[2] if len(ri.parts) > 2 else ""
+        namespace = ri.namespace if info.namespaced else ""
+        method = request.method
+        if info.namespaced and not namespaced_path:
+            if name:
+                raise _not_found()
+            if method != "GET":
+                raise _method_not_allowed()
+        if sub and sub not in info.subresources:
+            raise _not_found()
+        if sub in ("eviction", "binding"):
+            raise _not_found()
+        if not name:
+            await self._collection(request, info, namespace, method, send)
+        elif not sub:
+            await self._item(request, info, namespace, name, method, send)
+        else:
+            await self._subresource(request, info, namespace, name, sub, method, send)
+
+    def _require_verb(self, info: ResourceInfo, verb: str) -> None:
+        if verb not in info.verbs:
+            details: dict[str, Any] = {"kind": info.plural}
+            if info.group:
+                details["group"] = info.group
+            raise MethodNotAllowed(f'{verb} is not supported on resources of kind "{info.group_resource}"',
+                                   details=details)
+
+    def _write_request(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
+                       kind: str, patch_type: str | None = None) -> WriteRequest:
+        options = parse_write_options(request.query, kind=kind, patch_type=patch_type)
+        return WriteRequest(info, namespace, name, sub, options, request.user, request.headers.get("user-agent", ""))
+
+    async def _collection(self, request: Request, info: ResourceInfo, namespace: str, method: str, send: Send) -> None:
+        if method == "GET":
+            watch = truthy(request.query.get("watch"))
+            self._require_verb(info, "watch" if watch else "list")
+            options = parse_list_options(request.query, info, watch=watch)
+            if watch:
+                await self._watch(request, info, namespace, options, send)
+                return
+            result = await list_objects(self.state, info, namespace, options)
+            await self._answer_list(request, info, result, send)
+        elif method == "POST":
+            self._require_verb(info, "create")
+            content_type = request.negotiate()
+            req = self._write_request(request, info, namespace, "", "", "CreateOptions")
+            obj = await self._decode(request, info)
+            status, body = await create_object(self.state, req, obj)
+            await self._answer_object(request, info, status, body, send, content_type)
+        elif method == "DELETE":
+            self._require_verb(info, "deletecollection")
+            await self._delete_collection(request, info, namespace, send)
+        else:
+            raise _method_not_allowed()
+
+    async def _item(self, request: Request, info: ResourceInfo, namespace: str, name: str, method: str,
+                    send: Send) -> None:
+        if method == "GET":
+            if truthy(request.query.get("watch")):
+                self._require_verb(info, "watch")
+                query = dict(request.query)
+                selector = (query.get("fieldSelector") or [""])[0]
+                options = parse_list_options(query, info, watch=True)
+                pinned = options.field_selector.requires_exact_match("metadata.name")
+                if selector and pinned is not None and pinned != name:
+                    raise BadRequest("fieldSelector metadata.name doesn't match requested name")
+                name_term = f"metadata.name={name}"
+                query["fieldSelector"] = [f"{selector},{name_term}" if selector else name_term]
+                options = parse_list_options(query, info, watch=True)
+                await self._watch(request, info, namespace, options, send)
+                return
+            self._require_verb(info, "get")
+            content_type = request.negotiate()
+            kv = await get_object(self.state, info, namespace, name)
+            await self._answer_object(request, info, 200, kv.value, send, content_type)
+        elif method == "PUT":
+            self._require_verb(info, "update")
+            await self._put(request, info, namespace, name, "", send)
+        elif method == "PATCH":
+            self._require_verb(info, "patch")
+            await self._patch(request, info, namespace, name, "", send)
+        elif method == "DELETE":
+            self._require_verb(info, "delete")
+            content_type = request.negotiate()
+            raw = await request.body()
+            body = decode_json(raw) if raw.strip() else None
+            delete_options = parse_delete_options(request.query, body)
+            result = await delete_object(self.state, info, namespace, name, delete_options, user=request.user)
+            if b'"kind":"Status"' in result.body[:40]:
+                await send_bytes(send, result.status, result.body)
+            else:
+                await self._answer_object(request, info, result.status, result.body, send, content_type)
+        else:
+            raise _method_not_allowed()
+
+    async def _subresource(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
+                           method: str, send: Send) -> None:
+        if sub == "scale":
+            content_type = request.negotiate()
+            if method == "GET":
+                scale = await scale_get(self.state, info, namespace, name)
+                await send_json(send, 200, scale, content_type=content_type)
+                return
+            if method not in ("PUT", "PATCH"):
+                raise _method_not_allowed()
+            patch_type = request.content_type if method == "PATCH" else None
+            kind = "PatchOptions" if method == "PATCH" else "UpdateOptions"
+            req = self._write_request(request, info, namespace, name, "scale", kind, patch_type)
+            if method == "PATCH" and patch_type not in PATCH_TYPES:
+                raise UnsupportedMediaType(_patch_types_message(info))
+            if method == "PATCH":
+                scale = await scale_update(self.state, req, None, patch_type, await request.body())
+            else:
+                scale = await scale_update(self.state, req, await self._decode(request, info), None)
+            await send_json(send, 200, scale, content_type=content_type)
+            return
+        allowed = ("PUT",) if sub == "finalize" else ("GET", "PUT", "PATCH")
+        if method not in allowed:
+            raise _method_not_allowed()
+        if method == "GET":
+            content_type = request.negotiate()
+            kv = await get_object(self.state, info, namespace, name)
+            await self._answer_object(request, info, 200, kv.value, send, content_type)
+        elif method == "PUT":
+            await self._put(request, info, namespace, name, sub, send)
+        else:
+            await self._patch(request, info, namespace, name, sub, send)
+
+    # -- writes ----------------------------------------------------------------------------------------
+    async def _put(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
+                   send: Send) -> None:
+        content_type = request.negotiate()
+        req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
+        body = await self._decode(request, info)
+        if not isinstance(body, dict):
+            raise BadRequest("the body of the request must be a JSON object")
+        raw = orjson.dumps(body)
+        has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
+
+        async def transform(current: dict[str, Any]) -> dict[str, Any]:
+            fresh = orjson.loads(raw)
+            assert isinstance(fresh, dict)
+            return fresh
+
+        status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,
+                                             allow_create=info.allow_create_on_update)
+        await self._answer_object(request, info, status, out, send, content_type)
+
+    async def _patch(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
+                     send: Send) -> None:
+        content_type = request.negotiate()
+        patch_type = request.content_type
+        if patch_type not in PATCH_TYPES or (info.custom and patch_type == "application/strategic-merge-patch+json"):
+            raise UnsupportedMediaType(_patch_types_message(info))
+        req = self._write_request(request, info, namespace, name, sub, "PatchOptions", patch_type)
+        raw = await request.body()
+        status, out = await patch_transform(self.state, req, patch_type, raw)
+        await self._answer_object(request, info, status, out, send, content_type)
+
+    async def _delete_collection(self, request: Request, info: ResourceInfo, namespace: str, send: Send) -> None:
+        content_type = request.negotiate()
+        raw = await request.body()
+        body = decode_json(raw) if raw.strip() else None
+        delete_options = parse_delete_options(request.query, body)
+        list_options = parse_list_options(request.query, info, watch=False)
+        listed = await list_objects(self.state, info, namespace, list_options)
+        deleted: list[bytes] = []
+        for kv in listed.items:
+            obj = orjson.loads(kv.value)
+            meta = obj.get("metadata") or {}
+            try:
+                result = await delete_object(self.state, info, str(meta.get("namespace") or ""),
+                                             str(meta.get("name") or ""), delete_options, user=request.user)
+            except NotFound:
+                continue
+            deleted.append(result.body if b'"kind":"Status"' not in result.body[:40] else kv.value)
+        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
+                             "metadata": {"resourceVersion": str(self.state.store.revision)}})
+        body_bytes = head[:-1] + b',"items":[' + b",".join(deleted) + b"]}"
+        await send_bytes(send, 200, body_bytes, content_type=content_type)
+
+    # -- answers -----------------------------------------------------------------------------------------
+    async def _watch(self, request: Request, info: ResourceInfo, namespace: str, options: Any, send: Send) -> None:
+        request.negotiate(yaml_ok=False)
+        transform = None
+        if request.wants_table():
+            include = request.param("includeObject")
+            now = self.state.clock.now
+
+            def transform(obj: dict[str, Any], first: bool) -> dict[str, Any]:
+                return table_for(info, [obj], now=now(), include_object=include,
+                                 resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
+                                 with_column_definitions=first)
+
+        await serve_watch(self.state, info, namespace, options, request._receive, send, transform=transform)
+
+    async def _answer_list(self, request: Request, info: ResourceInfo, result: ListResult, send: Send) -> None:
+        content_type = request.negotiate()
+        if request.wants_table():
+            objects = [orjson.loads(served_value(info, kv.value)) for kv in result.items]
+            table = table_for(info, objects, now=self.state.clock.now(), include_object=request.param("includeObject"),
+                              resource_version=str(result.revision), continue_token=result.continue_token)
+            await send_json(send, 200, table, content_type=TABLE_CONTENT_TYPE)
+            return
+        body = list_body(info, result)
+        if content_type != "application/json":
+            await send_json(send, 200, orjson.loads(body), content_type=content_type)
+            return
+        await send_bytes(send, 200, body)
+
+    async def _answer_object(self, request: Request, info: ResourceInfo, status: int, body: bytes, send: Send,
+                             content_type: str) -> None:
+        body = served_value(info, body)
+        if request.wants_table():
+            obj = orjson.loads(body)
+            table = table_for(info, [obj], now=self.state.clock.now(), include_object=request.param("includeObject"),
+                              resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+            await send_json(send, status, table, content_type=TABLE_CONTENT_TYPE)
+            return
+        if content_type != "application/json":
+            await send_json(send, status, orjson.loads(body), content_type=content_type)
+            return
+        await send_bytes(send, status, body)
+
+
+def _patch_types_message(info: ResourceInfo) -> str:
+    types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
+    if not info.custom:
+        types.insert(2, "application/strategic-merge-patch+json")
+    return f"the body of the request was in an unknown format - accepted media types include: {', '.join(types)}"
+

@@ -1,0 +1,202 @@
+"""Plain-ASGI plumbing: the request view, body reading, content negotiation, responses.
+
+No framework: a :class:`Request` is built from the ASGI scope once, the body is read lazily with
+the upstream 3 MiB limit (413 beyond), and every answer goes out through :func:`send_bytes`.
+Negotiation follows apiserver ``handlers/negotiation``: a missing Content-Type means JSON, an
+unknown one is 415; ``Accept`` absent, ``*/*``, ``application/*`` or ``application/json`` (with
+any parameters we can honour) means JSON, a list with nothing we can produce is 406.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+import orjson
+
+from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLarge
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "ASGIApp",
+    "MediaType",
+    "Receive",
+    "Request",
+    "Scope",
+    "Send",
+    "parse_accept",
+    "send_bytes",
+    "send_error",
+    "send_json",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# apiserver pkg/server/config.go MaxRequestBodyBytes.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaType:
+    """One entry of an Accept header: ``application/json;as=Table;v=v1;g=meta.k8s.io``."""
+
+    type: str
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_json_like(self) -> bool:
+        return self.type in ("application/json", "application/*", "*/*")
+
+
+def parse_accept(header: str) -> list[MediaType]:
+    out: list[MediaType] = []
+    for part in header.split(","):
+        pieces = [p.strip() for p in part.split(";")]
+        if not pieces[0]:
+            continue
+        params: dict[str, str] = {}
+        for p in pieces[1:]:
+            k, _, v = p.partition("=")
+            params[k.strip().lower()] = v.strip().strip('"')
+        out.append(MediaType(pieces[0].lower(), params))
+    return out
+
+
+class Request:
+    """What a handler needs from one HTTP request. The body is read once, on demand."""
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self._receive = receive
+        self.method: str = scope["method"]
+        raw_path = scope.get("raw_path")
+        self.path: str = unquote(raw_path.decode("latin-1").split("?", 1)[0]) if raw_path else scope["path"]
+        qs = scope.get("query_string", b"").decode("latin-1")
+        self.query: dict[str, list[str]] = parse_qs(qs, keep_blank_values=True)
+        headers: dict[str, str] = {}
+        for k, v in scope.get("headers", ()):
+            name = k.decode("latin-1").lower()
+            value = v.decode("latin-1")
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        self.headers = headers
+        self._body: bytes | None = None
+
+    def param(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
+
+    def has(self, name: str) -> bool:
+        return name in self.query
+
+    @property
+    def user(self) -> Any:
+        return self.scope.get("kubeloop.user")
+
+    @property
+    def content_type(self) -> str:
+        """The media type of the body without parameters; JSON when absent (Python client sends none)."""
+        raw = self.headers.get("content-type", "")
+        media = raw.split(";", 1)[0].strip().lower()
+        return media or JSON
+
+    async def body(self) -> bytes:
+        if self._body is not None:
+            return self._body
+        declared = self.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        self._body = b"".join(chunks)
+        return self._body
+
+    def accepts(self) -> list[MediaType]:
+        return parse_accept(self.headers.get("accept", ""))
+
+    def wants_table(self) -> bool:
+        """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
+        for media in self.accepts():
+            if media.params.get("as") == "Table" and media.params.get("g") == "meta.k8s.io":
+                return True
+            if media.is_json_like and "as" not in media.params:
+                return False
+        return False
+
+    def negotiate(self, *, yaml_ok: bool = True) -> str:
+        """The response media type (``application/json`` or ``application/yaml``), or 406."""
+        accepts = self.accepts()
+        if not accepts:
+            return JSON
+        for media in accepts:
+            if media.is_json_like and media.params.get("as") in (None, "Table"):
+                return JSON
+            if yaml_ok and media.type == "application/yaml" and "as" not in media.params:
+                return "application/yaml"
+        raise NotAcceptable(
+            "only the following media types are accepted: application/json, application/yaml, "
+            "application/vnd.kubernetes.protobuf"
+        )
+
+
+async def send_bytes(
+    send: Send,
+    status: int,
+    body: bytes,
+    *,
+    content_type: str = JSON,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    raw_headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-cache, private"),
+    ]
+    if headers:
+        raw_headers.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send: Send, status: int, obj: Any, *, content_type: str = JSON) -> None:
+    if content_type == "application/yaml":
+        import yaml
+
+        body = yaml.safe_dump(obj, sort_keys=False).encode()
+    else:
+        body = orjson.dumps(obj)
+    await send_bytes(send, status, body, content_type=content_type)
+
+
+async def send_error(send: Send, error: ApiError) -> None:
+    headers: list[tuple[bytes, bytes]] = [(b"x-content-type-options", b"nosniff")]
+    retry = error.retry_after_seconds
+    if retry is not None and error.status_code in (429, 503, 504):
+        headers.append((b"retry-after", str(retry).encode()))
+    await send_bytes(send, error.status_code, orjson.dumps(error.to_status()), headers=headers)
+
+
+def decode_json(body: bytes) -> Any:
+    """Parse a JSON body; malformed input is a 400, as upstream's decoder reports it."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"error decoding JSON body: {exc}") from None

@@ -1,0 +1,180 @@
+"""list: selectors, ``limit``/``continue`` pages and resourceVersion semantics, served from stored bytes.
+
+Guarantees (apimachinery reference 5.2, apiserver ``pkg/storage/etcd3/store.go`` GetList):
+
+- The list's ``metadata.resourceVersion`` is the store revision the read was served at; every page
+  of a paginated list is read at the first page's revision (a consistent snapshot), and the opaque
+  ``continue`` token carries that revision and the last key returned. A token whose revision was
+  compacted is 410 Expired.
+- ``resourceVersion`` unset or ``0`` reads the latest state; ``N`` with ``resourceVersionMatch=Exact``
+  (or with ``limit`` and no match) reads exactly revision N (410 when compacted); ``N`` otherwise
+  means "not older than N" (504 ``Too large resource version`` when the store has not reached N).
+- Items are the stored bytes concatenated, never decoded unless a selector must look inside, and
+  a ``metadata.name`` field selector on a namespaced list reads one key instead of a range.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeloop.api import BadRequest, Expired, ResourceInfo, Timeout
+from kubeloop.server._options import ListOptions
+from kubeloop.server._state import ServerState, collection_prefix, object_key
+from kubeloop.store import Compacted, KeyValue
+
+__all__ = ["ListResult", "list_body", "list_objects", "matches", "served_value"]
+
+_CHUNK = 500
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
+    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
+    "up in the list."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    revision: int
+    continue_token: str = ""
+
+
+def matches(info: ResourceInfo, options: ListOptions, obj: dict[str, Any]) -> bool:
+    meta = obj.get("metadata") or {}
+    if not options.label_selector.empty and not options.label_selector.matches(meta.get("labels") or {}):
+        return False
+    return options.field_selector.empty or options.field_selector.matches(obj, kind=info.kind)
+
+
+def served_value(info: ResourceInfo, value: bytes) -> bytes:
+    """Stored bytes as served at ``info``'s version (custom kinds may store another version)."""
+    if info.storage_version is None or info.storage_version == info.version:
+        return value
+    obj = orjson.loads(value)
+    obj["apiVersion"] = info.api_version
+    return orjson.dumps(obj)
+
+
+def encode_continue(revision: int, start: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        revision = data["rv"]
+        start = data["start"]
+        if data.get("v") != "meta.k8s.io/v1" or not isinstance(revision, int) or not isinstance(start, str):
+            raise ValueError
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise BadRequest("invalid continue token: continue key is not valid: incorrect encoded start resourceVersion "
+                         "(version meta.k8s.io/v1)") from None
+    if not start or start.startswith("/") or ".." in start:
+        raise BadRequest(f"invalid continue token: continue key is not valid: {start!r}")
+    if revision <= 0:
+        raise BadRequest("invalid continue token: continue key is not valid: incorrect encoded start resourceVersion")
+    return revision, start
+
+
+def parse_resource_version(value: str) -> int:
+    try:
+        revision = int(value, 10)
+        if revision < 0:
+            raise ValueError
+        return revision
+    except ValueError:
+        raise BadRequest(f"invalid resource version: {value}") from None
+
+
+async def _read_revision(state: ServerState, options: ListOptions) -> int | None:
+    """The exact revision to read, or None for the latest (apimachinery reference 5.2 table)."""
+    rv = options.resource_version
+    if not rv or rv == "0":
+        return None
+    revision = parse_resource_version(rv)
+    exact = options.resource_version_match == "Exact" or (
+        not options.resource_version_match and options.limit > 0
+    )
+    current = state.store.revision
+    if revision > current:
+        raise Timeout(
+            f"Timeout: Too large resource version: {revision}, current: {current}",
+            details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1},
+        )
+    return revision if exact else None
+
+
+async def list_objects(state: ServerState, info: ResourceInfo, namespace: str, options: ListOptions) -> ListResult:
+    prefix = collection_prefix(info, namespace)
+    start_after: str | None = None
+    if options.continue_token:
+        if options.resource_version and options.resource_version != "0":
+            raise BadRequest("specifying resource version is not allowed when using continue")
+        revision, start = decode_continue(options.continue_token)
+        start_after = prefix + start
+        read_at: int | None = revision
+    else:
+        read_at = await _read_revision(state, options)
+    try:
+        return await _collect(state, info, namespace, options, prefix, start_after, read_at)
+    except Compacted as exc:
+        if options.continue_token:
+            raise Expired(_CONTINUE_EXPIRED) from None
+        raise Expired(f"too old resource version: {exc.requested} ({exc.compacted})") from None
+
+
+async def _collect(
+    state: ServerState,
+    info: ResourceInfo,
+    namespace: str,
+    options: ListOptions,
+    prefix: str,
+    start_after: str | None,
+    read_at: int | None,
+) -> ListResult:
+    store = state.store
+    name = options.field_selector.requires_exact_match("metadata.name")
+    if name is not None and (namespace or not info.namespaced) and start_after is None:
+        at = read_at if read_at is not None else store.revision
+        kv = await store.get(object_key(info, namespace, name), revision=read_at)
+        found = [kv] if kv is not None and matches(info, options, orjson.loads(kv.value)) else []
+        return ListResult(found, at)
+    limit = options.limit
+    filtering = options.filters
+    items: list[KeyValue] = []
+    revision = read_at
+    while True:
+        want = (limit - len(items)) if limit else None
+        chunk = want if not filtering else max(want or _CHUNK, _CHUNK)
+        result = await store.range(prefix, start_after=start_after, limit=chunk, revision=revision)
+        revision = result.revision
+        for index, kv in enumerate(result.items):
+            if filtering and not matches(info, options, orjson.loads(kv.value)):
+                continue
+            items.append(kv)
+            if limit and len(items) >= limit:
+                more = result.more or index < len(result.items) - 1
+                token = encode_continue(revision, kv.key[len(prefix):]) if more else ""
+                return ListResult(items, revision, token)
+        if not result.more or not result.items:
+            return ListResult(items, revision)
+        start_after = result.items[-1].key
+
+
+def list_body(info: ResourceInfo, result: ListResult) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
+    items = b",".join(served_value(info, kv.value) for kv in result.items)
+    return head[:-1] + b',"items":[' + items + b"]}"

@@ -1,0 +1,38 @@
+"""managedFields bookkeeping for non-apply writes, through :mod:`kubeloop.api._apply`.
+
+Every create, update and non-apply patch records its field manager (the ``fieldManager`` query
+parameter, else the User-Agent prefix, as apiserver ``handlers/rest.go`` managerOrUserAgent) with
+operation ``Update``; server-side apply computes its own entries and is skipped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubeloop.api import format_time
+from kubeloop.api._apply import default_field_manager, record_update
+from kubeloop.server._state import ServerState
+
+__all__ = ["record_manager_hook"]
+
+
+def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], dict[str, Any] | None], None]:
+    def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if req.operation == "Apply":
+            return
+        info = req.info
+        manager = req.options.field_manager or default_field_manager(req.user_agent)
+        subresource = req.subresource if req.subresource in ("status", "scale") else None
+        result = record_update(
+            old, obj, manager=manager, now=format_time(state.clock.now()), api_version=info.api_version,
+            schema=state.schema(info), subresource=subresource, status_subresource=info.status_subresource,
+        )
+        managed = (result.get("metadata") or {}).get("managedFields")
+        meta = obj.setdefault("metadata", {})
+        if managed:
+            meta["managedFields"] = managed
+        else:
+            meta.pop("managedFields", None)
+
+    return record

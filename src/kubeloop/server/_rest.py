@@ -1,0 +1,350 @@
+"""The generic write path for one kind: create, update (main, ``/status``, ``/finalize``), get.
+
+Mirrors apiserver ``pkg/registry/generic/registry/store.go`` and ``pkg/registry/rest``: checks run
+in upstream's order (decode, endpoint match, optimistic lock, strategy, validation, admission), and
+a request that fails any of them stores nothing. Updates are compare-and-swap on the stored
+object's revision; an update without a client precondition (unconditional PUT, every PATCH) is
+retried on a lost race like upstream's ``GuaranteedUpdate``, one with a precondition is a 409.
+A write whose result equals the stored object (ignoring managedFields) is a no-op: no new
+resourceVersion, no watch event. ``dryRun`` runs every step but the store write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubeloop.api import (
+    ApiError,
+    BadRequest,
+    FieldError,
+    ResourceInfo,
+    already_exists,
+    conflict,
+    format_time,
+    invalid,
+    not_found,
+)
+from kubeloop.api._validation import (
+    type_errors,
+    validate_finalizers,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from kubeloop.server._admission import AdmissionAttributes, run_admission
+from kubeloop.server._defaults import apply_defaults
+from kubeloop.server._options import WriteOptions
+from kubeloop.server._state import ServerState, object_key, renderer
+from kubeloop.store import KeyExists, KeyNotFound, KeyValue, RevisionMismatch
+
+__all__ = ["WriteRequest", "create_object", "get_object", "update_object"]
+
+_MAX_RETRIES = 20
+_GENERATE_ATTEMPTS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """Who writes what where: the endpoint (kind, namespace, name, subresource) and the options."""
+
+    info: ResourceInfo
+    namespace: str
+    name: str = ""
+    subresource: str = ""
+    options: WriteOptions = field(default_factory=WriteOptions)
+    user: Any = None
+    user_agent: str = ""
+    # "Update" for create/update/patch, "Apply" for server-side apply (managedFields bookkeeping).
+    operation: str = "Update"
+
+
+async def get_object(state: ServerState, info: ResourceInfo, namespace: str, name: str) -> KeyValue:
+    kv = await state.store.get(object_key(info, namespace, name))
+    if kv is None:
+        raise not_found(info.plural, name, info.group)
+    return kv
+
+
+def meta_of(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = {}
+        obj["metadata"] = meta
+    assert isinstance(meta, dict)
+    return meta
+
+
+def check_body(info: ResourceInfo, obj: Any, name: str = "") -> dict[str, Any]:
+    """A decoded request body must be an object of this endpoint's kind (400) with well-typed metadata (422)."""
+    if not isinstance(obj, dict):
+        raise BadRequest(f"the body of the request must be a JSON object, not {_json_type(obj)}")
+    errors = type_errors(obj)
+    if errors:
+        display = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+        raise invalid(info.kind, display if isinstance(display, str) else name, errors, info.group)
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if api_version and api_version != info.api_version:
+        raise BadRequest(
+            f"the API version in the data ({api_version}) does not match the expected API version ({info.api_version})"
+        )
+    if kind and kind != info.kind:
+        raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({info.kind})")
+    obj["apiVersion"] = info.api_version
+    obj["kind"] = info.kind
+    meta_of(obj)
+    return obj
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
+
+
+def _check_namespace(info: ResourceInfo, meta: dict[str, Any], namespace: str) -> None:
+    """rest.EnsureObjectNamespaceMatchesRequestNamespace."""
+    if not info.namespaced:
+        meta.pop("namespace", None)
+        return
+    body_ns = meta.get("namespace") or ""
+    if not body_ns:
+        meta["namespace"] = namespace
+    elif body_ns != namespace:
+        raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+
+
+def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], errors: list[FieldError]) -> None:
+    strategy = state.strategy(info)
+    errors.extend(strategy.validate(obj))
+    extra = state.validators.get((info.group, info.kind))
+    if extra is not None:
+        errors.extend(extra(obj))
+    if errors:
+        raise invalid(info.kind, str(meta_of(obj).get("name") or ""), errors, info.group)
+
+
+def _parse_rv(info: ResourceInfo, name: str, rv: Any) -> int:
+    try:
+        value = int(str(rv), 10)
+        if value < 0:
+            raise ValueError
+        return value
+    except ValueError:
+        raise invalid(info.kind, name, [FieldError.invalid(
+            "metadata.resourceVersion", rv, f'strconv.ParseUint: parsing "{rv}": invalid syntax')], info.group) from None
+
+
+def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    if "managedFields" not in meta:
+        return obj
+    copy = dict(obj)
+    copy["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return copy
+
+
+# -- create ------------------------------------------------------------------------------------
+
+
+async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tuple[int, bytes]:
+    info = req.info
+    obj = check_body(info, obj)
+    meta = meta_of(obj)
+    _check_namespace(info, meta, req.namespace)
+    rv = meta.get("resourceVersion")
+    if rv:
+        try:
+            nonzero = int(str(rv)) != 0
+        except ValueError:
+            nonzero = False
+        if nonzero:
+            # etcd3 store.Create returns a plain error: the handler makes it 500 reason Unknown.
+            raise ApiError("resourceVersion should not be set on objects to be created", reason="Unknown", code=500)
+    strategy = state.strategy(info)
+    strategy.prepare_for_create(obj)
+    apply_defaults(info, obj)
+    # rest.BeforeCreate / FillObjectMetaSystemFields.
+    meta.pop("resourceVersion", None)
+    meta.pop("deletionTimestamp", None)
+    meta.pop("deletionGracePeriodSeconds", None)
+    meta.pop("selfLink", None)
+    meta["uid"] = state.new_uid()
+    meta["creationTimestamp"] = format_time(state.clock.now())
+    generate = str(meta.get("generateName") or "")
+    if generate and not meta.get("name"):
+        meta["name"] = state.generate_name(generate)
+    else:
+        generate = ""
+    errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
+    _validate(state, info, obj, errors)
+    name = str(meta["name"])
+    attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
+                                user=req.user, dry_run=req.options.dry_run)
+    await run_admission(state.admission, attrs, obj, None)
+    record_manager(state, req, obj, None)
+    if req.options.dry_run:
+        if await state.store.get(object_key(info, req.namespace, name)) is not None:
+            raise already_exists(info.plural, name, info.group)
+        return 201, orjson.dumps(obj)
+    for attempt in range(_GENERATE_ATTEMPTS):
+        try:
+            kv = await state.store.create(object_key(info, req.namespace, name), renderer(obj))
+            return 201, kv.value
+        except KeyExists:
+            if not generate or attempt == _GENERATE_ATTEMPTS - 1:
+                break
+            name = state.generate_name(generate)
+            meta["name"] = name
+    error = already_exists(info.plural, name, info.group)
+    if generate:
+        error = type(error)(
+            f"{error.message}, the server was not able to generate a unique name for the object",
+            details=error.details, retry_after_seconds=1,
+        )
+    raise error
+
+
+def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """Record the write's field manager in managedFields (``state.field_manager``)."""
+    hook = state.field_manager
+    if hook is not None:
+        hook(req, obj, old)
+
+
+# -- update ------------------------------------------------------------------------------------
+
+Transform = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def update_object(
+    state: ServerState,
+    req: WriteRequest,
+    transform: Transform,
+    *,
+    conditional: bool,
+    allow_create: bool = False,
+) -> tuple[int, bytes, dict[str, Any] | None]:
+    """Read, transform, prepare, validate, admit and compare-and-swap, retrying lost races.
+
+    ``transform(current)`` returns the requested new object (the PUT body, or the patched object);
+    a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
+    409 rather than a retry. Returns (HTTP status, body bytes, the resulting object when decoded).
+    """
+    info = req.info
+    key = object_key(info, req.namespace, req.name)
+    for _ in range(_MAX_RETRIES):
+        kv = await state.store.get(key)
+        if kv is None:
+            if allow_create and not req.subresource:
+                return await _create_on_update(state, req, transform)
+            raise not_found(info.plural, req.name, info.group)
+        old = orjson.loads(kv.value)
+        new = await transform(orjson.loads(kv.value))
+        new = check_body(info, new, req.name)
+        try:
+            result = await _prepare_update(state, req, new, old, kv)
+        except _Unchanged:
+            return 200, kv.value, None
+        if result is None:  # should delete during update
+            try:
+                deleted = await _delete_during_update(state, req, new, kv)
+            except RevisionMismatch:
+                continue
+            return 200, deleted, new
+        if req.options.dry_run:
+            return 200, orjson.dumps(new), new
+        try:
+            stored = await state.store.update(key, renderer(new), expected_revision=kv.mod_revision)
+        except RevisionMismatch:
+            if conditional:
+                raise conflict(info.plural, req.name, info.group) from None
+            continue
+        except KeyNotFound:
+            if conditional:
+                raise conflict(info.plural, req.name, info.group) from None
+            continue
+        return 200, stored.value, new
+    raise conflict(info.plural, req.name, info.group)
+
+
+class _Unchanged(Exception):
+    pass
+
+
+async def _prepare_update(
+    state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue
+) -> dict[str, Any] | None:
+    info = req.info
+    strategy = state.strategy(info)
+    new_meta = meta_of(new)
+    old_meta = meta_of(old)
+    body_name = new_meta.get("name") or ""
+    if body_name and body_name != req.name:
+        raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
+    new_meta["name"] = req.name
+    _check_namespace(info, new_meta, req.namespace)
+    rv = new_meta.get("resourceVersion")
+    if rv:
+        if _parse_rv(info, req.name, rv) != kv.mod_revision:
+            raise conflict(info.plural, req.name, info.group)
+    elif not info.allow_unconditional_update:
+        raise invalid(info.kind, req.name, [FieldError.invalid(
+            "metadata.resourceVersion", "0x0", "must be specified for an update")], info.group)
+    new_meta["resourceVersion"] = old_meta.get("resourceVersion")
+    if req.subresource == "status":
+        new = strategy.prepare_for_status_update(new, old)
+        new_meta = meta_of(new)
+    elif req.subresource == "finalize":
+        prepare = getattr(strategy, "prepare_for_finalize", None)
+        if prepare is not None:
+            new = prepare(new, old)
+            new_meta = meta_of(new)
+    else:
+        strategy.prepare_for_update(new, old)
+        apply_defaults(info, new)
+    # rest.BeforeUpdate: system fields the client omitted or may not change.
+    if not new_meta.get("uid"):
+        new_meta["uid"] = old_meta.get("uid")
+    if old_meta.get("creationTimestamp"):
+        new_meta["creationTimestamp"] = old_meta["creationTimestamp"]
+    if old_meta.get("deletionTimestamp"):
+        new_meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
+    if old_meta.get("deletionGracePeriodSeconds") is not None and new_meta.get("deletionGracePeriodSeconds") is None:
+        new_meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+    if new_meta.get("generateName") is None and old_meta.get("generateName"):
+        new_meta["generateName"] = old_meta["generateName"]
+    errors = validate_object_meta_update(new_meta, old_meta)
+    errors.extend(validate_finalizers(new_meta.get("finalizers")))
+    _validate(state, info, new, errors)
+    attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
+                                req.subresource, req.user, req.options.dry_run)
+    await run_admission(state.admission, attrs, new, old)
+    record_manager(state, req, new, old)
+    if _strip_managed(new) == _strip_managed(old):
+        raise _Unchanged
+    if strategy.should_delete_during_update(new):
+        return None
+    return new
+
+
+async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict[str, Any], kv: KeyValue) -> bytes:
+    if req.options.dry_run:
+        return orjson.dumps(new)
+    key = object_key(req.info, req.namespace, req.name)
+    deleted = await state.store.delete(key, expected_revision=kv.mod_revision, render=renderer(new))
+    return deleted.value
+
+
+async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform) -> tuple[int, bytes, None]:
+    new = await transform({})
+    new = check_body(req.info, new, req.name)
+    meta = meta_of(new)
+    body_name = meta.get("name") or ""
+    if body_name and body_name != req.name:
+        raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
+    meta["name"] = req.name
+    meta.pop("resourceVersion", None)
+    status, body = await create_object(state, req, new)
+    return status, body, None

@@ -1,0 +1,91 @@
+"""What every handler shares: the store, clock, randomness, kinds, strategies, admission, validators.
+
+One :class:`ServerState` per app. Keys follow the etcd layout upstream uses
+(``/registry/<group or core>/<plural>/<namespace>/<name>``; cluster-scoped kinds have no namespace
+segment), so a prefix read is a collection. Stored values are the JSON object with its own
+``resourceVersion`` embedded (the store calls :func:`renderer` with the commit revision), which is
+what lets reads and watches serve stored bytes unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubeloop.api import Clock, FieldError, KindRegistry, ResourceInfo, builtin_schema
+from kubeloop.server._admission import Admission
+from kubeloop.server._strategy import GenericStrategy, strategy_for
+from kubeloop.store import Render, Store
+
+__all__ = ["ServerState", "Validator", "collection_prefix", "object_key", "renderer"]
+
+Validator = Callable[[dict[str, Any]], list[FieldError]]
+# apimachinery pkg/util/rand: no vowels (no words), no confusable characters.
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATED_PREFIX = 63 - 5
+
+
+def object_key(info: ResourceInfo, namespace: str, name: str) -> str:
+    group = info.group or "core"
+    if info.namespaced:
+        return f"/registry/{group}/{info.plural}/{namespace}/{name}"
+    return f"/registry/{group}/{info.plural}/{name}"
+
+
+def collection_prefix(info: ResourceInfo, namespace: str) -> str:
+    group = info.group or "core"
+    if info.namespaced and namespace:
+        return f"/registry/{group}/{info.plural}/{namespace}/"
+    return f"/registry/{group}/{info.plural}/"
+
+
+def renderer(obj: dict[str, Any]) -> Render:
+    """A ``Render`` that stamps the commit revision into ``obj`` and serialises it (once)."""
+
+    def render(revision: int) -> bytes:
+        obj["metadata"]["resourceVersion"] = str(revision)
+        return orjson.dumps(obj)
+
+    return render
+
+
+@dataclass
+class ServerState:
+    store: Store
+    clock: Clock
+    kinds: KindRegistry
+    rng: random.Random
+    admission: list[Admission] = field(default_factory=list)
+    # Extra validation per (group, kind), e.g. a CRD's openAPIV3Schema (the CRD helper fills it).
+    validators: dict[tuple[str, str], Validator] = field(default_factory=dict)
+    strategies: dict[tuple[str, str], GenericStrategy] = field(default_factory=dict)
+    # Records a write's manager in managedFields in place: (WriteRequest, new, old or None).
+    field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None], None] | None = None
+    # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
+    custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
+
+    def schema(self, info: ResourceInfo) -> Mapping[str, Any] | None:
+        if info.custom:
+            return self.custom_schema(info.group, info.version, info.kind) if self.custom_schema else None
+        return builtin_schema(info.group, info.version, info.kind)
+
+    def strategy(self, info: ResourceInfo) -> GenericStrategy:
+        key = (info.group, info.kind)
+        strategy = self.strategies.get(key)
+        if strategy is None or strategy.info != info:
+            strategy = strategy_for(info)
+            self.strategies[key] = strategy
+        return strategy
+
+    def new_uid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def generate_name(self, prefix: str) -> str:
+        """apiserver pkg/storage/names SimpleNameGenerator: prefix (cut to 58) plus 5 random chars."""
+        suffix = "".join(self.rng.choice(_GENERATE_ALPHABET) for _ in range(5))
+        return prefix[:_MAX_GENERATED_PREFIX] + suffix

@@ -1,0 +1,290 @@
+"""Per-kind registry strategies: what upstream's ``pkg/registry/<group>/<kind>/strategy.go`` decide.
+
+A :class:`Strategy` answers, for one kind, the questions the generic write path asks: what to reset
+on create (status for kinds with a status subresource), what an update through the main resource or
+through ``/status`` may change, when ``generation`` moves, which name rule applies, whether a delete
+is graceful, and when an update should delete the object. :class:`GenericStrategy` covers most kinds
+from the switches on :class:`~kubeloop.api.ResourceInfo`; the few kinds with their own rules (Pod,
+Namespace, Service) subclass it. Every hook works on plain JSON dicts in place; none copies.
+
+Sources (k/k master): ``pkg/registry/core/{pod,namespace,service,persistentvolume,
+persistentvolumeclaim}/strategy.go``, ``pkg/registry/apps/{deployment,replicaset,statefulset}/
+strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/registry/rest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubeloop.api import FieldError, ResourceInfo
+from kubeloop.api._validation import (
+    name_is_dns1035_label,
+    name_is_dns1123_label,
+    name_is_dns1123_subdomain,
+)
+
+__all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "strategy_for"]
+
+Validator = Callable[[dict[str, Any]], list[FieldError]]
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+class GenericStrategy:
+    """The rules every kind shares, switched by its :class:`ResourceInfo`."""
+
+    name_validator: Callable[[str, bool], list[str]] = staticmethod(name_is_dns1123_subdomain)
+    # The status a freshly created object shows (Go zero values that are not omitempty).
+    empty_status: dict[str, Any] | None = {}
+
+    def __init__(self, info: ResourceInfo) -> None:
+        self.info = info
+
+    # -- create ---------------------------------------------------------------------------------
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        if self.info.status_subresource:
+            if self.info.custom or self.empty_status is None:
+                obj.pop("status", None)
+            else:
+                obj["status"] = dict(self.empty_status)
+        meta = _meta(obj)
+        if self.info.tracks_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+
+    # -- update ---------------------------------------------------------------------------------
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        """Main-resource update: status is kept from ``old`` when the kind has a status subresource."""
+        if self.info.status_subresource:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        self._bump_generation(new, old)
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """``/status`` update: everything but status (and metadata edits built-ins allow) from ``old``.
+
+        Built-ins keep the request's metadata except the fields validation would protect; custom
+        resources keep nothing but ``status`` (customresource status_strategy.go).
+        """
+        result = {k: v for k, v in old.items() if k != "status"}
+        if "status" in new:
+            result["status"] = new["status"]
+        if not self.info.custom:
+            new_meta = dict(_meta(new))
+            old_meta = _meta(old)
+            for key in ("generation", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+                if key in old_meta:
+                    new_meta[key] = old_meta[key]
+                else:
+                    new_meta.pop(key, None)
+            result["metadata"] = new_meta
+        else:
+            result["metadata"] = dict(_meta(old))
+            for key in ("resourceVersion", "uid"):
+                if key in _meta(new):
+                    result["metadata"][key] = _meta(new)[key]
+                elif key == "resourceVersion":
+                    result["metadata"].pop(key, None)
+        return result
+
+    def _spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        if self.info.custom:
+            skip = {"metadata", "status"} if self.info.status_subresource else {"metadata"}
+            keys = (set(new) | set(old)) - skip - {"apiVersion", "kind"}
+            return any(new.get(k) != old.get(k) for k in keys)
+        if new.get("spec") != old.get("spec"):
+            return True
+        if self.info.generation_includes_annotations:
+            return _meta(new).get("annotations") != _meta(old).get("annotations")
+        return False
+
+    def _bump_generation(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        old_generation = _meta(old).get("generation")
+        if old_generation is None:
+            _meta(new).pop("generation", None)
+        else:
+            _meta(new)["generation"] = old_generation
+        if self.info.tracks_generation and self._spec_changed(new, old):
+            _meta(new)["generation"] = int(old_generation or 0) + 1
+
+    # -- validation -----------------------------------------------------------------------------
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        """Kind-specific checks beyond ObjectMeta (the CRD helper adds schema validation here)."""
+        return []
+
+    # -- delete ---------------------------------------------------------------------------------
+    def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
+        """The grace period a delete should use, or ``None`` when the kind deletes immediately."""
+        return None
+
+    def should_delete_during_update(self, obj: dict[str, Any]) -> bool:
+        """store.go ShouldDeleteDuringUpdate: deleting, no finalizers left, grace period zero."""
+        meta = _meta(obj)
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return False
+        grace = meta.get("deletionGracePeriodSeconds")
+        return grace is None or grace == 0
+
+
+class PodStrategy(GenericStrategy):
+    """Pods: status Pending on create; graceful delete when scheduled and not finished."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
+
+    def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
+        # pod strategy CheckGracefulDelete: the option, else the pod's own period (default 30);
+        # an unscheduled or finished pod is deleted at once.
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        assert isinstance(status, dict)
+        if requested is not None:
+            period = requested
+        else:
+            configured = spec.get("terminationGracePeriodSeconds")
+            period = configured if isinstance(configured, int) else 30
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return period
+
+
+def _pod_qos(spec: Any) -> str:
+    """pkg/apis/core/helper/qos GetPodQOS, for cpu and memory."""
+    if not isinstance(spec, dict):
+        return "BestEffort"
+    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or [] if isinstance(c, dict)]
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+        assert isinstance(resources, dict)
+        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+        limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+        assert isinstance(requests, dict) and isinstance(limits, dict)
+        for res in ("cpu", "memory"):
+            if requests.get(res) or limits.get(res):
+                any_set = True
+            if not limits.get(res) or (res in requests and requests[res] != limits[res]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class NamespaceStrategy(GenericStrategy):
+    """Namespaces: DNS-1123 label names, phase Active and the ``kubernetes`` spec finalizer on create."""
+
+    name_validator = staticmethod(name_is_dns1123_label)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Active"}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        finalizers = list(spec.get("finalizers") or [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+        spec["finalizers"] = finalizers
+        obj["spec"] = spec
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        # spec.finalizers change only through /finalize (namespace strategy PrepareForUpdate).
+        super().prepare_for_update(new, old)
+        spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
+        assert isinstance(old_spec, dict)
+        if "finalizers" in old_spec:
+            spec["finalizers"] = old_spec["finalizers"]
+        else:
+            spec.pop("finalizers", None)
+        new["spec"] = spec
+
+    def prepare_for_finalize(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """``/finalize``: only ``spec.finalizers`` changes."""
+        result = dict(old)
+        spec = dict(old.get("spec") or {})
+        new_spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+        assert isinstance(new_spec, dict)
+        if new_spec.get("finalizers"):
+            spec["finalizers"] = new_spec["finalizers"]
+        else:
+            spec.pop("finalizers", None)
+        result["spec"] = spec
+        result["metadata"] = dict(_meta(old))
+        if "resourceVersion" in _meta(new):
+            result["metadata"]["resourceVersion"] = _meta(new)["resourceVersion"]
+        return result
+
+    def should_delete_during_update(self, obj: dict[str, Any]) -> bool:
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        return not spec.get("finalizers") and super().should_delete_during_update(obj)
+
+
+class ServiceStrategy(GenericStrategy):
+    name_validator = staticmethod(name_is_dns1035_label)
+    empty_status = {"loadBalancer": {}}
+
+
+class _ZeroStatus(GenericStrategy):
+    def __init__(self, info: ResourceInfo, status: dict[str, Any]) -> None:
+        super().__init__(info)
+        self.empty_status = status
+
+
+Strategy = GenericStrategy
+
+# Go zero values that survive JSON encoding (fields without omitempty) in each kind's status.
+_ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
+    ("apps", "ReplicaSet"): {"replicas": 0},
+    ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
+    ("policy", "PodDisruptionBudget"): {
+        "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0,
+    },
+    ("", "PersistentVolumeClaim"): {"phase": "Pending"},
+    ("", "PersistentVolume"): {"phase": "Pending"},
+}
+
+
+def strategy_for(info: ResourceInfo) -> GenericStrategy:
+    """The strategy of a kind; custom kinds use the generic one."""
+    if info.custom:
+        return GenericStrategy(info)
+    key = (info.group, info.kind)
+    if key == ("", "Pod"):
+        return PodStrategy(info)
+    if key == ("", "Namespace"):
+        return NamespaceStrategy(info)
+    if key == ("", "Service"):
+        return ServiceStrategy(info)
+    if info.group == "rbac.authorization.k8s.io":
+        from kubeloop.server._authz_strategy import RbacStrategy  # a subclass: imported late to avoid a cycle
+
+        return RbacStrategy(info)
+    if key == ("", "Node"):
+        # Kubelets register nodes with their status (node strategy keeps it on create).
+        return _KeepStatusOnCreate(info)
+    if key in _ZERO_STATUS:
+        return _ZeroStatus(info, _ZERO_STATUS[key])
+    return GenericStrategy(info)
+
+
+class _KeepStatusOnCreate(GenericStrategy):
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status")
+        super().prepare_for_create(obj)
+        if status is not None:
+            obj["status"] = status

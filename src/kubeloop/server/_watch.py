@@ -1,0 +1,261 @@
+"""watch: a chunked stream of ``{"type": ..., "object": ...}\\n`` events from the store.
+
+Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``storage/cacher``):
+
+- Start point: resourceVersion unset or ``0`` sends a synthetic ADDED for every matching object of
+  the current state, then the changes after it; ``N`` sends only changes after N. A compacted N is
+  answered with HTTP 200 and a single ERROR event (410, reason Expired), then the stream ends.
+- Events are in revision order with no gaps; every event ends with a newline; all events pending
+  when the writer wakes go out in one write. Objects are the stored bytes, not re-encoded.
+- With selectors, an object that starts matching is ADDED, one that stops matching is DELETED
+  (its previous state with the event's resourceVersion), one that matches before and after is
+  MODIFIED (cacher.go convertToWatchEvent).
+- BOOKMARK events only when ``allowWatchBookmarks=true``; their resourceVersion is one every
+  earlier event of this watch has been delivered for.
+- The store gives each watcher a bounded buffer; a watcher that falls behind gets an ERROR 410
+  event and the stream ends, so the client relists instead of the server growing memory.
+- ``timeoutSeconds`` (on the injected clock) ends the stream cleanly; so does a client disconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kubeloop.api import Expired, ResourceInfo
+from kubeloop.server._http import Receive, Send
+from kubeloop.server._list import matches, served_value
+from kubeloop.server._options import ListOptions
+from kubeloop.server._state import ServerState, collection_prefix, object_key
+from kubeloop.store import Compacted, KeyValue, StoreEvent, StoreWatch
+
+__all__ = ["BOOKMARK_INTERVAL", "serve_watch"]
+
+BOOKMARK_INTERVAL = 60.0
+# Object -> transformed event object (e.g. a Table row); None serves the stored bytes.
+EventTransform = Callable[[dict[str, Any], bool], dict[str, Any]]
+
+
+def _event(kind: str, obj: bytes) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + obj + b"}\n"
+
+
+def _expired_event(message: str) -> bytes:
+    return _event("ERROR", orjson.dumps(Expired(message).to_status()))
+
+
+def _with_rv(value: bytes, revision: int) -> bytes:
+    obj = orjson.loads(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return orjson.dumps(obj)
+
+
+class _Encoder:
+    def __init__(self, info: ResourceInfo, options: ListOptions, transform: EventTransform | None) -> None:
+        self.info = info
+        self.options = options
+        self.transform = transform
+        self.first = True
+
+    def encode(self, kind: str, value: bytes) -> bytes:
+        if self.transform is None:
+            return _event(kind, served_value(self.info, value))
+        obj = orjson.loads(served_value(self.info, value))
+        out = self.transform(obj, self.first)
+        self.first = False
+        return _event(kind, orjson.dumps(out))
+
+    def convert(self, event: StoreEvent) -> bytes | None:
+        """cacher.go convertToWatchEvent: the event this watcher sees, or None."""
+        if not self.options.filters:
+            if event.type == "DELETE":
+                return self.encode("DELETED", event.kv.value)
+            kind = "MODIFIED" if event.prev is not None else "ADDED"
+            return self.encode(kind, event.kv.value)
+        current = orjson.loads(event.kv.value)
+        cur_passes = event.type != "DELETE" and matches(self.info, self.options, current)
+        old_passes = False
+        if event.type == "DELETE":
+            old_passes = matches(self.info, self.options, current)
+        elif event.prev is not None:
+            old_passes = matches(self.info, self.options, orjson.loads(event.prev.value))
+        if cur_passes and not old_passes:
+            return self.encode("ADDED", event.kv.value)
+        if cur_passes and old_passes:
+            return self.encode("MODIFIED", event.kv.value)
+        if old_passes:
+            if event.type == "DELETE":
+                return self.encode("DELETED", event.kv.value)
+            assert event.prev is not None
+            return self.encode("DELETED", _with_rv(event.prev.value, event.revision))
+        return None
+
+
+async def _initial_state(
+    state: ServerState, info: ResourceInfo, namespace: str, options: ListOptions
+) -> tuple[list[KeyValue], int]:
+    store = state.store
+    name = options.field_selector.requires_exact_match("metadata.name")
+    if name is not None and (namespace or not info.namespaced):
+        at = store.revision
+        kv = await store.get(object_key(info, namespace, name), revision=at)
+        return ([kv] if kv is not None else []), at
+    items: list[KeyValue] = []
+    start: str | None = None
+    revision: int | None = None
+    while True:
+        result = await store.range(collection_prefix(info, namespace), start_after=start, limit=1000,
+                                   revision=revision)
+        revision = result.revision
+        items.extend(result.items)
+        if not result.more or not result.items:
+            return items, revision
+        start = result.items[-1].key
+
+
+async def serve_watch(
+    state: ServerState,
+    info: ResourceInfo,
+    namespace: str,
+    options: ListOptions,
+    receive: Receive,
+    send: Send,
+    *,
+    transform: EventTransform | None = None,
+    bookmark_interval: float = BOOKMARK_INTERVAL,
+) -> None:
+    encoder = _Encoder(info, options, transform)
+    prefix = collection_prefix(info, namespace)
+    initial: list[bytes] = []
+    rv = options.resource_version
+    send_initial = options.send_initial_events if options.send_initial_events is not None else rv in ("", "0")
+    watch: StoreWatch | None = None
+    error: bytes | None = None
+    try:
+        if send_initial:
+            items, after = await _initial_state(state, info, namespace, options)
+            for kv in items:
+                if not options.filters or matches(info, options, orjson.loads(kv.value)):
+                    initial.append(encoder.encode("ADDED", kv.value))
+            if options.send_initial_events:
+                initial.append(_bookmark(info, after, initial_end=True))
+        else:
+            after = _parse_rv(rv)
+        watch = state.store.watch(prefix, after=after)
+    except Compacted as exc:
+        error = _expired_event(f"too old resource version: {exc.requested} ({exc.compacted})")
+    except ValueError:
+        error = _event("ERROR", orjson.dumps(Expired(f"invalid resource version: {rv}").to_status()))
+
+    await send({
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+    })
+    if error is not None or watch is None:
+        await send({"type": "http.response.body", "body": error or b"", "more_body": False})
+        return
+    if initial:
+        await send({"type": "http.response.body", "body": b"".join(initial), "more_body": True})
+    try:
+        await _pump(state, info, options, encoder, watch, after, receive, send, bookmark_interval)
+    finally:
+        watch.close()
+
+
+def _bookmark(info: ResourceInfo, revision: int, *, initial_end: bool = False) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(revision)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return _event("BOOKMARK", orjson.dumps({"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}))
+
+
+def _parse_rv(rv: str) -> int:
+    value = int(rv, 10)
+    if value < 0:
+        raise ValueError(rv)
+    return value
+
+
+async def _pump(
+    state: ServerState,
+    info: ResourceInfo,
+    options: ListOptions,
+    encoder: _Encoder,
+    watch: StoreWatch,
+    after: int,
+    receive: Receive,
+    send: Send,
+    bookmark_interval: float,
+) -> None:
+    clock = state.clock
+    deadline = clock.monotonic() + options.timeout_seconds if options.timeout_seconds else None
+    last_revision = after
+    next_bookmark = clock.monotonic() + bookmark_interval if options.allow_watch_bookmarks else None
+
+    async def wait_disconnect() -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+
+    disconnect = asyncio.ensure_future(wait_disconnect())
+    try:
+        while True:
+            wakeups = [t for t in (deadline, next_bookmark) if t is not None]
+            timer: asyncio.Future[None] | None = None
+            if wakeups:
+                timer = asyncio.ensure_future(clock.sleep(max(0.0, min(wakeups) - clock.monotonic())))
+            batch_task = asyncio.ensure_future(watch.next_batch())
+            waiting: set[asyncio.Future[Any]] = {batch_task, disconnect}
+            if timer is not None:
+                waiting.add(timer)
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if timer is not None and not timer.done():
+                timer.cancel()
+            if batch_task not in done:
+                batch_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Compacted):
+                    await batch_task
+            if timer is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await timer
+            if disconnect in done:
+                return
+            chunks: list[bytes] = []
+            ended = False
+            if batch_task in done:
+                try:
+                    batch = batch_task.result()
+                except Compacted:
+                    chunks.append(_expired_event(
+                        f"too old resource version: {last_revision} ({state.store.revision})"))
+                    batch = []
+                    ended = True
+                if not batch and not ended:
+                    ended = True  # the store closed
+                for event in batch:
+                    last_revision = event.revision
+                    out = encoder.convert(event)
+                    if out is not None:
+                        chunks.append(out)
+            now = clock.monotonic()
+            if next_bookmark is not None and now >= next_bookmark and not ended:
+                chunks.append(_bookmark(info, last_revision))
+                next_bookmark = now + bookmark_interval
+            if deadline is not None and now >= deadline:
+                ended = True
+            if chunks:
+                await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": not ended})
+            if ended:
+                if not chunks:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+    finally:
+        disconnect.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await disconnect
