@@ -41,7 +41,8 @@ class KubeloopProcess:
             stdin=subprocess.DEVNULL,
             text=True,
         )
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
         self.url = ""
 
     def _pump(self) -> None:
@@ -86,7 +87,7 @@ class KubeloopProcess:
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
-    def http(self, *, token: str | None | object = ..., timeout: float = 30) -> httpx.Client:
+    def http(self, *, token: str | object | None = ..., timeout: float = 30) -> httpx.Client:
         headers = {}
         bearer = self.token if token is ... else token
         if bearer:
@@ -102,12 +103,20 @@ class KubeloopProcess:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("kubeloop up did not stop on SIGTERM:\n" + "\n".join(self.output)) from None
+        self._close()
         return self.proc.returncode
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._close()
+
+    def _close(self) -> None:
+        # The pump ends at EOF, once the server and its controller manager (which shares stdout) exit.
+        self._pump_thread.join(timeout=30)
+        if self.proc.stdout is not None and not self._pump_thread.is_alive():
+            self.proc.stdout.close()
 
 
 @pytest.fixture

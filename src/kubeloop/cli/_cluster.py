@@ -129,8 +129,8 @@ class _ControllerManager:
             async for raw in process.stdout:
                 line = raw.decode(errors="replace").rstrip()
                 if line == READY_LINE:
-                    self._on_ready(True)
                     self._echo("Controller manager is running")
+                    self._on_ready(True)
                 elif line:
                     self._echo(f"controller-manager: {line}")
             code = await process.wait()
