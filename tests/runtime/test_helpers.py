@@ -1,8 +1,7 @@
 """Helpers: controller references, finalizers, create-or-update/patch, status writer, conditions.
 
-The API side is reached through the real ``kubeloop.client.Client``. Until ``kubeloop.server.create_app``
-lands, the server behind it is the client suite's in-memory API (tests/client/_fakeapi.py), which keeps
-resourceVersion and 409 semantics; this is a stop-gap, to be replaced by the real server.
+API-facing helpers run against the real API server (tests/runtime/_realapi.py) through a client that
+records its writes.
 """
 
 from __future__ import annotations
@@ -30,8 +29,8 @@ from kubeloop.runtime import (
 )
 from kubeloop.testing import FakeClock
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "client"))
-from _fakeapi import FakeApi
+sys.path.insert(0, str(Path(__file__).parent))
+from _realapi import FlakyClient, real_cluster
 
 KINDS = KindRegistry()
 CONFIGMAPS: ResourceInfo = KINDS.by_kind("", "ConfigMap")  # type: ignore[assignment]
@@ -39,18 +38,24 @@ DEPLOYMENTS: ResourceInfo = KINDS.by_kind("apps", "Deployment")  # type: ignore[
 
 
 @pytest.fixture
-def api() -> FakeApi:
-    return FakeApi(KINDS)
+async def client(tmp_path: Path) -> AsyncIterator[FlakyClient]:
+    async with real_cluster(tmp_path, FakeClock()) as open_client:
+        yield open_client(FlakyClient)
 
 
-@pytest.fixture
-async def client(api: FakeApi) -> AsyncIterator[Client]:
-    async with Client.from_asgi(api, clock=FakeClock()) as c:
-        yield c
-
-
-def writes(api: FakeApi) -> list[str]:
-    return [r.method for r in api.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+def deployment(name: str = "web", replicas: int = 1) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
 
 
 def owner(
@@ -148,19 +153,17 @@ def set_data(value: str) -> Any:
     return mutate
 
 
-async def test_create_or_update_creates_then_updates_then_writes_nothing(
-    api: FakeApi, client: Client
-) -> None:
+async def test_create_or_update_creates_then_updates_then_writes_nothing(client: FlakyClient) -> None:
     skeleton = {"metadata": {"name": "cfg", "namespace": "ns"}}
     obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("1"))
     assert result is OperationResult.CREATED and obj["data"] == {"key": "1"}
     obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"))
     assert result is OperationResult.UPDATED and obj["data"] == {"key": "2"}
-    before = len(writes(api))
-    obj, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"))
-    assert result is OperationResult.UNCHANGED
-    assert len(writes(api)) == before  # nothing written when nothing changed
-    assert result == "unchanged"
+    before = len(client.writes)
+    again, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"))
+    assert result is OperationResult.UNCHANGED and result == "unchanged"
+    assert len(client.writes) == before  # nothing written when nothing changed
+    assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
 
 
 async def test_create_or_update_accepts_an_async_mutate(client: Client) -> None:
@@ -173,10 +176,8 @@ async def test_create_or_update_accepts_an_async_mutate(client: Client) -> None:
     assert result is OperationResult.CREATED and obj["data"] == {"async": "yes"}
 
 
-async def test_create_or_update_loses_a_race_with_a_conflict_not_a_silent_overwrite(
-    api: FakeApi, client: Client
-) -> None:
-    api.seed(CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"key": "0"}})
+async def test_create_or_update_loses_a_race_with_a_conflict_not_a_silent_overwrite(client: Client) -> None:
+    await client.create(CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"key": "0"}})
 
     async def racing(obj: dict[str, Any]) -> None:
         # someone else writes between our GET and our PUT
@@ -185,6 +186,8 @@ async def test_create_or_update_loses_a_race_with_a_conflict_not_a_silent_overwr
 
     with pytest.raises(Conflict):
         await create_or_update(client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, racing)
+    live = await client.get(CONFIGMAPS, "cfg", namespace="ns")
+    assert live["data"] == {"key": "0", "other": "x"}
 
 
 async def test_mutate_may_not_rename_the_object(client: Client) -> None:
@@ -195,8 +198,10 @@ async def test_mutate_may_not_rename_the_object(client: Client) -> None:
         await create_or_update(client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, rename)
 
 
-async def test_create_or_patch_sends_only_the_changed_fields(api: FakeApi, client: Client) -> None:
-    api.seed(CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"a": "1", "b": "2"}})
+async def test_create_or_patch_sends_only_the_changed_fields(client: FlakyClient) -> None:
+    await client.create(
+        CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}, "data": {"a": "1", "b": "2"}}
+    )
 
     def mutate(obj: dict[str, Any]) -> None:
         obj["data"]["b"] = "3"
@@ -206,18 +211,17 @@ async def test_create_or_patch_sends_only_the_changed_fields(api: FakeApi, clien
     )
     assert result is OperationResult.UPDATED
     assert obj["data"] == {"a": "1", "b": "3"}
-    patch = [r for r in api.requests if r.method == "PATCH"][-1]
-    assert patch.body == b'{"data":{"b":"3"}}'
+    assert client.writes[-1][:2] == ("patch", {"data": {"b": "3"}})
+    before = len(client.writes)
     _, result = await create_or_patch(
         client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, mutate
     )
     assert result is OperationResult.UNCHANGED
+    assert len(client.writes) == before
 
 
-async def test_create_or_patch_writes_status_through_the_status_subresource(
-    api: FakeApi, client: Client
-) -> None:
-    api.seed(DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"replicas": 1}})
+async def test_create_or_patch_writes_status_through_the_status_subresource(client: FlakyClient) -> None:
+    await client.create(DEPLOYMENTS, deployment())
 
     def status_only(obj: dict[str, Any]) -> None:
         obj["status"] = {"replicas": 1}
@@ -229,7 +233,7 @@ async def test_create_or_patch_writes_status_through_the_status_subresource(
     key = {"metadata": {"name": "web", "namespace": "ns"}}
     obj, result = await create_or_patch(client, DEPLOYMENTS, key, status_only)
     assert result is OperationResult.UPDATED_STATUS_ONLY and obj["status"] == {"replicas": 1}
-    assert api.requests[-1].path.endswith("/status")
+    assert client.writes[-1][2].get("subresource") == "status"
     obj, result = await create_or_patch(client, DEPLOYMENTS, key, both)
     assert result is OperationResult.UPDATED_STATUS
     assert obj["spec"]["replicas"] == 2 and obj["status"] == {"replicas": 2}
@@ -239,28 +243,24 @@ async def test_create_or_patch_writes_status_through_the_status_subresource(
 
 
 async def test_status_writer_stamps_observed_generation_and_skips_unchanged_writes(
-    api: FakeApi, client: Client
+    client: FlakyClient,
 ) -> None:
-    live = api.seed(
-        DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns", "generation": 4}, "spec": {}}
-    )
+    live = await client.create(DEPLOYMENTS, deployment())
+    live = await client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 3}}, namespace="ns")
+    assert live["metadata"]["generation"] == 2
     writer = StatusWriter(client)
     obj, result = await writer.write(DEPLOYMENTS, live, {"readyReplicas": 1})
     assert result is OperationResult.UPDATED
-    assert obj["status"] == {"readyReplicas": 1, "observedGeneration": 4}
-    assert api.requests[-1].method == "PUT" and api.requests[-1].path.endswith("/status")
-    before = len(writes(api))
+    assert obj["status"]["readyReplicas"] == 1 and obj["status"]["observedGeneration"] == 2
+    assert client.writes[-1][0] == "update" and client.writes[-1][2].get("subresource") == "status"
+    before = len(client.writes)
     obj, result = await writer.write(DEPLOYMENTS, obj, {"readyReplicas": 1})
     assert result is OperationResult.UNCHANGED
-    assert len(writes(api)) == before
+    assert len(client.writes) == before
 
 
-async def test_status_writer_never_overwrites_a_newer_object_from_a_stale_copy(
-    api: FakeApi, client: Client
-) -> None:
-    stale = api.seed(
-        DEPLOYMENTS, {"metadata": {"name": "web", "namespace": "ns", "generation": 1}, "spec": {}}
-    )
+async def test_status_writer_never_overwrites_a_newer_object_from_a_stale_copy(client: Client) -> None:
+    stale = await client.create(DEPLOYMENTS, deployment())
     await client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 3}}, namespace="ns")
     with pytest.raises(Conflict):
         await StatusWriter(client).write(DEPLOYMENTS, stale, {"replicas": 1})

@@ -1,8 +1,6 @@
 """Leader election on a Lease (client-go tools/leaderelection), on fake time.
 
-Reached through the real ``kubeloop.client.Client``. Until ``kubeloop.server.create_app`` lands, the
-server behind it is the client suite's in-memory API (tests/client/_fakeapi.py), which keeps
-resourceVersion/409 semantics; a stop-gap, to be replaced by the real server.
+Against the real API server (tests/runtime/_realapi.py); faults are injected by wrapping the client.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from kubeloop.client import Client
 from kubeloop.runtime import LeaderElector, LeadershipLost, Metrics
 from kubeloop.testing import FakeClock
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "client"))
-from _fakeapi import FakeApi
+sys.path.insert(0, str(Path(__file__).parent))
+from _realapi import FlakyClient, real_cluster
 
 LEASES = KindRegistry().by_kind("coordination.k8s.io", "Lease")
 assert LEASES is not None
@@ -34,14 +32,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def api() -> FakeApi:
-    return FakeApi(KindRegistry())
-
-
-@pytest.fixture
-async def client(api: FakeApi, clock: FakeClock) -> AsyncIterator[Client]:
-    async with Client.from_asgi(api, clock=clock) as c:
-        yield c
+async def client(tmp_path: Path, clock: FakeClock) -> AsyncIterator[FlakyClient]:
+    async with real_cluster(tmp_path, clock, namespaces=("kube-system",)) as open_client:
+        yield open_client(FlakyClient)
 
 
 async def settle() -> None:
@@ -165,14 +158,13 @@ async def test_release_on_cancel_hands_over_at_once(client: Client, clock: FakeC
 
 
 async def test_a_leader_that_cannot_renew_within_the_deadline_stops_leading(
-    api: FakeApi, client: Client, clock: FakeClock
+    client: FlakyClient, clock: FakeClock
 ) -> None:
     a = Candidate(client, clock, "a")
     a.start()
     await run_for(clock, 1)
     assert a.leading.is_set()
-    api.fail("PUT", 500, times=1000)
-    api.fail("GET", 500, times=1000)
+    client.down = True
     await run_for(clock, 8)
     assert a.elector.is_leader() and a.stopped == 0  # still within the renew deadline
     await run_for(clock, 6)
@@ -199,11 +191,14 @@ async def test_a_leader_whose_lease_was_taken_loses_on_409_and_stops(
     assert a.stopped == 1 and "intruder" in a.leaders
 
 
-async def test_renewal_on_the_slow_path_is_counted(api: FakeApi, client: Client, clock: FakeClock) -> None:
+async def test_renewal_on_the_slow_path_is_counted(client: Client, clock: FakeClock) -> None:
     a = Candidate(client, clock, "a")
     a.start()
     await run_for(clock, 1)
-    api.fail("PUT", 500, times=1)  # the fast-path PUT fails once; the GET + PUT path renews
+    # An unrelated write (a label) moves the Lease's resourceVersion: the fast-path PUT gets 409 and
+    # the GET + PUT slow path renews.
+    assert LEASES is not None
+    await client.patch(LEASES, "ctrl", {"metadata": {"labels": {"touched": "yes"}}}, namespace="kube-system")
     await run_for(clock, 3)
     assert a.elector.is_leader()
     assert a.metrics.sample("leader_election_slowpath_total", {"name": "ctrl"}) == 1
