@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import ApiError, BadRequest, InternalError, KindRegistry, SystemClock
+from kubeloop.api import ApiError, InternalError, KindRegistry, MethodNotAllowed, NotFound, SystemClock
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
 from kubeloop.server._crd import CrdController
@@ -33,7 +33,8 @@ from kubeloop.server._discovery import (
     api_versions,
 )
 from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
-from kubeloop.server._handlers import ResourceHandlers
+from kubeloop.server._eviction import PodSubresources, is_pod_subresource_post
+from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
 from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._requestinfo import parse_request_info
@@ -64,6 +65,7 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
+        self.add_route("/api/v1/namespaces", PodSubresources(state), when=is_pod_subresource_post)
 
     # -- seams -------------------------------------------------------------------------------------
     @property
@@ -81,6 +83,11 @@ class App:
     @property
     def validators(self) -> dict[tuple[str, str], Validator]:
         return self.state.validators
+
+    @property
+    def decoders(self) -> dict[str, BodyDecoder]:
+        """Extra request body media types: ``decoders[media_type] = fn(body, info) -> dict``."""
+        return self._handlers.decoders
 
     def add_route(self, prefix: str, handler: ASGIApp, *, when: Callable[[Request], bool] | None = None) -> None:
         """Serve ``prefix`` and everything below it with ``handler`` (an ASGI app); ``when`` narrows it."""
@@ -172,7 +179,7 @@ class App:
             await self._handlers.handle(request, info, send)
             return
         if request.method not in ("GET", "HEAD"):
-            raise _not_found() if path not in ("/api", "/apis") else BadRequest(_NOT_FOUND)
+            raise MethodNotAllowed("the server does not allow this method on the requested resource", details={})
         await self._discovery(request, path, send)
 
     async def _discovery(self, request: Request, path: str, send: Send) -> None:
@@ -198,8 +205,6 @@ class App:
 
 
 def _not_found() -> ApiError:
-    from kubeloop.api import NotFound
-
     return NotFound(_NOT_FOUND, details={})
 
 
