@@ -244,13 +244,13 @@ async def update_object(
         new = await transform(orjson.loads(kv.value))
         new = check_body(info, new, req.name)
         try:
-            result = await _prepare_update(state, req, new, old, kv)
+            new, delete_now = await _prepare_update(state, req, new, old, kv)
         except _Unchanged:
             return 200, kv.value, None
-        if result is None:  # should delete during update
+        if delete_now:  # store.go ShouldDeleteDuringUpdate
             try:
                 deleted = await _delete_during_update(state, req, new, kv)
-            except RevisionMismatch:
+            except (RevisionMismatch, KeyNotFound):
                 continue
             return 200, deleted, new
         if req.options.dry_run:
@@ -275,7 +275,7 @@ class _Unchanged(Exception):
 
 async def _prepare_update(
     state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any], bool]:
     info = req.info
     strategy = state.strategy(info)
     new_meta = meta_of(new)
@@ -324,9 +324,7 @@ async def _prepare_update(
     record_manager(state, req, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
-    if strategy.should_delete_during_update(new):
-        return None
-    return new
+    return new, strategy.should_delete_during_update(new)
 
 
 async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict[str, Any], kv: KeyValue) -> bytes:
