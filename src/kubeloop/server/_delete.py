@@ -35,7 +35,7 @@ from kubeloop.store import KeyNotFound, RevisionMismatch
 
 __all__ = ["DeleteResult", "delete_object"]
 
-_MAX_RETRIES = 20
+_MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 
 
 @dataclass(frozen=True, slots=True)

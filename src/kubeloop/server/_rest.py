@@ -42,7 +42,7 @@ from kubeloop.store import KeyExists, KeyNotFound, KeyValue, RevisionMismatch
 
 __all__ = ["WriteRequest", "create_object", "get_object", "update_object"]
 
-_MAX_RETRIES = 20
+_MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 _GENERATE_ATTEMPTS = 8
 
 
