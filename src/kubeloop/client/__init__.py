@@ -7,6 +7,7 @@ failures are :class:`ConnectionFailed` (a ``ServiceUnavailable``); configuration
 """
 
 from kubeloop.client._client import NAMESPACE_ALL, Client, PatchType
+from kubeloop.client._discovery import Discovery, discover_resources, with_verbs
 from kubeloop.client._errors import ConfigError, ConnectionFailed
 from kubeloop.client._kubeconfig import ClusterConnection, in_cluster_connection, load_kubeconfig
 from kubeloop.client._retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, retry_on_conflict
@@ -21,9 +22,12 @@ __all__ = [
     "ClusterConnection",
     "ConfigError",
     "ConnectionFailed",
+    "Discovery",
     "PatchType",
     "WatchEvent",
+    "discover_resources",
     "in_cluster_connection",
     "load_kubeconfig",
     "retry_on_conflict",
+    "with_verbs",
 ]

@@ -1,0 +1,158 @@
+"""The garbage collector's monitors: one informer per deletable kind, kept in step with discovery.
+
+Upstream (k/k ``garbagecollector/graph_builder.go`` ``syncMonitors``, ``garbagecollector.go``
+``Sync``): the GC watches every resource the server's discovery lists with the verbs ``delete``,
+``list`` and ``watch``, in its preferred version, except ``events`` (core and ``events.k8s.io``).
+
+Guarantees of :class:`Monitors`:
+
+* :meth:`sync` re-reads discovery, starts an informer for each new kind and stops those of kinds the
+  server no longer serves (a deleted CRD). Custom resources are covered because discovery lists them.
+* :meth:`run_resync` calls :meth:`sync` every ``resync_period`` seconds on the injected clock, and at
+  once when :meth:`request_resync` is called (the collector calls it on every CRD event), so a new
+  CRD's objects are garbage collected without waiting for the period.
+* A discovery failure for some group/versions keeps the monitors of those groups unchanged
+  (``GetDeletableResources`` tolerates partial discovery).
+* :meth:`wait_for_sync` waits for the informers known at the time, at most ``sync_timeout``; since
+  k8s 1.32 the GC goes on without monitors that cannot sync (their objects are invisible to it).
+* :attr:`discovery` is the latest discovery, used as the RESTMapper (apiVersion + kind -> resource).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubeloop.api import ApiError, Clock, ResourceInfo
+from kubeloop.client import NAMESPACE_ALL, Client, Discovery, discover_resources, with_verbs
+from kubeloop.runtime import HandlerRegistration, SharedInformer
+
+__all__ = ["IGNORED_RESOURCES", "Monitors"]
+
+log = logging.getLogger("kubeloop.controllers.gc")
+
+# k/k garbagecollector.go DefaultIgnoredResources: events are never garbage collected.
+IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
+
+ObjectHandler = Callable[[ResourceInfo], tuple[
+    Callable[[dict[str, Any]], None], Callable[[dict[str, Any], dict[str, Any]], None], Callable[[dict[str, Any]], None]
+]]
+
+
+def _key(info: ResourceInfo) -> tuple[str, str, str]:
+    return (info.group, info.version, info.plural)
+
+
+class Monitors:
+    def __init__(
+        self,
+        client: Client,
+        handlers: ObjectHandler,
+        *,
+        clock: Clock,
+        rng: random.Random,
+        resync_period: float = 30.0,
+        ignored: Iterable[tuple[str, str]] = IGNORED_RESOURCES,
+    ) -> None:
+        self._client = client
+        self._handlers = handlers
+        self._clock = clock
+        self._rng = rng
+        self.resync_period = resync_period
+        self._ignored = frozenset(ignored)
+        self.informers: dict[tuple[str, str, str], tuple[SharedInformer, HandlerRegistration]] = {}
+        self.discovery = Discovery((), ())
+        self._resync = asyncio.Event()
+        self.on_crd_change: Callable[[], None] = self.request_resync
+
+    def resource_for(self, api_version: str, kind: str) -> ResourceInfo | None:
+        return self.discovery.by_kind(api_version, kind)
+
+    def deletable(self, discovery: Discovery) -> list[ResourceInfo]:
+        """``GetDeletableResources``: preferred versions with delete, list and watch, minus ignored."""
+        return [
+            r for r in with_verbs(discovery.preferred, "delete", "list", "watch")
+            if (r.group, r.plural) not in self._ignored
+        ]
+
+    async def sync(self) -> bool:
+        """Re-read discovery and add/remove informers; ``False`` if discovery could not be read at all."""
+        try:
+            discovery = await discover_resources(self._client)
+        except ApiError as err:
+            log.warning("garbage collector: discovery failed: %s", err.message)
+            return False
+        if discovery.failed:
+            log.warning("garbage collector: %s", discovery.failure_message())
+        self.discovery = discovery
+        wanted = {_key(r): r for r in self.deletable(discovery)}
+        failed_gvs = set(discovery.failed)
+        for key in list(self.informers):
+            group, version, _ = key
+            gv = f"{group}/{version}" if group else version
+            if key not in wanted and gv not in failed_gvs:
+                informer, registration = self.informers.pop(key)
+                informer.remove_handler(registration)
+                await informer.stop()
+                log.info("garbage collector: stopped monitoring %s", informer.resource.group_resource)
+        for key, info in wanted.items():
+            if key in self.informers:
+                continue
+            informer = SharedInformer(
+                self._client, info, namespace=NAMESPACE_ALL, clock=self._clock, rng=random.Random(self._rng.random())
+            )
+            on_add, on_update, on_delete = self._handlers(info)
+            registration = informer.add_handler(on_add, on_update, on_delete)
+            if info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions":
+                informer.add_handler(
+                    lambda _o: self.on_crd_change(), lambda _o, _n: self.on_crd_change(), lambda _o: self.on_crd_change()
+                )
+            self.informers[key] = (informer, registration)
+            informer.start()
+        return True
+
+    def request_resync(self) -> None:
+        self._resync.set()
+
+    def has_synced(self) -> bool:
+        return all(i.has_synced() for i, _ in self.informers.values())
+
+    async def wait_for_sync(self, timeout: float) -> bool:
+        """Wait for the current informers, at most ``timeout`` seconds on the clock."""
+        pending = [asyncio.ensure_future(i.wait_for_sync()) for i, _ in self.informers.values()]
+        if not pending:
+            return True
+        timer: asyncio.Future[None] = asyncio.ensure_future(self._clock.sleep(timeout))
+        everything: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*pending))
+        try:
+            await asyncio.wait({everything, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for f in (everything, timer, *pending):
+                f.cancel()
+            await asyncio.gather(everything, timer, *pending, return_exceptions=True)
+        return self.has_synced()
+
+    async def run_resync(self) -> None:
+        """Re-discover every ``resync_period`` seconds, or at once when a resync is requested."""
+        while True:
+            sleeper = asyncio.ensure_future(self._clock.sleep(self.resync_period))
+            waiter = asyncio.ensure_future(self._resync.wait())
+            try:
+                await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for f in (sleeper, waiter):
+                    f.cancel()
+                await asyncio.gather(sleeper, waiter, return_exceptions=True)
+            self._resync.clear()
+            await self.sync()
+
+    async def stop(self) -> None:
+        for informer, registration in self.informers.values():
+            informer.remove_handler(registration)
+            with contextlib.suppress(Exception):
+                await informer.stop()
+        self.informers.clear()
