@@ -36,6 +36,13 @@ from kubeloop.server._authz_impersonate import ImpersonationMiddleware
 from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
 from kubeloop.server._http import MAX_BODY_BYTES, Request
+from kubeloop.server._protection import (
+    APPROVED_ANNOTATION,
+    PROTECT_ANNOTATION,
+    DeletionProtection,
+    deletion_refusal,
+    protection_webhook_app,
+)
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
@@ -43,9 +50,11 @@ from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
 __all__ = [
     "ADMIN_USER",
     "ANONYMOUS",
+    "APPROVED_ANNOTATION",
     "ATTRIBUTES_SCOPE_KEY",
     "CONTROLLER_MANAGER_USER",
     "MAX_BODY_BYTES",
+    "PROTECT_ANNOTATION",
     "SYSTEM_NAMESPACES",
     "USER_SCOPE_KEY",
     "Admission",
@@ -57,6 +66,7 @@ __all__ = [
     "AuthorizationMiddleware",
     "Authorizer",
     "Decision",
+    "DeletionProtection",
     "ImpersonationMiddleware",
     "NamespaceLifecycle",
     "RbacAuthorizer",
@@ -69,12 +79,14 @@ __all__ = [
     "bootstrap_rbac_objects",
     "collection_prefix",
     "create_app",
+    "deletion_refusal",
     "ensure_tls",
     "ensure_token_file",
     "forbidden_error",
     "load_token_file",
     "object_key",
     "parse_request_info",
+    "protection_webhook_app",
     "request_attributes",
     "secure",
     "server_ssl_context",

@@ -37,6 +37,7 @@ from kubeloop.server._eviction import PodSubresources, is_pod_subresource_post
 from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
 from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
 from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._requestinfo import parse_request_info
 from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._state import ServerState, Validator
@@ -224,5 +225,5 @@ def create_app(
         kinds=registry if registry is not None else KindRegistry(),
         rng=rng or random.Random(),
     )
-    state.admission.extend(admission if admission is not None else [NamespaceLifecycle(store)])
+    state.admission.extend(admission if admission is not None else [NamespaceLifecycle(store), DeletionProtection()])
     return App(state, server_address=server_address)
