@@ -10,7 +10,9 @@ import click
 
 from kubeloop import __version__
 from kubeloop.cli._controller_manager import controller_manager
+from kubeloop.cli._delete import delete
 from kubeloop.cli._up import apiserver, up
+from kubeloop.cli._webhook import webhook
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,3 +24,5 @@ def main() -> None:
 main.add_command(up)
 main.add_command(apiserver)
 main.add_command(controller_manager)
+main.add_command(delete)
+main.add_command(webhook)
