@@ -20,6 +20,7 @@ import pytest
 
 from kubeloop.api import ApiError, KindRegistry, NotFound, ResourceInfo
 from kubeloop.client import Client
+from kubeloop.controllers import GarbageCollector
 from kubeloop.server import create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
@@ -92,7 +93,15 @@ def owner_ref(owner: dict[str, Any], *, controller: bool = False, block: bool | 
 class Cluster:
     client: Client
     clock: FakeClock
+    app: Any = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    clients: list[Client] = field(default_factory=list)
+
+    def open_client(self, cls: type[Client] = Client) -> Any:
+        """Another client of the same server (e.g. a ``Client`` subclass that injects a fault)."""
+        c = cls.from_asgi(self.app, clock=self.clock)
+        self.clients.append(c)
+        return c
 
     def run_in_background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro)
@@ -127,7 +136,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     app = create_app(store=store, clock=clock, rng=random.Random(7))
     await app.startup()
     client = Client.from_asgi(app, clock=clock)
-    c = Cluster(client, clock)
+    c = Cluster(client, clock, app)
     try:
         with contextlib.suppress(ApiError):
             await client.create(NAMESPACES, {"metadata": {"name": "ns"}})
@@ -136,6 +145,28 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         for task in c.tasks:
             task.cancel()
         await asyncio.gather(*c.tasks, return_exceptions=True)
+        for other in c.clients:
+            await other.close()
         await client.close()
         await app.shutdown()
         await store.close()
+
+
+async def start_gc(cluster: Cluster, client: Client | None = None) -> GarbageCollector:
+    gc = GarbageCollector(client or cluster.client, clock=cluster.clock, workers=2)
+    cluster.run_in_background(gc.run())
+
+    async def synced() -> bool:
+        return gc.has_synced()
+
+    await eventually(synced, clock=cluster.clock)
+    return gc
+
+
+async def settle(gc: GarbageCollector, cluster: Cluster) -> None:
+    """Wait until both GC queues are idle (nothing queued, in flight or waiting for a retry)."""
+
+    async def idle() -> bool:
+        return gc.idle()
+
+    await eventually(idle, clock=cluster.clock)

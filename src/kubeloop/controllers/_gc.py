@@ -112,9 +112,15 @@ class GarbageCollector:
         )
         self.monitors = Monitors(client, self._handlers, clock=self._clock, rng=self._rng, resync_period=resync_period)
         self.synced = asyncio.Event()
+        self._in_flight = 0
 
     def has_synced(self) -> bool:
         return self.synced.is_set()
+
+    def idle(self) -> bool:
+        """Nothing queued, in flight or waiting for a retry (for tests and tools)."""
+        queues = (self.attempt_to_delete, self.attempt_to_orphan)
+        return self._in_flight == 0 and all(len(q) == 0 and q.waiting == 0 for q in queues)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -158,6 +164,7 @@ class GarbageCollector:
                 uid = await queue.get()
             except QueueShutDown:
                 return
+            self._in_flight += 1
             try:
                 node = self.graph.nodes.get(uid)
                 if node is None:
@@ -177,6 +184,7 @@ class GarbageCollector:
                     log.warning("garbage collector: error syncing %s: %r", uid, err)
                 queue.add_rate_limited(uid)
             finally:
+                self._in_flight -= 1
                 queue.done(uid)
 
     # -- attemptToDelete ------------------------------------------------------------------------
