@@ -1,5 +1,6 @@
 """Public test support: fake time, an in-process cluster, fault injection, controller conformance checks."""
 
 from kubeloop.testing._clock import FakeClock
+from kubeloop.testing._faults import Faults, InterceptedClient, RandomFaults, Write
 
-__all__ = ["FakeClock"]
+__all__ = ["FakeClock", "Faults", "InterceptedClient", "RandomFaults", "Write"]
