@@ -45,6 +45,7 @@ class World:
     clock: FakeClock
     manager: Manager
     controllers: dict[str, Any] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     # -- polling -----------------------------------------------------------------------------------
 
@@ -132,6 +133,26 @@ class World:
                 count += 1
         return count
 
+    def start_kubelet(self, *, crash_if: Callable[[dict[str, Any]], bool] = lambda pod: False) -> None:
+        """Play a kubelet in the background: every pod becomes Running+Ready, or crash-loops if ``crash_if``."""
+
+        async def loop() -> None:
+            handled: set[str] = set()
+            while True:
+                for pod in await self.pods():
+                    uid = pod["metadata"]["uid"]
+                    if uid in handled:
+                        continue
+                    handled.add(uid)
+                    with contextlib.suppress(NotFound):
+                        if crash_if(pod):
+                            await self.crash_loop(pod)
+                        else:
+                            await self.set_ready(pod)
+                await asyncio.sleep(0.003)
+
+        self.tasks.append(asyncio.create_task(loop()))
+
     # -- steady state ------------------------------------------------------------------------------
 
     async def quiet_writes(self, *, turns: int = 60) -> int:
@@ -184,8 +205,9 @@ async def open_world(
             await asyncio.wait_for(ctrl.controller.synced.wait(), 10)
         yield world
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        for t in [*world.tasks, task]:
+            t.cancel()
+        await asyncio.gather(*world.tasks, task, return_exceptions=True)
         await ctl.close()
         await client.close()
         await app.shutdown()
