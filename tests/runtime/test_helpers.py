@@ -29,7 +29,7 @@ from kubeloop.runtime import (
 )
 from kubeloop.testing import FakeClock
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
 from _realapi import FlakyClient, real_cluster
 
 KINDS = KindRegistry()

@@ -1,23 +1,23 @@
-"""Manager and builder end to end: informers -> predicates/handlers -> queue -> reconciler; probes; leader election.
+"""Manager and builder end to end: informers -> predicates/handlers -> queue -> reconciler; probes;
+leader election; graceful shutdown on SIGTERM.
 
-Reached through the real ``kubeloop.client.Client`` and the real shared informers. Until
-``kubeloop.server.create_app`` lands, the server behind them is the client suite's in-memory API
-(tests/client/_fakeapi.py); a stop-gap, to be replaced by the real server.
+Against the real API server in-process (tests/client/_realapi.py), on a FakeClock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from kubeloop.api import KindRegistry, ResourceInfo
 from kubeloop.client import Client
 from kubeloop.runtime import (
     Builder,
@@ -32,46 +32,45 @@ from kubeloop.runtime import (
 from kubeloop.testing import FakeClock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-from _fakeapi import FakeApi
+from _realapi import Cluster, FlakyClient, eventually, kind, real_cluster
 
-REG = KindRegistry()
-DEPLOY: ResourceInfo = REG.by_kind("apps", "Deployment")  # type: ignore[assignment]
-RS: ResourceInfo = REG.by_kind("apps", "ReplicaSet")  # type: ignore[assignment]
-CM: ResourceInfo = REG.by_kind("", "ConfigMap")  # type: ignore[assignment]
-
-
-async def eventually(cond: Callable[[], bool], *, turns: int = 3000) -> None:
-    for _ in range(turns):
-        if cond():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never became true")
+DEPLOY = kind("apps", "Deployment")
+RS = kind("apps", "ReplicaSet")
+CM = kind("", "ConfigMap")
 
 
 @pytest.fixture
-def api() -> FakeApi:
-    return FakeApi(REG)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-async def client(api: FakeApi, clock: FakeClock) -> AsyncIterator[Client]:
-    async with Client.from_asgi(api, clock=clock) as c:
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "kube-system")) as c:
         yield c
 
 
-def deploy(name: str, generation: int = 1) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "generation": generation}, "spec": {"replicas": 1}}
+@pytest.fixture
+def client(cluster: Cluster) -> Client:
+    c: Client = cluster.client()
+    return c
 
 
-def replicaset(name: str, owner: dict[str, Any]) -> dict[str, Any]:
-    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": owner["metadata"]["name"],
-           "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
-    return {"metadata": {"name": name, "namespace": "ns", "ownerReferences": [ref]}, "spec": {}}
+def _template(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+    }
+
+
+def deploy(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"replicas": 1, **_template(name)}}
+
+
+def replicaset(name: str, owner: dict[str, Any] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if owner is not None:
+        meta["ownerReferences"] = [{
+            "apiVersion": "apps/v1", "kind": "Deployment", "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
+        }]  # fmt: skip
+    return {"metadata": meta, "spec": {"replicas": 1, **_template(name)}}
 
 
 class Recorder:
@@ -95,47 +94,44 @@ async def stop(task: asyncio.Task[None]) -> None:
 
 
 async def test_for_and_owns_enqueue_the_object_and_its_controlling_owner(
-    api: FakeApi, client: Client, clock: FakeClock
+    cluster: Cluster, client: Client
 ) -> None:
-    web = api.seed(DEPLOY, deploy("web"))
-    manager = Manager(client, clock=clock, rng=random.Random(1))
+    web = await client.create(DEPLOY, deploy("web"))
+    manager = Manager(client, clock=cluster.clock, rng=random.Random(1))
     rec = Recorder()
     controller = Builder(manager).for_(DEPLOY).owns(RS).build(rec)
     assert controller.name == "deployment"
     task = await start(manager)
     await eventually(lambda: rec.seen == [Request("ns", "web")])
-    api.seed(RS, replicaset("web-abc", web))
+    await client.create(RS, replicaset("web-abc", web))
     await eventually(lambda: len(rec.seen) == 2)
     assert rec.seen[1] == Request("ns", "web")  # the owner, not the ReplicaSet
-    api.seed(RS, {"metadata": {"name": "orphan", "namespace": "ns"}, "spec": {}})
-    api.seed(DEPLOY, deploy("other"))
+    await client.create(RS, replicaset("orphan", None))
+    await client.create(DEPLOY, deploy("other"))
     await eventually(lambda: Request("ns", "other") in rec.seen)
     assert Request("ns", "orphan") not in rec.seen
     await stop(task)
 
 
-async def test_predicates_on_for_drop_status_only_updates(
-    api: FakeApi, client: Client, clock: FakeClock
-) -> None:
-    api.seed(DEPLOY, deploy("web"))
-    manager = Manager(client, clock=clock)
+async def test_predicates_on_for_drop_status_only_updates(cluster: Cluster, client: Client) -> None:
+    await client.create(DEPLOY, deploy("web"))
+    manager = Manager(client, clock=cluster.clock)
     rec = Recorder()
     Builder(manager).for_(DEPLOY, GenerationChanged()).build(rec)
     task = await start(manager)
     await eventually(lambda: len(rec.seen) == 1)
-    await client.patch(DEPLOY, "web", {"status": {"replicas": 1}}, namespace="ns", subresource="status")
-    await client.patch(
-        DEPLOY, "web", {"metadata": {"generation": 2}, "spec": {"replicas": 2}}, namespace="ns"
-    )
+    informer = manager.informer(DEPLOY)
+    status = await client.patch(DEPLOY, "web", {"status": {"replicas": 1}}, namespace="ns", subresource="status")
+    await eventually(lambda: informer.cache.get("ns/web") == status)  # the informer saw it ...
+    await cluster.settle()
+    assert len(rec.seen) == 1  # ... and the status-only write woke nobody
+    await client.patch(DEPLOY, "web", {"spec": {"replicas": 2}}, namespace="ns")  # generation 2
     await eventually(lambda: len(rec.seen) == 2)
-    for _ in range(200):
-        await asyncio.sleep(0)
-    assert len(rec.seen) == 2  # the status-only write woke nobody
     await stop(task)
 
 
-async def test_watches_with_a_mapping_function(api: FakeApi, client: Client, clock: FakeClock) -> None:
-    manager = Manager(client, clock=clock)
+async def test_watches_with_a_mapping_function(cluster: Cluster, client: Client) -> None:
+    manager = Manager(client, clock=cluster.clock)
     rec = Recorder()
 
     def to_deployment(obj: Any) -> list[Request]:
@@ -144,7 +140,7 @@ async def test_watches_with_a_mapping_function(api: FakeApi, client: Client, clo
 
     Builder(manager).named("mapper").for_(DEPLOY).watches(CM, EnqueueMapped(to_deployment)).build(rec)
     task = await start(manager)
-    api.seed(CM, {"metadata": {"name": "cfg", "namespace": "ns", "labels": {"for": "web"}}})
+    await client.create(CM, {"metadata": {"name": "cfg", "namespace": "ns", "labels": {"for": "web"}}})
     await eventually(lambda: rec.seen == [Request("ns", "web")])
     await stop(task)
 
@@ -159,18 +155,16 @@ async def test_controller_names_are_unique_and_for_is_required(client: Client) -
 
 
 async def test_probes_report_readiness_from_caches_not_from_convergence(
-    api: FakeApi, client: Client, clock: FakeClock
+    cluster: Cluster, client: Client
 ) -> None:
-    api.seed(DEPLOY, deploy("broken"))
-    manager = Manager(client, clock=clock)
+    await client.create(DEPLOY, deploy("broken"))
+    manager = Manager(client, clock=cluster.clock)
 
     async def always_failing(request: Request) -> None:
         raise RuntimeError("cannot converge")
 
     Builder(manager).for_(DEPLOY).build(always_failing)
-    probes = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=manager.probe_app()), base_url="http://probe"
-    )
+    probes = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.probe_app()), base_url="http://probe")
     async with probes:
         ready = await probes.get("/readyz", params={"verbose": ""})
         assert ready.status_code == 500 and "[-]informers-synced failed" in ready.text
@@ -187,34 +181,58 @@ async def test_probes_report_readiness_from_caches_not_from_convergence(
         await stop(task)
 
 
-async def test_only_the_leader_runs_controllers_and_loss_of_the_lease_stops_it(
-    api: FakeApi, client: Client, clock: FakeClock
+async def test_only_the_leader_runs_controllers_and_a_lost_lease_stops_them_within_the_renew_deadline(
+    cluster: Cluster, client: Client
 ) -> None:
-    api.seed(DEPLOY, deploy("web"))
-    managers, recorders = [], []
+    await client.create(DEPLOY, deploy("web"))
+    managers, recorders, clients = [], [], []
     for identity in ("a", "b"):
-        m = Manager(client, clock=clock, rng=random.Random(3),
+        c: FlakyClient = cluster.client(FlakyClient)
+        m = Manager(c, clock=cluster.clock, rng=random.Random(3),
                     leader_election=LeaderElectionOptions("ctrl", identity=identity))  # fmt: skip
         rec = Recorder()
         Builder(m).for_(DEPLOY).build(rec)
         managers.append(m)
         recorders.append(rec)
+        clients.append(c)
     a = await start(managers[0])
     await eventually(lambda: len(recorders[0].seen) == 1)
     b = await start(managers[1])
     await eventually(lambda: managers[1].informers.has_synced())  # the standby's caches are warm
-    for _ in range(20):
-        await clock.advance(1)
-        await eventually(lambda: True)
-    assert recorders[1].seen == []
-    api.fail("PUT", 500, times=1000)  # nobody can write the lease any more
-    api.fail("GET", 500, path_contains="leases", times=1000)
-    for _ in range(40):
-        await clock.advance(0.5)
-        for _ in range(100):
-            await asyncio.sleep(0)
+    await cluster.run_for(20)
+    assert recorders[1].seen == [] and not managers[1].controllers["deployment"].synced.is_set()
+    elector = managers[0].elector
+    assert elector is not None
+    clients[0].down = True  # a can no longer reach the server: its next renewal fails
+    first_failure = elector._observed_time + elector.retry_period
+    await cluster.run_for(first_failure + elector.renew_deadline + 0.25 - cluster.clock.monotonic())
     assert a.done()
     with pytest.raises(LeadershipLost):
         a.result()
-    assert recorders[1].seen == []
+    assert managers[0].controllers["deployment"].queue.shutting_down
+    assert recorders[1].seen == []  # b cannot take over before the 15 s lease has run out
+    await cluster.run_for(10)
+    await eventually(lambda: recorders[1].seen == [Request("ns", "web")])  # failover
     await stop(b)
+
+
+async def test_sigterm_stops_the_manager_after_the_reconcile_in_hand(cluster: Cluster, client: Client) -> None:
+    await client.create(DEPLOY, deploy("web"))
+    manager = Manager(client, clock=cluster.clock)
+    started, finished = asyncio.Event(), asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow(request: Request) -> None:
+        started.set()
+        await release.wait()
+        finished.set()
+
+    Builder(manager).for_(DEPLOY).build(slow)
+    task = asyncio.create_task(manager.run_until_signalled())
+    await started.wait()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await eventually(lambda: manager.controllers["deployment"].queue.shutting_down)
+    assert not task.done()  # the reconcile in hand is allowed to finish ...
+    release.set()
+    await task  # ... then run_until_signalled returns normally
+    assert finished.is_set()

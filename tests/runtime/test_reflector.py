@@ -1,118 +1,106 @@
 """The reflector: list, watch from the list's version, resume, relist on 410, back off on errors.
 
-Runs against the fake API server of tests/client (real HTTP semantics, in-process) with a FakeClock:
-nothing here sleeps for real.
+Against the real API server in-process, wrapped by tests/client/_realapi.py's ``FaultyApp`` to
+drop watch streams, inject ERROR 410 events and failing answers; on a FakeClock with a seeded rng.
 """
 
 from __future__ import annotations
 
-import asyncio
+import itertools
+import random
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubeloop.api import KindRegistry
 from kubeloop.client import Client
 from kubeloop.runtime import SharedInformer
+from kubeloop.runtime._reflector import BACKOFF_INITIAL
 from kubeloop.testing import FakeClock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-from _fakeapi import FakeApi, Request
+from _realapi import Cluster, eventually, kind, real_cluster
 
-CM = KindRegistry().by_kind("", "ConfigMap")
-assert CM is not None
+CM = kind("", "ConfigMap")
 
 
-def cm(name: str, ns: str = "default") -> dict[str, Any]:
+def cm(name: str, ns: str = "ns") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": ns}, "data": {}}
 
 
-async def eventually(cond: Callable[[], bool], *, turns: int = 2000) -> None:
-    """Let the event loop run until ``cond()`` holds (no wall-clock waiting)."""
-    for _ in range(turns):
-        if cond():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never became true")
-
-
-def lists(api: FakeApi) -> list[Request]:
-    return [r for r in api.requests if r.method == "GET" and "watch" not in r.query]
-
-
-def watches(api: FakeApi) -> list[Request]:
-    return [r for r in api.requests if r.query.get("watch") == "true"]
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "other")) as c:
+        yield c
 
 
 @pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
+def client(cluster: Cluster) -> Client:
+    c: Client = cluster.client()
+    return c
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+async def informer(cluster: Cluster, client: Client) -> AsyncIterator[SharedInformer]:
+    inf = SharedInformer(client, CM, namespace="", clock=cluster.clock, rng=random.Random(11))
+    yield inf
+    await inf.stop()
 
 
-@pytest.fixture
-async def informer(api: FakeApi, clock: FakeClock) -> AsyncIterator[SharedInformer]:
-    async with Client.from_asgi(api, clock=clock) as client:
-        inf = SharedInformer(client, CM, namespace="", clock=clock)
-        yield inf
-        await inf.stop()
+def cm_lists(cluster: Cluster) -> list[Any]:
+    return cluster.app.lists("/configmaps")
 
 
 async def test_lists_first_then_watches_from_the_lists_resource_version(
-    api: FakeApi, informer: SharedInformer
+    cluster: Cluster, client: Client, informer: SharedInformer
 ) -> None:
-    api.seed(CM, cm("a"))
-    api.seed(CM, cm("b", "other"))
-    list_rv = str(api.rv)
+    await client.create(CM, cm("a"))
+    await client.create(CM, cm("b", "other"))
+    list_rv = (await client.list(CM, namespace=""))["metadata"]["resourceVersion"]
     informer.start()
     await informer.wait_for_sync()
-    assert sorted(informer.cache.keys()) == ["default/a", "other/b"]
-    await eventually(lambda: len(watches(api)) == 1)
-    (watch,) = watches(api)
+    assert {"ns/a", "other/b"} <= set(informer.cache.keys())
+    await eventually(lambda: cluster.app.open_watches == 1)
+    (watch,) = cluster.app.watches()
     assert watch.query["resourceVersion"] == list_rv
     assert watch.query["allowWatchBookmarks"] == "true"
     assert 300 <= int(watch.query["timeoutSeconds"]) < 600
-    assert lists(api)[0].query["limit"] == "500"
+    assert cm_lists(cluster)[-1].query["limit"] == "500"
 
 
-async def test_watch_events_reach_the_cache(api: FakeApi, informer: SharedInformer) -> None:
+async def test_watch_events_reach_the_cache(cluster: Cluster, client: Client, informer: SharedInformer) -> None:
     informer.start()
     await informer.wait_for_sync()
-    await eventually(lambda: len(api.watchers) == 1)
-    api.seed(CM, cm("a"))
-    await eventually(lambda: "default/a" in informer.cache)
-    api.remove(CM, "default", "a")
-    await eventually(lambda: "default/a" not in informer.cache)
+    await client.create(CM, cm("a"))
+    await eventually(lambda: "ns/a" in informer.cache)
+    await client.delete(CM, "a", namespace="ns")
+    await eventually(lambda: "ns/a" not in informer.cache)
 
 
-async def test_a_dropped_stream_resumes_from_the_last_version_seen_without_relisting(
-    api: FakeApi, informer: SharedInformer
+@pytest.mark.parametrize("cut", ["drop", "end"])
+async def test_a_broken_or_ended_stream_resumes_from_the_last_version_seen_without_relisting(
+    cluster: Cluster, client: Client, informer: SharedInformer, cut: str
 ) -> None:
     informer.start()
-    await eventually(lambda: len(api.watchers) == 1)
-    api.seed(CM, cm("a"))
-    seen_rv = str(api.rv)
-    await eventually(lambda: "default/a" in informer.cache)
-    api.drop_watches()
-    await eventually(lambda: len(watches(api)) == 2 and len(api.watchers) == 1)
-    assert watches(api)[1].query["resourceVersion"] == seen_rv
+    await eventually(lambda: cluster.app.open_watches == 1)
+    created = await client.create(CM, cm("a"))
+    await eventually(lambda: "ns/a" in informer.cache)
+    await cluster.clock.advance(5)  # an ended stream that delivered events is not a "very short watch"
+    cluster.app.drop_watches() if cut == "drop" else cluster.app.end_watches()
+    await eventually(lambda: len(cluster.app.watches()) == 2 and cluster.app.open_watches == 1)
+    assert cluster.app.watches()[1].query["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert informer.reflector.lists == 1
-    api.seed(CM, cm("b"))  # the resumed watch delivers new changes
-    await eventually(lambda: "default/b" in informer.cache)
+    await client.create(CM, cm("b"))  # the resumed watch delivers new changes
+    await eventually(lambda: "ns/b" in informer.cache)
 
 
 async def test_an_expired_watch_relists_and_reconciles_missed_changes(
-    api: FakeApi, informer: SharedInformer
+    cluster: Cluster, client: Client, informer: SharedInformer
 ) -> None:
-    api.seed(CM, cm("a"))
-    api.seed(CM, cm("b"))
+    await client.create(CM, cm("a"))
+    await client.create(CM, cm("b"))
     events: list[tuple[str, str]] = []
     informer.add_handler(
         on_add=lambda o: events.append(("add", o["metadata"]["name"])),
@@ -120,44 +108,52 @@ async def test_an_expired_watch_relists_and_reconciles_missed_changes(
         on_delete=lambda o: events.append(("delete", o["metadata"]["name"])),
     )
     informer.start()
-    await eventually(lambda: len(api.watchers) == 1)
+    await eventually(lambda: cluster.app.open_watches == 1)
     events.clear()
-    api.expire_watches()  # ERROR 410 Expired, then the stream closes; the changes below are missed
-    api.remove(CM, "default", "a")
-    api.seed(CM, cm("c"))
-    await eventually(lambda: informer.reflector.lists == 2 and len(api.watchers) == 1)
-    assert sorted(informer.cache.keys()) == ["default/b", "default/c"]
-    assert sorted(events) == [("add", "c"), ("delete", "a")]
-    assert watches(api)[-1].query["resourceVersion"] == str(api.rv)
+    # The relist after the 410 fails once, so the reflector backs off (on fake time) while the
+    # changes below happen: the informer can only learn of them by relisting.
+    cluster.app.fail("GET", 500, path_contains="/configmaps", times=1)
+    cluster.app.expire_watches()
+    await eventually(lambda: len(cm_lists(cluster)) == 2)
+    await cluster.settle()
+    await client.delete(CM, "a", namespace="ns")
+    await client.create(CM, cm("c"))
+    assert events == []
+    await cluster.run_for(2 * BACKOFF_INITIAL, step=0.1)
+    await eventually(lambda: informer.reflector.lists == 2 and cluster.app.open_watches == 1)
+    assert {"ns/b", "ns/c"} <= set(informer.cache.keys()) and "ns/a" not in informer.cache
+    assert sorted(e for e in events if e[1] in "abc") == [("add", "c"), ("delete", "a")]
+    relisted_rv = informer.reflector.last_sync_resource_version
+    assert cluster.app.watches()[-1].query["resourceVersion"] == relisted_rv
 
 
 async def test_list_errors_back_off_exponentially_on_the_clock(
-    api: FakeApi, informer: SharedInformer, clock: FakeClock
+    cluster: Cluster, informer: SharedInformer
 ) -> None:
-    api.fail("GET", 500, path_contains="configmaps", times=2)
+    # client-go's reflector backoff: 0.8 s doubling (cap 30 s), each delay times (1 + U[0, 1)).
+    cluster.app.fail("GET", 500, path_contains="/configmaps", times=3)
     informer.start()
-    await eventually(lambda: clock.sleepers == 1)
-    assert len(lists(api)) == 1 and not informer.has_synced()
-    await clock.advance(1.6)  # first delay is 0.8 s with jitter in [0, 1): below 1.6 s
-    await eventually(lambda: len(lists(api)) == 2 and clock.sleepers == 1)
-    await clock.advance(1.55)  # second delay is at least 1.6 s: nothing yet
-    assert len(lists(api)) == 2
-    await clock.advance(1.7)  # ... and below 3.2 s
-    await informer.wait_for_sync()
-    assert len(lists(api)) == 3
+    step = 0.05
+    for _ in range(int(12 / step)):
+        if informer.has_synced():
+            break
+        await cluster.run_for(step, step=step)
+    assert informer.has_synced()
+    times = [r.at for r in cm_lists(cluster)]
+    assert len(times) == 4
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    for gap, base in zip(gaps, (0.8, 1.6, 3.2), strict=True):
+        assert base <= gap < 2 * base + step
 
 
-async def test_a_watch_that_keeps_failing_backs_off_and_relists(
-    api: FakeApi, informer: SharedInformer, clock: FakeClock
+async def test_a_watch_that_ends_at_once_counts_as_a_failure_and_relists_after_a_backoff(
+    cluster: Cluster, informer: SharedInformer
 ) -> None:
-    api.fail("GET", 403, path_contains="configmaps", times=1)  # the list fails once
     informer.start()
-    await eventually(lambda: clock.sleepers == 1)
-    await clock.advance(1.6)
     await informer.wait_for_sync()
-    await eventually(lambda: len(api.watchers) == 1)
-    api.drop_watches()  # ends with no events and no time passed: a "very short watch"
-    await eventually(lambda: clock.sleepers == 1)
-    assert informer.reflector.lists == 1
-    await clock.advance(3.2)
+    await eventually(lambda: cluster.app.open_watches == 1)
+    cluster.app.end_watches()  # ends with no events and no time passed: a "very short watch"
+    await cluster.settle()
+    assert informer.reflector.lists == 1 and cluster.app.open_watches == 0
+    await cluster.run_for(2 * BACKOFF_INITIAL, step=0.1)
     await eventually(lambda: informer.reflector.lists == 2)

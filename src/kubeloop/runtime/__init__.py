@@ -2,10 +2,12 @@
 
 The pipeline, one module per stage: informers (reflector, cache, indexers) -> event handlers and
 predicates -> work queue (dedup, delaying, rate limiters) -> controller workers -> reconciler; plus
-the manager (health, metrics, leader election) and helpers that make the defensive patterns the
+the manager (health, metrics, leader election), a circuit breaker per dependency, an Event recorder,
+and helpers that make the defensive patterns the
 easy ones (controller references, create-or-update, finalizers, status written only on change).
 """
 
+from kubeloop.runtime._breaker import BreakerState, CircuitBreaker, CircuitOpen, failure_unless_answered
 from kubeloop.runtime._builder import Builder
 from kubeloop.runtime._cache import (
     NAMESPACE_INDEX,
@@ -18,6 +20,7 @@ from kubeloop.runtime._cache import (
 )
 from kubeloop.runtime._controller import CacheSyncTimeout, Controller, EventSource, Watch
 from kubeloop.runtime._delaying import DelayingQueue, RateLimitingQueue
+from kubeloop.runtime._events import EVENTS, EventRecorder
 from kubeloop.runtime._handlers import (
     EnqueueForObject,
     EnqueueForOwner,
@@ -43,7 +46,7 @@ from kubeloop.runtime._helpers import (
 from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
 from kubeloop.runtime._leaderelection import LeaderElector, LeadershipLost
 from kubeloop.runtime._manager import LeaderElectionOptions, Manager, Runnable
-from kubeloop.runtime._metrics import ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
+from kubeloop.runtime._metrics import BreakerMetrics, ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
     AnnotationsChanged,
     GenerationChanged,
@@ -77,14 +80,19 @@ from kubeloop.runtime._reconcile import (
 from kubeloop.runtime._reflector import Reflector, ReflectorSink
 
 __all__ = [
+    "EVENTS",
     "NAMESPACE_INDEX",
     "OWNER_UID_INDEX",
     "AlreadyOwnedError",
     "AnnotationsChanged",
+    "BreakerMetrics",
+    "BreakerState",
     "Builder",
     "Cache",
     "CacheSyncTimeout",
     "Check",
+    "CircuitBreaker",
+    "CircuitOpen",
     "Controller",
     "ControllerMetrics",
     "DelayingQueue",
@@ -92,6 +100,7 @@ __all__ = [
     "EnqueueForOwner",
     "EnqueueMapped",
     "Event",
+    "EventRecorder",
     "EventSource",
     "EventType",
     "GenerationChanged",
@@ -141,6 +150,7 @@ __all__ = [
     "create_or_patch",
     "create_or_update",
     "default_controller_rate_limiter",
+    "failure_unless_answered",
     "index_by_namespace",
     "index_by_owner_uid",
     "negate",

@@ -10,7 +10,9 @@ Guarantees:
 - Outcomes are handled exactly as the table in :mod:`kubeloop.runtime._reconcile` says: success and
   ``requeue_after`` reset the key's backoff; an exception is a rate-limited retry; a
   :class:`PermanentError` is recorded in :attr:`Controller.permanent_failures` and not retried until
-  a new event; a :class:`TransientError` with ``retry_after`` retries after exactly that long.
+  a new event; a :class:`TransientError` with ``retry_after`` retries after exactly that long;
+  :class:`~kubeloop.runtime.CircuitOpen` (a dependency's breaker is open) requeues after the cool-off
+  and counts as ``requeue_after``, not as an error: nothing failed, nothing was called.
 - An exception from a reconciler, predicate or handler never kills a worker or an event source.
 - Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
   so a reconciler never acts on a half-filled cache.
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeloop.api import Clock, SystemClock
+from kubeloop.runtime._breaker import CircuitOpen
 from kubeloop.runtime._deadline import within
 from kubeloop.runtime._delaying import RateLimitingQueue
 from kubeloop.runtime._handlers import Event, EventType, Handler
@@ -188,6 +191,11 @@ class Controller:
             self.permanent_failures[request] = err
             self._metrics.observe("error", self._clock.monotonic() - started, error=True, terminal=True)
             log.error("controller %r: %s failed permanently, not retrying: %s", self.name, request, err)
+            return
+        except CircuitOpen as err:
+            self._metrics.observe("requeue_after", self._clock.monotonic() - started)
+            self.queue.add_after(request, err.retry_after or 0.0)
+            log.info("controller %r: %s waits for a dependency: %s", self.name, request, err)
             return
         except TransientError as err:
             self._metrics.observe("error", self._clock.monotonic() - started, error=True)

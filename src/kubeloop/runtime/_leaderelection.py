@@ -3,14 +3,20 @@
 A single state machine, so one module. :meth:`LeaderElector.run`:
 
 1. **Acquire**: call :meth:`~LeaderElector.try_acquire_or_renew` every ``retry_period`` (+ up to 1.2x
-   jitter from the seeded ``rng``) until it succeeds; then set ``leader_election_master_status`` to 1
-   and start ``on_started_leading()`` in a task.
-2. **Renew**: every ``retry_period``, try again; if no attempt has succeeded within ``renew_deadline``
-   (each attempt is also cut off at that deadline), leadership is **lost**: the metric goes to 0, the
-   leading task is cancelled, ``on_stopped_leading()`` is called and ``run`` raises
-   :class:`LeadershipLost`. A process that lost its lease must stop acting (controller-runtime exits).
+   jitter from the seeded ``rng``) until it succeeds; then set ``leader_election_master_status`` to 1,
+   record the Event ``<identity> became leader`` on the Lease (reason ``LeaderElection``, as
+   client-go's ``resourcelock`` does) and start ``on_started_leading()`` in a task.
+2. **Renew**: at once, then every ``retry_period`` after a success (client-go ``wait.Until`` runs
+   immediately), try again; if no attempt has succeeded within ``renew_deadline`` (each attempt is
+   also cut off at that deadline), leadership is **lost**: the metric goes to 0, the leading task is
+   cancelled (so the leader's work has stopped within the renew deadline of the first failed
+   renewal, before any other candidate may take over at ``lease_duration``), the Event
+   ``<identity> stopped leading`` is recorded and ``run`` raises :class:`LeadershipLost`.
+   A process that lost its lease must stop acting (controller-runtime exits).
 3. **Cancel**: cancelling ``run`` stops the leading task first; with ``release_on_cancel`` it then
    writes an empty holder with a 1 s duration so a candidate can take over at once.
+4. ``on_stopped_leading()`` is called whenever ``run`` ends, even if it never led (client-go
+   ``Run`` defers ``OnStoppedLeading``); ``on_new_leader(identity)`` on every change of observed holder.
 
 ``try_acquire_or_renew`` (exact upstream algorithm): fast path PUT when we hold a lease that is valid
 by our own clock; else GET (create when absent); the lease held by someone else is respected while
@@ -43,6 +49,7 @@ from kubeloop.api import (
 )
 from kubeloop.client import Client
 from kubeloop.runtime._deadline import within
+from kubeloop.runtime._events import EventRecorder
 from kubeloop.runtime._metrics import Metrics
 
 __all__ = ["JITTER_FACTOR", "LeaderElector", "LeadershipLost"]
@@ -74,6 +81,7 @@ class LeaderElector:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         metrics: Metrics | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
@@ -103,6 +111,10 @@ class LeaderElector:
         self._reported_leader = ""
         self._leading_task: asyncio.Task[None] | None = None
         self._leading = False
+        self.events = events if events is not None else EventRecorder(
+            client, component=identity, instance=identity, clock=self._clock
+        )
+        self.lost = False  # set once leadership was lost (not merely given up on cancellation)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -222,21 +234,30 @@ class LeaderElector:
     async def run(self) -> None:
         """Acquire, lead and renew until cancelled; raise :class:`LeadershipLost` if renewal fails."""
         try:
-            await self._acquire()
-            self._leading = True
-            self._metrics.leading(True)
-            log.info("lease %s/%s: %s became leader", self.namespace, self.name, self.identity)
-            if self.on_started_leading is not None:
-                self._leading_task = asyncio.create_task(
-                    self.on_started_leading(), name=f"leading:{self.name}"
-                )
-            await self._renew()
-        except asyncio.CancelledError:
-            await self._stop_leading()
-            if self.release_on_cancel:
-                await self.release()
-            raise
-        await self._stop_leading()
+            try:
+                await self._acquire()
+                self._leading = True
+                self._metrics.leading(True)
+                log.info("lease %s/%s: %s became leader", self.namespace, self.name, self.identity)
+                await self._announce("became leader")
+                if self.on_started_leading is not None:
+                    self._leading_task = asyncio.create_task(
+                        self.on_started_leading(), name=f"leading:{self.name}"
+                    )
+                await self._renew()
+            except asyncio.CancelledError:
+                await self._stop_leading(release=self.release_on_cancel)
+                raise
+            except BaseException:
+                await self._stop_leading(release=False)
+                raise
+            self.lost = True
+            await self._stop_leading(release=False)
+        finally:
+            if self.on_stopped_leading is not None:
+                outcome = self.on_stopped_leading()
+                if inspect.isawaitable(outcome):
+                    await outcome
         raise LeadershipLost(f"lease {self.namespace}/{self.name}: {self.identity} could not renew in time")
 
     async def _acquire(self) -> None:
@@ -247,7 +268,6 @@ class LeaderElector:
     async def _renew(self) -> None:
         """Return when leadership is lost; loop while renewals succeed."""
         while True:
-            await self._clock.sleep(self.retry_period)
             # PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate): attempts at 0, 2, 4, 6, 8 s
             # with the defaults; still failing when the deadline passes means leadership is lost.
             deadline = self._clock.monotonic() + self.renew_deadline
@@ -260,8 +280,9 @@ class LeaderElector:
                     return
             if not self.is_leader():
                 return
+            await self._clock.sleep(self.retry_period)
 
-    async def _stop_leading(self) -> None:
+    async def _stop_leading(self, *, release: bool) -> None:
         was_leading, self._leading = self._leading, False
         self._metrics.leading(False)
         task, self._leading_task = self._leading_task, None
@@ -269,11 +290,15 @@ class LeaderElector:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         if was_leading:
+            if release:
+                await self.release()
             log.info("lease %s/%s: %s stopped leading", self.namespace, self.name, self.identity)
-            if self.on_stopped_leading is not None:
-                outcome = self.on_stopped_leading()
-                if inspect.isawaitable(outcome):
-                    await outcome
+            await self._announce("stopped leading")
+
+    async def _announce(self, what: str) -> None:
+        """The Event client-go's ``resourcelock.RecordEvent`` writes on the Lease."""
+        if self._lease is not None:
+            await self.events.event(self._lease, "Normal", "LeaderElection", f"{self.identity} {what}")
 
     async def release(self) -> bool:
         """Give the lease up now (empty holder, 1 s duration) if we hold it; True if released."""

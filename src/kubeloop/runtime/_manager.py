@@ -8,9 +8,11 @@ Lifecycle of :meth:`Manager.run` (controller-runtime ``pkg/manager``):
    :class:`LeaderElector` acquires the Lease; if the lease is lost, cancel them and let
    :class:`LeadershipLost` propagate: the process must exit rather than keep acting.
 3. If any runnable fails, the others are cancelled and its exception propagates.
-4. On cancellation, controllers first stop taking keys and finish the reconcile in hand (up to
-   ``graceful_shutdown_timeout`` on the manager's clock), then everything is cancelled, the lease
-   is released when configured, and the informers stop.
+4. On cancellation (or SIGTERM/SIGINT with :meth:`Manager.run_until_signalled`), controllers first
+   stop taking keys and finish the reconcile in hand (up to ``graceful_shutdown_timeout`` on the
+   manager's clock), then everything is cancelled, the lease is released when configured, and the
+   informers stop. When leadership is *lost* there is no graceful period (controller-runtime skips
+   it too): controllers are cancelled at once, within the renew deadline.
 
 Informers watch every namespace unless ``namespace`` names one. One :class:`Metrics` registry per manager; :meth:`Manager.probe_app` serves ``/healthz``, ``/readyz``
 and ``/metrics`` (``readyz`` includes "informers synced"; with leader election, ``healthz`` includes
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -145,12 +148,41 @@ class Manager:
         finally:
             await self.informers.stop()
 
+    async def run_until_signalled(
+        self, signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT)
+    ) -> None:
+        """:meth:`run` until one of ``signals`` arrives, then shut down gracefully and return."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(self.run())
+        received: list[signal.Signals] = []
+
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig)
+            task.cancel()
+
+        for sig in signals:
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            log.info("manager: %s received, stopped gracefully", received[0].name)
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
     async def _lead(self) -> None:
         """Run what needs leadership; on cancellation give controllers a graceful stop first."""
         tasks = [asyncio.ensure_future(r.run()) for r in self._leader_runnables]
         try:
             await _wait_all(tasks)
         except asyncio.CancelledError:
+            if self.elector is not None and self.elector.lost:
+                raise  # leadership lost: stop acting now, no graceful period
             for controller in self.controllers.values():
                 controller.stop()
             pending = [t for t in tasks if not t.done()]

@@ -13,8 +13,10 @@ Guarantees:
 - Reconcile result series are pre-initialised to 0 per controller (as controller-runtime's
   ``initMetrics`` does): an absent series never has to mean "never happened".
 
-kubeloop adds one series of its own: ``workqueue_depth_limit_exceeded_total`` counts adds that found the
-queue above its configured depth bound.
+kubeloop adds series of its own: ``workqueue_depth_limit_exceeded_total`` counts adds that found the
+queue above its configured depth bound; ``kubeloop_circuit_breaker_state{name,state}`` (one-hot),
+``kubeloop_circuit_breaker_transitions_total{name,to}`` and ``kubeloop_circuit_breaker_rejected_total{name}``
+report each :class:`~kubeloop.runtime.CircuitBreaker`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["ControllerMetrics", "LeaderMetrics", "Metrics", "QueueMetrics"]
+__all__ = ["BreakerMetrics", "ControllerMetrics", "LeaderMetrics", "Metrics", "QueueMetrics"]
 
 # controller-runtime pkg/metrics/workqueue.go: exponential from 10 ns, factor 10, 12 buckets.
 _QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
@@ -35,6 +37,7 @@ _RECONCILE_BUCKETS = (
     40.0, 50.0, 60.0,
 )  # fmt: skip
 RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+BREAKER_STATES = ("closed", "open", "half-open")
 
 
 class Metrics:
@@ -118,6 +121,20 @@ class Metrics:
             ("name",), registry=r,
         )  # fmt: skip
 
+        self.breaker_state = Gauge(
+            "kubeloop_circuit_breaker_state",
+            "1 for the state the circuit breaker of a dependency is in (closed, open, half-open), else 0.",
+            ("name", "state"), registry=r,
+        )  # fmt: skip
+        self.breaker_transitions = Counter(
+            "kubeloop_circuit_breaker_transitions", "Changes of state of a circuit breaker, by new state.",
+            ("name", "to"), registry=r,
+        )  # fmt: skip
+        self.breaker_rejected = Counter(
+            "kubeloop_circuit_breaker_rejected", "Calls not made because the circuit was open.",
+            ("name",), registry=r,
+        )  # fmt: skip
+
     def queue(self, name: str, *, controller: str | None = None) -> QueueMetrics:
         return QueueMetrics(self, controller if controller is not None else name, name)
 
@@ -126,6 +143,9 @@ class Metrics:
 
     def leader(self, name: str) -> LeaderMetrics:
         return LeaderMetrics(self, name)
+
+    def breaker(self, name: str) -> BreakerMetrics:
+        return BreakerMetrics(self, name)
 
     def exposition(self) -> bytes:
         """The Prometheus text format of everything in this registry."""
@@ -227,3 +247,27 @@ class LeaderMetrics:
 
     def slow_path(self) -> None:
         self.metrics.leader_slowpath.labels(self.name).inc()
+
+
+@dataclass(slots=True)
+class BreakerMetrics:
+    """The ``kubeloop_circuit_breaker_*`` series of one dependency."""
+
+    metrics: Metrics
+    name: str
+
+    def __post_init__(self) -> None:
+        m = self.metrics
+        for state in BREAKER_STATES:
+            m.breaker_transitions.labels(self.name, state)
+        m.breaker_rejected.labels(self.name)
+
+    def state(self, current: str) -> None:
+        for state in BREAKER_STATES:
+            self.metrics.breaker_state.labels(self.name, state).set(1 if state == current else 0)
+
+    def transition(self, to: str) -> None:
+        self.metrics.breaker_transitions.labels(self.name, to).inc()
+
+    def rejected(self) -> None:
+        self.metrics.breaker_rejected.labels(self.name).inc()

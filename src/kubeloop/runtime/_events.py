@@ -1,0 +1,96 @@
+"""``EventRecorder``: write ``core/v1`` Events about objects, as client-go's ``record.EventRecorder`` does.
+
+An Event is how a controller tells humans (``kubectl describe``, ``kubectl get events``) what it
+did or why it cannot: leader election records ``<identity> became leader`` on its Lease, the
+circuit breaker records its state changes, reconcilers record what they decide.
+
+Contract:
+
+* :meth:`EventRecorder.event` creates one Event in the involved object's namespace (``default``
+  for cluster-scoped objects, as client-go does), named ``<object name>.<hex nanoseconds>``,
+  (nanoseconds plus a per-recorder sequence, unique under a fake clock),
+  with ``involvedObject`` (apiVersion, kind, namespace, name, uid, resourceVersion), ``reason``,
+  ``message``, ``type`` (``Normal`` or ``Warning``), ``source.component``, ``reportingComponent``,
+  ``reportingInstance``, ``firstTimestamp`` = ``lastTimestamp`` = now on the injected clock, ``count`` 1.
+* Recording is best effort and never raises: an Event that cannot be written (API down, RBAC,
+  terminating namespace) is logged and dropped, exactly like client-go's broadcaster, so a
+  controller never fails because it could not report.
+* :attr:`EventRecorder.recorded` keeps the last few messages sent, for logs and tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from kubeloop.api import ApiError, Clock, KindRegistry, ResourceInfo, SystemClock, format_time
+from kubeloop.client import Client
+
+__all__ = ["EVENTS", "EventRecorder", "EventType"]
+
+log = logging.getLogger("kubeloop.runtime.events")
+
+EVENTS: ResourceInfo = KindRegistry().by_kind("", "Event")  # type: ignore[assignment]
+EventType = Literal["Normal", "Warning"]
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        component: str,
+        instance: str = "",
+        clock: Clock | None = None,
+        keep: int = 100,
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.instance = instance
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self.recorded: deque[tuple[str, str, str]] = deque(maxlen=keep)  # (type, reason, message)
+        self._seq = 0  # keeps names unique when a (fake) clock has not moved between two events
+
+    async def event(
+        self, obj: Mapping[str, Any], event_type: EventType, reason: str, message: str
+    ) -> dict[str, Any] | None:
+        """Record an Event about ``obj`` (a full object with apiVersion and kind); the Event or ``None``."""
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if not name:
+            log.warning("event %s/%s not recorded: the object has no name", reason, message)
+            return None
+        namespace = str(meta.get("namespace") or "default")
+        now = self._clock.now()
+        self._seq += 1
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "namespace": str(meta.get("namespace") or ""),
+            "name": name,
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{int(now * 1e9) + self._seq:x}", "namespace": namespace},
+            "involvedObject": {k: v for k, v in involved.items() if v},
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.instance,
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
+            "count": 1,
+        }
+        self.recorded.append((event_type, reason, message))
+        try:
+            return await self.client.create(EVENTS, body, namespace=namespace)
+        except ApiError as err:
+            log.warning("event %s on %s/%s not recorded: %s", reason, namespace, name, err)
+            return None
