@@ -126,6 +126,7 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        status_subresource=True, scale=_REPLICAS, tracks_generation=True),
     _r("apps", "v1", "StatefulSet", "statefulsets", True, short_names=("sts",), categories=("all",),
        status_subresource=True, scale=_REPLICAS, tracks_generation=True),
+    _r("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     _r("coordination.k8s.io", "v1", "Lease", "leases", True, allow_unconditional_update=False,
        allow_create_on_update=True),
     _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),
