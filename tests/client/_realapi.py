@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from kubeloop.api import AlreadyExists, KindRegistry, ResourceInfo, ServiceUnavailable
+from kubeloop.api import AlreadyExists, ApiError, KindRegistry, ResourceInfo, ServiceUnavailable
 from kubeloop.client import Client
 from kubeloop.server import App, create_app
 from kubeloop.store import SqliteStore
@@ -61,6 +61,7 @@ class Fault:
     retry_after: int | None = None
     times: int = 1
     reason: str = ""
+    query_has: str = ""  # only requests carrying this query parameter
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Seen:
     path: str
     query: dict[str, str]
     at: float = 0.0  # the fake clock's monotonic time when the request arrived
+    headers: dict[str, str] = field(default_factory=dict, compare=False)
+    body: bytearray = field(default_factory=bytearray, compare=False)
 
 
 @dataclass
@@ -92,9 +95,9 @@ class FaultyApp:
 
     def fail(
         self, method: str, status: int, *, path_contains: str = "", retry_after: int | None = None,
-        times: int = 1, reason: str = "",
+        times: int = 1, reason: str = "", query_has: str = "",
     ) -> None:  # fmt: skip
-        self.faults.append(Fault(method, status, path_contains, retry_after, times, reason))
+        self.faults.append(Fault(method, status, path_contains, retry_after, times, reason, query_has))
 
     def heal(self) -> None:
         self.faults.clear()
@@ -137,8 +140,19 @@ class FaultyApp:
             await self.app(scope, receive, send)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode(), keep_blank_values=True))
-        seen = Seen(scope["method"], scope["path"], query, self.clock.monotonic() if self.clock else 0.0)
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        seen = Seen(scope["method"], scope["path"], query, self.clock.monotonic() if self.clock else 0.0, headers)
         self.requests.append(seen)
+
+        inner_receive = receive
+
+        async def recording_receive() -> Message:
+            message = await inner_receive()
+            if message.get("type") == "http.request":
+                seen.body.extend(message.get("body", b""))
+            return message
+
+        receive = recording_receive
         fault = self._take_fault(seen)
         if fault is not None:
             await _status(send, fault)
@@ -154,7 +168,10 @@ class FaultyApp:
 
     def _take_fault(self, seen: Seen) -> Fault | None:
         for fault in self.faults:
-            if fault.times > 0 and fault.method == seen.method and fault.path_contains in seen.path:
+            if (
+                fault.times > 0 and fault.method == seen.method and fault.path_contains in seen.path
+                and (not fault.query_has or fault.query_has in seen.query)
+            ):  # fmt: skip
                 fault.times -= 1
                 return fault
         return None
@@ -246,6 +263,53 @@ class FlakyClient(Client):
         self._check()
         self.writes.append(("delete", args[1], kwargs))
         return await super().delete(*args, **kwargs)
+
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {
+                "status": {},
+                "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+            },
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer"}, "replicas": {"type": "integer"},
+                    }},
+                    "status": {"type": "object", "properties": {
+                        "ready": {"type": "boolean"}, "replicas": {"type": "integer"},
+                    }},
+                },
+            }},
+        }],
+    },
+}  # fmt: skip
+WIDGETS = ResourceInfo(
+    "example.com", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True
+)
+
+
+async def install_widgets(client: Client) -> ResourceInfo:
+    """Create the Widget CRD and wait until the server serves it."""
+    await client.create(kind("apiextensions.k8s.io", "CustomResourceDefinition"), WIDGET_CRD)
+    limit = time.monotonic() + WAIT_LIMIT
+    while True:
+        try:
+            await client.list(WIDGETS, namespace="")
+            return WIDGETS
+        except ApiError:
+            if time.monotonic() > limit:
+                raise
+            await asyncio.sleep(0.001)
 
 
 @dataclass

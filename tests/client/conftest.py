@@ -1,4 +1,5 @@
-"""Fixtures for client tests: an in-memory fake API server (tests/client/_fakeapi.py) reached in-process."""
+"""Fixtures for client tests: the real API server (SQLite store, ASGI app) in-process, wrapped by
+``FaultyApp`` (tests/client/_realapi.py) to record requests and inject faults."""
 
 from __future__ import annotations
 
@@ -8,25 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kubeloop.api import KindRegistry
 from kubeloop.client import Client
 from kubeloop.testing import FakeClock
 
 # pytest runs with --import-mode=importlib: make the helper modules of this folder importable.
 sys.path.insert(0, str(Path(__file__).parent))
-from _fakeapi import WIDGETS, FakeApi
-
-
-@pytest.fixture
-def registry() -> KindRegistry:
-    reg = KindRegistry()
-    reg.add(WIDGETS)
-    return reg
-
-
-@pytest.fixture
-def api(registry: KindRegistry) -> FakeApi:
-    return FakeApi(registry)
+from _realapi import Cluster, FaultyApp, real_cluster
 
 
 @pytest.fixture
@@ -35,6 +23,17 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def client(api: FakeApi, clock: FakeClock) -> AsyncIterator[Client]:
-    async with Client.from_asgi(api, clock=clock) as c:
+async def cluster(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Cluster]:
+    async with real_cluster(tmp_path, clock, namespaces=("team", "one", "two", "ns")) as c:
         yield c
+
+
+@pytest.fixture
+def app(cluster: Cluster) -> FaultyApp:
+    return cluster.app
+
+
+@pytest.fixture
+def client(cluster: Cluster) -> Client:
+    c: Client = cluster.client()
+    return c

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _fakeapi import FakeApi
+from _realapi import FaultyApp, settle
 
 from kubeloop.api import (
     ApiError,
@@ -17,63 +17,61 @@ from kubeloop.api import (
     KindRegistry,
     NotFound,
     ServiceUnavailable,
+    SystemClock,
     TooManyRequests,
 )
-from kubeloop.client import Client, ConnectionFailed, retry_on_conflict
+from kubeloop.client import Backoff, Client, ConnectionFailed, retry_on_conflict
 from kubeloop.testing import FakeClock
 
 CM = KindRegistry().by_kind("", "ConfigMap")
 assert CM is not None
 
 
-async def settle() -> None:
-    for _ in range(50):
-        await asyncio.sleep(0)
-
-
 async def test_429_with_retry_after_is_retried_after_that_many_seconds(
-    client: Client, api: FakeApi, clock: FakeClock
+    client: Client, app: FaultyApp, clock: FakeClock
 ) -> None:
-    api.fail("GET", 429, retry_after=3, times=1, reason="TooManyRequests")
+    app.fail("GET", 429, retry_after=3, times=1, reason="TooManyRequests")
     await client.create(CM, {"metadata": {"name": "a"}})
     task = asyncio.create_task(client.get(CM, "a"))
-    await settle()
-    assert not task.done() and clock.sleepers == 1
+    await settle(app)
+    assert not task.done()
     await clock.advance(2.9)
     assert not task.done()
     await clock.advance(0.2)
     assert (await task)["metadata"]["name"] == "a"
 
 
-async def test_5xx_with_retry_after_is_retried_too(client: Client, api: FakeApi, clock: FakeClock) -> None:
-    api.fail("POST", 503, retry_after=1, times=2)
+async def test_5xx_with_retry_after_is_retried_too(client: Client, app: FaultyApp, clock: FakeClock) -> None:
+    app.fail("POST", 503, retry_after=1, times=2)
+    before = len(app.requests)
     task = asyncio.create_task(client.create(CM, {"metadata": {"name": "a"}}))
     for _ in range(2):
-        await settle()
+        await settle(app)
         await clock.advance(1)
     assert (await task)["metadata"]["name"] == "a"
-    assert [r.method for r in api.requests] == ["POST", "POST", "POST"]
+    assert [r.method for r in app.requests[before:]] == ["POST", "POST", "POST"]
 
 
-async def test_an_error_without_retry_after_is_raised_at_once(client: Client, api: FakeApi) -> None:
-    api.fail("GET", 503)
+async def test_an_error_without_retry_after_is_raised_at_once(client: Client, app: FaultyApp) -> None:
+    app.fail("GET", 503)
+    before = len(app.requests)
     with pytest.raises(ServiceUnavailable):
         await client.get(CM, "a")
-    assert len(api.requests) == 1
+    assert len(app.requests) - before == 1
 
 
-async def test_when_retries_run_out_the_error_carries_retry_after(api: FakeApi, clock: FakeClock) -> None:
-    api.fail("GET", 429, retry_after=1, times=5, reason="TooManyRequests")
-    async with Client.from_asgi(api, clock=clock) as client:
-        client._max_retries = 2
+async def test_when_retries_run_out_the_error_carries_retry_after(app: FaultyApp, clock: FakeClock) -> None:
+    app.fail("GET", 429, retry_after=1, times=5, reason="TooManyRequests")
+    requests_before = len(app.requests)
+    async with Client(Client.from_asgi(app)._http, clock=clock, max_retries=2) as client:
         task = asyncio.create_task(client.get(CM, "a"))
         for _ in range(3):
-            await settle()
+            await settle(app)
             await clock.advance(1)
         with pytest.raises(TooManyRequests) as info:
             await task
     assert info.value.retry_after_seconds == 1
-    assert len(api.requests) == 3
+    assert len(app.requests) - requests_before == 3
 
 
 async def test_a_non_status_error_body_still_maps_by_code() -> None:
@@ -143,7 +141,9 @@ async def test_a_tls_handshake_failure_is_a_connection_failure(tmp_path: Any) ->
         await server.wait_closed()
 
 
-async def test_retry_on_conflict_rereads_and_retries_then_succeeds(client: Client, clock: FakeClock) -> None:
+async def test_retry_on_conflict_rereads_and_retries_then_succeeds(
+    client: Client, app: FaultyApp, clock: FakeClock
+) -> None:
     created = await client.create(CM, {"metadata": {"name": "a"}, "data": {"n": "0"}})
     stale = dict(created)
     await client.patch(CM, "a", {"data": {"n": "1"}})  # someone else wrote: `stale` now conflicts
@@ -157,10 +157,43 @@ async def test_retry_on_conflict_rereads_and_retries_then_succeeds(client: Clien
         return await client.update(CM, obj)
 
     task = asyncio.create_task(retry_on_conflict(bump, clock=clock))
-    await settle()
+    await settle(app)
     await clock.advance(0.011)
     assert (await task)["data"] == {"n": "2"}
     assert attempts == 2
+
+
+async def test_retry_on_conflict_keeps_every_increment_of_two_real_concurrent_writers(
+    client: Client, clock: FakeClock
+) -> None:
+    await client.create(CM, {"metadata": {"name": "counter"}, "data": {"n": "0"}})
+    first_round = asyncio.Barrier(2)  # both writers read the same version before either writes
+    conflicts = 0
+
+    async def increment(first: list[bool]) -> None:
+        async def once() -> dict[str, Any]:
+            nonlocal conflicts
+            obj = await client.get(CM, "counter")
+            if first:
+                first.clear()
+                await first_round.wait()
+            obj["data"]["n"] = str(int(obj["data"]["n"]) + 1)
+            try:
+                return await client.update(CM, obj)
+            except Conflict:
+                conflicts += 1
+                raise
+
+        await retry_on_conflict(once, backoff=Backoff(steps=100, duration=0.001, jitter=1.0), clock=SystemClock())
+
+    async def writer() -> None:
+        first = [True]
+        for _ in range(10):
+            await increment(first)
+
+    await asyncio.gather(writer(), writer())
+    assert (await client.get(CM, "counter"))["data"]["n"] == "20"  # no lost update
+    assert conflicts >= 1
 
 
 async def test_retry_on_conflict_makes_five_attempts_and_raises_the_last_conflict(clock: FakeClock) -> None:
@@ -173,7 +206,8 @@ async def test_retry_on_conflict_makes_five_attempts_and_raises_the_last_conflic
 
     task = asyncio.create_task(retry_on_conflict(always_conflicts, clock=clock))
     for _ in range(4):
-        await settle()
+        for _ in range(10):
+            await asyncio.sleep(0)
         assert clock.sleepers == 1
         await clock.advance(0.011)  # DefaultRetry: 10 ms + up to 10% jitter
     with pytest.raises(Conflict, match="conflict #5"):
