@@ -111,8 +111,8 @@ async def test_rolling_update_respects_max_surge_and_max_unavailable(tmp_path: P
             nonlocal worst_total, worst_available
             rss = await world.items(REPLICASETS)
             worst_total = max(worst_total, sum(rs["spec"]["replicas"] for rs in rss))
-            worst_available = min(worst_available, sum((rs.get("status") or {}).get("availableReplicas", 0)
-                                                       for rs in rss))  # fmt: skip
+            ready = [p for p in await world.pods(app="web") if p["status"].get("conditions")]
+            worst_available = min(worst_available, len(ready))
             finished, _ = rollout_status(await world.get(DEPLOYMENTS, "web"))
             return finished
 

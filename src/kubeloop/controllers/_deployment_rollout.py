@@ -100,7 +100,9 @@ async def _cleanup_unhealthy(ctl: DeploymentController, old_rss: list[Obj], d: O
 
 async def _scale_down_old(ctl: DeploymentController, all_rss: list[Obj | None], old_rss: list[Obj], d: Obj) -> int:
     min_available = du.spec_replicas(d) - du.max_unavailable(d)
-    available = sum(du.status_int(rs, "availableReplicas") for rs in all_rss if rs is not None)
+    # An RS just scaled down still reports the pods it is about to delete; never count those, or a
+    # cache that lags by one event would let two syncs spend the same unavailability budget.
+    available = sum(min(du.status_int(rs, "availableReplicas"), du.spec_replicas(rs)) for rs in all_rss if rs is not None)
     if available <= min_available:
         return 0
     budget = available - min_available
