@@ -251,10 +251,13 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
+        """POST ``obj``; with ``subresource`` (``binding``, ``eviction``) to ``.../NAME/subresource``."""
         ns = self._ns(resource, namespace, obj)
+        path = self._path(resource, ns, _name_of(obj), subresource) if subresource else self._path(resource, ns)
         return await self._json(
-            "POST", self._path(resource, ns), body=obj,
+            "POST", path, body=obj,
             params=_params(dryRun="All" if dry_run else None, fieldManager=field_manager),
         )
 
