@@ -98,3 +98,14 @@ async def test_delete_answers_success_status_and_removes(client: httpx.AsyncClie
     assert r.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                         "details": {"name": "a", "kind": "configmaps", "uid": created["metadata"]["uid"]}}
     assert (await client.get(f"{CM}/a")).status_code == 404
+
+
+async def test_kubectl_table_accept_gets_a_table(client: httpx.AsyncClient) -> None:
+    await client.post(CM, json=configmap("a", x="1"))
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+    r = await client.get(CM, params={"limit": "500"}, headers={"accept": accept})
+    assert r.headers["content-type"] == "application/json;as=Table;v=v1;g=meta.k8s.io"
+    table = r.json()
+    assert table["kind"] == "Table" and [row["cells"][0] for row in table["rows"]] == ["a"]
+    r = await client.get(f"{CM}/a", headers={"accept": "application/json"})
+    assert r.json()["kind"] == "ConfigMap"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 
@@ -118,3 +119,69 @@ async def test_watch_on_item_url_sees_only_that_object(app: App, client: httpx.A
                            headers={"content-type": "application/merge-patch+json"})
         events = await s.events(2)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("MODIFIED", "a")]
+
+
+async def test_slow_watcher_is_closed_with_410(tmp_path: object, clock: FakeClock) -> None:
+    import random
+    from pathlib import Path
+
+    from kubeloop.server import create_app
+    from kubeloop.store import SqliteStore
+
+    store = await SqliteStore.open(Path(str(tmp_path)) / "slow.db", watch_buffer=5)
+    app = create_app(store=store, clock=clock, rng=random.Random(1))
+    await app.startup()
+    gate = asyncio.Event()
+    received: list[bytes] = []
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, object]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        if message["type"] == "http.response.body":
+            await gate.wait()  # a client that stopped reading
+            received.append(message.get("body", b""))  # type: ignore[arg-type]
+            if not message.get("more_body"):
+                done.set()
+
+    scope = {"type": "http", "method": "GET", "path": CM, "raw_path": CM.encode(),
+             "query_string": f"watch=1&resourceVersion={store.revision}".encode(), "headers": []}
+    task = asyncio.create_task(app(scope, receive, send))  # type: ignore[arg-type]
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://k") as client:
+            for i in range(20):
+                await client.post(CM, json=configmap(f"c{i}"))
+        gate.set()
+        async with asyncio.timeout(5):
+            await done.wait()
+            await task
+        lines = [line for line in b"".join(received).split(b"\n") if line]
+        last = json.loads(lines[-1])
+        assert last["type"] == "ERROR" and last["object"]["code"] == 410
+        assert len(lines) < 21, "the watcher was cut off instead of buffering every event"
+    finally:
+        if not task.done():
+            task.cancel()
+        await app.shutdown()
+        await store.close()
+
+
+async def test_send_initial_events_ends_with_marked_bookmark(app: App, client: httpx.AsyncClient) -> None:
+    await client.post(CM, json=configmap("a"))
+    query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    async with stream(app, CM, query) as s:
+        added, bookmark = await s.events(2)
+    assert added["type"] == "ADDED"
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_watch_with_table_accept_sends_table_rows(app: App, client: httpx.AsyncClient) -> None:
+    await client.post(CM, json=configmap("a"))
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    async with stream(app, CM, "watch=1", headers={"accept": accept}) as s:
+        [event] = await s.events(1)
+    assert event["object"]["kind"] == "Table"
+    assert event["object"]["rows"][0]["cells"][0] == "a"
