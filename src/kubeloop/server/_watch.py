@@ -214,7 +214,13 @@ async def _pump(
             waiting: set[asyncio.Future[Any]] = {batch_task, disconnect}
             if timer is not None:
                 waiting.add(timer)
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the client went away: leave no timer or batch task behind
+                batch_task.cancel()
+                if timer is not None:
+                    timer.cancel()
+                raise
             if timer is not None and not timer.done():
                 timer.cancel()
             if batch_task not in done:
