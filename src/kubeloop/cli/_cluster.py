@@ -114,7 +114,7 @@ class _ControllerManager:
     async def _spawn(self) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "kubeloop.cli", "controller-manager",
-            "--kubeconfig", str(self._kubeconfig), "--exit-with-parent",
+            "--kubeconfig", str(self._kubeconfig), "--exit-with-parent", "--wait-for-kubeconfig",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
 
@@ -161,6 +161,43 @@ class _ControllerManager:
 
 
 async def _serve(options: ServeOptions, *, echo: Echo) -> None:
+    data_dir = options.data_dir.resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
+    lock = _lock(data_dir)
+    sock = _bind(options.address, options.port)
+    first_start = not (data_dir / DATABASE).exists()
+    echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
+
+    # The controller manager starts first, so that its imports overlap ours; it waits for its
+    # kubeconfig, which is (re)written below with this start's port.
+    readiness = _Readiness(controllers=options.controllers)
+    manager: _ControllerManager | None = None
+    if options.controllers:
+        (data_dir / CM_KUBECONFIG).unlink(missing_ok=True)
+        manager = _ControllerManager(data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers)
+        manager.start()
+    try:
+        await _serve_locked(options, data_dir, sock, readiness, manager, echo=echo)
+    finally:
+        if manager is not None:
+            await manager.stop()
+        sock.close()
+        lock.close()
+    echo("Stopped")
+
+
+async def _serve_locked(
+    options: ServeOptions,
+    data_dir: Path,
+    sock: socket.socket,
+    readiness: _Readiness,
+    manager: _ControllerManager | None,
+    *,
+    echo: Echo,
+) -> None:
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
     from kubeloop.server import (
         ADMIN_USER,
@@ -170,22 +207,12 @@ async def _serve(options: ServeOptions, *, echo: Echo) -> None:
         load_token_file,
     )
 
-    data_dir = options.data_dir.resolve()
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
-    lock = _lock(data_dir)
-    sock = _bind(options.address, options.port)
-    port = sock.getsockname()[1]
-    url = server_url(options.address, port)
-    first_start = not (data_dir / DATABASE).exists()
-    echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
+    url = server_url(options.address, sock.getsockname()[1])
     try:
         tls = ensure_tls(data_dir, address=options.address)
         tokens = ensure_token_file(data_dir / "tokens.csv")
-    except Exception as exc:  # the server's errors carry a one-line message
-        raise StartupError(str(exc)) from None
+    except ApiError as exc:
+        raise StartupError(exc.message) from None
     kubeconfig = data_dir / KUBECONFIG
     write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
     write_kubeconfig(
@@ -196,19 +223,11 @@ async def _serve(options: ServeOptions, *, echo: Echo) -> None:
         token=tokens[CONTROLLER_MANAGER_USER],
     )
 
-    readiness = _Readiness(controllers=options.controllers)
-    manager: _ControllerManager | None = None
-    if options.controllers:
-        manager = _ControllerManager(data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers)
-        manager.start()
-
     from kubeloop.store import SqliteStore
 
     try:
         store = await SqliteStore.open(data_dir / DATABASE)
-    except Exception as exc:
-        if manager is not None:
-            await manager.stop()
+    except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
         raise StartupError(f"cannot open the store {data_dir / DATABASE}: {exc}") from None
     core: App | None = None
     try:
@@ -242,18 +261,24 @@ async def _serve(options: ServeOptions, *, echo: Echo) -> None:
         echo("Shutting down")
         if manager is not None:
             await manager.stop()
-            manager = None
-        server.should_exit = True
-        await serving
+        await _shutdown(server, serving, store)
     finally:
-        if manager is not None:
-            await manager.stop()
         if core is not None:
             await core.shutdown()
         await store.close()
-        sock.close()
-        lock.close()
-    echo("Stopped")
+
+
+async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> None:
+    """Stop accepting, let requests in flight finish, then end watches by closing the store."""
+    import logging
+
+    # Clients that keep idle TLS connections open would otherwise make uvicorn log an ERROR.
+    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+    server.should_exit = True
+    done, _ = await asyncio.wait({serving}, timeout=0.5)
+    if not done:
+        await store.close()  # watch streams end when the store closes
+        await serving
 
 
 def _announce(echo: Echo, url: str, kubeconfig: Path) -> None:

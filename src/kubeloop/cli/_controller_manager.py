@@ -1,6 +1,6 @@
 """``kubeloop controller-manager --kubeconfig F``: the built-in controllers, as their own process.
 
-Contract: connects to the API server the kubeconfig points to through :class:`kubeloop.client.Client`
+Contract: connects (with ``--wait-for-kubeconfig``, once the kubeconfig file exists) to the API server the kubeconfig points to through :class:`kubeloop.client.Client`
 (retrying while the server is still starting, up to ``--connect-timeout``), proves it can read
 (a one-item list of namespaces, which exercises authentication and RBAC), then prints
 :data:`READY_LINE` on stdout. ``kubeloop up`` waits for that line before ``/readyz`` answers 200.
@@ -40,27 +40,38 @@ READY_LINE = "kubeloop controller-manager: ready"
     "--connect-timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for the API server."
 )
 @click.option("--exit-with-parent", is_flag=True, hidden=True, help="Exit when stdin closes.")
-def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_parent: bool) -> None:
+@click.option("--wait-for-kubeconfig", is_flag=True, hidden=True, help="Wait for KUBECONFIG to be written.")
+def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
     """Run kubeloop's built-in controllers against the cluster KUBECONFIG points to."""
     try:
         import uvloop
 
-        uvloop.run(_run(kubeconfig, connect_timeout=connect_timeout, exit_with_parent=exit_with_parent))
+        uvloop.run(
+            _run(
+                kubeconfig,
+                connect_timeout=connect_timeout,
+                exit_with_parent=exit_with_parent,
+                wait_for_kubeconfig=wait_for_kubeconfig,
+            )
+        )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bool) -> None:
+async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
     from kubeloop.api import ApiError
     from kubeloop.client import Client, ConfigError, ConnectionFailed
 
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + connect_timeout
+    if wait_for_kubeconfig:
+        # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap its own.
+        await asyncio.to_thread(_wait_for_file, kubeconfig, connect_timeout)
     try:
         client = Client.from_kubeconfig(str(kubeconfig))
     except ConfigError as exc:
         raise ValueError(f"cannot use kubeconfig {kubeconfig}: {exc}") from None
     namespaces = _namespaces()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + connect_timeout
     async with client:
         while True:
             try:
@@ -74,6 +85,16 @@ async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bo
                 raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
         print(READY_LINE, flush=True)
         await _wait_for_stop(exit_with_parent=exit_with_parent)
+
+
+def _wait_for_file(path: Path, timeout: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise ValueError(f"{path} was not written within {timeout:g}s")
+        time.sleep(0.005)
 
 
 def _namespaces() -> ResourceInfo:
