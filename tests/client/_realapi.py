@@ -185,15 +185,25 @@ class FaultyApp:
                 stream.started = True
             await send(message)
 
-        inner = asyncio.ensure_future(self.app(scope, receive, tracking_send))
+        async def cut_receive() -> Message:
+            # Once the stream is cut, the server sees its client go away, as over a real socket.
+            getter = asyncio.ensure_future(receive())
+            await asyncio.wait({getter, stream.cut}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                return getter.result()
+            getter.cancel()
+            await asyncio.gather(getter, return_exceptions=True)
+            return {"type": "http.disconnect"}
+
+        inner = asyncio.ensure_future(self.app(scope, cut_receive, tracking_send))
         try:
             await asyncio.wait({inner, stream.cut}, return_when=asyncio.FIRST_COMPLETED)
+            if stream.cut.done():
+                await asyncio.wait({inner})  # the server notices the disconnect and ends its handler
         finally:
-            if not inner.done():
-                inner.cancel()
-            await asyncio.gather(inner, return_exceptions=True)
+            await _cancel(inner)
             self._streams.remove(stream)
-        if inner.done() and not inner.cancelled() and inner.exception() is not None:
+        if inner.exception() is not None:
             raise inner.exception()  # type: ignore[misc]
         if not stream.cut.done():
             stream.cut.cancel()
@@ -209,6 +219,15 @@ class FaultyApp:
             line = orjson.dumps({"type": "ERROR", "object": status}) + b"\n"
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _cancel(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait for it, re-cancelling if it swallowed a cancellation."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.01)
+    if not task.cancelled():
+        task.exception()  # retrieved: not reported as never retrieved
 
 
 async def _status(send: Send, fault: Fault) -> None:
