@@ -20,11 +20,9 @@ import orjson
 
 from kubeloop.server import (
     ADMIN_USER,
-    ATTRIBUTES_SCOPE_KEY,
     USER_SCOPE_KEY,
     User,
     bootstrap_rbac_objects,
-    request_attributes,
 )
 
 __all__ = ["asgi_call", "bootstrap"]
@@ -52,7 +50,6 @@ async def asgi_call(app: ASGIApp, method: str, path: str, body: Any = None, *, u
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 0),
         USER_SCOPE_KEY: user,
-        ATTRIBUTES_SCOPE_KEY: request_attributes(user, method, path),
     }  # fmt: skip
     sent = False
     status = 0

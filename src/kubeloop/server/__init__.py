@@ -21,7 +21,6 @@ from kubeloop.server._authn import (
     load_token_file,
 )
 from kubeloop.server._authz import (
-    ATTRIBUTES_SCOPE_KEY,
     AllowAll,
     Attributes,
     AuthorizationMiddleware,
@@ -51,7 +50,6 @@ __all__ = [
     "ADMIN_USER",
     "ANONYMOUS",
     "APPROVED_ANNOTATION",
-    "ATTRIBUTES_SCOPE_KEY",
     "CONTROLLER_MANAGER_USER",
     "MAX_BODY_BYTES",
     "PROTECT_ANNOTATION",

@@ -8,9 +8,10 @@ Contract:
   routing and authorization never disagree about what a request is.
 - An :class:`Authorizer` answers one question (``authorize(attributes) -> Decision``).
 - :class:`AuthorizationMiddleware` wraps any ASGI app; it needs ``scope["kubeloop.user"]`` (set by
-  authentication), answers a denied request with the upstream ``403`` ``Status`` (messages of apiserver
-  ``endpoints/handlers/responsewriters/errors.go``, see :func:`forbidden_error`), and for an allowed one
-  records the attributes in ``scope["kubeloop.attributes"]`` before calling the app.
+  authentication) and answers a denied request with the upstream ``403`` ``Status`` (messages of
+  apiserver ``endpoints/handlers/responsewriters/errors.go``, see :func:`forbidden_error`). Members of
+  ``system:masters`` pass without asking the authorizer, as kube-apiserver's privileged-group
+  authorizer, which precedes every authorization mode, lets them (``pkg/kubeapiserver/authorizer``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send
 from kubeloop.server._requestinfo import parse_request_info
 
 __all__ = [
-    "ATTRIBUTES_SCOPE_KEY",
     "AllowAll",
     "Attributes",
     "AuthorizationMiddleware",
@@ -34,8 +34,6 @@ __all__ = [
     "forbidden_error",
     "request_attributes",
 ]
-
-ATTRIBUTES_SCOPE_KEY = "kubeloop.attributes"
 
 
 
@@ -127,7 +125,10 @@ class AuthorizationMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        user = scope[USER_SCOPE_KEY]
+        user: User = scope[USER_SCOPE_KEY]
+        if user.is_master:
+            await self.app(scope, receive, send)
+            return
         query = scope.get("query_string", b"")
         attributes = request_attributes(
             user, scope.get("method", "GET"), scope.get("path", "/"), query.decode("latin-1")
@@ -136,7 +137,6 @@ class AuthorizationMiddleware:
         if not decision.allowed:
             await send_status(send, forbidden_error(attributes, decision.reason))
             return
-        scope[ATTRIBUTES_SCOPE_KEY] = attributes
         await self.app(scope, receive, send)
 
 
