@@ -1,0 +1,284 @@
+"""Simulated nodes: registration, status, heartbeats (Leases) and the node ``not-ready`` fault.
+
+:class:`NodeSimulator` plays the node half of a kubelet for every Node annotated
+``kubeloop.dev/simulated: "true"`` (kwok's ``--manage-nodes-with-annotation-selector``) and the node
+lifecycle controller's taints for them:
+
+- On start it registers ``options.nodes`` nodes named ``kubeloop-node-1`` ... with capacity and
+  allocatable (cpu, memory, pods, ephemeral-storage), labels (``kubernetes.io/hostname``, os, arch,
+  ``node-role.kubernetes.io/worker``), ``spec.podCIDR``, addresses and ``nodeInfo`` (kubelet
+  v1.32.0); a configured node that is deleted is registered again, as a kubelet would.
+- Heartbeats run on the injected clock: the Lease ``kube-node-lease/<node>`` (40 s duration) is
+  renewed every ``lease_renew_interval`` (10 s); the status is written when a condition changes or
+  when ``lastHeartbeatTime`` is older than ``status_report_interval`` (5 min,
+  ``nodeStatusReportFrequency``). Between those moments nothing is written.
+- Fault: annotation ``kubeloop.dev/fault: not-ready`` makes ``Ready`` False (``KubeletNotReady``) and
+  adds the ``node.kubernetes.io/not-ready`` NoSchedule and NoExecute taints (the node lifecycle
+  controller's); removing the annotation makes it Ready again and removes those taints. What happens
+  to pods on a not-ready node is the kubelet simulator's part (:mod:`._kubelet`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.api import (
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    copy_json,
+    format_micro_time,
+    format_time,
+    parse_time,
+)
+from kubeloop.client import Client
+from kubeloop.controllers._scheduler_resources import LEASES, NODES
+from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result
+
+__all__ = [
+    "FAULT_ANNOTATION",
+    "NODE_LEASE_NAMESPACE",
+    "NOT_READY_TAINT",
+    "SIMULATED_ANNOTATION",
+    "NodeSimulator",
+    "SimulationOptions",
+    "is_node_ready",
+    "is_simulated",
+    "node_internal_ip",
+]
+
+log = logging.getLogger("kubeloop.controllers.nodes")
+
+SIMULATED_ANNOTATION = "kubeloop.dev/simulated"
+FAULT_ANNOTATION = "kubeloop.dev/fault"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+KUBELET_VERSION = "v1.32.0"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationOptions:
+    """The simulated world: nodes and their capacity, and the timing of kubelet-like behaviour."""
+
+    nodes: int = 3
+    node_cpu: str = "32"
+    node_memory: str = "128Gi"
+    # Above the kubelet's default maxPods (110) so that a laptop-sized cluster of three nodes holds
+    # thousands of pods; set it to 110 for upstream's number.
+    node_pods: str = "1000"
+    node_ephemeral_storage: str = "100Gi"
+    lease_duration_seconds: int = 40
+    lease_renew_interval: float = 10.0
+    status_report_interval: float = 300.0
+    # Pods: seconds from the kubelet seeing a pod to its containers running, then to Ready.
+    container_start_delay: float = 0.0
+    readiness_delay: float = 0.0
+    # Seconds a NotReady node keeps pods that do not tolerate it (DefaultTolerationSeconds).
+    not_ready_eviction_seconds: float = 300.0
+    # Seconds containers take to stop after a delete; None waits out the whole grace period.
+    termination_delay: float | None = None
+
+    def node_names(self) -> list[str]:
+        return [f"kubeloop-node-{i}" for i in range(1, self.nodes + 1)]
+
+
+def is_simulated(node: Mapping[str, Any] | None) -> bool:
+    return bool(node) and ((node or {}).get("metadata") or {}).get("annotations", {}).get(SIMULATED_ANNOTATION) == "true"
+
+
+def is_node_ready(node: Mapping[str, Any] | None) -> bool:
+    for condition in ((node or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def node_internal_ip(node: Mapping[str, Any] | None) -> str:
+    for address in ((node or {}).get("status") or {}).get("addresses") or ():
+        if address.get("type") == "InternalIP":
+            return str(address.get("address") or "")
+    return ""
+
+
+def _index_of(name: str) -> int:
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else sum(name.encode()) % 250 + 1
+
+
+def new_node(name: str, options: SimulationOptions) -> dict[str, Any]:
+    i = _index_of(name)
+    resources = {"cpu": options.node_cpu, "memory": options.node_memory, "pods": options.node_pods,
+                 "ephemeral-storage": options.node_ephemeral_storage}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                       "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+                       "node-role.kubernetes.io/worker": "", "type": "kubeloop"},
+            "annotations": {SIMULATED_ANNOTATION: "true", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        # A /16 per node (upstream hands out /24s) because simulated nodes hold far more than 254 pods.
+        "spec": {"podCIDR": f"10.{i % 256}.0.0/16", "podCIDRs": [f"10.{i % 256}.0.0/16"],
+                 "providerID": f"kubeloop://{name}"},
+        "status": {
+            "capacity": dict(resources), "allocatable": dict(resources),
+            "addresses": [{"type": "InternalIP", "address": f"172.18.{i // 250}.{i % 250 + 2}"},
+                          {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": f"kubeloop-{i:08d}", "systemUUID": f"kubeloop-{i:08d}", "bootID": f"kubeloop-{i:08d}",
+                "kernelVersion": "6.1.0-kubeloop", "osImage": "kubeloop simulated node",
+                "containerRuntimeVersion": "kubeloop://0.1.0", "kubeletVersion": KUBELET_VERSION,
+                "kubeProxyVersion": KUBELET_VERSION, "operatingSystem": "linux", "architecture": "amd64",
+            },
+        },
+    }
+
+
+_PRESSURE = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
+
+
+def desired_conditions(node: Mapping[str, Any], now: float, *, heartbeat: bool) -> list[dict[str, Any]]:
+    """The node's conditions as the kubelet would post them; times move only when due or changed."""
+    current = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    faulty = ((node.get("metadata") or {}).get("annotations") or {}).get(FAULT_ANNOTATION) == "not-ready"
+    wanted = [(t, "False", r, m) for t, r, m in _PRESSURE]
+    if faulty:
+        wanted.append(("Ready", "False", "KubeletNotReady",
+                       "container runtime network not ready: kubeloop fault injection (not-ready)"))
+    else:
+        wanted.append(("Ready", "True", "KubeletReady", "kubelet is posting ready status"))
+    stamp = format_time(now)
+    out = []
+    for type_, status, reason, message in wanted:
+        old = current.get(type_) or {}
+        changed = old.get("status") != status
+        out.append({
+            "type": type_, "status": status,
+            "lastHeartbeatTime": stamp if heartbeat or changed or not old else old.get("lastHeartbeatTime"),
+            "lastTransitionTime": stamp if changed or not old.get("lastTransitionTime") else old["lastTransitionTime"],
+            "reason": reason, "message": message,
+        })
+    return out
+
+
+def desired_taints(node: Mapping[str, Any], now: float) -> list[dict[str, Any]]:
+    taints = [t for t in (node.get("spec") or {}).get("taints") or () if t.get("key") != NOT_READY_TAINT]
+    if not is_node_ready(node):
+        old = {(t.get("key"), t.get("effect")): t for t in (node.get("spec") or {}).get("taints") or ()}
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
+        no_exec = old.get((NOT_READY_TAINT, "NoExecute")) or {}
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoExecute",
+                       "timeAdded": no_exec.get("timeAdded") or format_time(now)})
+    return taints
+
+
+class NodeSimulator:
+    """Registers simulated nodes, keeps their status and leases fresh, and applies node faults."""
+
+    def __init__(self, manager: Manager, options: SimulationOptions | None = None) -> None:
+        self.client: Client = manager.client
+        self.clock = manager.clock
+        self.options = options or SimulationOptions()
+        self.nodes = manager.informer(NODES)
+        self.leases = manager.informer(LEASES)
+        self.controller = (
+            Builder(manager).named("kubeloop-node-simulator").for_(NODES)
+            .watches(LEASES, EnqueueMapped(_lease_owner)).build(self)
+        )
+        manager.add(_Register(self), needs_leader_election=True)
+
+    async def register(self) -> None:
+        for name in self.options.node_names():
+            try:
+                await self.client.create(NODES, new_node(name, self.options))
+            except AlreadyExists:
+                self.controller.enqueue(Request("", name))
+
+    async def reconcile(self, request: Request) -> Result | None:
+        node = self.nodes.cache.get_by_name(request.name)
+        if node is None:
+            if request.name in self.options.node_names():
+                try:
+                    await self.client.create(NODES, new_node(request.name, self.options))
+                except AlreadyExists:
+                    pass
+            return None
+        if not is_simulated(node):
+            return None
+        now = self.clock.now()
+        node = await self._sync_status(node, now)
+        await self._sync_taints(node, now)
+        lease_due = await self._renew_lease(node, now)
+        status_due = self._status_due(node, now)
+        return Result(requeue_after=max(0.001, min(lease_due, status_due) - now))
+
+    def _status_due(self, node: Mapping[str, Any], now: float) -> float:
+        beats = [parse_time(c["lastHeartbeatTime"]) for c in (node.get("status") or {}).get("conditions") or ()
+                 if c.get("lastHeartbeatTime")]
+        return (min(beats) if beats else now) + self.options.status_report_interval
+
+    async def _sync_status(self, node: dict[str, Any], now: float) -> dict[str, Any]:
+        heartbeat = self._status_due(node, now) <= now
+        status = copy_json(node.get("status") or {})
+        status["conditions"] = desired_conditions(node, now, heartbeat=heartbeat)
+        if status == node.get("status"):
+            return node
+        return await self.client.update(NODES, {**node, "status": status}, subresource="status")
+
+    async def _sync_taints(self, node: dict[str, Any], now: float) -> None:
+        taints = desired_taints(node, now)
+        if taints == ((node.get("spec") or {}).get("taints") or []):
+            return
+        spec = {**(node.get("spec") or {}), "taints": taints}
+        if not taints:
+            spec.pop("taints")
+        await self.client.update(NODES, {**node, "spec": spec})
+
+    async def _renew_lease(self, node: Mapping[str, Any], now: float) -> float:
+        name = node["metadata"]["name"]
+        lease = self.leases.cache.get_by_name(name, NODE_LEASE_NAMESPACE)
+        interval = self.options.lease_renew_interval
+        if lease is not None:
+            renewed = (lease.get("spec") or {}).get("renewTime")
+            if renewed and parse_time(renewed) + interval > now:
+                return parse_time(renewed) + interval
+        spec = {"holderIdentity": name, "leaseDurationSeconds": self.options.lease_duration_seconds,
+                "renewTime": format_micro_time(now)}
+        try:
+            if lease is None:
+                await self.client.create(LEASES, {
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": name, "namespace": NODE_LEASE_NAMESPACE, "ownerReferences": [{
+                        "apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"].get("uid")}]},
+                    "spec": spec}, namespace=NODE_LEASE_NAMESPACE)
+            else:
+                await self.client.update(LEASES, {**lease, "spec": {**(lease.get("spec") or {}), **spec}},
+                                         namespace=NODE_LEASE_NAMESPACE)
+        except (AlreadyExists, Conflict, NotFound):
+            return now + 0.05  # the cache lags; look again shortly
+        return now + interval
+
+
+def _lease_owner(lease: Mapping[str, Any]) -> list[Request]:
+    meta = lease.get("metadata") or {}
+    if meta.get("namespace") != NODE_LEASE_NAMESPACE:
+        return []
+    return [Request("", str(meta.get("name") or ""))]
+
+
+class _Register:
+    def __init__(self, simulator: NodeSimulator) -> None:
+        self.simulator = simulator
+
+    async def run(self) -> None:
+        await self.simulator.nodes.wait_for_sync()
+        await self.simulator.register()

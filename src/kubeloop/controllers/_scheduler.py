@@ -1,0 +1,211 @@
+"""The scheduler: binds pending pods to nodes that fit, or says why none does.
+
+:class:`Scheduler` reconciles pods that have no ``spec.nodeName``, are not being deleted, ask for
+``default-scheduler`` and have no scheduling gates. For each it runs the filters of
+:mod:`._scheduler_fit` over every node, scores the fitting ones by how little of their cpu and
+memory is requested (LeastAllocated; ties broken by pod count, then name) and binds the pod with a
+v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does.
+
+Accounting is incremental (the scheduler cache): every pod event updates what each node has
+committed (requests of non-terminal pods bound to it), and a pod this scheduler bound counts as
+*assumed* on its node until the informer shows it bound, so a lagging cache never overcommits a node.
+
+A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
+message (written only when it changes); it is tried again when nodes change or capacity is freed
+(a bound pod deleted or finished), and otherwise every ``unschedulable_retry`` seconds (5 minutes,
+``podMaxInUnschedulablePodsDuration``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api import Conflict, NotFound, copy_json, format_time
+from kubeloop.controllers._scheduler_fit import fit_failures, unschedulable_message
+from kubeloop.controllers._scheduler_resources import NODES, PODS, parse_quantity, pod_requests
+from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("kubeloop.controllers.scheduler")
+
+_Key = tuple[str, str]
+
+
+def _key(pod: Mapping[str, Any]) -> _Key:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _committed(pod: Mapping[str, Any]) -> str:
+    """The node a pod holds resources on ('' when none: unbound or finished)."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return ""
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _wants_scheduling(pod: Mapping[str, Any], scheduler_name: str) -> bool:
+    spec = pod.get("spec") or {}
+    return (not spec.get("nodeName") and not (pod.get("metadata") or {}).get("deletionTimestamp")
+            and (spec.get("schedulerName") or "default-scheduler") == scheduler_name
+            and not spec.get("schedulingGates")
+            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+class Scheduler:
+    """Binds pods to nodes. Build it on a manager before it runs."""
+
+    def __init__(self, manager: Manager, *, scheduler_name: str = "default-scheduler",
+                 unschedulable_retry: float = 300.0) -> None:
+        self.client = manager.client
+        self.clock = manager.clock
+        self.scheduler_name = scheduler_name
+        self.unschedulable_retry = unschedulable_retry
+        self.pods = manager.informer(PODS)
+        self.nodes = manager.informer(NODES)
+        self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
+        self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
+        self._usage: dict[str, dict[str, float]] = {}
+        self._count: dict[str, int] = {}
+        self._pending: set[_Key] = set()
+        self.controller = (
+            Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
+            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed).build(self)
+        )
+        self.pods.add_handler(self._observe, lambda old, new: self._observe(new), self._forget)
+
+    # -- the scheduler cache ------------------------------------------------------------------------
+
+    def _add(self, node: str, requests: Mapping[str, float], sign: int) -> None:
+        usage = self._usage.setdefault(node, {})
+        for name, amount in requests.items():
+            usage[name] = usage.get(name, 0.0) + sign * amount
+        self._count[node] = self._count.get(node, 0) + sign
+
+    def _observe(self, pod: dict[str, Any]) -> None:
+        key = _key(pod)
+        node = _committed(pod)
+        previous = self._held.pop(key, None)
+        if previous is not None:
+            self._add(previous[0], previous[1], -1)
+        if node:
+            assumed = self._assumed.pop(key, None)
+            if assumed is not None:
+                self._add(assumed[0], assumed[1], -1)
+            requests = pod_requests(pod)
+            self._held[key] = (node, requests)
+            self._add(node, requests, +1)
+        if _wants_scheduling(pod, self.scheduler_name):
+            self._pending.add(key)
+        else:
+            self._pending.discard(key)
+        if previous is not None and not node:
+            self._wake_waiting()  # a pod finished: its node has room again
+
+    def _forget(self, pod: dict[str, Any]) -> None:
+        key = _key(pod)
+        self._pending.discard(key)
+        for table in (self._held, self._assumed):
+            entry = table.pop(key, None)
+            if entry is not None:
+                self._add(entry[0], entry[1], -1)
+        self._wake_waiting()
+
+    def _waiting(self) -> list[Request]:
+        return [Request(ns, name) for ns, name in sorted(self._pending)]
+
+    def _wake_waiting(self) -> None:
+        if self._pending:
+            for request in self._waiting():
+                self.controller.enqueue(request)
+
+    def _pod_event(self, event: Event) -> bool:
+        return _wants_scheduling(event.object, self.scheduler_name)
+
+    # -- scheduling -----------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        pod = self.pods.cache.get_by_name(request.name, request.namespace)
+        key = (request.namespace, request.name)
+        if pod is None or not _wants_scheduling(pod, self.scheduler_name) or key in self._assumed:
+            return None
+        wanted = pod_requests(pod)
+        nodes = sorted(self.nodes.cache.list(), key=lambda n: str(n["metadata"]["name"]))
+        reasons: dict[str, int] = {}
+        best: tuple[float, int, str] | None = None
+        for node in nodes:
+            name = str(node["metadata"]["name"])
+            failures = fit_failures(pod, node, self._usage.get(name, {}), self._count.get(name, 0), wanted)
+            for reason in failures:
+                reasons[reason] = reasons.get(reason, 0) + 1
+            if failures:
+                continue
+            score = (self._score(node, wanted), self._count.get(name, 0), name)
+            if best is None or score < best:
+                best = score
+        if best is None:
+            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons))
+            return Result(requeue_after=self.unschedulable_retry)
+        node_name = best[2]
+        self._assumed[key] = (node_name, wanted)
+        self._add(node_name, wanted, +1)
+        binding = {"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": request.name, "namespace": request.namespace,
+                                "uid": pod["metadata"].get("uid")},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        try:
+            await self.client.create(PODS, binding, namespace=request.namespace, subresource="binding")
+        except (Conflict, NotFound):
+            self._unassume(key)  # bound by someone else, deleted, or recreated: the informer will tell
+        except Exception:
+            self._unassume(key)
+            raise
+        return None
+
+    def _unassume(self, key: _Key) -> None:
+        entry = self._assumed.pop(key, None)
+        if entry is not None:
+            self._add(entry[0], entry[1], -1)
+
+    def _score(self, node: Mapping[str, Any], wanted: Mapping[str, float]) -> float:
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        usage = self._usage.get(str(node["metadata"]["name"]), {})
+        fractions = []
+        for name in ("cpu", "memory"):
+            capacity = parse_quantity(allocatable.get(name, 0))
+            if capacity > 0:
+                fractions.append((usage.get(name, 0.0) + wanted.get(name, 0.0)) / capacity)
+        return sum(fractions) / len(fractions) if fractions else 0.0
+
+    async def _mark_unschedulable(self, pod: dict[str, Any], message: str) -> None:
+        status = copy_json(pod.get("status") or {})
+        conditions = status.setdefault("conditions", [])
+        now = format_time(self.clock.now())
+        for condition in conditions:
+            if condition.get("type") == "PodScheduled":
+                if condition.get("status") != "False":
+                    condition["lastTransitionTime"] = now
+                condition.update(status="False", reason="Unschedulable", message=message)
+                break
+        else:
+            conditions.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                               "lastTransitionTime": now, "reason": "Unschedulable", "message": message})
+        if status == pod.get("status"):
+            return
+        try:
+            await self.client.update(PODS, {**pod, "status": status}, namespace=pod["metadata"].get("namespace"),
+                                     subresource="status")
+        except NotFound:
+            pass
+
+
+def _node_changed(event: Event) -> bool:
+    """Node events that can make a waiting pod fit: new nodes, and changes to what the filters read."""
+    if event.type != "update" or event.old_object is None:
+        return event.type == "create"
+    old, new = event.old_object, event.object
+    return bool(old.get("spec") != new.get("spec")
+                or (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
+                or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))

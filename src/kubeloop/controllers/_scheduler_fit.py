@@ -1,0 +1,107 @@
+"""Scheduling predicates and the unschedulable message, as the default scheduler's filter plugins say them.
+
+:func:`fit_failures` runs the filters a simulated cluster needs over one node (NodeUnschedulable,
+NodeAffinity for ``nodeSelector`` and required ``nodeSelectorTerms``, TaintToleration, NodeResourcesFit)
+and returns the reasons the node does not fit, in the plugins' words.
+:func:`unschedulable_message` is ``FitError.Error()``: ``0/N nodes are available: <count> <reason>, ...``
+(reasons sorted), plus the preemption sentence, since kubeloop's scheduler does not preempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubeloop.controllers._scheduler_resources import parse_quantity
+
+__all__ = ["fit_failures", "tolerates", "unschedulable_message"]
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    """v1 ``Toleration.ToleratesTaint`` for any of ``tolerations``."""
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        key = t.get("key") or ""
+        if key and key != taint.get("key"):
+            continue
+        operator = t.get("operator") or "Equal"
+        if operator == "Exists" or (operator == "Equal" and (t.get("value") or "") == (taint.get("value") or "")):
+            return True
+    return False
+
+
+def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
+    key, op, values = expr.get("key") or "", expr.get("operator"), list(expr.get("values") or ())
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and values:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def _matches_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    return any(
+        all(_match_expression(labels, e) for e in term.get("matchExpressions") or ())
+        and (term.get("matchExpressions") or term.get("matchFields"))
+        for term in terms
+    )
+
+
+def fit_failures(pod: Mapping[str, Any], node: Mapping[str, Any], requested: Mapping[str, float], pods_on_node: int,
+                 pod_request: Mapping[str, float]) -> list[str]:
+    """Why ``pod`` does not fit ``node`` (already ``requested`` by ``pods_on_node`` pods); empty if it fits."""
+    spec = pod.get("spec") or {}
+    tolerations = spec.get("tolerations") or []
+    node_spec = node.get("spec") or {}
+    if node_spec.get("unschedulable") and not tolerates(
+            tolerations, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}):
+        return ["node(s) were unschedulable"]
+    # The default profile's filter order: NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit;
+    # a node reports only the first filter it fails.
+    for taint in node_spec.get("taints") or ():
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+            return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"]
+    if not _matches_affinity(pod, node):
+        return ["node(s) didn't match Pod's node affinity/selector"]
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    failures = []
+    if pods_on_node + 1 > parse_quantity(allocatable.get("pods", 0)):
+        failures.append("Too many pods")
+    for name, amount in sorted(pod_request.items()):
+        if amount <= 0:
+            continue
+        free = parse_quantity(allocatable.get(name, 0)) - requested.get(name, 0.0)
+        if amount > free + 1e-9:
+            failures.append(f"Insufficient {name}")
+    return failures
+
+
+def unschedulable_message(total_nodes: int, reasons: Mapping[str, int]) -> str:
+    if total_nodes == 0:
+        return "no nodes available to schedule pods"
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return (f"0/{total_nodes} nodes are available: {', '.join(parts)}. preemption: 0/{total_nodes} nodes are "
+            f"available: {total_nodes} Preemption is not helpful for scheduling.")

@@ -1,0 +1,93 @@
+"""Resource quantities and the built-in kinds the simulated cluster controllers use.
+
+:func:`parse_quantity` reads a Kubernetes ``resource.Quantity`` string (``100m``, ``1Gi``, ``2e3``,
+``500M``) as a float in base units; :func:`pod_requests` sums a pod's requests the way the
+scheduler's ``computePodResourceRequest`` does (max of the sum of containers and each init
+container, plus overhead). Invalid quantities count as zero: the API server validates them, and a
+controller must not crash on what it did not write.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api import BUILTIN_RESOURCES, ResourceInfo
+
+__all__ = [
+    "LEASES",
+    "NODES",
+    "PDBS",
+    "PODS",
+    "PVCS",
+    "PVS",
+    "STORAGE_CLASSES",
+    "builtin",
+    "parse_quantity",
+    "pod_requests",
+]
+
+
+def builtin(group: str, plural: str) -> ResourceInfo:
+    for info in BUILTIN_RESOURCES:
+        if info.group == group and info.plural == plural:
+            return info
+    raise LookupError(f"{plural}.{group} is not a built-in resource")
+
+
+PODS = builtin("", "pods")
+NODES = builtin("", "nodes")
+PVCS = builtin("", "persistentvolumeclaims")
+PVS = builtin("", "persistentvolumes")
+LEASES = builtin("coordination.k8s.io", "leases")
+PDBS = builtin("policy", "poddisruptionbudgets")
+STORAGE_CLASSES = builtin("storage.k8s.io", "storageclasses")
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+}
+
+
+def parse_quantity(value: Any) -> float:
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        return 0.0
+    number, suffix = match.groups()
+    try:
+        base = float(number)
+    except ValueError:
+        return 0.0
+    if suffix[:1] in ("e", "E"):
+        return base * 10.0 ** int(suffix[1:])
+    return base * _SUFFIX.get(suffix, 0.0)
+
+
+def _requests(container: Mapping[str, Any]) -> dict[str, float]:
+    resources = container.get("resources") or {}
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    # A limit without a request defaults the request to the limit (API defaulting).
+    merged = {**limits, **requests}
+    return {name: parse_quantity(q) for name, q in merged.items()}
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
+    """What a pod asks of a node: cpu (cores), memory (bytes), any other named resource."""
+    spec = pod.get("spec") or {}
+    total: dict[str, float] = {}
+    for container in spec.get("containers") or ():
+        for name, amount in _requests(container).items():
+            total[name] = total.get(name, 0.0) + amount
+    for container in spec.get("initContainers") or ():
+        for name, amount in _requests(container).items():
+            total[name] = max(total.get(name, 0.0), amount)
+    for name, amount in (spec.get("overhead") or {}).items():
+        total[name] = total.get(name, 0.0) + parse_quantity(amount)
+    return total
