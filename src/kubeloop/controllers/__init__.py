@@ -5,8 +5,46 @@
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
+from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._gc import GarbageCollector
+from kubeloop.controllers._kubelet import KubeletSimulator
+from kubeloop.controllers._namespace import NamespaceController
+from kubeloop.controllers._nodes import NodeSimulator, SimulationOptions
+from kubeloop.controllers._nodes_registry import SimulatedCluster, add_simulated_cluster
+from kubeloop.controllers._pdb import DisruptionController
+from kubeloop.controllers._registry import (
+    BUILTIN_CONTROLLERS,
+    ControllerFactory,
+    add_builtin_controllers,
+    has_synced,
+    register_builtin,
+)
+from kubeloop.controllers._replicaset import ReplicaSetController
+from kubeloop.controllers._scheduler import Scheduler
+from kubeloop.controllers._statefulset import StatefulSetController
+from kubeloop.controllers._volume import PersistentVolumeController
+from kubeloop.controllers._volume_protection import VolumeProtectionController
+from kubeloop.controllers._workload_registry import register_workload_controllers
 
 __all__ = [
+    "BUILTIN_CONTROLLERS",
+    "ControllerFactory",
+    "DeploymentController",
+    "DisruptionController",
     "GarbageCollector",
+    "KubeletSimulator",
+    "NamespaceController",
+    "NodeSimulator",
+    "PersistentVolumeController",
+    "ReplicaSetController",
+    "Scheduler",
+    "SimulatedCluster",
+    "SimulationOptions",
+    "StatefulSetController",
+    "VolumeProtectionController",
+    "add_builtin_controllers",
+    "add_simulated_cluster",
+    "has_synced",
+    "register_builtin",
+    "register_workload_controllers",
 ]

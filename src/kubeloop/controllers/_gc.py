@@ -113,9 +113,17 @@ class GarbageCollector:
         self.monitors = Monitors(client, self._handlers, clock=self._clock, rng=self._rng, resync_period=resync_period)
         self.synced = asyncio.Event()
         self._in_flight = 0
+        self._background: list[asyncio.Task[None]] = []
 
     def has_synced(self) -> bool:
         return self.synced.is_set()
+
+    def stop(self) -> None:
+        """Workers finish the item in hand and take no more; :meth:`run` then returns."""
+        self.attempt_to_delete.shutdown()
+        self.attempt_to_orphan.shutdown()
+        for task in self._background:
+            task.cancel()
 
     def idle(self) -> bool:
         """Nothing queued, in flight or waiting for a retry (for tests and tools)."""
@@ -132,8 +140,10 @@ class GarbageCollector:
                 log.warning("garbage collector: some monitors did not sync; their objects are not collected yet")
             self.synced.set()
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.monitors.run_resync(), name="gc-resync")
-                tg.create_task(self.events.run(), name="gc-events")
+                self._background = [
+                    tg.create_task(self.monitors.run_resync(), name="gc-resync"),
+                    tg.create_task(self.events.run(), name="gc-events"),
+                ]
                 for i in range(self.workers):
                     tg.create_task(self._worker(self.attempt_to_delete, self._delete_one), name=f"gc-delete-{i}")
                     tg.create_task(self._worker(self.attempt_to_orphan, self._orphan_one), name=f"gc-orphan-{i}")

@@ -1,0 +1,88 @@
+"""The built-in controllers, by name: how a controller manager learns what to run.
+
+:data:`BUILTIN_CONTROLLERS` maps a name (kube-controller-manager's, e.g. ``garbage-collector``,
+``namespace``) to a factory ``(manager) -> runnable``. A factory builds its controller on the
+manager's client, clock, rng, metrics and shared informers, and returns something with
+``async run()`` and a way to tell it has synced: a ``has_synced()`` method or a ``synced``
+``asyncio.Event`` (:class:`~kubeloop.runtime.Controller` has the latter).
+
+:func:`add_builtin_controllers` adds the chosen ones (all by default) to a
+:class:`~kubeloop.runtime.Manager`, each needing leader election like upstream's, and registers a
+``/readyz`` check ``<name>-synced`` for each, so a manager is ready only when every built-in
+controller has synced its caches. Other built-in controllers register here with
+:func:`register_builtin` (or by adding to the dict) at import time of this package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubeloop.api import BUILTIN_RESOURCES
+from kubeloop.controllers._gc import GarbageCollector
+from kubeloop.controllers._namespace import NamespaceController
+from kubeloop.runtime import Controller, Manager, Runnable
+
+__all__ = ["BUILTIN_CONTROLLERS", "ControllerFactory", "add_builtin_controllers", "has_synced", "register_builtin"]
+
+ControllerFactory = Callable[[Manager], Runnable]
+
+_NAMESPACES = next(r for r in BUILTIN_RESOURCES if r.group == "" and r.plural == "namespaces")
+
+
+def _garbage_collector(manager: Manager) -> Runnable:
+    # Its own informers (one per deletable kind, from discovery): a kind that cannot sync must not
+    # hold up the manager's shared informers, and CRD kinds come and go (k8s 1.32 GC behaviour).
+    return GarbageCollector(manager.client, clock=manager.clock, rng=manager.rng, metrics=manager.metrics)
+
+
+def _namespace(manager: Manager) -> Runnable:
+    return NamespaceController(
+        manager.client, informer=manager.informer(_NAMESPACES), clock=manager.clock, metrics=manager.metrics
+    )
+
+
+BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
+    "garbage-collector": _garbage_collector,
+    "namespace": _namespace,
+}
+
+
+def register_builtin(name: str, factory: ControllerFactory) -> None:
+    if name in BUILTIN_CONTROLLERS and BUILTIN_CONTROLLERS[name] is not factory:
+        raise ValueError(f"a built-in controller named {name!r} is already registered")
+    BUILTIN_CONTROLLERS[name] = factory
+
+
+def has_synced(runnable: Any) -> bool:
+    """``runnable.has_synced()``, else ``runnable.synced.is_set()``, else ``True``."""
+    check = getattr(runnable, "has_synced", None)
+    if callable(check):
+        return bool(check())
+    synced = getattr(runnable, "synced", None)
+    if isinstance(synced, asyncio.Event):
+        return synced.is_set()
+    return True
+
+
+def _synced_check(runnable: Runnable) -> Callable[[], bool]:
+    return lambda: has_synced(runnable)
+
+
+def add_builtin_controllers(manager: Manager, *, names: Iterable[str] | None = None) -> dict[str, Runnable]:
+    """Add the named built-in controllers (all by default) to ``manager``; returns them by name."""
+    chosen = list(BUILTIN_CONTROLLERS) if names is None else list(names)
+    unknown = [n for n in chosen if n not in BUILTIN_CONTROLLERS]
+    if unknown:
+        raise ValueError(f"unknown controller(s): {', '.join(unknown)}; known: {', '.join(sorted(BUILTIN_CONTROLLERS))}")
+    added: dict[str, Runnable] = {}
+    for name in chosen:
+        runnable = BUILTIN_CONTROLLERS[name](manager)
+        if isinstance(runnable, Controller):
+            manager.add_controller(runnable)
+        else:
+            manager.add(runnable, needs_leader_election=True)
+        manager.health.add_readyz(f"{name}-synced", _synced_check(runnable))
+        added[name] = runnable
+    return added
