@@ -84,12 +84,25 @@ class PersistentVolumeController:
             .watches(PVS, EnqueueMapped(self._claim_of)).watches(STORAGE_CLASSES, EnqueueMapped(self._pending))
             .build(self.reconcile_claim)
         )
-        self.volumes = Builder(manager).named("persistentvolume-reclaimer").for_(PVS).build(self.reconcile_volume)
+        self.volumes = (
+            Builder(manager).named("persistentvolume-reclaimer").for_(PVS)
+            .watches(PVCS, EnqueueMapped(self._volume_of)).build(self.reconcile_volume)
+        )
         manager.add(_EnsureDefaultClass(self), needs_leader_election=True)
 
     def _claim_of(self, pv: Mapping[str, Any]) -> list[Request]:
         ref = (pv.get("spec") or {}).get("claimRef") or {}
         return [Request(str(ref.get("namespace") or ""), str(ref["name"]))] if ref.get("name") else self._pending(pv)
+
+    def _volume_of(self, pvc: Mapping[str, Any]) -> list[Request]:
+        """A claim's events (its deletion above all) concern the volume bound or reserved for it."""
+        uid = (pvc.get("metadata") or {}).get("uid")
+        names = {str(pv["metadata"]["name"]) for pv in self.pvs.cache.list()
+                 if ((pv.get("spec") or {}).get("claimRef") or {}).get("uid") == uid}
+        volume = (pvc.get("spec") or {}).get("volumeName")
+        if volume:
+            names.add(str(volume))
+        return [Request("", name) for name in sorted(names)]
 
     def _pending(self, _: Mapping[str, Any]) -> list[Request]:
         return [Request.for_object(c) for c in self.pvcs.cache.list()
