@@ -8,7 +8,8 @@ It runs until SIGTERM or SIGINT (exit 0) or, with ``--exit-with-parent``, until 
 (so it never outlives a ``kubeloop up`` that was killed). An unusable kubeconfig, a refused
 credential or no server within the timeout exit 1 with a one-line reason.
 
-No built-in controllers exist yet, so once connected it has nothing to run.
+Once connected it runs the built-in controllers of :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
+under a :class:`kubeloop.runtime.Manager` and prints the ready line only after they have synced.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -83,8 +84,34 @@ async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bo
                 await asyncio.sleep(0.02)
             except ApiError as exc:
                 raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
+        await _run_builtin_controllers(client, exit_with_parent=exit_with_parent)
+
+
+async def _run_builtin_controllers(client: Any, *, exit_with_parent: bool) -> None:
+    """Run the registry's built-in controllers; print READY_LINE once all have synced (GC/namespace helper)."""
+    from kubeloop.controllers import add_builtin_controllers, has_synced
+    from kubeloop.runtime import Manager
+
+    # Runnables other than runtime Controllers are cancelled only after this timeout.
+    manager = Manager(client, graceful_shutdown_timeout=1.0)
+    controllers = add_builtin_controllers(manager)
+    running = asyncio.ensure_future(manager.run())
+    stopping = asyncio.ensure_future(_wait_for_stop(exit_with_parent=exit_with_parent))
+    try:
+        while not (manager.informers.has_synced() and all(has_synced(c) for c in controllers.values())):
+            if running.done():
+                running.result()
+            if stopping.done():
+                return
+            await asyncio.sleep(0.02)
         print(READY_LINE, flush=True)
-        await _wait_for_stop(exit_with_parent=exit_with_parent)
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if running.done():
+            running.result()
+    finally:
+        for task in (running, stopping):
+            task.cancel()
+        await asyncio.gather(running, stopping, return_exceptions=True)
 
 
 def _wait_for_file(path: Path, timeout: float) -> None:
