@@ -79,8 +79,8 @@ async def test_crash_loop_restarts_with_doubling_backoff_and_never_becomes_ready
         assert first["status"]["phase"] == "Running" and not _ready(first)
         seen = []
         for _ in range(6):
-            later = await _status(world, "crash", lambda p: _container(p)["restartCount"] > c["restartCount"],
-                                  step=5)
+            count = c["restartCount"]
+            later = await _status(world, "crash", lambda p, n=count: _container(p)["restartCount"] > n, step=5)
             c = _container(later)
             seen.append(c["state"]["waiting"]["message"].split()[1])
             assert not _ready(later)
