@@ -149,6 +149,10 @@ def test_auth_can_i_and_whoami(cluster: Any, namespace: str, kubectl: Any) -> No
     no = kubectl("auth", "can-i", "create", "pods", "-n", namespace, "--as", "bob", check=False)
     assert no.returncode == 1 and no.stdout.strip() == "no"
     assert "kubernetes-admin" in kubectl("auth", "whoami").stdout
+    rules = kubectl("auth", "can-i", "--list", "-n", namespace, "--as", "bob").stdout
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in rules
+    assert "*.*" not in rules
+    assert "*.*" in kubectl("auth", "can-i", "--list", "-n", namespace).stdout
     forbidden = kubectl("get", "configmaps", "-n", namespace, "--as", "bob", check=False)
     assert forbidden.returncode == 1
     assert (

@@ -109,3 +109,20 @@ async def test_anonymous_reaches_readyz_but_not_the_api() -> None:
     async with client(None) as c:
         assert (await c.get("/readyz")).status_code == 200
         assert (await c.get("/api")).status_code == 401
+
+
+async def test_self_subject_rules_review_lists_the_callers_rules() -> None:
+    path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+    body = orjson.dumps({"kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}})
+    async with client("bob-token") as c:
+        r = await c.post(path, content=body)
+    assert r.status_code == 201
+    status = r.json()["status"]
+    assert status["incomplete"] is False
+    assert {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]} in status["resourceRules"]
+    assert {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]} in status[
+        "nonResourceRules"
+    ]
+    async with client("admin-token") as c:
+        r = await c.post(path, content=body)
+    assert {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]} in r.json()["status"]["resourceRules"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
 from kubeloop.api import Forbidden, qualified_resource
@@ -31,6 +31,7 @@ __all__ = [
     "AuthorizationMiddleware",
     "Authorizer",
     "Decision",
+    "RuleResolver",
     "forbidden_error",
     "request_attributes",
 ]
@@ -61,6 +62,13 @@ class Decision:
 
 class Authorizer(Protocol):
     async def authorize(self, attributes: Attributes) -> Decision: ...
+
+
+@runtime_checkable
+class RuleResolver(Protocol):
+    """An authorizer that can also list a user's rules (SelfSubjectRulesReview)."""
+
+    async def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]: ...
 
 
 def request_attributes(user: User, method: str, path: str, query: str = "") -> Attributes:

@@ -143,6 +143,39 @@ class RbacAuthorizer:
             return Decision(True)
         return evaluate(await self.snapshot(), attributes)
 
+    async def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What ``user`` may do in ``namespace``: (resource rules, non-resource rules), as upstream's
+        ``RulesFor`` feeds SelfSubjectRulesReview (``kubectl auth can-i --list``)."""
+        resource_rules: list[dict[str, Any]] = []
+        non_resource_rules: list[dict[str, Any]] = []
+        if user.is_master:
+            resource_rules.append({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})
+            non_resource_rules.append({"verbs": ["*"], "nonResourceURLs": ["*"]})
+        snapshot = await self.snapshot()
+        errors: list[str] = []
+        rules: list[Obj] = []
+        for binding in snapshot.cluster_role_bindings:
+            if _applies_to(binding.get("subjects"), user, ""):
+                rules.extend(_role_rules(snapshot, binding, "", errors))
+        for binding in snapshot.role_bindings:
+            bound = _meta(binding).get("namespace", "")
+            if namespace and bound == namespace and _applies_to(binding.get("subjects"), user, bound):
+                rules.extend(_role_rules(snapshot, binding, bound, errors))
+        for rule in rules:
+            verbs = list(_strings(rule, "verbs"))
+            if _strings(rule, "resources"):
+                entry: dict[str, Any] = {
+                    "verbs": verbs,
+                    "apiGroups": list(_strings(rule, "apiGroups")),
+                    "resources": list(_strings(rule, "resources")),
+                }
+                if _strings(rule, "resourceNames"):
+                    entry["resourceNames"] = list(_strings(rule, "resourceNames"))
+                resource_rules.append(entry)
+            if _strings(rule, "nonResourceURLs"):
+                non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(_strings(rule, "nonResourceURLs"))})
+        return resource_rules, non_resource_rules
+
 
 def evaluate(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
     """The RBAC decision for ``attributes`` over one consistent set of RBAC objects."""

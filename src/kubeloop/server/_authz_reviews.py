@@ -1,36 +1,40 @@
-"""Self reviews: ``kubectl auth can-i`` and ``kubectl auth whoami``.
+"""Self reviews: ``kubectl auth can-i`` (with ``--list``) and ``kubectl auth whoami``.
 
-An ASGI middleware that answers two create-only virtual resources itself and passes everything else
+An ASGI middleware that answers three create-only virtual resources itself and passes everything else
 to the wrapped app (they are never stored, as upstream's ``pkg/registry/authorization`` and
 ``pkg/registry/authentication`` REST storages):
 
 - ``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: evaluates ``spec.resourceAttributes``
   or ``spec.nonResourceAttributes`` for the calling user with the server's authorizer and answers 201
   with the review and ``status: {allowed, denied?, reason?}``.
+- ``POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`` (``kubectl auth can-i --list``): the
+  calling user's rules in ``spec.namespace`` when the authorizer can list them
+  (:class:`~kubeloop.server._authz.RuleResolver`), else ``incomplete: true``.
 - ``POST /apis/authentication.k8s.io/v1/selfsubjectreviews``: answers 201 with
   ``status.userInfo{username, uid, groups, extra}`` of the calling user.
 
 Bodies are JSON, or protobuf (kubectl's typed clients send protobuf; apimachinery reference section 0
-surprise 3) decoded by :func:`kubeloop.api.decode_protobuf_object` when the api package provides it.
+surprise 3) decoded by :func:`kubeloop.api.decode_protobuf_object`.
 Answers are JSON, which kubectl accepts. A malformed body is a 400 Status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 import kubeloop.api
-from kubeloop.api import ApiError, BadRequest, UnsupportedMediaType
+from kubeloop.api import ApiError, BadRequest, decode_protobuf_object
 from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
-from kubeloop.server._authz import Attributes, Authorizer
+from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
 
-__all__ = ["ACCESS_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
+__all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
 
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+_PATHS = (ACCESS_REVIEW_PATH, RULES_REVIEW_PATH, SELF_REVIEW_PATH)
 _PROTOBUF = b"application/vnd.kubernetes.protobuf"
 _MAX_BODY = 3 * 1024 * 1024
 
@@ -42,7 +46,7 @@ class SelfReviewMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or scope.get("method") != "POST" or path not in (ACCESS_REVIEW_PATH, SELF_REVIEW_PATH):
+        if scope["type"] != "http" or scope.get("method") != "POST" or path not in _PATHS:
             await self.app(scope, receive, send)
             return
         user: User = scope[USER_SCOPE_KEY]
@@ -50,6 +54,8 @@ class SelfReviewMiddleware:
             body = await _decode(scope, await _read_body(receive))
             if path == ACCESS_REVIEW_PATH:
                 answer = await self._access_review(user, body)
+            elif path == RULES_REVIEW_PATH:
+                answer = await self._rules_review(user, body)
             else:
                 answer = _self_review(user)
         except ApiError as error:
@@ -117,6 +123,26 @@ class SelfReviewMiddleware:
         }
 
 
+    async def _rules_review(self, user: User, body: dict[str, Any]) -> dict[str, Any]:
+        raw_spec = body.get("spec")
+        spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+        namespace = str(spec.get("namespace") or "")
+        status: dict[str, Any]
+        if isinstance(self.authorizer, RuleResolver):
+            resource_rules, non_resource_rules = await self.authorizer.rules_for(user, namespace)
+            status = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False}
+        else:
+            status = {"resourceRules": [], "nonResourceRules": [], "incomplete": True,
+                      "evaluationError": "the authorizer cannot list rules"}  # fmt: skip
+        return {
+            "kind": "SelfSubjectRulesReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
+        }
+
+
 def _self_review(user: User) -> dict[str, Any]:
     info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
     if user.uid:
@@ -154,12 +180,7 @@ async def _decode(scope: Scope, body: bytes) -> dict[str, Any]:
         if name.lower() == b"content-type":
             content_type = value.split(b";")[0].strip().lower()
     if content_type == _PROTOBUF:
-        decode: Callable[[bytes], Any] | None = getattr(kubeloop.api, "decode_protobuf_object", None)
-        if decode is None:
-            raise UnsupportedMediaType(
-                "the body of the request was in an unknown format - accepted media types include: application/json"
-            )
-        decoded = decode(body)
+        decoded = decode_protobuf_object(body)
     else:
         try:
             decoded = orjson.loads(body) if body else {}
