@@ -107,8 +107,16 @@ def test_custom_resource_uses_additional_printer_columns() -> None:
          "status": {"conditions": [{"type": "Other", "status": "False"}, {"type": "Ready", "status": "True"}],
                     "seen": format_time(NOW - 150)}}
     table = table_for(info, [w], now=NOW, printer_columns=columns)
-    assert _headers(table) == ["Name", "Size", "Ready", "Age"]
-    assert table["rows"][0]["cells"] == ["w1", 3, "True", "2m30s", "5m"]
+    # customresource_handler.go serveDefaultColumnsIfEmpty: declared columns get no extra Age column.
+    assert _headers(table) == ["Name", "Size", "Ready"]
+    assert table["rows"][0]["cells"] == ["w1", 3, "True", "2m30s"]
+
+
+def test_custom_resource_without_printer_columns_gets_an_age_column() -> None:
+    info = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
+    table = table_for(info, [{"metadata": _meta("w1")}], now=NOW, printer_columns=None)
+    assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [("Name", "string"), ("Age", "date")]
+    assert table["rows"][0]["cells"] == ["w1", "5m"]
 
 
 def test_include_object_modes() -> None:

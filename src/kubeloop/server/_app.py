@@ -21,7 +21,17 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import ApiError, InternalError, KindRegistry, MethodNotAllowed, NotFound, SystemClock
+from kubeloop.api import (
+    PROTOBUF_MEDIA_TYPE,
+    ApiError,
+    InternalError,
+    KindRegistry,
+    MethodNotAllowed,
+    NotFound,
+    ResourceInfo,
+    SystemClock,
+    decode_protobuf_object,
+)
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
 from kubeloop.server._crd import CrdController
@@ -67,6 +77,10 @@ class App:
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
         self.add_route("/api/v1/namespaces", PodSubresources(state), when=is_pod_subresource_post)
+        # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
+        # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
+        self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
+        self._handlers.printer_columns = self.crd_controller.printer_columns
 
     # -- seams -------------------------------------------------------------------------------------
     @property
@@ -203,6 +217,10 @@ class App:
         if doc is None:
             raise _not_found()
         await send_json(send, 200, doc, content_type=request.negotiate())
+
+
+def _decode_protobuf(body: bytes, info: ResourceInfo) -> dict[str, Any]:
+    return decode_protobuf_object(body)
 
 
 def _not_found() -> ApiError:

@@ -150,6 +150,7 @@ class CrdController:
         self._crds: dict[str, dict[str, Any]] = {}
         self._served: dict[str, list[ResourceInfo]] = {}
         self._schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        self._columns: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         self._revision = 0
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -169,6 +170,10 @@ class CrdController:
 
     def schema(self, group: str, version: str, kind: str) -> Mapping[str, Any] | None:
         return self._schemas.get((group, version, kind))
+
+    def printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
+        """The ``additionalPrinterColumns`` of a served custom kind's version (None when it has none)."""
+        return self._columns.get((info.group, info.version, info.kind))
 
     def unknown_fields(self, info: ResourceInfo, obj: Mapping[str, Any], field_validation: str) -> list[str]:
         """``fieldValidation`` for a custom resource body: the ``Warning`` texts to send (Warn, the
@@ -244,21 +249,29 @@ class CrdController:
         infos = resource_infos(crd) if crd else []
         versions = {str(_dict(v).get("name")): _dict(v) for v in _dict(crd.get("spec")).get("versions") or ()}
         schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        columns: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for info in infos:
-            schema = _dict(versions.get(info.version, {}).get("schema")).get("openAPIV3Schema")
+            version = versions.get(info.version, {})
+            schema = _dict(version.get("schema")).get("openAPIV3Schema")
             if isinstance(schema, dict):
                 schemas[(info.group, info.version, info.kind)] = schema
+            printer = version.get("additionalPrinterColumns")
+            if isinstance(printer, list):
+                columns[(info.group, info.version, info.kind)] = [c for c in printer if isinstance(c, dict)]
         previous = self._served.get(name, [])
-        if previous == infos and all(self._schemas.get(k) == v for k, v in schemas.items()):
+        if (previous == infos and all(self._schemas.get(k) == v for k, v in schemas.items())
+                and all(self._columns.get(k) == v for k, v in columns.items())):
             return
         kinds = self._state.kinds
         for info in self._served.pop(name, []):
             kinds.remove(info.group, info.version, info.plural)
             self._schemas.pop((info.group, info.version, info.kind), None)
+            self._columns.pop((info.group, info.version, info.kind), None)
             self._state.validators.pop((info.group, info.kind), None)
         for info in infos:
             kinds.add(info)
         self._schemas.update(schemas)
+        self._columns.update(columns)
         if infos:
             self._served[name] = infos
             self._state.validators[(infos[0].group, infos[0].kind)] = self._validator(infos[0].group)

@@ -23,6 +23,13 @@ from kubeloop.api import (
     UnsupportedMediaType,
 )
 from kubeloop.server._delete import delete_object
+from kubeloop.server._field_validation import (
+    directive_of,
+    duplicate_texts,
+    strict_decoding_error,
+    unknown_field_texts,
+    warning_headers,
+)
 from kubeloop.server._http import Request, Send, decode_json, send_bytes, send_json
 from kubeloop.server._list import ListResult, list_body, list_objects, served_value
 from kubeloop.server._managed import record_manager_hook
@@ -50,13 +57,18 @@ def _not_found() -> NotFound:
 
 
 def _method_not_allowed() -> MethodNotAllowed:
-    return MethodNotAllowed("the server does not allow this method on the requested resource", details={})
+    """What go-restful's 405 becomes (apiserver ``server/handler.go`` serviceErrorHandler, apimachinery
+    ``NewGenericServerResponse``): a route exists for the path, not for the method."""
+    return MethodNotAllowed("the server does not allow this method on the requested resource",
+                            details={"causes": [{"reason": "UnexpectedServerResponse", "message": "405: Method Not Allowed"}]})
 
 
 class ResourceHandlers:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.decoders: dict[str, BodyDecoder] = {}
+        # A custom kind's additionalPrinterColumns (the CRD controller provides them).
+        self.printer_columns: Callable[[ResourceInfo], list[dict[str, Any]] | None] | None = None
         if state.field_manager is None:
             state.field_manager = record_manager_hook(state)
 
@@ -82,6 +94,24 @@ class ResourceHandlers:
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: {self._accepted_types()}"
         )
+
+    async def _decode_object(self, request: Request, info: ResourceInfo, req: WriteRequest) -> Any:
+        """A create or update body, with fieldValidation applied to its unknown and duplicate fields."""
+        obj = await self._decode(request, info)
+        directive = directive_of(req.options.field_validation)
+        texts = []
+        if request.content_type == "application/json":
+            texts = duplicate_texts(await request.body(), directive)
+        texts.extend(unknown_field_texts(self.state, info, obj))
+        if texts and directive == "Strict":
+            raise strict_decoding_error(info, obj, texts)
+        if directive == "Warn":
+            req.warnings.extend(texts)
+        return obj
+
+    def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
+        source = self.printer_columns
+        return source(info) if info.custom and source is not None else None
 
     # -- dispatch --------------------------------------------------------------------------------------
     async def handle(self, request: Request, ri: RequestInfo, send: Send) -> None:
@@ -112,12 +142,10 @@ class ResourceHandlers:
             await self._subresource(request, info, namespace, name, sub, method, send)
 
     def _require_verb(self, info: ResourceInfo, verb: str) -> None:
+        # Upstream registers no route for a verb the storage does not implement, so the answer is
+        # go-restful's generic 405, not NewMethodNotSupported.
         if verb not in info.verbs:
-            details: dict[str, Any] = {"kind": info.plural}
-            if info.group:
-                details["group"] = info.group
-            raise MethodNotAllowed(f'{verb} is not supported on resources of kind "{info.group_resource}"',
-                                   details=details)
+            raise _method_not_allowed()
 
     def _write_request(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
                        kind: str, patch_type: str | None = None) -> WriteRequest:
@@ -138,9 +166,9 @@ class ResourceHandlers:
             self._require_verb(info, "create")
             content_type = request.negotiate()
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
-            obj = await self._decode(request, info)
+            obj = await self._decode_object(request, info, req)
             status, body = await create_object(self.state, req, obj)
-            await self._answer_object(request, info, status, body, send, content_type)
+            await self._answer_object(request, info, status, body, send, content_type, warnings=req.warnings)
         elif method == "DELETE":
             self._require_verb(info, "deletecollection")
             await self._delete_collection(request, info, namespace, send)
@@ -225,7 +253,7 @@ class ResourceHandlers:
                    send: Send) -> None:
         content_type = request.negotiate()
         req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
-        body = await self._decode(request, info)
+        body = await self._decode_object(request, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         raw = orjson.dumps(body)
@@ -238,7 +266,7 @@ class ResourceHandlers:
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,
                                              allow_create=info.allow_create_on_update)
-        await self._answer_object(request, info, status, out, send, content_type)
+        await self._answer_object(request, info, status, out, send, content_type, warnings=req.warnings)
 
     async def _patch(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
                      send: Send) -> None:
@@ -249,7 +277,7 @@ class ResourceHandlers:
         req = self._write_request(request, info, namespace, name, sub, "PatchOptions", patch_type)
         raw = await request.body()
         status, out = await patch_transform(self.state, req, patch_type, raw)
-        await self._answer_object(request, info, status, out, send, content_type)
+        await self._answer_object(request, info, status, out, send, content_type, warnings=req.warnings)
 
     async def _delete_collection(self, request: Request, info: ResourceInfo, namespace: str, send: Send) -> None:
         content_type = request.negotiate()
@@ -280,9 +308,10 @@ class ResourceHandlers:
         if request.wants_table():
             include = request.param("includeObject")
             now = self.state.clock.now
+            columns = self._printer_columns(info)
 
             def transform(obj: dict[str, Any], first: bool) -> dict[str, Any]:
-                return table_for(info, [obj], now=now(), include_object=include,
+                return table_for(info, [obj], now=now(), include_object=include, printer_columns=columns,
                                  resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
                                  with_column_definitions=first)
 
@@ -293,7 +322,8 @@ class ResourceHandlers:
         if request.wants_table():
             objects = [orjson.loads(served_value(info, kv.value)) for kv in result.items]
             table = table_for(info, objects, now=self.state.clock.now(), include_object=request.param("includeObject"),
-                              resource_version=str(result.revision), continue_token=result.continue_token)
+                              printer_columns=self._printer_columns(info), resource_version=str(result.revision),
+                              continue_token=result.continue_token, remaining=result.remaining)
             await send_json(send, 200, table, content_type=TABLE_CONTENT_TYPE)
             return
         body = list_body(info, result)
@@ -303,18 +333,20 @@ class ResourceHandlers:
         await send_bytes(send, 200, body)
 
     async def _answer_object(self, request: Request, info: ResourceInfo, status: int, body: bytes, send: Send,
-                             content_type: str) -> None:
+                             content_type: str, *, warnings: list[str] | None = None) -> None:
         body = served_value(info, body)
+        headers = warning_headers(warnings) if warnings else None
         if request.wants_table():
             obj = orjson.loads(body)
             table = table_for(info, [obj], now=self.state.clock.now(), include_object=request.param("includeObject"),
+                              printer_columns=self._printer_columns(info),
                               resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""))
-            await send_json(send, status, table, content_type=TABLE_CONTENT_TYPE)
+            await send_json(send, status, table, content_type=TABLE_CONTENT_TYPE, headers=headers)
             return
         if content_type != "application/json":
-            await send_json(send, status, orjson.loads(body), content_type=content_type)
+            await send_json(send, status, orjson.loads(body), content_type=content_type, headers=headers)
             return
-        await send_bytes(send, status, body)
+        await send_bytes(send, status, body, headers=headers)
 
 
 def _patch_types_message(info: ResourceInfo) -> str:

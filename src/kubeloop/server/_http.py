@@ -176,14 +176,16 @@ async def send_bytes(
     await send({"type": "http.response.body", "body": body})
 
 
-async def send_json(send: Send, status: int, obj: Any, *, content_type: str = JSON) -> None:
+async def send_json(
+    send: Send, status: int, obj: Any, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     if content_type == "application/yaml":
         import yaml
 
         body = yaml.safe_dump(obj, sort_keys=False).encode()
     else:
         body = orjson.dumps(obj)
-    await send_bytes(send, status, body, content_type=content_type)
+    await send_bytes(send, status, body, content_type=content_type, headers=headers)
 
 
 async def send_error(send: Send, error: ApiError) -> None:

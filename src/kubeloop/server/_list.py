@@ -44,6 +44,8 @@ class ListResult:
     items: list[KeyValue]
     revision: int
     continue_token: str = ""
+    # Objects after this page (etcd3 store.go GetList sets it only when no selector filters the list).
+    remaining: int | None = None
 
 
 def matches(info: ResourceInfo, options: ListOptions, obj: dict[str, Any]) -> bool:
@@ -55,9 +57,13 @@ def matches(info: ResourceInfo, options: ListOptions, obj: dict[str, Any]) -> bo
 
 def served_value(info: ResourceInfo, value: bytes) -> bytes:
     """Stored bytes as served at ``info``'s version (custom kinds may store another version)."""
-    if info.storage_version is None or info.storage_version == info.version:
+    if not info.custom or value.startswith(b'{"apiVersion":"' + info.api_version.encode() + b'"'):
         return value
+    # A custom resource is stored at its storage version (``_rest.storage_form`` puts apiVersion
+    # first); conversion strategy None answers at the requested version by changing only apiVersion.
     obj = orjson.loads(value)
+    if obj.get("apiVersion") == info.api_version:
+        return value
     obj["apiVersion"] = info.api_version
     return orjson.dumps(obj)
 
@@ -164,8 +170,13 @@ async def _collect(
             items.append(kv)
             if limit and len(items) >= limit:
                 more = result.more or index < len(result.items) - 1
-                token = encode_continue(revision, kv.key[len(prefix):]) if more else ""
-                return ListResult(items, revision, token)
+                if not more:
+                    return ListResult(items, revision)
+                remaining = None
+                if not filtering:
+                    rest = await store.range(prefix, start_after=kv.key, revision=revision)
+                    remaining = len(rest.items)
+                return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]), remaining)
         if not result.more or not result.items:
             return ListResult(items, revision)
         start_after = result.items[-1].key
@@ -175,6 +186,8 @@ def list_body(info: ResourceInfo, result: ListResult) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         meta["continue"] = result.continue_token
+    if result.remaining is not None:
+        meta["remainingItemCount"] = result.remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
     items = b",".join(served_value(info, kv.value) for kv in result.items)
     return head[:-1] + b',"items":[' + items + b"]}"

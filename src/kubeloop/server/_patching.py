@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import yaml
 
 from kubeloop.api import (
@@ -22,6 +23,13 @@ from kubeloop.api import (
     format_time,
 )
 from kubeloop.api._apply import server_side_apply
+from kubeloop.server._field_validation import (
+    directive_of,
+    duplicate_texts,
+    strict_patch_error,
+    undeclared_apply_fields,
+    unknown_field_texts,
+)
 from kubeloop.server._http import decode_json
 from kubeloop.server._rest import WriteRequest, update_object
 from kubeloop.server._state import ServerState
@@ -53,6 +61,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         raise BadRequest("the body of the request was empty")
     if patch_type == APPLY:
         applied = _decode_apply(raw)
+        undeclared_apply_fields(state, info, applied)
         req = replace(req, operation="Apply")
         manager = req.options.field_manager
 
@@ -67,6 +76,9 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         return status, body
 
     patch = decode_json(raw)
+    directive = directive_of(req.options.field_validation)
+    # handlers/patch.go: a merge or strategic patch's own duplicate keys count as strict errors too.
+    duplicates = duplicate_texts(raw, directive) if patch_type != JSON_PATCH else []
 
     async def patched(current: dict[str, Any]) -> dict[str, Any]:
         if patch_type == JSON_PATCH:
@@ -77,6 +89,12 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             result = apply_strategic_merge_patch(current, patch, state.schema(info))
         if not isinstance(result, dict):
             raise BadRequest("the patch result is not a JSON object")
+        before = orjson.dumps(result) if directive == "Strict" else b""
+        texts = duplicates + unknown_field_texts(state, info, result)
+        if texts and directive == "Strict":
+            raise strict_patch_error(orjson.loads(before), texts)
+        if directive == "Warn":
+            req.warnings[:] = texts  # a retried patch reports its last attempt only
         return result
 
     status, body, _ = await update_object(state, req, patched, conditional=False)

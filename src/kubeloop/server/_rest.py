@@ -40,7 +40,7 @@ from kubeloop.server._options import WriteOptions
 from kubeloop.server._state import ServerState, object_key, renderer
 from kubeloop.store import KeyExists, KeyNotFound, KeyValue, RevisionMismatch
 
-__all__ = ["WriteRequest", "create_object", "get_object", "update_object"]
+__all__ = ["WriteRequest", "create_object", "get_object", "request_form", "storage_form", "update_object"]
 
 _MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 _GENERATE_ATTEMPTS = 8
@@ -59,6 +59,8 @@ class WriteRequest:
     user_agent: str = ""
     # "Update" for create/update/patch, "Apply" for server-side apply (managedFields bookkeeping).
     operation: str = "Update"
+    # Texts for ``Warning`` response headers (fieldValidation=Warn), appended while the write runs.
+    warnings: list[str] = field(default_factory=list)
 
 
 async def get_object(state: ServerState, info: ResourceInfo, namespace: str, name: str) -> KeyValue:
@@ -92,10 +94,37 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "") -> dict[str, Any]:
             f"the API version in the data ({api_version}) does not match the expected API version ({info.api_version})"
         )
     if kind and kind != info.kind:
-        raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({info.kind})")
+        if info.custom:
+            raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({info.kind})")
+        # The versioned decoder builds the body's kind, then cannot convert it to the endpoint's
+        # internal type (runtime codec; handlers/rest.go transformDecodeError).
+        version = info.version
+        internal = (info.group or "core").split(".")[0]
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {info.kind}: converting '
+                         f"({version}.{kind}) to ({internal}.{info.kind}): unknown conversion")
     obj["apiVersion"] = info.api_version
     obj["kind"] = info.kind
     meta_of(obj)
+    return obj
+
+
+def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """What is stored: a custom resource at its storage version, ``apiVersion`` first.
+
+    Custom resources convert with strategy None (only ``apiVersion`` changes); keeping it the first
+    key lets :func:`~kubeloop.server._list.served_value` see the stored version without decoding.
+    """
+    if not info.custom:
+        return obj
+    version = info.storage_version or info.version
+    api_version = f"{info.group}/{version}"
+    return {"apiVersion": api_version, **{k: v for k, v in obj.items() if k != "apiVersion"}}
+
+
+def request_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored object as seen at the request's version (custom resources: conversion None)."""
+    if info.custom:
+        obj["apiVersion"] = info.api_version
     return obj
 
 
@@ -190,7 +219,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         return 201, orjson.dumps(obj)
     for attempt in range(_GENERATE_ATTEMPTS):
         try:
-            kv = await state.store.create(object_key(info, req.namespace, name), renderer(obj))
+            kv = await state.store.create(object_key(info, req.namespace, name), renderer(storage_form(info, obj)))
             return 201, kv.value
         except KeyExists:
             if not generate or attempt == _GENERATE_ATTEMPTS - 1:
@@ -240,8 +269,8 @@ async def update_object(
             if allow_create and not req.subresource:
                 return await _create_on_update(state, req, transform)
             raise not_found(info.plural, req.name, info.group)
-        old = orjson.loads(kv.value)
-        new = await transform(orjson.loads(kv.value))
+        old = request_form(info, orjson.loads(kv.value))
+        new = await transform(request_form(info, orjson.loads(kv.value)))
         new = check_body(info, new, req.name)
         try:
             new, delete_now = await _prepare_update(state, req, new, old, kv)
@@ -256,7 +285,7 @@ async def update_object(
         if req.options.dry_run:
             return 200, orjson.dumps(new), new
         try:
-            stored = await state.store.update(key, renderer(new), expected_revision=kv.mod_revision)
+            stored = await state.store.update(key, renderer(storage_form(info, new)), expected_revision=kv.mod_revision)
         except RevisionMismatch:
             if conditional:
                 raise conflict(info.plural, req.name, info.group) from None
@@ -331,7 +360,7 @@ async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict
     if req.options.dry_run:
         return orjson.dumps(new)
     key = object_key(req.info, req.namespace, req.name)
-    deleted = await state.store.delete(key, expected_revision=kv.mod_revision, render=renderer(new))
+    deleted = await state.store.delete(key, expected_revision=kv.mod_revision, render=renderer(storage_form(req.info, new)))
     return deleted.value
 
 

@@ -438,13 +438,14 @@ def jsonpath_values(obj: Any, path: str) -> list[Any]:
 
 
 def _custom_columns(columns: list[Obj]) -> tuple[list[Column], Cells]:
+    # customresource_handler.go serveDefaultColumnsIfEmpty: only a CRD version without columns
+    # gets the default Age column (a date cell, .metadata.creationTimestamp).
+    if not columns:
+        columns = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
     defs: list[Column] = [_NAME]
     for col in columns:
         kind = col.get("type", "string")
         defs.append((str(col.get("name", "")), kind, str(col.get("format", "")), int(col.get("priority", 0))))
-    has_age = any(str(c.get("name", "")).lower() == "age" for c in columns)
-    if not has_age:
-        defs.append(_AGE)
 
     def cells(obj: Obj, now: float) -> list[Any]:
         row: list[Any] = [_name(obj)]
@@ -462,8 +463,6 @@ def _custom_columns(columns: list[Obj]) -> tuple[list[Column], Cells]:
             elif isinstance(value, (dict, list)):
                 value = json.dumps(value, separators=(",", ":"))
             row.append(value)
-        if not has_age:
-            row.append(_age(obj, now))
         return row
 
     return defs, cells

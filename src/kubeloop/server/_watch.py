@@ -3,7 +3,8 @@
 Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``storage/cacher``):
 
 - Start point: resourceVersion unset or ``0`` sends a synthetic ADDED for every matching object of
-  the current state, then the changes after it; ``N`` sends only changes after N. A compacted N is
+  the current state, then the changes after it; ``N`` sends only changes after N (also when N is
+  newer than the store: the watch waits for it, as upstream's watch cache does). A compacted N is
   answered with HTTP 200 and a single ERROR event (410, reason Expired), then the stream ends.
 - Events are in revision order with no gaps; every event ends with a newline; all events pending
   when the writer wakes go out in one write. Objects are the stored bytes, not re-encoded.
@@ -245,6 +246,10 @@ async def _pump(
                 if not batch and not ended:
                     ended = True  # the store closed
                 for event in batch:
+                    if event.revision <= after:
+                        # A watch from a resourceVersion the store has not reached yet starts there:
+                        # cacheWatcher only sends events newer than the requested one (cacher.go).
+                        continue
                     last_revision = event.revision
                     out = encoder.convert(event)
                     if out is not None:

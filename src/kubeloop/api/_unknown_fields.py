@@ -1,0 +1,147 @@
+"""Unknown and duplicate fields of built-in objects, as upstream's strict JSON decoding reports them.
+
+Upstream decodes a built-in object into its Go struct, which silently drops every field the struct
+does not declare; with ``fieldValidation=Strict`` or ``Warn`` the decoder (``sigs.k8s.io/json``
+``UnmarshalStrict``, apimachinery ``runtime/serializer/json``) also reports them, as
+``unknown field "spec.foo"``, and reports repeated object keys as ``duplicate field "spec.replicas"``.
+The server turns those texts into a 400/422 (Strict) or ``Warning`` headers (Warn).
+
+- :func:`prune_builtin_unknown_fields` removes, in place, every field the built-in schema (from
+  :mod:`kubeloop.api._schemas`) does not declare and returns the removed paths in document order
+  (``spec.template.spec.containers[0].foo``). Free-form nodes (``RawExtension``, ``FieldsV1``,
+  ``JSON``, int-or-string, quantities) are not descended into. A ``None`` schema removes nothing.
+- :func:`duplicate_fields` parses a JSON document and returns the paths of repeated keys
+  (``spec.replicas``), the last value winning as in Go; it is only run when the directive asks
+  for it, because it costs a second, slower parse.
+
+Schemas are the shared, read-only definitions; resolved ``$ref`` nodes are memoised by identity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubeloop.api._schemas import resolve
+
+__all__ = ["duplicate_fields", "prune_builtin_unknown_fields", "undeclared_fields"]
+
+_resolved: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = {}
+
+
+def _resolve(node: Mapping[str, Any]) -> dict[str, Any]:
+    hit = _resolved.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    out = resolve(node) or {}
+    _resolved[id(node)] = (node, out)
+    return out
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def prune_builtin_unknown_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
+    """Drop undeclared fields of ``obj`` (in place) against built-in ``schema``; return their paths."""
+    unknown: list[str] = []
+    if schema is not None:
+        _prune(obj, schema, "", unknown, True, _index_element)
+    return unknown
+
+
+def undeclared_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
+    """Paths of ``obj``'s undeclared fields in structured-merge-diff form, without changing ``obj``.
+
+    Server-side apply types the applied configuration against the schema and rejects such fields
+    (``.spec.foo: field not declared in schema``); list items of associative lists are named by
+    their keys, as smd prints them (``.spec.template.spec.containers[name="c"].foo``).
+    """
+    unknown: list[str] = []
+    if schema is not None:
+        _prune(obj, schema, "", unknown, False, _smd_element)
+    return ["." + p for p in unknown]
+
+
+def _index_element(item: Any, i: int, schema: Mapping[str, Any]) -> str:
+    return f"[{i}]"
+
+
+def _smd_element(item: Any, i: int, schema: Mapping[str, Any]) -> str:
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if schema.get("x-kubernetes-list-type") == "map" and isinstance(keys, list) and isinstance(item, dict):
+        return "[" + ",".join(f"{k}={json.dumps(item.get(k), separators=(',', ':'))}" for k in keys) + "]"
+    return f"[{i}]"
+
+
+def _prune(
+    value: Any, node: Mapping[str, Any], path: str, unknown: list[str], mutate: bool,
+    element: Callable[[Any, int, Mapping[str, Any]], str],
+) -> None:
+    schema = _resolve(node)
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if isinstance(props, dict):
+            for key in list(value):
+                sub = props.get(key)
+                if sub is not None:
+                    item = value[key]
+                    if isinstance(item, (dict, list)):
+                        _prune(item, sub, _child(path, key), unknown, mutate, element)
+                elif isinstance(extra, dict):
+                    _prune(value[key], extra, _child(path, key), unknown, mutate, element)
+                else:
+                    unknown.append(_child(path, key))
+                    if mutate:
+                        del value[key]
+        elif isinstance(extra, dict):
+            for key, item in value.items():
+                if isinstance(item, (dict, list)):
+                    _prune(item, extra, _child(path, key), unknown, mutate, element)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    _prune(item, items, path + element(item, i, schema), unknown, mutate, element)
+
+
+class _Pairs(dict[str, Any]):
+    """An object parsed by :func:`duplicate_fields` that remembers which of its keys repeated."""
+
+    __slots__ = ("repeated",)
+    repeated: list[str]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = _Pairs(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        out.repeated = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+    return out
+
+
+def duplicate_fields(body: bytes | str) -> list[str]:
+    """Paths of the keys that appear more than once in one JSON object of ``body`` (valid JSON)."""
+    try:
+        doc = json.loads(body, object_pairs_hook=_pairs_hook)
+    except ValueError:
+        return []
+    found: list[str] = []
+    _collect(doc, "", found)
+    return found
+
+
+def _collect(value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, dict):
+        for key in getattr(value, "repeated", ()):
+            found.append(_child(path, key))
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                _collect(item, _child(path, key), found)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                _collect(item, f"{path}[{i}]", found)

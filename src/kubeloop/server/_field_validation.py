@@ -1,0 +1,130 @@
+"""``fieldValidation``: what happens to unknown and duplicate fields of a request body.
+
+Upstream decodes built-in objects into Go structs (unknown fields are always dropped) and prunes
+custom resources against their structural schema; the directive only decides what the client is
+told (apimachinery ``meta/v1`` ``CreateOptions.FieldValidation``; apiserver ``handlers/create.go``,
+``update.go``, ``patch.go``):
+
+- ``Ignore``: nothing; ``Warn`` (the default since 1.23 when the parameter is absent): one
+  ``Warning: 299 - "unknown field \\"spec.foo\\""`` header per field, the request succeeds;
+- ``Strict``: create and update are 400 BadRequest ``<Kind> in version "<v>" cannot be handled as
+  a <Kind>: strict decoding error: unknown field "spec.foo"`` (``transformDecodeError`` in
+  ``handlers/rest.go``); JSON, merge and strategic merge patches are 422 Invalid on field
+  ``patch`` (``Invalid value: "<patched object>": strict decoding error: ...``, ``patch.go``).
+
+Duplicate keys are found with a second, slower parse (:func:`kubeloop.api._unknown_fields.duplicate_fields`),
+only for JSON bodies and only when the directive is not ``Ignore``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
+from kubeloop.api._schema_validate import prune
+from kubeloop.api._unknown_fields import duplicate_fields, prune_builtin_unknown_fields, undeclared_fields
+from kubeloop.server._state import ServerState
+
+__all__ = [
+    "directive_of",
+    "duplicate_texts",
+    "strict_decoding_error",
+    "strict_patch_error",
+    "undeclared_apply_fields",
+    "unknown_field_texts",
+    "warning_headers",
+]
+
+def directive_of(field_validation: str) -> str:
+    """The effective directive: an absent ``fieldValidation`` means ``Warn``."""
+    return field_validation or "Warn"
+
+
+def _object_meta_schema() -> Mapping[str, Any] | None:
+    from kubeloop.api._schemas import definitions
+
+    return definitions().get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+
+
+def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> list[str]:
+    """Drop the fields ``info``'s schema does not declare from ``obj`` (in place); their texts."""
+    if not isinstance(obj, dict):
+        return []
+    if info.custom:
+        schema = state.schema(info)
+        paths: list[str] = []
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            paths.extend("metadata." + p for p in prune_builtin_unknown_fields(meta, _object_meta_schema()))
+        if schema is not None:
+            paths.extend(prune(obj, schema))
+    else:
+        paths = prune_builtin_unknown_fields(obj, builtin_schema(info.group, info.version, info.kind))
+    return [f'unknown field "{p}"' for p in paths]
+
+
+def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:
+    """Server-side apply types the applied configuration: an undeclared field is a 400 whatever the
+    directive (apimachinery managedfields ``structuredmerge.go``: ``failed to create typed patch
+    object (apps/v1, Kind=Deployment): .spec.foo: field not declared in schema``)."""
+    meta = applied.get("metadata")
+    paths: list[str] = []
+    if isinstance(meta, dict):
+        paths.extend(".metadata" + p for p in undeclared_fields(meta, _object_meta_schema()))
+    if info.custom:
+        schema = state.schema(info)
+        if schema is not None:
+            body = {k: v for k, v in applied.items() if k != "metadata"}
+            paths.extend("." + p for p in prune(copy.deepcopy(body), schema))
+    else:
+        schema = builtin_schema(info.group, info.version, info.kind)
+        body = {k: v for k, v in applied.items() if k != "metadata"}
+        paths.extend(undeclared_fields(body, schema))
+    if not paths:
+        return
+    gvk = f"{info.api_version if info.group else '/' + info.version}, Kind={info.kind}"
+    detail = f"{paths[0]}: field not declared in schema" if len(paths) == 1 else "errors:\n" + "\n".join(
+        f"  {p}: field not declared in schema" for p in paths)
+    raise BadRequest(f"failed to create typed patch object ({gvk}): {detail}")
+
+
+def duplicate_texts(body: bytes, directive: str) -> list[str]:
+    """``duplicate field "a.b"`` for every repeated key of a JSON ``body`` (nothing under Ignore)."""
+    if directive == "Ignore" or not body.lstrip().startswith((b"{", b"[")):
+        return []
+    return [f'duplicate field "{p}"' for p in duplicate_fields(body)]
+
+
+def strict_decoding_error(info: ResourceInfo, obj: Any, texts: list[str]) -> BadRequest:
+    """The 400 a create or update answers under Strict (handlers/rest.go transformDecodeError)."""
+    version = info.version
+    if isinstance(obj, dict) and isinstance(obj.get("apiVersion"), str):
+        version = obj["apiVersion"].rpartition("/")[2]
+    return BadRequest(
+        f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
+        f"strict decoding error: {', '.join(texts)}"
+    )
+
+
+def strict_patch_error(patched: Any, texts: list[str]) -> Invalid:
+    """The 422 a JSON, merge or strategic merge patch answers under Strict (handlers/patch.go)."""
+    value = orjson.dumps(patched).decode()
+    return invalid("", "", [FieldError.invalid("patch", value, "strict decoding error: " + ", ".join(texts))])
+
+
+
+def warning_headers(warnings: list[str]) -> list[tuple[bytes, bytes]]:
+    """``Warning: 299 - "<text>"`` headers (RFC 7234 quoting, as apiserver ``warning`` recorder)."""
+    out: list[tuple[bytes, bytes]] = []
+    seen: set[str] = set()
+    for text in warnings:
+        if text in seen:
+            continue
+        seen.add(text)
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        out.append((b"warning", f'299 - "{quoted}"'.encode()))
+    return out
