@@ -120,3 +120,13 @@ def test_second_server_on_the_same_data_dir_is_refused(cluster: Any) -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.strip() == f"Error: another kubeloop server is already using {cluster.data_dir}"
+
+
+def test_sigint_stops_cleanly_with_the_controller_manager(start_kubeloop: Any, tmp_path: Path) -> None:
+    import signal
+
+    server: Any = start_kubeloop(tmp_path / "d")
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(30) == 0
+    server.kill()  # drains and closes the output pipe
+    assert server.output[-2:] == ["Shutting down", "Stopped"]

@@ -168,6 +168,11 @@ async def _serve(options: ServeOptions, *, echo: Echo) -> None:
         raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
     lock = _lock(data_dir)
     sock = _bind(options.address, options.port)
+    # Signals are handled from here on, so a stop during start-up is a clean stop too.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     first_start = not (data_dir / DATABASE).exists()
     echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
 
@@ -180,7 +185,7 @@ async def _serve(options: ServeOptions, *, echo: Echo) -> None:
         manager = _ControllerManager(data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers)
         manager.start()
     try:
-        await _serve_locked(options, data_dir, sock, readiness, manager, echo=echo)
+        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo)
     finally:
         if manager is not None:
             await manager.stop()
@@ -195,6 +200,7 @@ async def _serve_locked(
     sock: socket.socket,
     readiness: _Readiness,
     manager: _ControllerManager | None,
+    stop: asyncio.Event,
     *,
     echo: Echo,
 ) -> None:
@@ -241,10 +247,6 @@ async def _serve_locked(
         except (RuntimeError, ApiError) as exc:
             raise StartupError(str(exc)) from None
         server = _uvicorn_server(app, tls.cert, tls.key)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.002)

@@ -26,6 +26,7 @@ from kubeloop.server._authz import (
     AuthorizationMiddleware,
     Authorizer,
     Decision,
+    RuleResolver,
     forbidden_error,
     request_attributes,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "RbacAuthorizer",
     "Request",
     "RequestInfo",
+    "RuleResolver",
     "SelfReviewMiddleware",
     "ServerState",
     "TlsMaterial",
