@@ -195,3 +195,15 @@ async def test_multi_version_custom_resources_answer_at_the_requested_version(
     async with stream(app, V2, "watch=true") as watch:
         (event,) = await watch.events(1)
         assert event["object"]["apiVersion"] == "example.com/v2"
+
+
+async def test_namespaces_are_labelled_with_their_name(client: httpx.AsyncClient) -> None:
+    # namespace strategy Canonicalize: kubectl get ns --show-labels shows kubernetes.io/metadata.name.
+    r = await client.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                      "metadata": {"name": "team", "labels": {"a": "b"}}})
+    assert r.json()["metadata"]["labels"] == {"a": "b", "kubernetes.io/metadata.name": "team"}
+    r = await client.patch("/api/v1/namespaces/team", content=b'{"metadata":{"labels":{"kubernetes.io/metadata.name":"x"}}}',
+                           headers={"content-type": "application/merge-patch+json"})
+    assert r.json()["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team"
+    default = (await client.get("/api/v1/namespaces/default")).json()
+    assert default["metadata"]["labels"] == {"kubernetes.io/metadata.name": "default"}

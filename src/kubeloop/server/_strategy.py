@@ -183,6 +183,17 @@ def _pod_qos(spec: Any) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
+def _label_with_name(namespace: dict[str, Any]) -> None:
+    """Namespace Canonicalize (and SetDefaults_Namespace): ``kubernetes.io/metadata.name`` = name."""
+    meta = _meta(namespace)
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = {}
+        meta["labels"] = labels
+    if meta.get("name"):
+        labels["kubernetes.io/metadata.name"] = meta["name"]
+
+
 class NamespaceStrategy(GenericStrategy):
     """Namespaces: DNS-1123 label names, phase Active and the ``kubernetes`` spec finalizer on create."""
 
@@ -198,10 +209,12 @@ class NamespaceStrategy(GenericStrategy):
             finalizers.append("kubernetes")
         spec["finalizers"] = finalizers
         obj["spec"] = spec
+        _label_with_name(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         # spec.finalizers change only through /finalize (namespace strategy PrepareForUpdate).
         super().prepare_for_update(new, old)
+        _label_with_name(new)
         spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
         assert isinstance(spec, dict)
         old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
