@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from kubeloop.api import ApiError
-
 if TYPE_CHECKING:
     from kubeloop.cli._bootstrap import ASGIApp
     from kubeloop.server import App, User
@@ -204,6 +202,7 @@ async def _serve_locked(
     *,
     echo: Echo,
 ) -> None:
+    from kubeloop.api import ApiError
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
     from kubeloop.server import (
         ADMIN_USER,

@@ -15,6 +15,8 @@ under a :class:`kubeloop.runtime.Manager` and prints the ready line only after t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import signal
 import sys
 from pathlib import Path
@@ -66,7 +68,12 @@ async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bo
     loop = asyncio.get_running_loop()
     deadline = loop.time() + connect_timeout
     if wait_for_kubeconfig:
-        # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap its own.
+        # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap
+        # its own. Meanwhile, load what building a client imports lazily (the kubeconfig loader and the
+        # HTTP transport), so that connecting does not pay for it later.
+        for module in ("lightkube.config.kubeconfig", "httpcore"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(module)
         await asyncio.to_thread(_wait_for_file, kubeconfig, connect_timeout)
     try:
         client = Client.from_kubeconfig(str(kubeconfig))
