@@ -1,6 +1,16 @@
 """Public test support: fake time, an in-process cluster, fault injection, controller conformance checks."""
 
 from kubeloop.testing._clock import FakeClock
+from kubeloop.testing._cluster import InProcessCluster, eventually, resource
 from kubeloop.testing._faults import Faults, InterceptedClient, RandomFaults, Write
 
-__all__ = ["FakeClock", "Faults", "InterceptedClient", "RandomFaults", "Write"]
+__all__ = [
+    "FakeClock",
+    "Faults",
+    "InProcessCluster",
+    "InterceptedClient",
+    "RandomFaults",
+    "Write",
+    "eventually",
+    "resource",
+]
