@@ -87,8 +87,10 @@ def test_namespace_and_pvc_columns() -> None:
     pvc = {"metadata": _meta("data-db-0"), "spec": {"volumeName": "pv-1", "storageClassName": "standard"},
            "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}
     table = table_for(_info("", "PersistentVolumeClaim"), [pvc], now=NOW)
-    assert _headers(table) == ["Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "Age"]
-    assert table["rows"][0]["cells"][:7] == ["data-db-0", "Bound", "pv-1", "1Gi", "RWO", "standard", "5m"]
+    # k/k printers.go since 1.29: VolumeAttributesClass is a default column before Age.
+    assert _headers(table) == ["Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+                               "VolumeAttributesClass", "Age"]
+    assert table["rows"][0]["cells"][:8] == ["data-db-0", "Bound", "pv-1", "1Gi", "RWO", "standard", "<unset>", "5m"]
 
 
 def test_kind_without_printer_gets_name_and_created_at() -> None:
@@ -133,3 +135,13 @@ def test_jsonpath_subset() -> None:
     assert jsonpath_values(obj, ".a.b[1].c") == [2]
     assert jsonpath_values(obj, ".a.b[*].c") == [1, 2]
     assert jsonpath_values(obj, "{.a.missing}") == []
+
+
+def test_controller_revision_names_its_controller() -> None:
+    # k/k printers.go printControllerRevision: lower-cased Kind.group/name of the controller ref.
+    cr = {"metadata": {**_meta("web-7d9"), "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u", "controller": True}]},
+        "revision": 2}
+    table = table_for(_info("apps", "ControllerRevision"), [cr], now=NOW)
+    assert _headers(table) == ["Name", "Controller", "Revision", "Age"]
+    assert table["rows"][0]["cells"] == ["web-7d9", "statefulset.apps/web", 2, "5m"]

@@ -265,8 +265,9 @@ def _pvc_cells(pvc: Obj, now: float) -> list[Any]:
         _name(pvc), phase, _get(pvc, "spec", "volumeName", default=""),
         _get(pvc, "status", "capacity", "storage", default="") if bound else "",
         _access_modes(_get(pvc, "status", "accessModes")) if bound else "",
-        _get(pvc, "spec", "storageClassName", default=""), _age(pvc, now),
-        _get(pvc, "spec", "volumeAttributesClassName") or "<unset>", _get(pvc, "spec", "volumeMode", default=""),
+        _get(pvc, "spec", "storageClassName", default=""),
+        _get(pvc, "spec", "volumeAttributesClassName") or "<unset>", _age(pvc, now),
+        _get(pvc, "spec", "volumeMode", default=""),
     ]
 
 
@@ -279,9 +280,21 @@ def _pv_cells(pv: Obj, now: float) -> list[Any]:
     return [
         _name(pv), _get(pv, "spec", "capacity", "storage", default=""), _access_modes(_get(pv, "spec", "accessModes")),
         _get(pv, "spec", "persistentVolumeReclaimPolicy", default=""), phase, claim_text,
-        _get(pv, "spec", "storageClassName", default=""), _get(pv, "status", "reason", default=""), _age(pv, now),
-        _get(pv, "spec", "volumeAttributesClassName") or "<unset>", _get(pv, "spec", "volumeMode", default=""),
+        _get(pv, "spec", "storageClassName", default=""),
+        _get(pv, "spec", "volumeAttributesClassName") or "<unset>", _get(pv, "status", "reason", default=""),
+        _age(pv, now), _get(pv, "spec", "volumeMode", default=""),
     ]
+
+
+def _controller_revision_cells(cr: Obj, now: float) -> list[Any]:
+    controller = "<none>"
+    for ref in _get(cr, "metadata", "ownerReferences", default=None) or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", "")) + (f".{group}" if group else "")
+            controller = f"{kind.lower()}/{ref.get('name', '')}"
+            break
+    return [_name(cr), controller, cr.get("revision", 0), _age(cr, now)]
 
 
 def _event_cells(ev: Obj, now: float) -> list[Any]:
@@ -368,11 +381,12 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                     _s("OS-Image", 1), _s("Kernel-Version", 1), _s("Container-Runtime", 1)], _node_cells),
     ("", "Event"): ([_s("Last Seen"), _s("Type"), _s("Reason"), _s("Object"), _s("Subobject", 1), _s("Source", 1),
                      _s("Message"), _s("First Seen", 1), _i("Count", 1), _s("Name", 1, "name")], _event_cells),
+    # k/k printers.go (1.29+): VolumeAttributesClass is a default column, before Age.
     ("", "PersistentVolumeClaim"): ([_NAME, _s("Status"), _s("Volume"), _s("Capacity"), _s("Access Modes"),
-                                     _s("StorageClass"), _AGE, _s("VolumeAttributesClass", 1), _s("VolumeMode", 1)],
+                                     _s("StorageClass"), _s("VolumeAttributesClass"), _AGE, _s("VolumeMode", 1)],
                                     _pvc_cells),
     ("", "PersistentVolume"): ([_NAME, _s("Capacity"), _s("Access Modes"), _s("Reclaim Policy"), _s("Status"),
-                                _s("Claim"), _s("StorageClass"), _s("Reason"), _AGE, _s("VolumeAttributesClass", 1),
+                                _s("Claim"), _s("StorageClass"), _s("VolumeAttributesClass"), _s("Reason"), _AGE,
                                 _s("VolumeMode", 1)], _pv_cells),
     ("", "Service"): ([_NAME, _s("Type"), _s("Cluster-IP"), _s("External-IP"), _s("Port(s)"), _AGE,
                        _s("Selector", 1)], _service_cells),
@@ -380,6 +394,7 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                               _s("Selector", 1)], _deployment_cells),
     ("apps", "ReplicaSet"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
                               _s("Selector", 1)], _replicaset_cells),
+    ("apps", "ControllerRevision"): ([_NAME, _s("Controller"), _s("Revision"), _AGE], _controller_revision_cells),
     ("apps", "StatefulSet"): ([_NAME, _s("Ready"), _AGE, *_WORKLOAD_WIDE], _statefulset_cells),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
