@@ -347,10 +347,12 @@ async def _build_app(
     """The API app (its ``/readyz`` follows ``readiness``), bootstrapped, behind the security chain."""
     from kubeloop.api import SystemClock
     from kubeloop.cli._bootstrap import bootstrap
-    from kubeloop.server import create_app, secure, store_rbac_authorizer
+    from kubeloop.server import RbacEscalationCheck, create_app, secure, store_rbac_authorizer
 
     core = create_app(store=store, clock=SystemClock(), server_address=server_address)
     core.ready = lambda: readiness.ready
+    authorizer = store_rbac_authorizer(store)
+    core.admission.append(RbacEscalationCheck(authorizer))
     await core.startup()
     await bootstrap(core)
-    return core, secure(core, tokens=tokens, authorizer=store_rbac_authorizer(store))
+    return core, secure(core, tokens=tokens, authorizer=authorizer)

@@ -32,6 +32,7 @@ from kubeloop.server._authz import (
 )
 from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
 from kubeloop.server._authz_chain import secure
+from kubeloop.server._authz_escalation import RbacEscalationCheck
 from kubeloop.server._authz_impersonate import ImpersonationMiddleware
 from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
@@ -69,6 +70,7 @@ __all__ = [
     "ImpersonationMiddleware",
     "NamespaceLifecycle",
     "RbacAuthorizer",
+    "RbacEscalationCheck",
     "Request",
     "RequestInfo",
     "RuleResolver",

@@ -1,0 +1,159 @@
+"""RBAC privilege-escalation prevention, as an admission plugin on the four RBAC kinds.
+
+Upstream (k/k ``pkg/registry/rbac/{role,clusterrole,rolebinding,clusterrolebinding}/policybased``,
+``pkg/registry/rbac/escalation_check.go``, ``pkg/registry/rbac/validation/rule.go``):
+
+- Creating or updating a Role/ClusterRole is allowed for ``system:masters``, for a user granted
+  verb ``escalate`` on that role, for an update that leaves the rules unchanged, and otherwise only
+  when the user already holds every permission the rules grant (in the role's namespace; cluster-wide
+  for a ClusterRole).
+- Creating or updating a RoleBinding/ClusterRoleBinding is allowed for ``system:masters``, for a user
+  granted verb ``bind`` on the referenced role (checked in the binding's namespace), and otherwise only
+  when the user already holds every permission of the referenced role (which must exist: 404 if not).
+- A refusal is 403 ``<resource> "<name>" is forbidden: user "<name>" (groups=[...]) is attempting to
+  grant RBAC permissions not currently held:`` followed by one line per missing permission, in
+  upstream's compact form (``{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "list"]}``),
+  sorted.
+
+"Holds" is decided by the RBAC evaluator itself: each granted permission is broken down to one verb,
+group, resource and name (or one verb and path), and must be allowed; a ``*`` in the granted rule is
+held only through a ``*`` of the user's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubeloop.api import Forbidden, not_found
+from kubeloop.server._admission import AdmissionAttributes
+from kubeloop.server._authn import User
+from kubeloop.server._authz import Attributes
+from kubeloop.server._authz_rbac import RBAC_GROUP, RbacAuthorizer, RbacSnapshot, evaluate
+
+__all__ = ["RbacEscalationCheck"]
+
+_ROLES = {"Role": "roles", "ClusterRole": "clusterroles"}
+
+
+class RbacEscalationCheck:
+    """An :class:`~kubeloop.server.Admission` plugin; needs the server's RBAC authorizer."""
+
+    def __init__(self, authorizer: RbacAuthorizer) -> None:
+        self._authorizer = authorizer
+
+    async def __call__(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        info = attributes.resource
+        user = attributes.user
+        if info.group != RBAC_GROUP or obj is None or attributes.subresource or not isinstance(user, User):
+            return
+        if user.is_master:
+            return
+        snapshot = await self._authorizer.snapshot()
+        namespace = attributes.namespace
+        if info.kind in _ROLES:
+            if _allowed(snapshot, user, "escalate", _ROLES[info.kind], attributes.name, namespace):
+                return
+            if old is not None and old.get("rules") == obj.get("rules"):
+                return
+            rules = _rules(obj)
+        else:
+            ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), Mapping) else {}
+            assert isinstance(ref, Mapping)
+            kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+            if kind in _ROLES and _allowed(snapshot, user, "bind", _ROLES[kind], name, namespace):
+                return
+            role = snapshot.cluster_roles.get(name) if kind == "ClusterRole" else snapshot.roles.get((namespace, name))
+            if role is None:
+                raise not_found(_ROLES.get(kind, "roles"), name, RBAC_GROUP)
+            rules = _rules(role)
+        missing = [sub for rule in rules for sub in _breakdown(rule) if not _holds(snapshot, user, namespace, sub)]
+        if missing:
+            groups = " ".join(_q(g) for g in user.groups)
+            lines = "\n".join(sorted({_compact_string(r) for r in _compact(missing)}))
+            message = (
+                f"user {_q(user.name)} (groups=[{groups}]) is attempting to grant RBAC permissions not currently held:\n"
+                f"{lines}"
+            )
+            resource = f"{info.plural}.{RBAC_GROUP}"
+            raise Forbidden(
+                f'{resource} "{attributes.name}" is forbidden: {message}',
+                details={"name": attributes.name, "group": RBAC_GROUP, "kind": info.plural},
+            )
+
+
+def _allowed(snapshot: RbacSnapshot, user: User, verb: str, resource: str, name: str, namespace: str) -> bool:
+    attrs = Attributes(
+        user=user, verb=verb, resource_request=True, api_group=RBAC_GROUP, resource=resource, name=name,
+        namespace=namespace,
+    )  # fmt: skip
+    return evaluate(snapshot, attrs).allowed
+
+
+def _rules(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    rules = obj.get("rules")
+    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
+
+
+def _strings(rule: Mapping[str, Any], key: str) -> list[str]:
+    value = rule.get(key)
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _breakdown(rule: Mapping[str, Any]) -> list[dict[str, list[str]]]:
+    """One verb, group, resource and name per rule (``BreakdownRule``), in upstream's order."""
+    out: list[dict[str, list[str]]] = []
+    names = _strings(rule, "resourceNames")
+    for group in _strings(rule, "apiGroups"):
+        for resource in _strings(rule, "resources"):
+            for verb in _strings(rule, "verbs"):
+                base = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
+                out.extend([base | {"resourceNames": [n]} for n in names] if names else [base])
+    for url in _strings(rule, "nonResourceURLs"):
+        out.extend({"nonResourceURLs": [url], "verbs": [verb]} for verb in _strings(rule, "verbs"))
+    return out
+
+
+def _holds(snapshot: RbacSnapshot, user: User, namespace: str, sub: Mapping[str, list[str]]) -> bool:
+    verb = sub["verbs"][0]
+    if "nonResourceURLs" in sub:
+        attrs = Attributes(user=user, verb=verb, resource_request=False, path=sub["nonResourceURLs"][0])
+    else:
+        resource, _, subresource = sub["resources"][0].partition("/")
+        attrs = Attributes(
+            user=user, verb=verb, resource_request=True, api_group=sub["apiGroups"][0], resource=resource,
+            subresource=subresource, namespace=namespace, name=(sub.get("resourceNames") or [""])[0],
+        )  # fmt: skip
+    return evaluate(snapshot, attrs).allowed
+
+
+def _compact(rules: Sequence[dict[str, list[str]]]) -> list[dict[str, list[str]]]:
+    """``CompactRules``: single group/resource(/name) rules that differ only by verb are merged."""
+    merged: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    out: list[dict[str, list[str]]] = []
+    for rule in rules:
+        if "nonResourceURLs" in rule:
+            out.append(rule)
+            continue
+        key = (rule["apiGroups"][0], rule["resources"][0], (rule.get("resourceNames") or [""])[0])
+        if key in merged:
+            merged[key]["verbs"] = [*merged[key]["verbs"], *rule["verbs"]]
+        else:
+            merged[key] = dict(rule)
+    return out + list(merged.values())
+
+
+def _compact_string(rule: Mapping[str, list[str]]) -> str:
+    """``CompactString``: the Go ``%q`` rendering of the non-empty fields."""
+    parts = []
+    for field, key in (("APIGroups", "apiGroups"), ("Resources", "resources"), ("NonResourceURLs", "nonResourceURLs"),
+                       ("ResourceNames", "resourceNames"), ("Verbs", "verbs")):  # fmt: skip
+        if rule.get(key):
+            parts.append(f"{field}:[{' '.join(_q(v) for v in rule[key])}]")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
