@@ -1,21 +1,23 @@
 """Running the embedded control plane: what ``kubeloop up`` and ``kubeloop apiserver`` do.
 
-Start-up order (each step prints one progress line; DESIGN "Command-line contract"):
+Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 
 1. lock the data directory (one server per directory) and bind the listening socket, so a busy
-   port fails at once with a one-line reason;
-2. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
+   port fails at once with a one-line reason; SIGTERM/SIGINT are handled from here on;
+2. start the controller manager process (its imports overlap ours; it waits for its kubeconfig,
+   then retries until the server answers);
+3. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
    ``DIR/controller-manager.kubeconfig``): all written before anything reports ready;
-3. start the controller manager process early (its imports overlap ours; it retries until the
-   server answers);
-4. open the SQLite store, build the API app behind authentication, impersonation and RBAC, and
-   create the bootstrap objects (system namespaces, default RBAC) through the app itself;
+4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
+   escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
+   through the app itself;
 5. serve HTTPS with uvicorn (uvloop, httptools) on the bound socket.
 
-``GET /readyz`` is 503 until the server serves and, when there is a controller manager, until it
-reported ready; then it is 200. SIGTERM or SIGINT stop the controller manager and the server, close
-the store, and return normally (exit 0). A controller manager that exits is restarted with backoff.
-Every start-up failure is a :class:`StartupError` with a one-line reason.
+``GET /readyz`` is 500 (upstream's failed-check answer) until the server serves and, when there is a
+controller manager, until it reported ready; then it is 200. SIGTERM or SIGINT stop the controller
+manager and the server, close the store, and return normally (exit 0); so does the HTTPS server
+stopping on its own. A controller manager that exits is restarted with backoff. Every start-up
+failure is a :class:`StartupError` with a one-line reason.
 """
 
 from __future__ import annotations
@@ -258,7 +260,9 @@ async def _serve_locked(
             _announce(echo, url, kubeconfig)
         else:
             readiness.on_ready = lambda: _announce(echo, url, kubeconfig)
-        await stop.wait()
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
         echo("Shutting down")
         if manager is not None:
             await manager.stop()
@@ -279,7 +283,7 @@ async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> N
     done, _ = await asyncio.wait({serving}, timeout=0.5)
     if not done:
         await store.close()  # watch streams end when the store closes
-        await serving
+    await serving
 
 
 def _announce(echo: Echo, url: str, kubeconfig: Path) -> None:
