@@ -130,3 +130,15 @@ def test_sigint_stops_cleanly_with_the_controller_manager(start_kubeloop: Any, t
     assert server.proc.wait(30) == 0
     server.kill()  # drains and closes the output pipe
     assert server.output[-2:] == ["Shutting down", "Stopped"]
+
+
+def test_sigterm_with_an_open_watch_ends_the_watch_and_exits_0(start_kubeloop: Any, tmp_path: Path) -> None:
+    server: Any = start_kubeloop(tmp_path / "d", "--no-controllers")
+    with server.http(timeout=30) as http, http.stream("GET", f"{CM}?watch=true&timeoutSeconds=300") as watch:
+        assert watch.status_code == 200
+        server.proc.terminate()
+        assert server.proc.wait(30) == 0
+        for _ in watch.iter_lines():  # the stream ends (rather than hanging) once the server is gone
+            pass
+    server.kill()
+    assert server.output[-1] == "Stopped"
