@@ -1,7 +1,8 @@
 """``kubeloop controller-manager --kubeconfig F``: the built-in controllers, as their own process.
 
-Contract: connects (with ``--wait-for-kubeconfig``, once the kubeconfig file exists) to the API server the kubeconfig points to through :class:`kubeloop.client.Client`
-(retrying while the server is still starting, up to ``--connect-timeout``), proves it can read
+Contract: connects (with ``--wait-for-kubeconfig``, once the kubeconfig file exists) to the API
+server the kubeconfig points to through :class:`kubeloop.client.Client` (retrying while the server
+is still starting, up to ``--connect-timeout``), proves it can read
 (a one-item list of namespaces, which exercises authentication and RBAC), then prints
 :data:`READY_LINE` on stdout. ``kubeloop up`` waits for that line before ``/readyz`` answers 200.
 It runs until SIGTERM or SIGINT (exit 0) or, with ``--exit-with-parent``, until its stdin closes
@@ -70,8 +71,8 @@ async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bo
     if wait_for_kubeconfig:
         # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap
         # its own. Meanwhile, load what building a client imports lazily (the kubeconfig loader and the
-        # HTTP transport), so that connecting does not pay for it later.
-        for module in ("lightkube.config.kubeconfig", "httpcore"):
+        # HTTP transport) and the controllers, so that connecting and starting do not pay for it later.
+        for module in ("lightkube.config.kubeconfig", "httpcore", "kubeloop.runtime", "kubeloop.controllers"):
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
         await asyncio.to_thread(_wait_for_file, kubeconfig, connect_timeout)
