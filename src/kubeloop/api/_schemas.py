@@ -18,6 +18,7 @@ Guarantees:
   mutate them.
 - :func:`resolve` follows ``$ref`` chains and overlays the referring node's sibling keys, so a
   property's own ``x-kubernetes-patch-strategy`` or ``description`` wins over the definition's.
+  Results are memoised per node: callers must not mutate what it returns.
 - :func:`property_schema` and :func:`items_schema` walk one level down any schema (built-in or a
   CRD's ``openAPIV3Schema``, which carries the same markers inline), resolving references.
 - A missing or unreadable package makes the lookups return ``None`` / an empty mapping, never raise.
@@ -132,12 +133,28 @@ def ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
+# Resolved ``$ref`` nodes by identity (schemas are shared and never mutated); the node is kept
+# alongside so that an id reused after garbage collection is never mistaken for it.
+_resolved: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = {}
+
+
 def resolve(node: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """``node`` with its ``$ref`` (chain) replaced by the definition; the node's own keys win."""
     if node is None:
         return None
     if "$ref" not in node:
         return node if isinstance(node, dict) else dict(node)
+    hit = _resolved.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    merged = _resolve_ref(node)
+    if len(_resolved) > 100_000:  # CRD schemas come and go; never grow without bound
+        _resolved.clear()
+    _resolved[id(node)] = (node, merged)
+    return merged
+
+
+def _resolve_ref(node: Mapping[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     layers: list[Mapping[str, Any]] = []
     current: Mapping[str, Any] | None = node

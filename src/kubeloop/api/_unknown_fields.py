@@ -14,7 +14,7 @@ The server turns those texts into a 400/422 (Strict) or ``Warning`` headers (War
   (``spec.replicas``), the last value winning as in Go; it is only run when the directive asks
   for it, because it costs a second, slower parse.
 
-Schemas are the shared, read-only definitions; resolved ``$ref`` nodes are memoised by identity.
+Schemas are the shared, read-only definitions (``_schemas.resolve`` memoises ``$ref`` nodes).
 """
 
 from __future__ import annotations
@@ -27,16 +27,8 @@ from kubeloop.api._schemas import resolve
 
 __all__ = ["duplicate_fields", "prune_builtin_unknown_fields", "undeclared_fields"]
 
-_resolved: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = {}
-
-
 def _resolve(node: Mapping[str, Any]) -> dict[str, Any]:
-    hit = _resolved.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    out = resolve(node) or {}
-    _resolved[id(node)] = (node, out)
-    return out
+    return resolve(node) or {}  # memoised by identity in _schemas
 
 
 def _child(path: str, key: str) -> str:

@@ -22,7 +22,7 @@ from kubeloop.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
-from kubeloop.server._delete import delete_object
+from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
     directive_of,
     duplicate_texts,
@@ -49,6 +49,7 @@ from kubeloop.server._watch import serve_watch
 __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # PyYAML's C loader when built
 _NOT_FOUND = "the server could not find the requested resource"
 
 
@@ -85,7 +86,7 @@ class ResourceHandlers:
             return decode_json(body)
         if media in ("application/yaml", "application/x-yaml"):
             try:
-                return yaml.safe_load(body.decode("utf-8"))
+                return yaml.load(body.decode("utf-8"), Loader=_YAML_LOADER)
             except (yaml.YAMLError, UnicodeDecodeError) as exc:
                 raise BadRequest(f"error converting YAML to JSON: {exc}") from None
         decoder = self.decoders.get(media)
@@ -286,16 +287,8 @@ class ResourceHandlers:
         delete_options = parse_delete_options(request.query, body)
         list_options = parse_list_options(request.query, info, watch=False)
         listed = await list_objects(self.state, info, namespace, list_options)
-        deleted: list[bytes] = []
-        for kv in listed.items:
-            obj = orjson.loads(kv.value)
-            meta = obj.get("metadata") or {}
-            try:
-                result = await delete_object(self.state, info, str(meta.get("namespace") or ""),
-                                             str(meta.get("name") or ""), delete_options, user=request.user)
-            except NotFound:
-                continue
-            deleted.append(result.body if b'"kind":"Status"' not in result.body[:40] else kv.value)
+        deleted = await delete_listed(self.state, info, [kv.value for kv in listed.items], delete_options,
+                                      user=request.user)
         head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
                              "metadata": {"resourceVersion": str(self.state.store.revision)}})
         body_bytes = head[:-1] + b',"items":[' + b",".join(deleted) + b"]}"

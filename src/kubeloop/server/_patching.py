@@ -43,11 +43,22 @@ APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC, APPLY, "application/apply-patch+cbor")
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _decode_apply(raw: bytes) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"error decoding YAML: {exc}") from None
+    """An apply body: YAML, which kubectl fills with JSON; JSON takes the fast parser (same result)."""
+    data: Any = None
+    if raw.lstrip()[:1] == b"{":
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = None
+    if data is None:
+        try:
+            data = yaml.load(raw.decode("utf-8"), Loader=_YAML_LOADER)
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"error decoding YAML: {exc}") from None
     if not isinstance(data, dict):
         raise BadRequest("apply patch must be a JSON or YAML object")
     return data
