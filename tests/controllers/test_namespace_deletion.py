@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import Forbidden
+from kubeloop.api import Forbidden, MethodNotAllowed, ResourceInfo
+from kubeloop.client import Client
 from kubeloop.controllers import NamespaceController
 
 from .conftest import CONFIGMAPS, NAMESPACES, PODS, SECRETS, Cluster, eventually, get_or_none
@@ -128,3 +129,62 @@ async def test_finalize_by_hand_removes_the_namespace_and_leaves_content_in_stor
 
     assert await get_or_none(cluster.client, NAMESPACES, "ns") is None
     assert await cluster.exists(CONFIGMAPS, "left")
+
+
+class RecordingClient(Client):
+    """Records which resources got a DELETECOLLECTION and which objects a single DELETE."""
+
+    collections: list[str]
+    singles: list[str]
+    refuse_collection_of: str = ""
+
+    async def delete_collection(self, resource: ResourceInfo, **kwargs: Any) -> dict[str, Any]:
+        self.collections.append(resource.plural)
+        if resource.plural == self.refuse_collection_of:
+            raise MethodNotAllowed(f"deletecollection is not supported on {resource.plural}")
+        return await super().delete_collection(resource, **kwargs)
+
+    async def delete(self, resource: ResourceInfo, name: str, **kwargs: Any) -> dict[str, Any]:
+        self.singles.append(f"{resource.plural}/{name}")
+        return await super().delete(resource, name, **kwargs)
+
+
+async def start_recording_controller(cluster: Cluster, *, refuse: str = "") -> RecordingClient:
+    client: RecordingClient = cluster.open_client(RecordingClient)
+    client.collections, client.singles, client.refuse_collection_of = [], [], refuse
+    controller = NamespaceController(client, clock=cluster.clock, workers=2)
+    cluster.run_in_background(controller.run())
+
+    async def synced() -> bool:
+        return controller.has_synced()
+
+    await eventually(synced, clock=cluster.clock)
+    return client
+
+
+async def test_content_goes_with_one_deletecollection_per_resource(cluster: Cluster) -> None:
+    # namespaced_resources_deleter.go deleteCollection: one call per resource, not one per object.
+    client = await start_recording_controller(cluster)
+    for i in range(5):
+        await cluster.create(CONFIGMAPS, f"cm-{i}")
+    await cluster.create(SECRETS, "s")
+
+    await cluster.client.delete(NAMESPACES, "ns")
+    await eventually(lambda: cluster.gone(NAMESPACES, "ns", None), clock=cluster.clock)
+
+    assert client.collections.count("configmaps") == 1 and client.collections.count("secrets") == 1
+    assert client.singles == []
+
+
+async def test_a_resource_refusing_deletecollection_is_emptied_object_by_object(cluster: Cluster) -> None:
+    # IsMethodNotSupported from DeleteCollection -> listCollection + deleteEachItem.
+    client = await start_recording_controller(cluster, refuse="configmaps")
+    for i in range(3):
+        await cluster.create(CONFIGMAPS, f"cm-{i}")
+
+    await cluster.client.delete(NAMESPACES, "ns")
+    await eventually(lambda: cluster.gone(NAMESPACES, "ns", None), clock=cluster.clock)
+
+    assert sorted(client.singles) == ["configmaps/cm-0", "configmaps/cm-1", "configmaps/cm-2"]
+    for i in range(3):
+        assert await cluster.gone(CONFIGMAPS, f"cm-{i}")

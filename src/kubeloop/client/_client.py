@@ -354,6 +354,35 @@ class Client:
             "DELETE", self._path(resource, self._ns(resource, namespace), name), body=options
         )
 
+    async def delete_collection(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """DELETECOLLECTION (``DELETE`` on the collection path); returns the ``<Kind>List`` of what it deleted.
+
+        Each matching object is deleted as one DELETE with these options would delete it (graceful
+        pods and objects with finalizers stay, terminating). Servers answer 405 for resources
+        without the ``deletecollection`` verb (raised as ``MethodNotAllowed``).
+        """
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if dry_run:
+            options["dryRun"] = ["All"]
+        params = _params(labelSelector=label_selector, fieldSelector=field_selector)
+        return await self._json(
+            "DELETE", self._path(resource, self._ns(resource, namespace)), params=params, body=options
+        )
+
     # -- plumbing -------------------------------------------------------------------------------
 
     def _ns(self, resource: ResourceInfo, namespace: str | None, obj: Mapping[str, Any] | None = None) -> str | None:

@@ -13,11 +13,15 @@ Upstream: k/k ``pkg/controller/namespace/namespace_controller.go`` and
   ``spec.finalizers`` with ``PUT .../finalize``, upon which the server removes the namespace.
 * Deleting content: discovery of every namespaced resource with the ``delete`` verb (preferred
   versions; a partial discovery failure is recorded, not fatal). Pods go first and nothing else is
-  deleted while pods remain (OrderedNamespaceDeletion, KEP-5080). Each object is deleted with
-  propagation Background, then the kind is listed again: objects kept by finalizers are counted
-  per finalizer with an estimate of 15 s; pods still terminating gracefully give an estimate of
-  their largest grace period minus the time since the namespace was deleted; anything else left is
-  the error ``unexpected items still remain in namespace: NS for gvr: G/V, Resource=R``.
+  deleted while pods remain (OrderedNamespaceDeletion, KEP-5080). Each resource is emptied with one
+  DELETECOLLECTION, propagation Background (the server deletes its items concurrently, so they share
+  durable commits); a resource without that verb (or answering 404/405) is listed and its objects
+  deleted one by one, up to ``item_workers`` in flight. Resources are emptied concurrently (upstream
+  goes one after the other; the outcome is the same, only sooner). Then each is listed again:
+  objects kept by finalizers are counted per finalizer with an estimate of 15 s; pods still
+  terminating gracefully give an estimate of their largest grace period minus the time since the
+  namespace was deleted; anything else left is the error ``unexpected items still remain in
+  namespace: NS for gvr: G/V, Resource=R``.
 * Content remaining re-queues after ``estimate / 2 + 1`` seconds (``ResourcesRemainingError``);
   other errors re-queue with backoff. The namespace's conditions say what remains and which
   finalizers hold it (:mod:`kubeloop.controllers._namespace_conditions`), so a namespace stuck on
@@ -78,8 +82,10 @@ class NamespaceController:
         deletion_grace_period: float = 5.0,
         finalizer_token: str = "kubernetes",
         metrics: Metrics | None = None,
+        item_workers: int = 32,
     ) -> None:
         self._client = client
+        self.item_workers = item_workers
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._own_informer = informer is None
         self.informer = informer or SharedInformer(client, NAMESPACES, namespace=NAMESPACE_ALL, clock=self._clock)
@@ -186,17 +192,22 @@ class NamespaceController:
         pods = [r for r in resources if (r.group, r.plural) == _PODS]
         rest = [r for r in resources if (r.group, r.plural) != _PODS]
         for batch in (pods, rest):
-            for info in batch:
-                try:
-                    kind_estimate, remaining, finalizers = await self._delete_kind(info, name, deleted_at)
-                except ApiError as err:
-                    errors.append(err.message)
-                    updater.content_error(err.message)
+            outcomes = await asyncio.gather(*(self._delete_kind(info, name, deleted_at) for info in batch),
+                                            return_exceptions=True)
+            for info, outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, ApiError):
+                    errors.append(outcome.message)
+                    updater.content_error(outcome.message)
                     continue
-                except _Remaining as err:
-                    kind_estimate, remaining, finalizers = err.estimate, err.remaining, {}
-                    errors.append(str(err))
-                    updater.content_error(str(err))
+                finalizers: dict[str, int] = {}
+                if isinstance(outcome, _Remaining):
+                    kind_estimate, remaining = outcome.estimate, outcome.remaining
+                    errors.append(str(outcome))
+                    updater.content_error(str(outcome))
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+                else:
+                    kind_estimate, remaining, finalizers = outcome
                 estimate = max(estimate, kind_estimate)
                 if remaining:
                     by_resource[f"{info.plural}.{info.group}"] = remaining
@@ -224,14 +235,8 @@ class NamespaceController:
             estimate = await self._pod_grace_estimate(info, namespace)
             if self._clock.now() - deleted_at >= estimate:
                 estimate = 0
-        items, _ = await self._client.list_all(info, namespace=namespace)
-        for item in items:
-            try:
-                await self._client.delete(info, item["metadata"]["name"], namespace=namespace,
-                                          propagation_policy="Background")  # fmt: skip
-            except ApiError as err:
-                if err.code not in (404, 405):
-                    raise
+        if not await self._delete_collection(info, namespace):
+            await self._delete_each_item(info, namespace)
         if "list" not in info.verbs:
             return estimate, 0, {}
         items, _ = await self._client.list_all(info, namespace=namespace)
@@ -248,6 +253,38 @@ class NamespaceController:
         raise _Remaining(
             f"unexpected items still remain in namespace: {namespace} for gvr: {_gvr(info)}", estimate, len(items)
         )
+
+    async def _delete_collection(self, info: ResourceInfo, namespace: str) -> bool:
+        """``deleteCollection``: one DELETECOLLECTION; ``False`` when the resource does not support it."""
+        if "deletecollection" not in info.verbs:
+            return False
+        try:
+            await self._client.delete_collection(info, namespace=namespace, propagation_policy="Background")
+        except ApiError as err:
+            if err.code in (404, 405):  # IsNotFound / IsMethodNotSupported: fall back to one by one
+                return False
+            raise
+        return True
+
+    async def _delete_each_item(self, info: ResourceInfo, namespace: str) -> None:
+        """``listCollection`` + ``deleteEachItem``, with up to ``item_workers`` deletes in flight."""
+        if "list" not in info.verbs:
+            return
+        items, _ = await self._client.list_all(info, namespace=namespace)
+        gate = asyncio.Semaphore(self.item_workers)
+
+        async def one(name: str) -> None:
+            async with gate:
+                try:
+                    await self._client.delete(info, name, namespace=namespace, propagation_policy="Background")
+                except ApiError as err:
+                    if err.code not in (404, 405):
+                        raise
+
+        outcomes = await asyncio.gather(*(one(str(i["metadata"]["name"])) for i in items), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _pod_grace_estimate(self, info: ResourceInfo, namespace: str) -> int:
         items, _ = await self._client.list_all(info, namespace=namespace)
