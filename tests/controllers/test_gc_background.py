@@ -94,8 +94,10 @@ async def test_an_owner_in_another_namespace_counts_as_absent_and_is_reported(cl
     assert events[0]["message"] == (
         f'ownerRef [v1/ConfigMap, namespace: ns, name: owner, uid: {uid}] does not exist in namespace "ns"'
     )
+    assert events[0]["source"] == {"component": "garbage-collector-controller"}
     await settle(gc, cluster)
     assert await cluster.exists(CONFIGMAPS, "owner", "other")
+    assert len(await warned()) == 1  # one Event per cause, however often the GC meets it
 
 
 async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_kind_is_never_collected(cluster: Cluster) -> None:

@@ -41,7 +41,6 @@ from typing import Any
 from kubeloop.api import (
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
-    ApiError,
     Clock,
     Conflict,
     NotFound,
@@ -49,7 +48,7 @@ from kubeloop.api import (
     SystemClock,
 )
 from kubeloop.client import Client
-from kubeloop.controllers._gc_events import EventRecorder
+from kubeloop.controllers._gc_events import GcEvents
 from kubeloop.controllers._gc_graph import Node, ObjectReference, OwnerGraph
 from kubeloop.controllers._gc_monitors import Monitors
 from kubeloop.runtime import Metrics, QueueShutDown, RateLimitingQueue, default_controller_rate_limiter
@@ -103,7 +102,7 @@ class GarbageCollector:
             name="garbage_collector_attempt_to_orphan", clock=self._clock, metrics=metrics,
             rate_limiter=default_controller_rate_limiter(clock=self._clock),
         )  # fmt: skip
-        self.events = EventRecorder(client, clock=self._clock, component="garbage-collector-controller")
+        self.events = GcEvents(client, clock=self._clock, component="garbage-collector-controller")
         self.graph = OwnerGraph(
             attempt_to_delete=self.attempt_to_delete.add,
             attempt_to_orphan=self.attempt_to_orphan.add,
@@ -385,10 +384,7 @@ class GarbageCollector:
 
     async def _report_cluster_scoped_dependent(self, node: Node, ref: dict[str, Any]) -> None:
         invalid = ObjectReference.of_owner(ref, "")
-        try:
-            await self.events.warn(
-                node.identity, "OwnerRefInvalidNamespace",
-                f'ownerRef {invalid} does not exist in namespace "{node.identity.namespace}"', dedup=invalid.uid,
-            )  # fmt: skip
-        except ApiError as err:
-            log.warning("garbage collector: cannot record event: %s", err.message)
+        await self.events.warn(
+            node.identity, "OwnerRefInvalidNamespace",
+            f'ownerRef {invalid} does not exist in namespace "{node.identity.namespace}"', dedup=invalid.uid,
+        )  # fmt: skip
