@@ -138,3 +138,17 @@ async def test_custom_resources_follow_the_same_directives(app: App, client: htt
     r = await client.patch(f"{WIDGETS}/w?fieldValidation=Strict", content=b'{"spec":{"nope":1}}',
                            headers={"content-type": "application/merge-patch+json"})
     assert r.status_code == 422 and r.json()["message"].endswith('unknown field "spec.nope"')
+
+
+async def test_apply_bodies_in_yaml_and_json_apply_the_same(client: httpx.AsyncClient) -> None:
+    # YAML 1.1 (sigs.k8s.io/yaml, as PyYAML) reads the key `on` as a boolean; YAMLToJSON writes it "true".
+    yaml_body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  port: '80'\n  on: 'yes'\n"
+    json_body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"j"},"data":{"port":"80","true":"yes"}}'
+    headers = {"content-type": "application/apply-patch+yaml"}
+    assert (await client.patch(f"{CM}/y?fieldManager=m", content=yaml_body, headers=headers)).status_code == 201
+    assert (await client.patch(f"{CM}/j?fieldManager=m", content=json_body, headers=headers)).status_code == 201
+    y, j = (await client.get(f"{CM}/y")).json(), (await client.get(f"{CM}/j")).json()
+    assert y["data"] == j["data"] == {"port": "80", "true": "yes"}
+    assert y["metadata"]["managedFields"][0]["fieldsV1"] == j["metadata"]["managedFields"][0]["fieldsV1"]
+    bad = await client.patch(f"{CM}/z?fieldManager=m", content=b"{not: [json", headers=headers)
+    assert (bad.status_code, bad.json()["reason"]) == (400, "BadRequest")

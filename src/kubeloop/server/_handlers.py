@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeloop.api import (
     BadRequest,
@@ -30,7 +29,7 @@ from kubeloop.server._field_validation import (
     unknown_field_texts,
     warning_headers,
 )
-from kubeloop.server._http import Request, Send, decode_json, send_bytes, send_json
+from kubeloop.server._http import Request, Send, decode_json, decode_yaml, send_bytes, send_json
 from kubeloop.server._list import ListResult, list_body, list_objects, served_value
 from kubeloop.server._managed import record_manager_hook
 from kubeloop.server._options import (
@@ -49,7 +48,6 @@ from kubeloop.server._watch import serve_watch
 __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # PyYAML's C loader when built
 _NOT_FOUND = "the server could not find the requested resource"
 
 
@@ -85,10 +83,7 @@ class ResourceHandlers:
                 raise BadRequest("Object 'Kind' is missing in ''")
             return decode_json(body)
         if media in ("application/yaml", "application/x-yaml"):
-            try:
-                return yaml.load(body.decode("utf-8"), Loader=_YAML_LOADER)
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
-                raise BadRequest(f"error converting YAML to JSON: {exc}") from None
+            return decode_yaml(body)
         decoder = self.decoders.get(media)
         if decoder is not None:
             return decoder(body, info)

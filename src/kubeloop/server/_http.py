@@ -196,6 +196,46 @@ async def send_error(send: Send, error: ApiError) -> None:
     await send_bytes(send, error.status_code, orjson.dumps(error.to_status()), headers=headers)
 
 
+_YAML_LOADER: Any = None
+
+
+def decode_yaml(body: bytes) -> Any:
+    """Parse a YAML body into JSON values, as sigs.k8s.io/yaml's YAMLToJSON does: non-string keys
+    (YAML 1.1 ``on``, ``yes``, ``1``) become their string form (``"true"``, ``"1"``), timestamps
+    become strings. Malformed input is a 400."""
+    global _YAML_LOADER
+    import yaml
+
+    if _YAML_LOADER is None:
+        _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return _jsonable(yaml.load(body.decode("utf-8"), Loader=_YAML_LOADER))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"error converting YAML to JSON: {exc}") from None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_key(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float)) or value is None:
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(_jsonable(key))
+
+
 def decode_json(body: bytes) -> Any:
     """Parse a JSON body; malformed input is a 400, as upstream's decoder reports it."""
     try:

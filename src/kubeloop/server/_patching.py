@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeloop.api import (
     BadRequest,
@@ -30,7 +29,7 @@ from kubeloop.server._field_validation import (
     undeclared_apply_fields,
     unknown_field_texts,
 )
-from kubeloop.server._http import decode_json
+from kubeloop.server._http import decode_json, decode_yaml
 from kubeloop.server._rest import WriteRequest, update_object
 from kubeloop.server._state import ServerState
 
@@ -43,9 +42,6 @@ APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC, APPLY, "application/apply-patch+cbor")
 
 
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _decode_apply(raw: bytes) -> dict[str, Any]:
     """An apply body: YAML, which kubectl fills with JSON; JSON takes the fast parser (same result)."""
     data: Any = None
@@ -55,10 +51,7 @@ def _decode_apply(raw: bytes) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             data = None
     if data is None:
-        try:
-            data = yaml.load(raw.decode("utf-8"), Loader=_YAML_LOADER)
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"error decoding YAML: {exc}") from None
+        data = decode_yaml(raw)
     if not isinstance(data, dict):
         raise BadRequest("apply patch must be a JSON or YAML object")
     return data
