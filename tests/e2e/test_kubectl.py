@@ -90,24 +90,46 @@ def test_delete_dry_run_server_keeps_the_object(cluster: Any, namespace: str, ku
     assert get(cluster, f"/api/v1/namespaces/{namespace}/configmaps/keep").status_code == 200
 
 
-@pytest.mark.parametrize(
-    ("cascade", "finalizer"), [("background", None), ("foreground", "foregroundDeletion"), ("orphan", "orphan")]
-)
-def test_delete_with_every_cascade_mode(
-    cluster: Any, namespace: str, kubectl: Any, cascade: str, finalizer: str | None
-) -> None:
-    name = f"web-{cascade}"
-    create(cluster, namespace, deployment(name))
-    out = kubectl("delete", "deployment", name, "-n", namespace, f"--cascade={cascade}", "--wait=false").stdout
-    assert f'deployment.apps "{name}" deleted' in out
-    r = get(cluster, f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
-    if finalizer is None:
-        assert r.status_code == 404
+def wait_until(check: Any, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("cascade", ["background", "foreground", "orphan"])
+def test_delete_with_every_cascade_mode(cluster: Any, namespace: str, kubectl: Any, cascade: str) -> None:
+    # ``kubeloop up`` runs the garbage collector, so each mode plays out to its end state.
+    owner = create(cluster, namespace, configmap(f"owner-{cascade}"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"owner-{cascade}", "uid": owner["metadata"]["uid"],
+           "blockOwnerDeletion": True}  # fmt: skip
+    dependent = configmap(f"dep-{cascade}")
+    dependent["metadata"]["ownerReferences"] = [ref]
+    if cascade == "foreground":
+        dependent["metadata"]["finalizers"] = ["example.com/hold"]  # keeps the dependent, hence the owner
+    create(cluster, namespace, dependent)
+    out = kubectl("delete", "configmap", f"owner-{cascade}", "-n", namespace, f"--cascade={cascade}", "--wait=false")
+    assert f'configmap "owner-{cascade}" deleted' in out.stdout
+
+    owner_path = f"/api/v1/namespaces/{namespace}/configmaps/owner-{cascade}"
+    dependent_path = f"/api/v1/namespaces/{namespace}/configmaps/dep-{cascade}"
+    if cascade == "background":
+        assert get(cluster, owner_path).status_code == 404  # gone at once; dependents follow
+        assert wait_until(lambda: get(cluster, dependent_path).status_code == 404), "dependent survived"
+    elif cascade == "foreground":
+        meta = get(cluster, owner_path).json()["metadata"]  # stays, deleting, until blocking dependents go
+        assert "deletionTimestamp" in meta and meta["finalizers"] == ["foregroundDeletion"]
+        kubectl("patch", "configmap", f"dep-{cascade}", "-n", namespace, "--type=json",
+                "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')  # fmt: skip
+        assert wait_until(lambda: get(cluster, owner_path).status_code == 404), "owner never went away"
+        assert get(cluster, dependent_path).status_code == 404
     else:
-        # Foreground and orphan deletes leave the object to the garbage collector, marked as upstream marks it.
-        meta = r.json()["metadata"]
-        assert "deletionTimestamp" in meta
-        assert finalizer in meta["finalizers"]
+        assert wait_until(lambda: get(cluster, owner_path).status_code == 404), "owner never went away"
+        orphan = get(cluster, dependent_path)
+        assert orphan.status_code == 200
+        assert not orphan.json()["metadata"].get("ownerReferences")
 
 
 def test_patch_with_strategic_merge_and_json_types(cluster: Any, namespace: str, kubectl: Any) -> None:
