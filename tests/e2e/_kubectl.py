@@ -97,13 +97,13 @@ def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
 
 
-def crd(group: str, *, plural: str = "widgets", kind: str = "Widget") -> dict[str, Any]:
+def crd(group: str, *, plural: str = "widgets", kind: str = "Widget", short: str = "wdg") -> dict[str, Any]:
     """A namespaced CRD with printer columns, a schema, status and scale subresources."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
         "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "shortNames": ["wdg"]},
+                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "shortNames": [short]},
                  "versions": [{
                      "name": "v1", "served": True, "storage": True,
                      "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",

@@ -27,20 +27,20 @@ def kc(cluster: Any, tmp_path: Path) -> Kubectl:
 
 
 @pytest.fixture(scope="module")
-def widgets(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def gadgets(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     kc = Kubectl(cluster, tmp_path_factory.mktemp("crd-home"))
-    kc("apply", "-f", kc.write("crd.yaml", crd(GROUP)))
-    kc("wait", "--for=condition=Established", f"crd/widgets.{GROUP}", "--timeout=30s")
+    kc("apply", "-f", kc.write("crd.yaml", crd(GROUP, plural="gadgets", kind="Gadget", short="gdg")))
+    kc("wait", "--for=condition=Established", f"crd/gadgets.{GROUP}", "--timeout=30s")
     yield GROUP
 
 
-def test_explain_prints_the_field_documentation(kc: Kubectl, widgets: str) -> None:
+def test_explain_prints_the_field_documentation(kc: Kubectl, gadgets: str) -> None:
     out = kc("explain", "deployment.spec.strategy").stdout
     assert "GROUP:      apps" in out and "KIND:       Deployment" in out and "VERSION:    v1" in out
     assert "FIELD: strategy <DeploymentStrategy>" in out
     assert "The deployment strategy to use to replace existing pods with new ones." in out
     assert "rollingUpdate\t<RollingUpdateDeployment>" in out and "type\t<string>" in out
-    custom = kc("explain", f"widgets.{widgets}.spec").stdout
+    custom = kc("explain", f"gadgets.{gadgets}.spec").stdout
     assert "What the widget should be." in custom and "How big the widget is." in custom
 
 
@@ -129,18 +129,18 @@ def test_get_all_namespaces_and_show_labels(kc: Kubectl, namespace: str) -> None
     assert ns_rows[1][-1] == f"kubernetes.io/metadata.name={namespace}"
 
 
-def test_custom_resources_print_their_additional_printer_columns(kc: Kubectl, namespace: str, widgets: str) -> None:
-    kc.post(f"/apis/{widgets}/v1/namespaces/{namespace}/widgets",
-            {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "big-one"},
+def test_custom_resources_print_their_additional_printer_columns(kc: Kubectl, namespace: str, gadgets: str) -> None:
+    kc.post(f"/apis/{gadgets}/v1/namespaces/{namespace}/gadgets",
+            {"apiVersion": f"{gadgets}/v1", "kind": "Gadget", "metadata": {"name": "big-one"},
              "spec": {"size": "big", "replicas": 3, "color": "red"}})
-    rows = table(kc("get", "wdg", "-n", namespace).stdout)
+    rows = table(kc("get", "gdg", "-n", namespace).stdout)
     assert rows[0] == ["NAME", "SIZE", "REPLICAS", "AGE"]
     assert rows[1][:3] == ["big-one", "big", "3"]
-    assert table(kc("get", "wdg", "-n", namespace, "-o", "wide").stdout)[0] == ["NAME", "SIZE", "REPLICAS", "AGE", "COLOR"]
+    assert table(kc("get", "gdg", "-n", namespace, "-o", "wide").stdout)[0] == ["NAME", "SIZE", "REPLICAS", "AGE", "COLOR"]
 
 
-def test_get_watch_prints_a_table_row_per_change(kc: Kubectl, namespace: str, widgets: str) -> None:
-    proc = subprocess.Popen(["kubectl", "get", f"widgets.{widgets}", "-n", namespace, "-w"], env=kc.env,
+def test_get_watch_prints_a_table_row_per_change(kc: Kubectl, namespace: str, gadgets: str) -> None:
+    proc = subprocess.Popen(["kubectl", "get", f"gadgets.{gadgets}", "-n", namespace, "-w"], env=kc.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
@@ -160,11 +160,11 @@ def test_get_watch_prints_a_table_row_per_change(kc: Kubectl, namespace: str, wi
 
     try:
         time.sleep(0.5)  # let kubectl list and start its watch
-        kc.post(f"/apis/{widgets}/v1/namespaces/{namespace}/widgets",
-                {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "watched"},
+        kc.post(f"/apis/{gadgets}/v1/namespaces/{namespace}/gadgets",
+                {"apiVersion": f"{gadgets}/v1", "kind": "Gadget", "metadata": {"name": "watched"},
                  "spec": {"size": "small", "replicas": 1}})
         assert next_row("watched")[:3] == ["watched", "small", "1"]
-        kc("scale", f"widgets.{widgets}/watched", "-n", namespace, "--replicas=4")
+        kc("scale", f"gadgets.{gadgets}/watched", "-n", namespace, "--replicas=4")
         assert next_row("watched")[:3] == ["watched", "small", "4"]
     finally:
         proc.kill()
@@ -174,15 +174,15 @@ def test_get_watch_prints_a_table_row_per_change(kc: Kubectl, namespace: str, wi
         proc.stderr.close()
 
 
-def test_api_resources_and_api_versions_list_what_is_served(kc: Kubectl, widgets: str) -> None:
+def test_api_resources_and_api_versions_list_what_is_served(kc: Kubectl, gadgets: str) -> None:
     rows = table(kc("api-resources").stdout)
     assert rows[0] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
     by_name = {r[0]: r for r in rows[1:]}
     assert by_name["deployments"] == ["deployments", "deploy", "apps/v1", "true", "Deployment"]
     assert by_name["namespaces"] == ["namespaces", "ns", "v1", "false", "Namespace"]
-    assert by_name["widgets"] == ["widgets", "wdg", f"{widgets}/v1", "true", "Widget"]
+    assert by_name["gadgets"] == ["gadgets", "gdg", f"{gadgets}/v1", "true", "Gadget"]
     versions = kc("api-versions").stdout.split()
-    for gv in ("v1", "apps/v1", "coordination.k8s.io/v1", "policy/v1", f"{widgets}/v1",
+    for gv in ("v1", "apps/v1", "coordination.k8s.io/v1", "policy/v1", f"{gadgets}/v1",
                "apiextensions.k8s.io/v1", "rbac.authorization.k8s.io/v1"):
         assert gv in versions
 
@@ -220,14 +220,14 @@ def test_describe_every_builtin_kind_lists_its_events(
         assert "Normal  Marker" in out and f"marker for {kind} {name}" in out
 
 
-def test_describe_a_custom_resource_lists_its_events(kc: Kubectl, namespace: str, widgets: str) -> None:
-    created = kc.post(f"/apis/{widgets}/v1/namespaces/{namespace}/widgets",
-                      {"apiVersion": f"{widgets}/v1", "kind": "Widget", "metadata": {"name": "described"},
+def test_describe_a_custom_resource_lists_its_events(kc: Kubectl, namespace: str, gadgets: str) -> None:
+    created = kc.post(f"/apis/{gadgets}/v1/namespaces/{namespace}/gadgets",
+                      {"apiVersion": f"{gadgets}/v1", "kind": "Gadget", "metadata": {"name": "described"},
                        "spec": {"size": "tiny"}})
-    _record_event(kc, created, f"{widgets}/v1", "Widget")
-    out = kc("describe", f"widgets.{widgets}", "described", "-n", namespace).stdout
+    _record_event(kc, created, f"{gadgets}/v1", "Gadget")
+    out = kc("describe", f"gadgets.{gadgets}", "described", "-n", namespace).stdout
     assert "Size:  tiny" in out
-    assert "marker for Widget described" in out
+    assert "marker for Gadget described" in out
 
 
 def _collection(api_version: str, resource: str, namespace: str) -> str:
