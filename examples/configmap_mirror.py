@@ -6,10 +6,11 @@ labelled ConfigMap it keeps a Secret of the same name and namespace, **owned** b
 
 What the runtime gives it for free, and where each defensive pattern sits:
 
-* level-based reconcile of a ``Request`` (namespace/name), reading the ConfigMap from the shared
-  informer's cache and the Secret from the server: never the event that woke it;
-* ``create_or_update``: creates the Secret, updates it with the live ``resourceVersion`` (409 on a
-  race, retried by the queue with backoff), and **writes nothing** when nothing changed;
+* level-based reconcile of a ``Request`` (namespace/name), reading the ConfigMap and the Secret
+  from the shared informers' caches (as controller-runtime's cache-backed client does): never the
+  event that woke it;
+* ``create_or_update``: creates the Secret, updates it with the ``resourceVersion`` it read (409 when
+  that was stale, retried by the queue with backoff), and **writes nothing** when nothing changed;
 * ``set_controller_reference``: the Secret is garbage-collected with its ConfigMap, and a Secret
   that another controller owns is never adopted (a terminal error, not an endless retry);
 * ``owns(SECRETS)``: someone editing or deleting the Secret wakes the owner's reconcile, which puts
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -76,9 +78,10 @@ def labelled_now_or_before(event: Event) -> bool:
 class ConfigMapMirror:
     """The reconciler: one async method, safe to run any number of times."""
 
-    def __init__(self, client: Client, configmaps: Cache) -> None:
+    def __init__(self, client: Client, configmaps: Cache, secrets: Cache) -> None:
         self.client = client
         self.configmaps = configmaps
+        self.secrets = secrets
 
     async def reconcile(self, request: Request) -> None:
         configmap = self.configmaps.get(f"{request.namespace}/{request.name}")
@@ -95,7 +98,9 @@ class ConfigMapMirror:
 
         wanted = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": request.name, "namespace": request.namespace}}
         try:
-            _, result = await create_or_update(self.client, SECRETS, wanted, mutate, field_manager=FIELD_MANAGER)
+            _, result = await create_or_update(
+                self.client, SECRETS, wanted, mutate, field_manager=FIELD_MANAGER, cache=self.secrets
+            )
         except AlreadyOwnedError as err:
             raise PermanentError(f"secret {request} belongs to someone else: {err}") from None
         if result != "unchanged":
@@ -103,20 +108,24 @@ class ConfigMapMirror:
 
     async def _remove_mirror(self, configmap: Mapping[str, Any]) -> None:
         meta = configmap["metadata"]
-        try:
-            secret = await self.client.get(SECRETS, meta["name"], namespace=meta["namespace"])
-        except NotFound:
+        secret = self.secrets.get_by_name(meta["name"], meta["namespace"])
+        if secret is None:
             return
         owners = secret["metadata"].get("ownerReferences") or []
         if any(o.get("controller") and o.get("uid") == meta["uid"] for o in owners):
             uid = secret["metadata"]["uid"]
-            await self.client.delete(SECRETS, meta["name"], namespace=meta["namespace"], preconditions={"uid": uid})
+            with contextlib.suppress(NotFound):
+                await self.client.delete(
+                    SECRETS, meta["name"], namespace=meta["namespace"], preconditions={"uid": uid}
+                )
             log.info("secret %s/%s deleted: the label was removed", meta["namespace"], meta["name"])
 
 
 def setup(manager: Manager, *, max_concurrent_reconciles: int = 4) -> Controller:
     """Register the controller with a manager; the manager shares informers, clock and metrics."""
-    mirror = ConfigMapMirror(manager.client, manager.informer(CONFIGMAPS).cache)
+    mirror = ConfigMapMirror(
+        manager.client, manager.informer(CONFIGMAPS).cache, manager.informer(SECRETS).cache
+    )
     return (
         Builder(manager)
         .named("configmap-mirror")
@@ -131,12 +140,13 @@ async def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, in-cluster, ~/.kube/config")
     parser.add_argument("--no-leader-election", action="store_true")
+    parser.add_argument("--namespace", default="", help="watch only this namespace (default: all)")
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     async with Client.from_kubeconfig(args.kubeconfig) as client:
         election = None if args.no_leader_election else LeaderElectionOptions("configmap-mirror")
-        manager = Manager(client, leader_election=election)
+        manager = Manager(client, namespace=args.namespace, leader_election=election)
         setup(manager, max_concurrent_reconciles=args.workers)
         await manager.run_until_signalled()
 

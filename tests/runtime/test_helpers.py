@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import Conflict, KindRegistry, ResourceInfo
+from kubeloop.api import AlreadyExists, Conflict, KindRegistry, ResourceInfo
 from kubeloop.client import Client
 from kubeloop.runtime import (
     AlreadyOwnedError,
+    Cache,
     OperationResult,
     StatusWriter,
     add_finalizer,
@@ -188,6 +189,30 @@ async def test_create_or_update_loses_a_race_with_a_conflict_not_a_silent_overwr
         await create_or_update(client, CONFIGMAPS, {"metadata": {"name": "cfg", "namespace": "ns"}}, racing)
     live = await client.get(CONFIGMAPS, "cfg", namespace="ns")
     assert live["data"] == {"key": "0", "other": "x"}
+
+
+async def test_create_or_update_from_a_cache_reads_nothing_from_the_server_and_fails_safe_when_stale(
+    client: FlakyClient,
+) -> None:
+    cache = Cache()
+    skeleton = {"metadata": {"name": "cfg", "namespace": "ns"}}
+    created, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("1"), cache=cache)
+    assert result is OperationResult.CREATED
+    # The cache has not seen the create yet: a second create is refused by the server, not duplicated.
+    with pytest.raises(AlreadyExists):
+        await create_or_update(client, CONFIGMAPS, skeleton, set_data("1"), cache=cache)
+    cache.upsert(created)
+    writes = len(client.writes)
+    client.down = True  # no request is needed to find that nothing changed
+    _, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("1"), cache=cache)
+    client.down = False
+    assert result is OperationResult.UNCHANGED and len(client.writes) == writes
+    await client.patch(CONFIGMAPS, "cfg", {"data": {"key": "other"}}, namespace="ns")  # the cache lags
+    with pytest.raises(Conflict):
+        await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"), cache=cache)
+    cache.upsert(await client.get(CONFIGMAPS, "cfg", namespace="ns"))
+    updated, result = await create_or_update(client, CONFIGMAPS, skeleton, set_data("2"), cache=cache)
+    assert result is OperationResult.UPDATED and updated["data"] == {"key": "2"}
 
 
 async def test_mutate_may_not_rename_the_object(client: Client) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import ssl
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
@@ -56,6 +57,13 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 USER_AGENT = "kubeloop/0.1.0"
 DEFAULT_TIMEOUT = 30.0
+# HTTP/1.1 needs a connection per request in flight. httpx keeps only 20 idle by default, so a
+# controller with more concurrent requests than that would close and re-handshake TLS connections
+# all the time; keep as many idle as may be open. Watches hold one each, hence the headroom.
+LIMITS = httpx.Limits(max_connections=128, max_keepalive_connections=128, keepalive_expiry=30.0)
+# Decoding a large list allocates millions of small dicts; the cyclic GC would scan them again and
+# again while they are built (they cannot form cycles), which can double the decode time.
+LARGE_BODY = 1 << 20
 _TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ssl.SSLError, OSError)
 
 
@@ -83,7 +91,7 @@ class Client:
         conn = load_kubeconfig(path, context=context, clock=clock)
         http = httpx.AsyncClient(
             base_url=conn.server, verify=conn.verify, auth=conn.auth, timeout=DEFAULT_TIMEOUT,
-            headers=_headers(), trust_env=False,
+            headers=_headers(), trust_env=False, limits=LIMITS,
         )
         return cls(http, default_namespace=conn.namespace, clock=clock)
 
@@ -121,7 +129,7 @@ class Client:
             raise ConfigError(f"cannot load CA file {ca_file}: {exc}") from None
         http = httpx.AsyncClient(
             base_url=url.rstrip("/"), verify=context, auth=BearerToken(token) if token else None,
-            timeout=DEFAULT_TIMEOUT, headers=_headers(), trust_env=False,
+            timeout=DEFAULT_TIMEOUT, headers=_headers(), trust_env=False, limits=LIMITS,
         )
         return cls(http, default_namespace=default_namespace, clock=clock)
 
@@ -418,7 +426,7 @@ class Client:
     ) -> dict[str, Any]:
         response = await self._send(method, path, params=params, body=body, content_type=content_type)
         try:
-            data = orjson.loads(response.content) if response.content else {}
+            data = _loads(response.content) if response.content else {}
         except orjson.JSONDecodeError:
             raise ApiError(
                 f"{method} {path}: the server answered {response.status_code} with a body that is not JSON",
@@ -462,6 +470,16 @@ class Client:
                 await self._clock.sleep(retry_after)
                 continue
             raise _error(response.status_code, raw, retry_after)
+
+
+def _loads(raw: bytes) -> Any:
+    if len(raw) < LARGE_BODY or not gc.isenabled():
+        return orjson.loads(raw)
+    gc.disable()
+    try:
+        return orjson.loads(raw)
+    finally:
+        gc.enable()
 
 
 def _headers() -> dict[str, str]:
