@@ -132,9 +132,31 @@ async def test_a_failing_exec_plugin_is_a_config_error(tls_server: str, pki: Pki
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
                      "args": ["-c", "import sys; sys.exit(3)"]}}
     conf = kubeconfig(tls_server, cluster={"certificate-authority": str(pki.ca_cert)}, user=user)
+    with pytest.raises(ConfigError, match="exited with 3"):  # run at load: it may hand out a certificate
+        Client.from_kubeconfig(str(write(tmp_path / "config", conf)))
+    user["client-certificate"], user["client-key"] = str(pki.client_cert), str(pki.client_key)
+    conf = kubeconfig(tls_server, cluster={"certificate-authority": str(pki.ca_cert)}, user=user)
     async with Client.from_kubeconfig(str(write(tmp_path / "config", conf))) as client:
-        with pytest.raises(ConfigError, match="exited with 3"):
+        with pytest.raises(ConfigError, match="exited with 3"):  # a token plugin runs at first use
             await client.get(CM, "a")
+
+
+async def test_an_exec_plugin_may_hand_out_a_client_certificate_instead_of_a_token(
+    tls_server: str, pki: Pki, tmp_path: Path
+) -> None:
+    status = {"clientCertificateData": pki.client_cert.read_text(), "clientKeyData": pki.client_key.read_text()}
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "import json\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+        f"'status': {status!r}}}))\n"
+    )
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+                     "args": [str(plugin)], "interactiveMode": "Never"}}
+    conf = kubeconfig(tls_server, cluster={"certificate-authority": str(pki.ca_cert)}, user=user)
+    async with Client.from_kubeconfig(str(write(tmp_path / "config", conf))) as client:
+        got = await client.get(CM, "a")
+    assert got["cn"] == ["alice"] and got["auth"] == ""  # the server required and saw the certificate
 
 
 async def test_a_rejected_token_is_unauthorized(tls_server: str, pki: Pki, tmp_path: Path) -> None:

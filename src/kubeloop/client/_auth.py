@@ -6,8 +6,12 @@
   caches the file for one minute).
 * :class:`ExecCredential`: runs the kubeconfig ``exec`` plugin (``client.authentication.k8s.io``
   ``v1`` or ``v1beta1``), caches the token until ``status.expirationTimestamp``, and runs the
-  plugin again after a 401 (client-go ``plugin/pkg/client/auth/exec/exec.go``). A plugin that
-  fails or prints something other than an ``ExecCredential`` with a token raises ``ConfigError``.
+  plugin again after a 401 (client-go ``plugin/pkg/client/auth/exec/exec.go``). A plugin may
+  answer with a client certificate (``status.clientCertificateData`` and ``clientKeyData``, PEM)
+  instead of, or besides, a token: :meth:`ExecCredential.prime` runs it once when the kubeconfig is
+  loaded so the certificate can go into the TLS context (it is not rotated while the client lives;
+  client-go rebuilds its transport instead). A plugin that fails or prints something other than an
+  ``ExecCredential`` with a token or a certificate and key raises ``ConfigError``.
 
 Time is read from an injected :class:`~kubeloop.api.Clock`.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from collections.abc import AsyncGenerator, Generator, Sequence
 from pathlib import Path
 
@@ -90,19 +95,28 @@ class ExecCredential(httpx.Auth):
         self._token: str | None = None
         self._expires_at: float | None = None
         self._lock: asyncio.Lock | None = None
+        self.client_certificate: tuple[bytes, bytes] | None = None  # (PEM certificate, PEM key)
 
     def _valid(self) -> bool:
         if self._token is None:
-            return False
+            return self.client_certificate is not None and (
+                self._expires_at is None or self._clock.now() < self._expires_at
+            )
         return self._expires_at is None or self._clock.now() < self._expires_at
 
     def _parse(self, output: bytes) -> None:
         try:
             cred = json.loads(output)
             status = cred["status"]
-            token = status["token"]
-        except (ValueError, KeyError, TypeError):
-            raise ConfigError(f"exec plugin {self._argv[0]} did not print an ExecCredential with status.token") from None
+            token = status.get("token")
+            cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+            if not token and not (cert and key):
+                raise KeyError("token")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ConfigError(
+                f"exec plugin {self._argv[0]} did not print an ExecCredential with status.token "
+                "or status.clientCertificateData and clientKeyData"
+            ) from None
         if cred.get("apiVersion") != self._api_version or cred.get("kind") != "ExecCredential":
             raise ConfigError(
                 f"exec plugin {self._argv[0]} returned {cred.get('apiVersion')}/{cred.get('kind')}, "
@@ -113,7 +127,9 @@ class ExecCredential(httpx.Auth):
             self._expires_at = parse_time(expiry) if expiry else None
         except ValueError:
             raise ConfigError(f"exec plugin {self._argv[0]}: bad expirationTimestamp {expiry!r}") from None
-        self._token = str(token)
+        self._token = str(token) if token else None
+        if cert and key:
+            self.client_certificate = (str(cert).encode(), str(key).encode())
 
     def _exec_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -141,24 +157,41 @@ class ExecCredential(httpx.Auth):
             )
         self._parse(out)
 
-    async def _token_now(self, *, force: bool = False) -> str:
+    def prime(self) -> None:
+        """Run the plugin now, synchronously (at kubeconfig load), to learn a client certificate."""
+        try:
+            done = subprocess.run(
+                self._argv, env=self._exec_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=60, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ConfigError(f"exec plugin {self._argv[0]}: {exc}") from None
+        if done.returncode != 0:
+            raise ConfigError(
+                f"exec plugin {self._argv[0]} exited with {done.returncode}: "
+                f"{done.stderr.decode(errors='replace').strip()}"
+            )
+        self._parse(done.stdout)
+
+    async def _token_now(self, *, force: bool = False) -> str | None:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             if force or not self._valid():
                 self._token = None
                 await self._refresh()
-            assert self._token is not None
             return self._token
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         sent = await self._token_now()
-        request.headers["Authorization"] = f"Bearer {sent}"
+        if sent is not None:
+            request.headers["Authorization"] = f"Bearer {sent}"
         response = yield request
-        if response.status_code == 401:
+        if response.status_code == 401 and sent is not None:
             # Only re-run the plugin if nobody refreshed the token meanwhile.
             token = await self._token_now(force=self._token == sent)
-            request.headers["Authorization"] = f"Bearer {token}"
+            if token is not None:
+                request.headers["Authorization"] = f"Bearer {token}"
             yield request
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:

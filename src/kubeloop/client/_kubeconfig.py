@@ -10,7 +10,9 @@ imported lazily so ``import kubeloop.client`` stays cheap); this module adds wha
 * The TLS context: CA from ``certificate-authority`` (file) or ``certificate-authority-data``
   (inline, base64), client certificate and key from files or inline data, or
   ``insecure-skip-tls-verify``. Inline keys never stay on disk.
-* Credentials for httpx: ``token``, ``tokenFile``, ``exec`` plugins (``_auth``), basic auth.
+* Credentials for httpx: ``token``, ``tokenFile``, ``exec`` plugins (``_auth``), basic auth. An
+  ``exec`` plugin for a user without a client certificate in the kubeconfig is run once at load:
+  if it answers with ``clientCertificateData``/``clientKeyData``, they go into the TLS context.
 
 Lookup order without an explicit path (controller-runtime ``config.GetConfig``): ``$KUBECONFIG``,
 then the in-cluster service account, then ``~/.kube/config``. Every failure is a ``ConfigError``.
@@ -139,6 +141,19 @@ def _ssl_context(cluster: Any, user: Any) -> ssl.SSLContext:
     return ctx
 
 
+def _has_client_cert(user: Any) -> bool:
+    return bool(user is not None and (user.client_cert or user.client_cert_data))
+
+
+def _load_pem_pair(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    with tempfile.TemporaryDirectory(prefix="kubeloop-tls-") as tmp:
+        cert_path, key_path = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        for path, data in ((cert_path, cert), (key_path, key)):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+                f.write(data)
+        ctx.load_cert_chain(cert_path, key_path)
+
+
 def _load_client_cert(ctx: ssl.SSLContext, user: Any) -> None:
     cert: bytes | None = _b64(user.client_cert_data, "client-certificate-data") if user.client_cert_data else None
     key: bytes | None = _b64(user.client_key_data, "client-key-data") if user.client_key_data else None
@@ -197,6 +212,13 @@ def connection_from_dict(conf: dict[str, Any], *, context: str | None = None, cl
     scheme = cluster.server.split("://", 1)[0].lower()
     verify: ssl.SSLContext | bool = _ssl_context(cluster, user) if scheme == "https" else False
     auth = _auth(user, clock=clock, base_dir=_exec_base_dir(conf, single.context.user))
+    if isinstance(auth, ExecCredential) and isinstance(verify, ssl.SSLContext) and not _has_client_cert(user):
+        auth.prime()  # the plugin may hand out a client certificate, which must be in the TLS context
+        if auth.client_certificate is not None:
+            try:
+                _load_pem_pair(verify, *auth.client_certificate)
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                raise ConfigError(f"exec plugin client certificate cannot be used: {exc}") from None
     return ClusterConnection(
         server=cluster.server.rstrip("/"),
         namespace=single.namespace,
