@@ -7,7 +7,10 @@
    anything during the measurement.
 2. Times ``kubeloop.guard.preview_delete`` of the namespace (discovery, cluster-wide lists, graph).
 3. Deletes the namespace and times until the namespace itself is gone (GET 404): every object is
-   then removed; objects removed per second = (OBJECTS + 1) / that time.
+   then removed; objects removed per second = (OBJECTS + 1) / that time. That time includes the
+   namespace controller's fixed 5 s wait before it starts (upstream ``namespaceDeletionGracePeriod``),
+   so the rate is also given from the first object removed (seen by a watch opened before the
+   delete) to the namespace gone: the speed of the removal itself.
 4. Raw store deletes per second in the same run: a fresh ``SqliteStore`` in this process holding
    OBJECTS keys of the same size, deleted by 64 concurrent tasks (group commit, durable).
    The figure is (3) divided by (4); goal >= 0.3.
@@ -100,6 +103,8 @@ async def measure(url_kubeconfig: Path, objects: int) -> dict[str, float]:
         impact = await preview_delete(client, "namespaces", "bench")
         preview_s = time.perf_counter() - start
         predicted = len(impact.deleted)
+        rv = (await client.list(CONFIGMAPS, namespace="bench", limit=1))["metadata"]["resourceVersion"]
+        first_removal = asyncio.create_task(first_deleted(client, rv))
         start = time.perf_counter()
         await client.delete(NAMESPACES, "bench", propagation_policy="Background")
         while True:
@@ -108,11 +113,23 @@ async def measure(url_kubeconfig: Path, objects: int) -> dict[str, float]:
             except NotFound:
                 break
             await asyncio.sleep(0.05)
-        delete_s = time.perf_counter() - start
+        end = time.perf_counter()
+        removing_s = end - await first_removal
+        delete_s = end - start
     raw = await raw_store_deletes(made)
     removed_per_s = (made + 1) / delete_s
+    removing_per_s = (made + 1) / removing_s
     return {"objects": made, "fill_s": fill_s, "preview_s": preview_s, "predicted": predicted,
-            "delete_s": delete_s, "removed_per_s": removed_per_s, "raw_per_s": raw, "ratio": removed_per_s / raw}
+            "delete_s": delete_s, "removed_per_s": removed_per_s, "raw_per_s": raw, "ratio": removed_per_s / raw,
+            "removing_s": removing_s, "removing_per_s": removing_per_s, "removing_ratio": removing_per_s / raw}
+
+
+async def first_deleted(client: Any, resource_version: str) -> float:
+    """When the first object of the namespace disappears (a watch from before the delete)."""
+    async for event in client.watch(CONFIGMAPS, namespace="bench", resource_version=resource_version):
+        if event.type == "DELETED":
+            return time.perf_counter()
+    raise RuntimeError("the watch ended before any object was deleted")
 
 
 def main() -> None:
@@ -138,6 +155,9 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- |")
     print(f"| namespace delete, {r['objects']:,.0f} objects | {r['removed_per_s']:,.0f} objects/s "
           f"({r['delete_s']:.1f} s) | {r['raw_per_s']:,.0f} raw store deletes/s | **{r['ratio']:.2f}** | >= 0.3 |")
+    print(f"| same, from the first object removed | {r['removing_per_s']:,.0f} objects/s "
+          f"({r['removing_s']:.1f} s) | {r['raw_per_s']:,.0f} raw store deletes/s | **{r['removing_ratio']:.2f}** "
+          "| >= 0.3 |")
     print(f"| preview of the same namespace | {r['preview_s']:.2f} s ({r['predicted']:,.0f} objects predicted) "
           "| — | — | — |")
 

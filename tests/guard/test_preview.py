@@ -206,3 +206,28 @@ async def test_namespace_preview_lists_all_content_and_cluster_scoped_dependents
     parents = {e.ref.name: e.parent for e in impact.deleted}
     uid = {e.ref.name: e.ref.uid for e in impact.deleted}
     assert parents["settings"] == uid["prod"] and parents["web-1"] == uid["web"]
+
+
+async def test_pods_on_nodes_warn_that_their_grace_period_delays_the_delete(cluster: Cluster) -> None:
+    # Pod strategy CheckGracefulDelete: a scheduled, running pod stays Terminating for its
+    # terminationGracePeriodSeconds (default 30); unscheduled or finished pods go at once.
+    dep = await cluster.make(DEPLOYMENTS, "web")
+    rs = await cluster.make(REPLICASETS, "web-1", owners=[owner_ref(dep)])
+    spec = {"containers": [{"name": "c", "image": "nginx"}]}
+    await cluster.make(PODS, "slow", owners=[owner_ref(rs)], spec={**spec, "nodeName": "n1",
+                                                                   "terminationGracePeriodSeconds": 45})
+    await cluster.make(PODS, "default", owners=[owner_ref(rs)], spec={**spec, "nodeName": "n1"})
+    await cluster.make(PODS, "unscheduled", owners=[owner_ref(rs)], spec=spec)
+    await cluster.make(PODS, "quick", owners=[owner_ref(rs)], spec={**spec, "nodeName": "n1",
+                                                                    "terminationGracePeriodSeconds": 0})
+
+    impact = await preview_delete(cluster.client, "deploy", "web", namespace="prod")
+
+    graceful = [w for w in impact.warnings if "terminate gracefully" in w]
+    assert len(graceful) == 1 and graceful[0].startswith("2 pod(s)") and "up to 45 s" in graceful[0]
+
+
+async def test_no_grace_period_warning_without_graceful_pods(cluster: Cluster) -> None:
+    await cluster.deployment_chain()
+    impact = await preview_delete(cluster.client, "deploy", "web", namespace="prod")
+    assert not [w for w in impact.warnings if "terminate gracefully" in w]

@@ -186,8 +186,28 @@ def compute_impact(
                     "refused for them, confirming this plan approves them")
     if entries[0].being_deleted:
         warn.append(f"{entries[0].ref.display_ns} is already being deleted")
+    graceful = [g for g in (_grace_period(graph.by_uid[e.ref.uid]) for e in entries if not e.being_deleted) if g]
+    if graceful:
+        warn.append(f"{len(graceful)} pod(s) terminate gracefully: each stays Terminating for up to its "
+                    f"terminationGracePeriodSeconds (up to {max(graceful)} s here) until its kubelet confirms it "
+                    "stopped, so the delete finishes that much later")
     return Impact(target=entries[0].ref, cascade=cascade, deleted=tuple(entries), orphaned=tuple(orphaned),
                   surviving=tuple(surviving), finalizers=tuple(notes), data=tuple(data), warnings=tuple(warn))
+
+
+def _grace_period(item: Listed) -> int:
+    """Seconds a DELETE leaves this pod Terminating (pod strategy CheckGracefulDelete); 0 if not a pod.
+
+    Unscheduled pods and pods that already finished are removed at once; the others wait for
+    ``terminationGracePeriodSeconds`` (default 30).
+    """
+    if item.info.group != "" or item.info.plural != "pods":
+        return 0
+    spec = item.obj.get("spec") or {}
+    if not spec.get("nodeName") or (item.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    grace = spec.get("terminationGracePeriodSeconds")
+    return grace if isinstance(grace, int) else 30
 
 
 def _finalizer_notes(graph: _Cascade, entries: list[Entry], *, cascade: str, is_namespace: bool) -> list[FinalizerNote]:
