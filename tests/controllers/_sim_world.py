@@ -19,7 +19,12 @@ from typing import Any
 
 from kubeloop.api import ApiError, NotFound, ResourceInfo
 from kubeloop.client import Client
-from kubeloop.controllers import SimulatedCluster, SimulationOptions, add_simulated_cluster
+from kubeloop.controllers import (
+    SimulatedCluster,
+    SimulationOptions,
+    add_builtin_controllers,
+    add_simulated_cluster,
+)
 from kubeloop.controllers._scheduler_resources import NODES, PDBS, PODS, PVCS, PVS, builtin
 from kubeloop.runtime import Manager, Request
 from kubeloop.server import create_app
@@ -111,7 +116,11 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def open_world(tmp_path: Path, options: SimulationOptions | None = None) -> AsyncIterator[World]:
+async def open_world(
+    tmp_path: Path, options: SimulationOptions | None = None, *, workloads: bool = False
+) -> AsyncIterator[World]:
+    """The simulated cluster; ``workloads`` adds the ReplicaSet, Deployment and StatefulSet controllers
+    through the built-in registry (as ``kubeloop controller-manager`` does)."""
     clock = FakeClock()
     store = await SqliteStore.open(tmp_path / "kubeloop.db")
     app = create_app(store=store, clock=clock, rng=random.Random(7))
@@ -120,6 +129,8 @@ async def open_world(tmp_path: Path, options: SimulationOptions | None = None) -
     ctl = InterceptedClient(Client.from_asgi(app, clock=clock))
     manager = Manager(ctl, clock=clock, rng=random.Random(3))
     sim = add_simulated_cluster(manager, options)
+    if workloads:
+        add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset"])
     world = World(client, ctl, clock, manager, sim)
     with contextlib.suppress(ApiError):
         await client.create(NAMESPACES, {"metadata": {"name": NS}})
@@ -132,6 +143,8 @@ async def open_world(tmp_path: Path, options: SimulationOptions | None = None) -
             return len(nodes) >= count and all(condition(n, "Ready").get("status") for n in nodes)
 
         await world.eventually(registered)
+        for controller in manager.controllers.values():
+            await asyncio.wait_for(controller.synced.wait(), 10)
         yield world
     finally:
         for task in world.tasks:

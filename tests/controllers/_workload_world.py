@@ -198,6 +198,7 @@ async def open_world(
     for name in controllers:
         ctrl = _factory(name)(ctl, manager.informers, clock=clock, metrics=manager.metrics)
         manager.add_controller(ctrl.controller)
+        manager.add(ctrl.events, needs_leader_election=False)
         world.controllers[name] = ctrl
     task = asyncio.create_task(manager.run())
     try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import TooManyRequests
+from kubeloop.api import NotFound, ResourceInfo, TooManyRequests
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import builtin
 
@@ -105,3 +105,48 @@ async def test_eviction_respects_the_budget_and_the_controller_restores_it(tmp_p
         await world.advance(5)  # web-1 goes away after its grace period; a replacement arrives
         await _ready_pods(world, "web-4")
         await _status(world, lambda s: s.get("disruptionsAllowed") == 1 and "disruptedPods" not in s)
+
+
+CRDS = builtin("apiextensions.k8s.io", "customresourcedefinitions")
+
+
+async def test_max_unavailable_uses_the_scale_subresource_of_a_custom_controller(tmp_path: Path) -> None:
+    # getScaleController: pods owned by a custom resource count its /scale spec.replicas.
+    async with open_world(tmp_path, SimulationOptions(nodes=1)) as world:
+        await world.client.create(CRDS, {
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "webapps.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "webapps", "singular": "webapp", "kind": "WebApp", "listKind": "WebAppList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}},
+                                   "subresources": {"scale": {"specReplicasPath": ".spec.replicas",
+                                                              "statusReplicasPath": ".status.replicas"}}}]},
+        })  # fmt: skip
+        webapps = ResourceInfo("example.com", "v1", "WebApp", "webapps", "webapp", True)
+
+        async def served() -> dict[str, Any]:
+            try:
+                return await world.client.create(webapps, {"apiVersion": "example.com/v1", "kind": "WebApp",
+                                                           "metadata": {"name": "web"}, "spec": {"replicas": 5}},
+                                                 namespace="ns")  # fmt: skip
+            except NotFound:
+                return {}
+
+        app = await world.eventually(served)
+        owner = {"apiVersion": "example.com/v1", "kind": "WebApp", "name": "web", "uid": app["metadata"]["uid"],
+                 "controller": True}
+        for name in ("web-1", "web-2", "web-3", "web-4"):
+            body = pod(name)
+            body["metadata"]["ownerReferences"] = [owner]
+            await world.create(PODS, body)
+        await world.create(PDBS, pdb(maxUnavailable=1))
+        status = (await _status(world, lambda s: s.get("currentHealthy") == 4))["status"]
+        # 5 expected from the custom resource's scale; 1 may be unavailable -> 4 desired; 4 healthy.
+        assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (5, 4, 0)
+        await world.client.patch(webapps, "web", {"spec": {"replicas": 4}}, namespace="ns")
+        # Upstream watches no scale controllers: a budget sees the new scale on its next sync.
+        await world.create(PDBS, pdb("web-2", maxUnavailable=1))
+        status = (await _status(world, lambda s: s.get("expectedPods") == 4, "web-2"))["status"]
+        assert (status["desiredHealthy"], status["disruptionsAllowed"]) == (3, 1)

@@ -166,7 +166,7 @@ async def test_failed_creates_stop_the_slow_start_and_set_replica_failure(tmp_pa
         await world.eventually(failed)
         await world.settle()
         # Slow start: the first batch is one pod, and a failing batch ends the sync.
-        creates = world.ctl.count(verb="create", ok_only=False)
+        creates = world.ctl.count(verb="create", resource="pods", ok_only=False)
         assert 1 <= creates <= 3
         quota.enabled = False
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubeloop.controllers import SimulationOptions
 
-from ._sim_world import NODES, PODS, World, condition, open_world, pod
+from ._sim_world import NODES, PODS, PVCS, World, condition, open_world, pod
 
 
 async def _bound(world: World, name: str) -> str:
@@ -102,3 +102,21 @@ async def test_unschedulable_condition_is_written_once(tmp_path: Path) -> None:
         assert await world.quiet_writes() == 0
         after = await world.get(PODS, "huge")
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_a_pod_waits_for_its_claim_and_is_bound_once_the_claim_is(tmp_path: Path) -> None:
+    # VolumeBinding PreFilter: no node is tried while a claim is missing or unbound (Immediate mode).
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.create(PODS, pod("web", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]))
+
+        async def waiting() -> str:
+            return str(condition(await world.get(PODS, "web"), "PodScheduled").get("message") or "")
+
+        message = await world.eventually(waiting)
+        assert message.startswith('0/2 nodes are available: persistentvolumeclaim "data" not found.')
+        assert not (await world.get(PODS, "web"))["spec"].get("nodeName")
+        await world.create(PVCS, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                                  "spec": {"accessModes": ["ReadWriteOnce"],
+                                           "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
+        assert (await _bound(world, "web")).startswith("kubeloop-node-")
+        assert (await world.get(PVCS, "data"))["status"]["phase"] == "Bound"

@@ -167,3 +167,34 @@ async def _finished(world: World) -> dict[str, Any] | None:
     images = {p["spec"]["containers"][0]["image"] for p in await world.pods(app="db")}
     return status if images == {"nginx:1.26"} and status["currentRevision"] == status["updateRevision"] else None
 
+
+
+async def test_a_matching_orphan_pod_is_adopted_as_soon_as_it_appears(tmp_path: Path) -> None:
+    # addPod: an orphan wakes every set whose selector matches it (no resync needed).
+    async with open_world(tmp_path, "statefulset") as world:
+        await world.client.create(STATEFULSETS, statefulset(replicas=1))
+        await world.eventually(lambda: _names_are(world, ["db-0"]))
+        await world.set_ready("db-0")
+        await settled(world, replicas=1, readyReplicas=1)
+        sts = await world.get(STATEFULSETS, "db")
+        orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-7", "labels": {"app": "db"}},
+                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        await world.client.create(PODS, orphan, namespace=NS)
+
+        async def adopted_then_removed() -> bool:
+            # Adopted (a controller reference to the set), then deleted: ordinal 7 is beyond replicas.
+            pod = await world.maybe(PODS, "db-7")
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                return True
+            refs = pod["metadata"].get("ownerReferences") or []
+            assert not refs or refs[0]["uid"] == sts["metadata"]["uid"]
+            return False
+
+        await world.eventually(adopted_then_removed)
+        messages = [m for _, _, m in world.controllers["statefulset"].events.recorder.recorded]
+        await world.eventually(lambda: _has(world, "delete Pod db-7 in StatefulSet db successful"))
+        assert "create Pod db-0 in StatefulSet db successful" in messages
+
+
+async def _has(world: World, message: str) -> bool:
+    return any(m == message for _, _, m in world.controllers["statefulset"].events.recorder.recorded)

@@ -24,6 +24,7 @@ keep metadata, and do not bump ``generation``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -47,6 +48,7 @@ from kubeloop.api import (
 from kubeloop.client import Client
 from kubeloop.controllers import _deployment_util as du
 from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
+from kubeloop.controllers._workload_events import EventSink, Severity
 from kubeloop.controllers._workload_hash import POD_TEMPLATE_HASH_LABEL, compute_hash, equal_ignore_hash
 from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, DEPLOYMENTS, PODS, REPLICASETS, key_of
 from kubeloop.runtime import (
@@ -84,6 +86,7 @@ class DeploymentController:
         self.client = client
         self.clock: Clock = clock or SystemClock()
         self.field_manager = field_manager
+        self.events = EventSink(client, component="deployment-controller", clock=self.clock)
         self.deployments: SharedInformer = informers.informer(DEPLOYMENTS)
         self.replicasets: SharedInformer = informers.informer(REPLICASETS)
         self.pods: SharedInformer = informers.informer(PODS)
@@ -96,7 +99,11 @@ class DeploymentController:
         )  # fmt: skip
 
     async def run(self) -> None:
-        await self.controller.run()
+        """The controller and its Event writer (a manager runs them as two runnables instead)."""
+        await asyncio.gather(self.controller.run(), self.events.run())
+
+    def event(self, d: Obj, event_type: Severity, reason: str, message: str) -> None:
+        self.events.emit(d, event_type, reason, message, api_version="apps/v1", kind="Deployment")
 
     def now(self) -> float:
         return self.clock.now()
@@ -112,6 +119,8 @@ class DeploymentController:
         d: dict[str, Any] = copy_json(cached)
         selector = (d.get("spec") or {}).get("selector")
         if not selector:
+            self.event(d, "Warning", "SelectingAll",
+                       "This deployment is selecting all pods. A non-empty selector is required.")
             status = dict(d.get("status") or {})
             generation = (d.get("metadata") or {}).get("generation")
             if generation is not None and status.get("observedGeneration", 0) < generation:
@@ -248,14 +257,18 @@ class DeploymentController:
                 await self.write_status(d, status, force=True)
                 raise
         except ApiError as err:
+            msg = f'Failed to create new replica set "{name_of(new_rs)}": {err.message or err}'
+            self.event(d, "Warning", du.FAILED_RS_CREATE, msg)
             if du.progress_deadline(d) is not None:
-                msg = f'Failed to create new replica set "{name_of(new_rs)}": {err.message or err}'
                 du.set_condition(status, du.new_condition("Progressing", "False", du.FAILED_RS_CREATE, msg, self.now()))
                 try:
                     await self.write_status(d, status, force=True)
                 except ApiError:
                     pass
             raise
+        if not already_existed and du.spec_replicas(new_rs) > 0:
+            self.event(d, "Normal", "ScalingReplicaSet",
+                       f"Scaled up replica set {name_of(created)} from 0 to {du.spec_replicas(new_rs)}")
         needs_update = _set_revision(d, new_revision)
         if not already_existed and du.progress_deadline(d) is not None:
             msg = f'Created new replica set "{name_of(created)}"'
@@ -276,8 +289,9 @@ class DeploymentController:
         du.set_replicas_annotations(updated, du.spec_replicas(d), maximum)
         written = await self.client.update(REPLICASETS, updated, namespace=namespace_of(rs), field_manager=self.field_manager)
         if size_changed:
-            log.info("deployment %s: scaled replica set %s from %d to %d", name_of(d), name_of(rs),
-                     du.spec_replicas(rs), replicas)  # fmt: skip
+            direction = "up" if replicas > du.spec_replicas(rs) else "down"
+            self.event(d, "Normal", "ScalingReplicaSet",
+                       f"Scaled {direction} replica set {name_of(rs)} from {du.spec_replicas(rs)} to {replicas}")
         return size_changed, written
 
     async def cleanup(self, old_rss: list[Obj], d: Obj) -> None:

@@ -6,9 +6,11 @@ Mirrors ``pkg/controller/disruption/disruption.go`` (``trySync`` / ``failSafe``)
   all of them in policy/v1; no selector matches none).
 - ``expectedPods`` and ``desiredHealthy``: with an integer ``minAvailable``, the number of pods and
   that integer; with a percentage ``minAvailable`` or any ``maxUnavailable``, the sum of
-  ``spec.replicas`` of the pods' controllers (a Deployment for pods of its ReplicaSets, a
-  ReplicaSet, a StatefulSet) with percentages rounded up. A pod without a
-  controller, or whose controller cannot be found, makes the status uncomputable.
+  ``spec.replicas`` of the pods' controllers with percentages rounded up: a Deployment for pods of
+  its ReplicaSets, a ReplicaSet, a StatefulSet (from the informer caches), and any other controller
+  through its ``/scale`` subresource (``getScaleController``: the kind is resolved by discovery,
+  the Scale's uid must be the reference's). A pod without a controller, or whose controller cannot
+  be found or has no scale subresource, makes the status uncomputable.
 - ``currentHealthy`` counts pods that are Ready and not being deleted, minus pods the eviction API
   recorded in ``disruptedPods`` in the last 2 minutes (``DeletionTimeout``); older entries are dropped
   and those pods count again. Health comes from the pods' Ready condition, never from a spec.
@@ -26,12 +28,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import (
+    ApiError,
     NotFound,
+    ResourceInfo,
     copy_json,
     label_selector_from_dict,
     parse_time,
     split_api_version,
 )
+from kubeloop.client import discover_resources
 from kubeloop.controllers._scheduler_resources import PDBS, PODS, builtin
 from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result, set_condition
 
@@ -83,6 +88,7 @@ class DisruptionController:
         self.pods = manager.informer(PODS)
         self.owners = {info.kind: (info, manager.informer(info))
                        for info in (_REPLICASETS, _DEPLOYMENTS, _STATEFULSETS)}
+        self._scalable: dict[tuple[str, str], ResourceInfo] = {}  # (apiVersion, kind) -> resource
         builder = Builder(manager).named("disruption").for_(PDBS).watches(PODS, EnqueueMapped(self._budgets_of_pod))
         for info, _ in self.owners.values():
             builder = builder.watches(info, EnqueueMapped(self._budgets_in_namespace))
@@ -115,40 +121,66 @@ class DisruptionController:
         pods = [p for p in self.pods.cache.list(namespace=request.namespace)
                 if self._selects(pdb, (p.get("metadata") or {}).get("labels") or {})]
         try:
-            status, wake = self._compute(pdb, pods, now)
+            status, wake = await self._compute(pdb, pods, now)
         except SyncFailed as error:
             status, wake = self._fail_safe(pdb, str(error)), None
         await self._write(pdb, status)
         return Result(requeue_after=max(0.001, wake - now)) if wake is not None else None
 
-    def _expected(self, pdb: Mapping[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int]:
+    async def _expected(self, pdb: Mapping[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int]:
         spec = pdb.get("spec") or {}
         max_unavailable, min_available = spec.get("maxUnavailable"), spec.get("minAvailable")
         if max_unavailable is None and (min_available is None or isinstance(min_available, int)):
             return len(pods), int(min_available or 0)
-        expected = self._scale_of(pods)
+        expected = await self._scale_of(pods)
         if max_unavailable is not None:
             return expected, max(0, expected - _scaled(max_unavailable, expected, what="maxUnavailable"))
         return expected, _scaled(min_available, expected, what="minAvailable")
 
-    def _scale_of(self, pods: list[dict[str, Any]]) -> int:
+    async def _scale_of(self, pods: list[dict[str, Any]]) -> int:
         """getExpectedScale: the replicas of each distinct controller of the pods."""
         scales: dict[str, int] = {}
         for pod in pods:
             ref = _controller_ref(pod)
             if ref is None:
                 raise SyncFailed(f'found no controller ref for pod "{pod["metadata"].get("name")}"')
+            if str(ref.get("uid")) in scales:
+                continue
             namespace = pod["metadata"].get("namespace") or ""
             owner = self._owner(ref, namespace)
             if owner is not None and owner[0] == "ReplicaSet":
                 parent = _controller_ref(owner[1])
                 if parent is not None and parent.get("kind") == "Deployment":
                     owner = self._owner(parent, namespace) or owner
-            if owner is None:
+            if owner is not None:
+                replicas = (owner[1].get("spec") or {}).get("replicas")
+                scales[str(owner[1]["metadata"].get("uid"))] = 1 if replicas is None else int(replicas)
+                continue
+            if str(ref.get("kind") or "") in self.owners:
                 raise SyncFailed(f'found no controllers for pod "{pod["metadata"].get("name")}"')
-            replicas = (owner[1].get("spec") or {}).get("replicas")
-            scales[str(owner[1]["metadata"].get("uid"))] = 1 if replicas is None else int(replicas)
+            scales[str(ref.get("uid"))] = await self._scale_subresource(ref, namespace, pod)
         return sum(scales.values())
+
+    async def _scale_subresource(self, ref: Mapping[str, Any], namespace: str, pod: Mapping[str, Any]) -> int:
+        """``getScaleController``: ``spec.replicas`` of the controller's Scale, if its uid matches."""
+        missing = SyncFailed(f'found no controllers for pod "{pod["metadata"].get("name")}"')
+        key = (str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+        info = self._scalable.get(key)
+        try:
+            if info is None:
+                # Discovery on a miss only (a CRD may have appeared); found kinds are remembered.
+                discovered = await discover_resources(self.client)
+                info = discovered.by_kind(*key)
+                if info is None or (info.verbs and "get" not in info.verbs):
+                    raise missing
+                self._scalable[key] = info
+            scale = await self.client.get(info, str(ref.get("name") or ""),
+                                          namespace=namespace if info.namespaced else None, subresource="scale")
+        except ApiError as error:
+            raise SyncFailed(f"{missing}: {error.message or error}") from error
+        if (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
+            raise missing
+        return int((scale.get("spec") or {}).get("replicas") or 0)
 
     def _owner(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, dict[str, Any]] | None:
         kind = str(ref.get("kind") or "")
@@ -161,8 +193,8 @@ class DisruptionController:
             return None
         return kind, obj
 
-    def _compute(self, pdb: Mapping[str, Any], pods: list[dict[str, Any]], now: float) -> tuple[dict[str, Any], float | None]:
-        expected, desired = self._expected(pdb, pods)
+    async def _compute(self, pdb: Mapping[str, Any], pods: list[dict[str, Any]], now: float) -> tuple[dict[str, Any], float | None]:
+        expected, desired = await self._expected(pdb, pods)
         by_name = {p["metadata"]["name"]: p for p in pods}
         disrupted: dict[str, str] = {}
         wake: float | None = None

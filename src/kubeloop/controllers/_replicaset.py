@@ -45,6 +45,7 @@ from kubeloop.api import (
 )
 from kubeloop.client import Client
 from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
+from kubeloop.controllers._workload_events import EventSink, Severity
 from kubeloop.controllers._workload_expectations import Expectations
 from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, PODS, REPLICASETS, int_field, key_of
 from kubeloop.controllers._workload_pods import (
@@ -136,6 +137,7 @@ class ReplicaSetController:
         self.burst_replicas = burst_replicas
         self.field_manager = field_manager
         self.expectations = Expectations(self.clock)
+        self.events = EventSink(client, component="replicaset-controller", clock=self.clock)
         self.replicasets: SharedInformer = informers.informer(REPLICASETS)
         self.pods: SharedInformer = informers.informer(PODS)
         if ORPHAN_INDEX not in self.pods.cache.indexers:
@@ -146,7 +148,11 @@ class ReplicaSetController:
         )  # fmt: skip
 
     async def run(self) -> None:
-        await self.controller.run()
+        """The controller and its Event writer (a manager runs them as two runnables instead)."""
+        await asyncio.gather(self.controller.run(), self.events.run())
+
+    def _event(self, rs: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
+        self.events.emit(rs, event_type, reason, message, api_version="apps/v1", kind="ReplicaSet")
 
     # -- reconcile -------------------------------------------------------------------------------
 
@@ -193,7 +199,13 @@ class ReplicaSetController:
             pod = pod_from_template(template, namespace=namespace_of(rs), generate_name=f"{name_of(rs)}-", owner_ref=ref)
 
             async def create() -> None:
-                await self.client.create(PODS, copy_json(pod), namespace=namespace_of(rs), field_manager=self.field_manager)
+                try:
+                    made = await self.client.create(PODS, copy_json(pod), namespace=namespace_of(rs),
+                                                    field_manager=self.field_manager)  # fmt: skip
+                except ApiError as err:
+                    self._event(rs, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
+                    raise
+                self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
 
             created, error = await slow_start_batch(count, create)
             for _ in range(count - created):
@@ -204,7 +216,7 @@ class ReplicaSetController:
             count = min(diff, self.burst_replicas)
             doomed = deletion_order(pods, related=self._related_pods(rs), now=self.clock.now())[:count]
             self.expectations.expect_deletions(key, [key_of(p) for p in doomed])
-            results = await asyncio.gather(*(self._delete_pod(p) for p in doomed), return_exceptions=True)
+            results = await asyncio.gather(*(self._delete_pod(rs, p) for p in doomed), return_exceptions=True)
             first: BaseException | None = None
             for victim, outcome in zip(doomed, results, strict=True):
                 if isinstance(outcome, BaseException):
@@ -214,8 +226,15 @@ class ReplicaSetController:
             if first is not None:
                 raise first
 
-    async def _delete_pod(self, pod: Mapping[str, Any]) -> None:
-        await self.client.delete(PODS, name_of(pod), namespace=namespace_of(pod))
+    async def _delete_pod(self, rs: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
+        try:
+            await self.client.delete(PODS, name_of(pod), namespace=namespace_of(pod))
+        except NotFound:
+            raise
+        except ApiError as err:
+            self._event(rs, "Warning", "FailedDelete", f"Error deleting: {err.message or err}")
+            raise
+        self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
 
     def _related_pods(self, rs: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Pods of every ReplicaSet controlled by the same owner (``getIndirectlyRelatedPods``)."""

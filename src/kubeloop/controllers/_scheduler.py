@@ -10,6 +10,10 @@ Accounting is incremental (the scheduler cache): every pod event updates what ea
 committed (requests of non-terminal pods bound to it), and a pod this scheduler bound counts as
 *assumed* on its node until the informer shows it bound, so a lagging cache never overcommits a node.
 
+Before any node is tried, the pod's claims must be usable (the VolumeBinding plugin's PreFilter): a
+claim that is missing or being deleted, or an unbound claim whose class binds ``Immediate``, keeps
+the pod pending with upstream's message; the pod is tried again when one of its claims changes.
+
 A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
 message (written only when it changes); it is tried again when nodes change or capacity is freed
 (a bound pod deleted or finished), and otherwise every ``unschedulable_retry`` seconds (5 minutes,
@@ -24,7 +28,14 @@ from typing import Any
 
 from kubeloop.api import Conflict, NotFound, copy_json, format_time
 from kubeloop.controllers._scheduler_fit import fit_failures, unschedulable_message
-from kubeloop.controllers._scheduler_resources import NODES, PODS, parse_quantity, pod_requests
+from kubeloop.controllers._scheduler_resources import (
+    NODES,
+    PODS,
+    PVCS,
+    STORAGE_CLASSES,
+    parse_quantity,
+    pod_requests,
+)
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -65,6 +76,8 @@ class Scheduler:
         self.unschedulable_retry = unschedulable_retry
         self.pods = manager.informer(PODS)
         self.nodes = manager.informer(NODES)
+        self.claims = manager.informer(PVCS)
+        self.classes = manager.informer(STORAGE_CLASSES)
         self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
         self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
         self._usage: dict[str, dict[str, float]] = {}
@@ -72,7 +85,8 @@ class Scheduler:
         self._pending: set[_Key] = set()
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
-            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed).build(self)
+            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
+            .watches(PVCS, EnqueueMapped(self._waiting_in_namespace)).build(self)
         )
         self.pods.add_handler(self._observe, lambda old, new: self._observe(new), self._forget)
 
@@ -116,6 +130,10 @@ class Scheduler:
     def _waiting(self) -> list[Request]:
         return [Request(ns, name) for ns, name in sorted(self._pending)]
 
+    def _waiting_in_namespace(self, claim: Mapping[str, Any]) -> list[Request]:
+        namespace = str((claim.get("metadata") or {}).get("namespace") or "")
+        return [Request(ns, name) for ns, name in sorted(self._pending) if ns == namespace]
+
     def _wake_waiting(self) -> None:
         if self._pending:
             for request in self._waiting():
@@ -133,6 +151,14 @@ class Scheduler:
             return None
         wanted = pod_requests(pod)
         nodes = sorted(self.nodes.cache.list(), key=lambda n: str(n["metadata"]["name"]))
+        unusable = self._claims_unusable(pod)
+        if unusable is not None:
+            message = f"0/{len(nodes)} nodes are available: {unusable}." if nodes else unusable
+            if nodes:
+                message += (f" preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not"
+                            " helpful for scheduling.")
+            await self._mark_unschedulable(pod, message)
+            return Result(requeue_after=self.unschedulable_retry)
         reasons: dict[str, int] = {}
         best: tuple[float, int, str] | None = None
         for node in nodes:
@@ -163,6 +189,28 @@ class Scheduler:
             self._unassume(key)
             raise
         return None
+
+    def _claims_unusable(self, pod: Mapping[str, Any]) -> str | None:
+        """VolumeBinding PreFilter: why the pod's claims keep it off every node, or None."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        unbound_immediate = False
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            source = volume.get("persistentVolumeClaim") or {}
+            name = source.get("claimName")
+            if not name:
+                continue
+            claim = self.claims.cache.get_by_name(str(name), namespace)
+            if claim is None:
+                return f'persistentvolumeclaim "{name}" not found'
+            if (claim.get("metadata") or {}).get("deletionTimestamp"):
+                return f'persistentvolumeclaim "{name}" is being deleted'
+            if (claim.get("spec") or {}).get("volumeName"):
+                continue
+            class_name = (claim.get("spec") or {}).get("storageClassName")
+            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
+            if storage_class is None or storage_class.get("volumeBindingMode", "Immediate") == "Immediate":
+                unbound_immediate = True
+        return "pod has unbound immediate PersistentVolumeClaims" if unbound_immediate else None
 
     def _unassume(self, key: _Key) -> None:
         entry = self._assumed.pop(key, None)

@@ -27,12 +27,14 @@ Upstream: k/k ``pkg/controller/statefulset/{stateful_set.go, stateful_set_contro
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api import (
     BUILTIN_RESOURCES,
     AlreadyExists,
+    ApiError,
     Clock,
     NotFound,
     SystemClock,
@@ -48,6 +50,7 @@ from kubeloop.api import (
 from kubeloop.client import Client
 from kubeloop.controllers import _statefulset_util as su
 from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
+from kubeloop.controllers._workload_events import EventSink, Severity
 from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, PODS, PVCS, STATEFULSETS, int_field
 from kubeloop.controllers._workload_pods import is_pod_active, is_pod_available, is_pod_ready
 from kubeloop.runtime import (
@@ -55,6 +58,7 @@ from kubeloop.runtime import (
     Controller,
     EnqueueForObject,
     EnqueueForOwner,
+    Event,
     InformerFactory,
     Metrics,
     Request,
@@ -93,6 +97,7 @@ class StatefulSetController:
         self.client = client
         self.clock: Clock = clock or SystemClock()
         self.field_manager = field_manager
+        self.events = EventSink(client, component="statefulset-controller", clock=self.clock)
         self.sets: SharedInformer = informers.informer(STATEFULSETS)
         self.pods: SharedInformer = informers.informer(PODS)
         self.claims: SharedInformer = informers.informer(PVCS)
@@ -101,12 +106,16 @@ class StatefulSetController:
             self.pods.add_indexers({ORPHAN_INDEX: index_orphans})
         self.controller = Controller(
             "statefulset", self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
-            watches=[Watch(self.sets, EnqueueForObject()), Watch(self.pods, EnqueueForOwner(STATEFULSETS)),
+            watches=[Watch(self.sets, EnqueueForObject()), Watch(self.pods, _PodEvents(self)),
                      Watch(self.revisions, EnqueueForOwner(STATEFULSETS))],
         )  # fmt: skip
 
     async def run(self) -> None:
-        await self.controller.run()
+        """The controller and its Event writer (a manager runs them as two runnables instead)."""
+        await asyncio.gather(self.controller.run(), self.events.run())
+
+    def _event(self, sts: Obj, event_type: Severity, reason: str, message: str) -> None:
+        self.events.emit(sts, event_type, reason, message, api_version="apps/v1", kind="StatefulSet")
 
     async def reconcile(self, request: Request) -> Result | None:
         cached = self.sets.cache.get(f"{request.namespace}/{request.name}")
@@ -211,7 +220,9 @@ class StatefulSetController:
         for index, slot in enumerate(wanted):
             ordinal = start + index
             if slot is not None and _failed(slot):
-                await self._delete(slot)
+                self._event(sts, "Warning", "RecreatingFailedPod",
+                            f"StatefulSet {namespace_of(sts)}/{name_of(sts)} is recreating failed Pod {name_of(slot)}")
+                await self._delete(sts, slot)
                 if monotonic:
                     return status
                 continue
@@ -219,7 +230,7 @@ class StatefulSetController:
                 use_current = ordinal < partition and current_name != update_name
                 revision = current if use_current else update
                 await self._create_claims(sts, ordinal)
-                await self._create(su.new_pod(sts, su.template_of_revision(revision), ordinal, name_of(revision)))
+                await self._create(sts, su.new_pod(sts, su.template_of_revision(revision), ordinal, name_of(revision)))
                 if monotonic:
                     return status
                 continue
@@ -234,7 +245,7 @@ class StatefulSetController:
             if monotonic and unhealthy is not None and unhealthy is not pod:
                 return status
             await self._sync_claims(sts, pod, condemned=True)
-            await self._delete(pod)
+            await self._delete(sts, pod)
             if monotonic:
                 return status
         if (spec.get("updateStrategy") or {}).get("type") == "OnDelete":
@@ -244,7 +255,7 @@ class StatefulSetController:
             if target is None:
                 continue
             if labels_of(target).get(su.REVISION_LABEL) != update_name and not is_being_deleted(target):
-                await self._delete(target)
+                await self._delete(sts, target)
                 return status
             if not self._healthy(sts, target):
                 return status
@@ -287,18 +298,29 @@ class StatefulSetController:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    async def _create(self, pod: dict[str, Any]) -> None:
+    # Upstream's messages (stateful_pod_control.go recordPodEvent / recordClaimEvent).
+    async def _create(self, sts: Obj, pod: dict[str, Any]) -> None:
+        what = f"Pod {name_of(pod)} in StatefulSet {name_of(sts)}"
         try:
             await self.client.create(PODS, pod, namespace=namespace_of(pod), field_manager=self.field_manager)
         except AlreadyExists:
-            pass  # a deterministic name: the pod exists, the cache has not seen it yet
+            return  # a deterministic name: the pod exists, the cache has not seen it yet
+        except ApiError as err:
+            self._event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
+            raise
+        self._event(sts, "Normal", "SuccessfulCreate", f"create {what} successful")
 
-    async def _delete(self, pod: Obj) -> None:
+    async def _delete(self, sts: Obj, pod: Obj) -> None:
+        what = f"Pod {name_of(pod)} in StatefulSet {name_of(sts)}"
         try:
             await self.client.delete(PODS, name_of(pod), namespace=namespace_of(pod),
                                      preconditions={"uid": uid_of(pod)})  # fmt: skip
         except NotFound:
-            pass
+            return
+        except ApiError as err:
+            self._event(sts, "Warning", "FailedDelete", f"delete {what} failed error: {err.message or err}")
+            raise
+        self._event(sts, "Normal", "SuccessfulDelete", f"delete {what} successful")
 
     async def _create_claims(self, sts: Obj, ordinal: int) -> None:
         for claim in su.new_claims(sts, ordinal):
@@ -308,10 +330,15 @@ class StatefulSetController:
             refs = su.claim_owner_refs(sts, pod_stub, claim, condemned=False)
             if refs:
                 claim["metadata"]["ownerReferences"] = refs
+            what = f"Claim {name_of(claim)} Pod {name_of(sts)}-{ordinal} in StatefulSet {name_of(sts)}"
             try:
                 await self.client.create(PVCS, claim, namespace=namespace_of(sts), field_manager=self.field_manager)
             except AlreadyExists:
-                pass
+                continue
+            except ApiError as err:
+                self._event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
+                raise
+            self._event(sts, "Normal", "SuccessfulCreate", f"create {what} success")
 
     async def _sync_claims(self, sts: Obj, pod: Obj, *, condemned: bool) -> None:
         for template in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
@@ -340,3 +367,25 @@ class StatefulSetController:
                                            subresource="status", field_manager=self.field_manager)  # fmt: skip
         sts.clear()
         sts.update(written)
+
+
+class _PodEvents:
+    """Pod events -> the owning set, or for an orphan every set whose selector matches it, so a set
+    adopts a matching orphan as soon as it appears (upstream's ``addPod``/``updatePod``)."""
+
+    def __init__(self, owner: StatefulSetController) -> None:
+        self.owner = owner
+        self._by_owner = EnqueueForOwner(STATEFULSETS)
+
+    def requests(self, event: Event) -> Iterable[Request]:
+        found = list(self._by_owner.requests(event))
+        for pod in event.objects():
+            if any(ref.get("controller") is True for ref in (pod.get("metadata") or {}).get("ownerReferences") or ()):
+                continue
+            if is_being_deleted(pod):
+                continue
+            for sts in self.owner.sets.cache.list(namespace=namespace_of(pod)):
+                selector = (sts.get("spec") or {}).get("selector")
+                if selector and label_selector_from_dict(selector).matches(labels_of(pod)):
+                    found.append(Request.for_object(sts))
+        return found

@@ -3,7 +3,9 @@
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
 (kube-controller-manager's ``--controllers`` names), so ``kubeloop controller-manager`` and
 ``kubeloop up`` run them. Each factory builds its controller on the manager's client, clock,
-metrics and shared informers and returns the :class:`~kubeloop.runtime.Controller`.
+metrics and shared informers, adds its Event writer (:class:`._workload_events.EventSink`) to the
+manager as a runnable of its own (outside leader election: it only writes what the leading controller
+emitted, and needs no graceful stop), and returns the :class:`~kubeloop.runtime.Controller`.
 """
 
 from __future__ import annotations
@@ -18,15 +20,21 @@ __all__ = ["register_workload_controllers"]
 
 
 def _replicaset(manager: Manager) -> Controller:
-    return ReplicaSetController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics).controller
+    built = ReplicaSetController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics)
+    manager.add(built.events, needs_leader_election=False)
+    return built.controller
 
 
 def _deployment(manager: Manager) -> Controller:
-    return DeploymentController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics).controller
+    built = DeploymentController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics)
+    manager.add(built.events, needs_leader_election=False)
+    return built.controller
 
 
 def _statefulset(manager: Manager) -> Controller:
-    return StatefulSetController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics).controller
+    built = StatefulSetController(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics)
+    manager.add(built.events, needs_leader_election=False)
+    return built.controller
 
 
 def register_workload_controllers() -> None:

@@ -145,6 +145,13 @@ class InterceptedClient(Client):
     async def list(self, resource: ResourceInfo, **kwargs: Any) -> dict[str, Any]:
         return await self.inner.list(resource, **kwargs)
 
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        # Raw reads (discovery documents, e.g. for `discover_resources`) pass through; a raw write
+        # would escape the recording and the faults, so it is refused.
+        if method != "GET":
+            raise TypeError(f"InterceptedClient forwards raw GETs only, not {method} {path}")
+        return await self.inner._json(method, path, **kwargs)
+
     async def list_all(self, resource: ResourceInfo, **kwargs: Any) -> tuple[builtins.list[dict[str, Any]], str]:
         return await self.inner.list_all(resource, **kwargs)
 
