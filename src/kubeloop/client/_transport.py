@@ -1,0 +1,430 @@
+"""A lean HTTP/1.1 transport for httpx: asyncio protocols, ``ssl``, httptools' parser, a keep-alive pool.
+
+:class:`HTTP11Transport` is an ``httpx.AsyncBaseTransport``, so the client keeps its one seam (a URL
+or an in-process ASGI app behind ``handle_async_request``) while a request costs a fraction of
+httpcore + anyio + h11: one ``transport.write`` for head and body, the response parsed in C
+(llhttp via httptools, already the server's parser), body chunks handed on as they arrive.
+
+Guarantees:
+
+* **TLS** uses the ``ssl.SSLContext`` it is given (from the kubeconfig: CA, client certificate),
+  with the URL's host as the server name; verification is whatever that context says (on by default).
+* **Keep-alive**: a connection goes back to the pool only after its response body was read to the
+  end and both sides allow reuse; idle connections older than ``keepalive_expiry`` or closed by the
+  server are never reused. At most ``max_connections`` are open at once; more requests wait for one
+  (``pool`` timeout).
+* **Bodies**: requests with a known length are sent with ``Content-Length`` in one write; streamed
+  ones as ``Transfer-Encoding: chunked``. Responses may be ``Content-Length``, chunked, or (rarely)
+  delimited by the server closing the connection.
+* **Streaming**: the response is returned once its head is parsed; the body streams chunk by chunk
+  (a watch never ends), with back-pressure: reading pauses while more than ``HIGH_WATER`` bytes wait.
+* **Retry of a stale connection**: an idempotent request (GET, HEAD, OPTIONS) that fails on a
+  *reused* connection before any response byte is retried once on a new connection, as Go's
+  ``net/http`` does; nothing else is ever retried here.
+* **Errors** are httpx's (``ConnectError``, ``ConnectTimeout``, ``ReadError``, ``ReadTimeout``,
+  ``WriteError``, ``PoolTimeout``, ``RemoteProtocolError``), which the client maps to
+  ``ConnectionFailed``; cancelling a request closes its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httptools
+import httpx
+
+__all__ = ["HTTP11Transport"]
+
+HIGH_WATER = 1 << 20
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class _StaleConnection(Exception):
+    """A reused connection failed before any response byte arrived (safe to retry idempotent requests)."""
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; one request/response at a time."""
+
+    def __init__(self, pool: HTTP11Transport, key: tuple[str, str, int]) -> None:
+        self._pool = pool
+        self.key = key
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.reused = False
+        self.idle_since = 0.0
+        self._can_write: asyncio.Future[None] | None = None
+        # The exchange in progress.
+        self._head: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] | None = None
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._buffered = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._complete = False
+        self._error: BaseException | None = None
+        self._got_bytes = False
+        self._paused = False
+        self._eof_body = False
+        self._exchange = 0
+        self.keep_alive = False
+
+    # -- asyncio.Protocol -----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._got_bytes = True
+        if self._head is None:  # bytes while idle: the server broke the protocol; never reuse this
+            self.close()
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"malformed HTTP response: {exc}"))
+            self.close()
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._pool._forget_idle(self)
+        if self._head is not None and not self._complete:
+            if self._eof_body and self._head.done() and exc is None:
+                self._complete = True  # a body delimited by the end of the connection
+                self._wake()
+            elif not self._got_bytes and self.reused:
+                self._fail(_StaleConnection("the server closed a kept-alive connection"))
+            else:
+                reason = f": {exc}" if exc else ""
+                self._fail(httpx.ReadError(f"the server closed the connection mid-response{reason}"))
+        if self._can_write is not None and not self._can_write.done():
+            self._can_write.set_exception(httpx.WriteError("connection lost while writing"))
+
+    def pause_writing(self) -> None:
+        if self._can_write is None or self._can_write.done():
+            self._can_write = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._can_write is not None and not self._can_write.done():
+            self._can_write.set_result(None)
+
+    # -- httptools callbacks ----------------------------------------------------------------------
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self._parser.get_status_code()
+        if status < 200:
+            self._headers = []  # an interim 1xx answer: the real one follows
+            return
+        self.keep_alive = self._parser.should_keep_alive()
+        names = {n.lower() for n, _ in self._headers}
+        self._eof_body = (
+            b"content-length" not in names and b"transfer-encoding" not in names and status not in (204, 304)
+        )
+        if self._head is not None and not self._head.done():
+            self._head.set_result((status, self._headers))
+
+    def on_body(self, body: bytes) -> None:
+        self._chunks.append(body)
+        self._buffered += len(body)
+        if self._buffered > HIGH_WATER and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self._head is not None and self._head.done():
+            self._complete = True
+            self._wake()
+
+    # -- exchange ---------------------------------------------------------------------------------
+
+    async def send(self, head: bytes, body: bytes | AsyncIterator[bytes], timeout: float | None) -> None:
+        """Write the request and start waiting for its answer."""
+        assert self._transport is not None
+        if self.closed:
+            raise _StaleConnection("the connection was closed") if self.reused else httpx.WriteError("closed")
+        self._exchange += 1
+        self._head = self._loop.create_future()
+        self._headers, self._complete, self._error, self._got_bytes = [], False, None, False
+        self._chunks.clear()
+        self._buffered = 0
+        if isinstance(body, bytes):
+            self._transport.write(head + body if len(body) < 65536 else head)
+            if len(body) >= 65536:
+                self._transport.write(body)
+            await self._drain(timeout)
+            return
+        self._transport.write(head)
+        async for chunk in body:
+            if chunk:
+                self._transport.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+                await self._drain(timeout)
+        self._transport.write(b"0\r\n\r\n")
+        await self._drain(timeout)
+
+    async def _drain(self, timeout: float | None) -> None:
+        if self.closed:
+            raise httpx.WriteError("the connection is closed")
+        if self._can_write is not None and not self._can_write.done():
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._can_write
+            except TimeoutError:
+                raise httpx.WriteTimeout("timed out writing the request") from None
+
+    async def response_head(self, timeout: float | None) -> tuple[int, list[tuple[bytes, bytes]]]:
+        assert self._head is not None
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._head
+        except TimeoutError:
+            raise httpx.ReadTimeout("timed out waiting for the response") from None
+
+    async def body(self, timeout: float | None) -> AsyncIterator[bytes]:
+        chunks, exchange = self._chunks, self._exchange
+        while self._exchange == exchange:
+            while chunks and self._exchange == exchange:
+                chunk = chunks.popleft()
+                self._buffered -= len(chunk)
+                if self._paused and self._buffered <= HIGH_WATER // 4 and self._transport is not None:
+                    self._paused = False
+                    self._transport.resume_reading()
+                yield chunk
+            if self._complete:
+                return
+            if self._error is not None:
+                raise self._error
+            self._waiter = self._loop.create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._waiter
+            except TimeoutError:
+                raise httpx.ReadTimeout("timed out reading the response body") from None
+            finally:
+                self._waiter = None
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def finish(self) -> None:
+        """The exchange is over: keep the connection only if it can carry another one."""
+        self._head = None
+        self._exchange += 1  # a body iterator of this exchange that is still suspended ends
+        self._wake()
+        self.reused = True
+        if not (self._complete and self.keep_alive and not self.closed and not self._chunks):
+            self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self._transport is not None:
+                self._transport.close()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        if self._head is not None and not self._head.done():
+            self._head.set_exception(exc)
+            self._head.exception()  # retrieved here; the caller awaiting it sees it too
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+class _ResponseBody(httpx.AsyncByteStream):
+    def __init__(self, pool: HTTP11Transport, conn: _Connection, read_timeout: float | None) -> None:
+        self._pool = pool
+        self._conn: _Connection | None = conn
+        self._read_timeout = read_timeout
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        if conn is None:
+            return
+        async for chunk in conn.body(self._read_timeout):
+            yield chunk
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._pool._release(conn)
+
+
+class HTTP11Transport(httpx.AsyncBaseTransport):
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 128,
+        keepalive_expiry: float = 30.0,
+    ) -> None:
+        self._ssl = ssl_context
+        self._max = max_connections
+        self._expiry = keepalive_expiry
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._open = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
+        url = request.url
+        scheme = url.scheme
+        if scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
+        key = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        head = _request_head(request)
+        stream = request.stream
+        body: bytes | AsyncIterator[bytes]
+        if isinstance(stream, httpx.ByteStream):
+            body = b"".join([c async for c in stream])
+        else:
+            assert isinstance(stream, httpx.AsyncByteStream)
+            body = stream.__aiter__()
+        for attempt in (0, 1):
+            conn = await self._acquire(key, timeouts)
+            try:
+                await conn.send(head, body, timeouts.get("write"))
+                status, headers = await conn.response_head(timeouts.get("read"))
+            except _StaleConnection as exc:
+                self._release(conn)
+                if attempt == 0 and request.method in IDEMPOTENT:
+                    continue
+                raise httpx.ReadError(str(exc)) from None
+            except BaseException:
+                conn.close()
+                self._release(conn)
+                raise
+            if request.method == "HEAD":
+                conn.close()  # httptools cannot be told that this answer has no body
+                self._release(conn)
+                return httpx.Response(status, headers=headers, extensions={"http_version": b"HTTP/1.1"})
+            return httpx.Response(
+                status, headers=headers, stream=_ResponseBody(self, conn, timeouts.get("read")),
+                extensions={"http_version": b"HTTP/1.1"},
+            )
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for conns in self._idle.values():
+            for conn in conns:
+                conn.close()
+        self._idle.clear()
+
+    # -- pool -------------------------------------------------------------------------------------
+
+    async def _acquire(self, key: tuple[str, str, int], timeouts: dict[str, Any]) -> _Connection:
+        if self._closed:
+            raise httpx.ConnectError("the transport is closed")
+        loop = asyncio.get_running_loop()
+        idle = self._idle.get(key)
+        now = loop.time()
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and now - conn.idle_since < self._expiry:
+                return conn
+            conn.close()
+            self._open -= 1
+        while self._open >= self._max:
+            if not self._close_one_idle():
+                await self._wait_for_slot(timeouts.get("pool"))
+        self._open += 1
+        try:
+            return await self._connect(key, timeouts.get("connect"))
+        except BaseException:
+            self._open -= 1
+            self._wake_one()
+            raise
+
+    async def _connect(self, key: tuple[str, str, int], timeout: float | None) -> _Connection:
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        conn = _Connection(self, key)
+        context: ssl.SSLContext | None = None
+        if scheme == "https":
+            context = self._ssl or ssl.create_default_context()
+        try:
+            async with asyncio.timeout(timeout):
+                await loop.create_connection(
+                    lambda: conn, host, port, ssl=context, server_hostname=host if context else None
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}") from None
+        except ssl.SSLError as exc:
+            raise httpx.ConnectError(f"TLS failure: {exc}") from exc
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        return conn
+
+    def _release(self, conn: _Connection) -> None:
+        conn.finish()
+        if conn.closed or self._closed:
+            conn.close()
+            self._open -= 1
+        else:
+            conn.idle_since = asyncio.get_running_loop().time()
+            self._idle.setdefault(conn.key, []).append(conn)
+        self._wake_one()
+
+    def _forget_idle(self, conn: _Connection) -> None:
+        """The server closed an idle connection: drop it from the pool now."""
+        idle = self._idle.get(conn.key)
+        if idle and conn in idle:
+            idle.remove(conn)
+            self._open -= 1
+            self._wake_one()
+
+    def _close_one_idle(self) -> bool:
+        for conns in self._idle.values():
+            if conns:
+                conns.pop(0).close()
+                self._open -= 1
+                return True
+        return False
+
+    async def _wait_for_slot(self, timeout: float | None) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        except TimeoutError:
+            raise httpx.PoolTimeout("timed out waiting for a free connection") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+def _request_head(request: httpx.Request) -> bytes:
+    lines = [b"%b %b HTTP/1.1" % (request.method.encode("ascii"), request.url.raw_path)]
+    for name, value in request.headers.raw:
+        if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
+            raise httpx.LocalProtocolError(f"invalid header {name!r}")
+        lines.append(b"%b: %b" % (name, value))
+    lines.append(b"\r\n")
+    return b"\r\n".join(lines)
