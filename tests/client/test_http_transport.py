@@ -1,0 +1,253 @@
+"""The client's HTTP/1.1 transport over real sockets: keep-alive reuse (TLS included), every body
+framing, streaming, a stale kept-alive connection, timeouts, cancellation and the connection bound.
+
+The server here is a scripted HTTP/1.1 peer (``asyncio.start_server``) so that each test can send
+exactly the bytes a framing or failure needs; the kubeloop server is exercised over this transport
+by the kubeconfig and benchmark paths."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from _certs import make_pki
+
+from kubeloop.api import KindRegistry, ResourceInfo
+from kubeloop.client import Client, ConnectionFailed
+from kubeloop.client._transport import HTTP11Transport
+
+_CM = KindRegistry().by_kind("", "ConfigMap")
+assert _CM is not None
+CM: ResourceInfo = _CM
+Reader = asyncio.StreamReader
+Writer = asyncio.StreamWriter
+
+
+@dataclass
+class Peer:
+    url: str
+    connections: int = 0
+    open_now: int = 0
+    most_open: int = 0
+    requests: list[tuple[int, bytes, bytes]] = field(default_factory=list)  # (connection, head, body)
+
+
+async def read_request(reader: Reader) -> tuple[bytes, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    chunked = False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+        if name.lower() == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if not chunked:
+        return head, await reader.readexactly(length)
+    body = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+        chunk = await reader.readexactly(size + 2)
+        if size == 0:
+            return head, body
+        body += chunk[:-2]
+
+
+def ok(body: bytes, *extra: str) -> bytes:
+    headers = "".join(f"{h}\r\n" for h in extra)
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{headers}\r\n".encode() + body
+
+
+Script = Callable[[Peer, int, Reader, Writer], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def peer(script: Script, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[Peer]:
+    state = Peer(url="")
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def handle(reader: Reader, writer: Writer) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        state.connections += 1
+        state.open_now += 1
+        state.most_open = max(state.most_open, state.open_now)
+        try:
+            await script(state, state.connections, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            state.open_now -= 1
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
+    state.url = f"{'https' if tls else 'http'}://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        yield state
+    finally:
+        server.close()
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        await server.wait_closed()
+
+
+async def echo_forever(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+    """Answer every request on the connection with a ConfigMap naming the connection it came on."""
+    while True:
+        head, body = await read_request(reader)
+        state.requests.append((conn, head, body))
+        writer.write(ok(orjson.dumps({"metadata": {"name": f"conn-{conn}"}, "echo": body.decode()})))
+        await writer.drain()
+
+
+async def test_requests_reuse_one_kept_alive_tls_connection(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+    async with peer(echo_forever, tls=server_ctx) as state, Client.from_url(state.url, ca_file=str(pki.ca_cert)) as client:
+        names = [(await client.get(CM, "a", namespace="x"))["metadata"]["name"] for _ in range(5)]
+        created = await client.create(CM, {"metadata": {"name": "b"}, "data": {"k": "v"}}, namespace="x")
+    assert names == ["conn-1"] * 5
+    assert state.connections == 1
+    assert orjson.loads(created["echo"]) == {"metadata": {"name": "b"}, "data": {"k": "v"}}
+    assert b"content-length: " in state.requests[-1][1].lower()
+
+
+async def test_tls_verification_rejects_a_server_whose_name_is_not_in_its_certificate(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.client_cert, pki.client_key)  # a certificate without 127.0.0.1
+    async with peer(echo_forever, tls=server_ctx) as state, Client.from_url(state.url, ca_file=str(pki.ca_cert)) as client:
+        with pytest.raises(ConnectionFailed, match="TLS failure"):
+            await client.get(CM, "a", namespace="x")
+
+
+async def test_chunked_and_close_delimited_bodies_are_read_whole() -> None:
+    payload = orjson.dumps({"metadata": {"name": "chunky"}, "data": {"k": "v" * 5000}})
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        if conn == 1:
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for i in range(0, len(payload), 700):
+                part = payload[i : i + 700]
+                writer.write(b"%x\r\n%b\r\n" % (len(part), part))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            await read_request(reader)  # the connection was kept: a second request arrives on it
+            writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + payload)
+        else:
+            raise AssertionError("a kept-alive connection should have been reused")
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        first = await client.get(CM, "chunky", namespace="x")
+        second = await client.get(CM, "chunky", namespace="x")
+    assert first == second == orjson.loads(payload)
+
+
+async def test_a_watch_streams_each_event_before_the_response_ends() -> None:
+    first_seen = asyncio.Event()
+
+    def event(name: str, rv: int) -> bytes:
+        obj = {"metadata": {"name": name, "resourceVersion": str(rv)}}
+        line = orjson.dumps({"type": "ADDED", "object": obj}) + b"\n"
+        return b"%x\r\n%b\r\n" % (len(line), line)
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + event("a", 1))
+        await writer.drain()
+        await first_seen.wait()  # the second event is only sent once the client has the first
+        writer.write(event("b", 2) + b"0\r\n\r\n")
+        await writer.drain()
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        names = []
+        async for ev in client.watch(CM, namespace="x"):
+            names.append(ev.object["metadata"]["name"])
+            first_seen.set()
+    assert names == ["a", "b"]
+
+
+async def test_a_get_on_a_connection_the_server_dropped_is_retried_on_a_new_one_but_a_post_is_not() -> None:
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        head, _ = await read_request(reader)
+        writer.write(ok(orjson.dumps({"metadata": {"name": f"conn-{conn}"}})))
+        await writer.drain()
+        await read_request(reader)  # the next request on a kept-alive connection: hang up unanswered
+        state.requests.append((conn, head, b""))
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        assert (await client.get(CM, "a", namespace="x"))["metadata"]["name"] == "conn-1"
+        assert (await client.get(CM, "a", namespace="x"))["metadata"]["name"] == "conn-2"
+        with pytest.raises(ConnectionFailed):
+            await client.create(CM, {"metadata": {"name": "b"}}, namespace="x")
+    assert state.connections == 2
+
+
+async def test_a_streamed_request_body_is_sent_chunked() -> None:
+    async def parts() -> AsyncIterator[bytes]:
+        for part in (b'{"metadata":', b' {"name": "s"}}'):
+            yield part
+
+    async with peer(echo_forever) as state, httpx.AsyncClient(transport=HTTP11Transport(), base_url=state.url) as http:
+        response = await http.post("/api/v1/namespaces/x/configmaps", content=parts())
+    assert orjson.loads(response.json()["echo"]) == {"metadata": {"name": "s"}}
+    assert b"transfer-encoding: chunked" in state.requests[0][1].lower()
+
+
+async def test_a_server_that_does_not_answer_is_a_read_timeout() -> None:
+    async def silent(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        await asyncio.sleep(30)
+
+    async with peer(silent) as state, httpx.AsyncClient(transport=HTTP11Transport(), base_url=state.url, timeout=0.2) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.get("/api")
+
+
+async def test_a_response_abandoned_mid_body_closes_its_connection() -> None:
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        if conn == 1:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 10)
+            await writer.drain()
+            await reader.read()  # until the client hangs up
+            return
+        await echo_forever(state, conn, reader, writer)
+
+    async with peer(script) as state, httpx.AsyncClient(transport=HTTP11Transport(), base_url=state.url) as http:
+        async with http.stream("GET", "/slow") as response:
+            async for _ in response.aiter_raw():
+                break
+        second = await http.get("/next")
+    assert second.json()["metadata"]["name"] == "conn-2"
+    assert state.connections == 2
+
+
+async def test_more_concurrent_requests_than_connections_wait_for_one() -> None:
+    async with peer(echo_forever) as state, httpx.AsyncClient(transport=HTTP11Transport(max_connections=2), base_url=state.url) as http:
+        answers = await asyncio.gather(*(http.get(f"/r{i}") for i in range(12)))
+    assert all(a.status_code == 200 for a in answers)
+    assert state.most_open <= 2
+    assert len(state.requests) == 12
+
+
+async def test_a_refused_connection_is_a_connection_failure() -> None:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    async with Client.from_url(f"http://127.0.0.1:{port}") as client:
+        with pytest.raises(ConnectionFailed, match="connection failed"):
+            await client.get(CM, "a", namespace="x")
