@@ -63,7 +63,7 @@ async def test_an_error_without_retry_after_is_raised_at_once(client: Client, ap
 async def test_when_retries_run_out_the_error_carries_retry_after(app: FaultyApp, clock: FakeClock) -> None:
     app.fail("GET", 429, retry_after=1, times=5, reason="TooManyRequests")
     requests_before = len(app.requests)
-    async with Client(Client.from_asgi(app)._http, clock=clock, max_retries=2) as client:
+    async with Client(Client.from_asgi(app).transport, base_url="https://kubeloop.local", clock=clock, max_retries=2) as client:
         task = asyncio.create_task(client.get(CM, "a"))
         for _ in range(3):
             await settle(app)
