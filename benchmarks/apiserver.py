@@ -13,12 +13,20 @@ numbers travel between machines better than absolute rates do (method in docs/pe
 
 Servers run as subprocesses; the load generator is this process (uvloop, raw asyncio TLS sockets, so the
 client costs as little as possible). Traffic goes only to 127.0.0.1. Each part is bounded in time.
+
+Both databases of the durable-create comparison (kubeloop's and the raw SQLite one) live in one temporary
+directory under ``--dir`` (default: the system temporary directory), whose filesystem is printed, so both
+pay the same fsync. Before timing start-up, kubeloop's bytecode is compiled (``compileall``), as
+``pip install`` does; ``import kubernetes`` has its bytecode from its installation too (``--no-compile``
+measures without, e.g. for an editable install under ``PYTHONDONTWRITEBYTECODE``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
+import contextlib
 import itertools
 import os
 import shutil
@@ -161,21 +169,28 @@ def client_context(ca: Path) -> ssl.SSLContext:
 
 
 async def wait_ready(port: int, ctx: ssl.SSLContext, timeout: float = 60) -> None:
+    """Poll ``GET /readyz`` every 3 ms until 200, over one keep-alive connection (a new one only after
+    a failure), so that the polling does not load the starting server with a TLS handshake each time."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn = await Conn.open(port, ctx, None)
+    conn: Conn | None = None
+    try:
+        while True:
             try:
+                if conn is None:
+                    conn = await Conn.open(port, ctx, None)
                 status, _ = await conn.request("GET", "/readyz")
-            finally:
-                conn.close()
-            if status == 200:
-                return
-        except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"server on port {port} not ready in {timeout}s")
-        await asyncio.sleep(0.003)
+                if status == 200:
+                    return
+            except (OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError):
+                if conn is not None:
+                    conn.close()
+                conn = None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server on port {port} not ready in {timeout}s")
+            await asyncio.sleep(0.003)
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 async def kubeloop_ready(server: Server) -> ssl.SSLContext:
@@ -401,15 +416,36 @@ async def bench_startup(tmp: Path, baseline: float) -> dict[str, Any]:
     return {"import": baseline, "first": statistics.median(first), "restart": statistics.median(again)}
 
 
-def main() -> None:
+def filesystem_of(path: Path) -> str:
+    """``TYPE on DEVICE`` of the mount holding ``path`` (from /proc/mounts; "unknown" elsewhere)."""
+    best = ("", "unknown", "unknown")
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            device, mount, fstype, *_ = line.split()
+            if (str(path) + "/").startswith(mount.rstrip("/") + "/") and len(mount) >= len(best[0]):
+                best = (mount, fstype, device)
+    return f"{best[1]} on {best[2]}"
+
+
+def compile_bytecode() -> None:
+    import kubeloop
+
+    compileall.compile_dir(Path(kubeloop.__file__).parent, quiet=1)
+
+
+def main(directory: Path | None, *, compile_first: bool) -> None:
     import uvloop
 
     if PIN:
         os.sched_setaffinity(0, {1})
 
     results: list[tuple[str, str, str, str, str]] = []
-    with tempfile.TemporaryDirectory(prefix="kubeloop-bench-") as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="kubeloop-bench-", dir=directory) as tmp_name:
         tmp = Path(tmp_name)
+        fs = filesystem_of(tmp.resolve())
+        print(f"data directories: {tmp} ({fs}); load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        if fs.split()[0] in ("tmpfs", "ramfs"):
+            print("warning: a memory filesystem makes fsync free; use --dir on a disk", file=sys.stderr)
         print("running: GET one object (32 keep-alive clients) ...", file=sys.stderr)
         g = uvloop.run(bench_get(tmp))
         results.append(("GET one object, 32 clients", f"{g['kubeloop']:,.0f} req/s", f"{g['baseline']:,.0f} req/s (bare ASGI, same bytes)", f"{g['ratio']:.2f}", ">= 0.5"))
@@ -423,6 +459,8 @@ def main() -> None:
         print("running: kubeloop up to /readyz ...", file=sys.stderr)
         if PIN:
             os.sched_setaffinity(0, range(os.cpu_count() or 1))  # start-up is timed on every core
+        if compile_first:
+            compile_bytecode()
         s = uvloop.run(bench_startup(tmp, import_kubernetes_seconds()))
         results.append(("kubeloop up -> /readyz (first start)", f"{s['first']:.2f} s", f"{s['import']:.2f} s (import kubernetes)", f"{s['first'] / s['import']:.2f}", "< 1"))
         results.append(("kubeloop up -> /readyz (restart)", f"{s['restart']:.2f} s", f"{s['import']:.2f} s (import kubernetes)", f"{s['restart'] / s['import']:.2f}", "< 1"))
@@ -437,6 +475,8 @@ if __name__ == "__main__":
         serve_bare(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.parse_args()
+        parser.add_argument("--dir", type=Path, help="where the data directories go (a disk-backed filesystem)")
+        parser.add_argument("--no-compile", action="store_true", help="do not compile kubeloop's bytecode first")
+        args = parser.parse_args()
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
-        main()
+        main(args.dir, compile_first=not args.no_compile)

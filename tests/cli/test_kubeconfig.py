@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
+from kubeloop.cli._kubeconfig import OwnKubeconfig, read_kubeconfig, server_url, write_kubeconfig
 
 
 def test_kubeconfig_names_server_ca_token_and_default_namespace(tmp_path: Path) -> None:
@@ -28,3 +28,13 @@ def test_server_url_uses_loopback_for_wildcard_addresses_and_brackets_ipv6() -> 
     assert server_url("0.0.0.0", 6443) == "https://127.0.0.1:6443"
     assert server_url("::1", 1) == "https://[::1]:1"
     assert server_url("10.0.0.5", 2) == "https://10.0.0.5:2"
+
+
+def test_read_kubeconfig_returns_what_write_kubeconfig_wrote_and_nothing_else(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    write_kubeconfig(path, server="https://127.0.0.1:6443", ca_pem=b"PEM\n", user="u", token="t0k")
+    own = read_kubeconfig(path)
+    assert own == OwnKubeconfig(server="https://127.0.0.1:6443", ca_pem=b"PEM\n", user="u", token="t0k")
+    path.write_text(path.read_text().replace('namespace: "default"', 'namespace: "other"'))
+    assert read_kubeconfig(path) is None  # edited by hand: not ours any more, read it with a real parser
+    assert read_kubeconfig(tmp_path / "missing") is None

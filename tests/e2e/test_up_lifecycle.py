@@ -142,3 +142,23 @@ def test_sigterm_with_an_open_watch_ends_the_watch_and_exits_0(start_kubeloop: A
             pass
     server.kill()
     assert server.output[-1] == "Stopped"
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_controller_manager_exits_when_kubeloop_up_is_killed_and_the_directory_is_free_again(
+    start_kubeloop: Any, tmp_path: Path
+) -> None:
+    server: Any = start_kubeloop(tmp_path / "d")
+    (child,) = _children(server.proc.pid)  # the controller manager, forked before the event loop started
+    server.kill()  # SIGKILL: no chance to stop its child
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not Path(f"/proc/{child}").exists(), "the controller manager outlived kubeloop up"
+    # The child held no copy of the data directory's lock: a new server starts on it at once.
+    again: Any = start_kubeloop(tmp_path / "d")
+    with again.http() as http:
+        assert http.get("/readyz").status_code == 200

@@ -3,9 +3,10 @@
 Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 
 1. lock the data directory (one server per directory) and bind the listening socket, so a busy
-   port fails at once with a one-line reason; SIGTERM/SIGINT are handled from here on;
-2. start the controller manager process (its imports overlap ours; it waits for its kubeconfig,
-   then retries until the server answers);
+   port fails at once with a one-line reason;
+2. fork the controller manager process before this one starts its event loop (``_child``: it
+   starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
+   server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
 3. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
    ``DIR/controller-manager.kubeconfig``): all written before anything reports ready;
 4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
@@ -28,8 +29,6 @@ import errno
 import fcntl
 import signal
 import socket
-import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubeloop.cli._bootstrap import ASGIApp
+    from kubeloop.cli._child import ControllerManager, ForkedProcess
     from kubeloop.server import App, User
     from kubeloop.store import Store
 
@@ -46,7 +46,6 @@ Echo = Callable[[str], None]
 KUBECONFIG = "kubeconfig"
 CM_KUBECONFIG = "controller-manager.kubeconfig"
 DATABASE = "kubeloop.db"
-_RESTART_BACKOFF_MAX = 30.0
 
 
 class StartupError(Exception):
@@ -63,9 +62,36 @@ class ServeOptions:
 
 def run(options: ServeOptions, *, echo: Echo) -> None:
     """Serve until SIGTERM/SIGINT. Raises :class:`StartupError` when start-up fails."""
+    data_dir = options.data_dir.resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
+    lock = _lock(data_dir)
+    try:
+        sock = _bind(options.address, options.port)
+    except BaseException:
+        lock.close()
+        raise
+    first_start = not (data_dir / DATABASE).exists()
+    echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
+    forked: ForkedProcess | None = None
+    if options.controllers:
+        from kubeloop.cli._child import fork_controller_manager
+
+        # The controller manager starts first, before this process has an event loop or threads, so
+        # it is forked warm and its imports overlap ours; it waits for its kubeconfig, which is
+        # (re)written by _serve_locked with this start's port.
+        (data_dir / CM_KUBECONFIG).unlink(missing_ok=True)
+        forked = fork_controller_manager(data_dir / CM_KUBECONFIG, close_in_child=(lock, sock))
     import uvloop
 
-    uvloop.run(_serve(options, echo=echo))
+    try:
+        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo))
+    finally:
+        sock.close()
+        lock.close()
+    echo("Stopped")
 
 
 def _lock(data_dir: Path) -> IO[bytes]:
@@ -97,101 +123,28 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-class _ControllerManager:
-    """The ``kubeloop controller-manager`` child process, restarted with backoff when it exits."""
-
-    def __init__(self, kubeconfig: Path, *, echo: Echo, on_ready: Callable[[bool], None]) -> None:
-        self._kubeconfig = kubeconfig
-        self._echo = echo
-        self._on_ready = on_ready
-        self._process: asyncio.subprocess.Process | None = None
-        self._stopping = False
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._supervise())
-
-    async def _spawn(self) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kubeloop.cli", "controller-manager",
-            "--kubeconfig", str(self._kubeconfig), "--exit-with-parent", "--wait-for-kubeconfig",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-
-    async def _supervise(self) -> None:
-        from kubeloop.cli._controller_manager import READY_LINE
-
-        backoff = 1.0
-        while not self._stopping:
-            started = time.monotonic()
-            self._process = process = await self._spawn()
-            assert process.stdout is not None
-            async for raw in process.stdout:
-                line = raw.decode(errors="replace").rstrip()
-                if line == READY_LINE:
-                    self._echo("Controller manager is running")
-                    self._on_ready(True)
-                elif line:
-                    self._echo(f"controller-manager: {line}")
-            code = await process.wait()
-            self._on_ready(False)
-            if self._stopping:
-                return
-            if time.monotonic() - started > 60:
-                backoff = 1.0
-            self._echo(f"Controller manager exited with code {code}; restarting in {backoff:g}s")
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, _RESTART_BACKOFF_MAX)
-
-    async def stop(self) -> None:
-        self._stopping = True
-        process = self._process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-
-async def _serve(options: ServeOptions, *, echo: Echo) -> None:
-    data_dir = options.data_dir.resolve()
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
-    lock = _lock(data_dir)
-    sock = _bind(options.address, options.port)
+async def _serve(
+    options: ServeOptions, data_dir: Path, sock: socket.socket, forked: ForkedProcess | None, *, echo: Echo
+) -> None:
     # Signals are handled from here on, so a stop during start-up is a clean stop too.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    first_start = not (data_dir / DATABASE).exists()
-    echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
-
-    # The controller manager starts first, so that its imports overlap ours; it waits for its
-    # kubeconfig, which is (re)written below with this start's port.
     readiness = _Readiness(controllers=options.controllers)
-    manager: _ControllerManager | None = None
+    manager: ControllerManager | None = None
     if options.controllers:
-        (data_dir / CM_KUBECONFIG).unlink(missing_ok=True)
-        manager = _ControllerManager(data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers)
+        from kubeloop.cli._child import ControllerManager
+
+        manager = ControllerManager(
+            data_dir / CM_KUBECONFIG, echo=echo, on_ready=readiness.set_controllers, first=forked
+        )
         manager.start()
     try:
         await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo)
     finally:
         if manager is not None:
             await manager.stop()
-        sock.close()
-        lock.close()
-    echo("Stopped")
 
 
 async def _serve_locked(
@@ -199,7 +152,7 @@ async def _serve_locked(
     data_dir: Path,
     sock: socket.socket,
     readiness: _Readiness,
-    manager: _ControllerManager | None,
+    manager: ControllerManager | None,
     stop: asyncio.Event,
     *,
     echo: Echo,

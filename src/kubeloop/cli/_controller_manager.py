@@ -27,8 +27,9 @@ import click
 
 if TYPE_CHECKING:
     from kubeloop.api import ResourceInfo
+    from kubeloop.client import Client
 
-__all__ = ["READY_LINE", "controller_manager"]
+__all__ = ["READY_LINE", "controller_manager", "run_controller_manager", "skip_unused_imports"]
 
 READY_LINE = "kubeloop controller-manager: ready"
 
@@ -48,36 +49,63 @@ READY_LINE = "kubeloop controller-manager: ready"
 def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
     """Run kubeloop's built-in controllers against the cluster KUBECONFIG points to."""
     try:
-        import uvloop
-
-        uvloop.run(
-            _run(
-                kubeconfig,
-                connect_timeout=connect_timeout,
-                exit_with_parent=exit_with_parent,
-                wait_for_kubeconfig=wait_for_kubeconfig,
-            )
+        run_controller_manager(
+            kubeconfig,
+            connect_timeout=connect_timeout,
+            exit_with_parent=exit_with_parent,
+            wait_for_kubeconfig=wait_for_kubeconfig,
         )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 
+def run_controller_manager(
+    kubeconfig: Path, *, connect_timeout: float = 30.0, exit_with_parent: bool, wait_for_kubeconfig: bool
+) -> None:
+    """The controller manager in this process, until stopped; a ``ValueError`` is the one-line reason
+    it could not run. ``kubeloop up`` calls this in a child forked from itself (see ``_child``)."""
+    skip_unused_imports()
+    import uvloop
+
+    uvloop.run(
+        _run(
+            kubeconfig,
+            connect_timeout=connect_timeout,
+            exit_with_parent=exit_with_parent,
+            wait_for_kubeconfig=wait_for_kubeconfig,
+        )
+    )
+
+
+def skip_unused_imports() -> None:
+    """Keep out of this process optional imports that nothing in it uses (about 0.2 s of start-up).
+
+    httpcore imports ``trio`` whenever it is installed, though this process runs on asyncio, and ``h2``
+    though the client speaks HTTP/1.1; httpx imports its own command-line tool (click, rich,
+    pygments) whenever those are installed. A ``None``
+    entry in ``sys.modules`` makes ``import`` raise ``ImportError``, which both libraries handle as
+    "not installed". Only the controller-manager process does this: it runs no user code.
+    """
+    for name in ("trio", "httpx._main", "h2"):
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
 async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
     from kubeloop.api import ApiError
-    from kubeloop.client import Client, ConfigError, ConnectionFailed
+    from kubeloop.client import ConfigError, ConnectionFailed
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + connect_timeout
     if wait_for_kubeconfig:
         # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap
-        # its own. Meanwhile, load what building a client imports lazily (the kubeconfig loader and the
-        # HTTP transport) and the controllers, so that connecting and starting do not pay for it later.
-        for module in ("lightkube.config.kubeconfig", "httpcore", "kubeloop.runtime", "kubeloop.controllers"):
+        # its own. Meanwhile, load what building a client imports lazily (the HTTP transport) and the
+        # controllers, so that connecting and starting do not pay for it later.
+        for module in ("httpcore", "kubeloop.runtime", "kubeloop.controllers"):
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
         await asyncio.to_thread(_wait_for_file, kubeconfig, connect_timeout)
     try:
-        client = Client.from_kubeconfig(str(kubeconfig))
+        client = _client(kubeconfig)
     except ConfigError as exc:
         raise ValueError(f"cannot use kubeconfig {kubeconfig}: {exc}") from None
     namespaces = _namespaces()
@@ -120,6 +148,21 @@ async def _run_builtin_controllers(client: Any, *, exit_with_parent: bool) -> No
         for task in (running, stopping):
             task.cancel()
         await asyncio.gather(running, stopping, return_exceptions=True)
+
+
+def _client(kubeconfig: Path) -> Client:
+    """A client for ``kubeconfig``. One that ``kubeloop up`` wrote (with its CA in ``pki/ca.crt`` beside
+    it) is read directly, the same server, CA and token without loading a general kubeconfig parser
+    (lightkube's, about 0.1 s of start-up); any other goes through :meth:`Client.from_kubeconfig`."""
+    from kubeloop.cli._kubeconfig import read_kubeconfig
+    from kubeloop.client import Client
+
+    own = read_kubeconfig(kubeconfig)
+    ca_file = kubeconfig.parent / "pki" / "ca.crt"
+    with contextlib.suppress(OSError):
+        if own is not None and ca_file.read_bytes() == own.ca_pem:
+            return Client.from_url(own.server, token=own.token, ca_file=str(ca_file))
+    return Client.from_kubeconfig(str(kubeconfig))
 
 
 def _wait_for_file(path: Path, timeout: float) -> None:

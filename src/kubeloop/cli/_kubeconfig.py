@@ -6,17 +6,22 @@ current context. The file is replaced atomically (write to a temporary file, fsy
 mode 0600, so a client never reads half a file and no other user can read the token.
 
 The text is YAML written by hand: every scalar is emitted as a JSON string, which is a valid YAML
-double-quoted scalar, so no YAML library is needed on the start-up path.
+double-quoted scalar, so no YAML library is needed on the start-up path. :func:`read_kubeconfig`
+reads back only a file this module wrote (it must re-render to the very same text), which lets the
+controller manager forked by ``kubeloop up`` connect without loading a general kubeconfig parser.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CONTEXT", "server_url", "write_kubeconfig"]
+__all__ = ["CONTEXT", "OwnKubeconfig", "read_kubeconfig", "server_url", "write_kubeconfig"]
 
 CONTEXT = "kubeloop"
 
@@ -29,10 +34,51 @@ def server_url(address: str, port: int) -> str:
     return f"https://{host}:{port}"
 
 
+@dataclass(frozen=True, slots=True)
+class OwnKubeconfig:
+    server: str
+    ca_pem: bytes
+    user: str
+    token: str
+
+
 def write_kubeconfig(path: Path, *, server: str, ca_pem: bytes, user: str, token: str) -> None:
+    text = _render(server=server, ca_pem=ca_pem, user=user, token=token)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+_FIELDS = {
+    "server": re.compile(r'^    server: ("[^\n]*")$', re.M),
+    "ca": re.compile(r'^    certificate-authority-data: ("[^\n]*")$', re.M),
+    "user": re.compile(r'^- name: ("[^\n]*")\n  user:$', re.M),
+    "token": re.compile(r'^    token: ("[^\n]*")$', re.M),
+}
+
+
+def read_kubeconfig(path: Path) -> OwnKubeconfig | None:
+    """What :func:`write_kubeconfig` put in ``path``; ``None`` for any other file (or none)."""
+    try:
+        text = path.read_text()
+        values = {name: json.loads(m.group(1)) for name, pattern in _FIELDS.items() if (m := pattern.search(text))}
+        if len(values) != len(_FIELDS) or not all(isinstance(v, str) for v in values.values()):
+            return None
+        own = OwnKubeconfig(values["server"], base64.b64decode(values["ca"], validate=True), values["user"], values["token"])
+    except (OSError, ValueError, binascii.Error):
+        return None
+    same = _render(server=own.server, ca_pem=own.ca_pem, user=own.user, token=own.token) == text
+    return own if same else None
+
+
+def _render(*, server: str, ca_pem: bytes, user: str, token: str) -> str:
     q = json.dumps
     ca = base64.b64encode(ca_pem).decode()
-    text = f"""apiVersion: v1
+    return f"""apiVersion: v1
 kind: Config
 clusters:
 - name: {q(CONTEXT)}
@@ -52,10 +98,3 @@ contexts:
 current-context: {q(CONTEXT)}
 preferences: {{}}
 """
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
