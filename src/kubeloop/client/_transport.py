@@ -33,7 +33,7 @@ import collections
 import contextlib
 import ssl
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import httptools
 import httpx
@@ -78,8 +78,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol -----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports (TCP and SSL) are not asyncio.Transport subclasses, but have its methods.
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._got_bytes = True
