@@ -191,10 +191,10 @@ async def test_a_matching_orphan_pod_is_adopted_as_soon_as_it_appears(tmp_path: 
             return False
 
         await world.eventually(adopted_then_removed)
-        messages = [m for _, _, m in world.controllers["statefulset"].events.recorder.recorded]
+        messages = [m for _, _, m in world.controllers["statefulset"].events.recorded]
         await world.eventually(lambda: _has(world, "delete Pod db-7 in StatefulSet db successful"))
         assert "create Pod db-0 in StatefulSet db successful" in messages
 
 
 async def _has(world: World, message: str) -> bool:
-    return any(m == message for _, _, m in world.controllers["statefulset"].events.recorder.recorded)
+    return any(m == message for _, _, m in world.controllers["statefulset"].events.recorded)

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
 
 from kubeloop.api import ResourceInfo
-from kubeloop.controllers._workload_events import EventSink
+from kubeloop.controllers._events import EventSink
 from kubeloop.testing import RandomFaults
 
 EVENTS = ResourceInfo("", "v1", "Event", "events", "event", True)

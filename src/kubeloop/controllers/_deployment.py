@@ -24,7 +24,6 @@ keep metadata, and do not bump ``generation``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -32,9 +31,8 @@ from typing import Any
 from kubeloop.api import (
     AlreadyExists,
     ApiError,
-    Clock,
-    SystemClock,
     annotations_of,
+    controller_of,
     copy_json,
     is_being_deleted,
     label_selector_from_dict,
@@ -45,18 +43,23 @@ from kubeloop.api import (
     parse_time,
     uid_of,
 )
-from kubeloop.client import Client
 from kubeloop.controllers import _deployment_util as du
-from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
-from kubeloop.controllers._workload_events import EventSink, Severity
+from kubeloop.controllers._workload_base import WorkloadController
+from kubeloop.controllers._workload_claim import (
+    add_orphan_index,
+    candidates,
+    claim_children,
+    controller_uid,
+    owners_selecting,
+    resolve_controller,
+)
 from kubeloop.controllers._workload_hash import POD_TEMPLATE_HASH_LABEL, compute_hash, equal_ignore_hash
-from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, DEPLOYMENTS, PODS, REPLICASETS, key_of
+from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, REPLICASETS, key_of
 from kubeloop.runtime import (
     OWNER_UID_INDEX,
-    Controller,
+    EnqueueForObject,
     Event,
     InformerFactory,
-    Metrics,
     Request,
     Result,
     SharedInformer,
@@ -70,40 +73,19 @@ log = logging.getLogger("kubeloop.controllers.deployment")
 Obj = Mapping[str, Any]
 
 
-class DeploymentController:
+class DeploymentController(WorkloadController):
     """Reconciles Deployments; run it with :meth:`run` or hand :attr:`controller` to a manager."""
 
-    def __init__(
-        self,
-        client: Client,
-        informers: InformerFactory,
-        *,
-        clock: Clock | None = None,
-        metrics: Metrics | None = None,
-        workers: int = 5,
-        field_manager: str = CONTROLLER_MANAGER,
-    ) -> None:
-        self.client = client
-        self.clock: Clock = clock or SystemClock()
-        self.field_manager = field_manager
-        self.events = EventSink(client, component="deployment-controller", clock=self.clock)
+    name = "deployment"
+    kind = "Deployment"
+    resource = DEPLOYMENTS
+
+    def watches(self, informers: InformerFactory) -> list[Watch]:
         self.deployments: SharedInformer = informers.informer(DEPLOYMENTS)
-        self.replicasets: SharedInformer = informers.informer(REPLICASETS)
+        self.replicasets: SharedInformer = add_orphan_index(informers.informer(REPLICASETS))
         self.pods: SharedInformer = informers.informer(PODS)
-        if ORPHAN_INDEX not in self.replicasets.cache.indexers:
-            self.replicasets.add_indexers({ORPHAN_INDEX: index_orphans})
-        self.controller = Controller(
-            "deployment", self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
-            watches=[Watch(self.deployments, _DeploymentEvents()), Watch(self.replicasets, _ReplicaSetEvents(self)),
-                     Watch(self.pods, _PodEvents(self))],
-        )  # fmt: skip
-
-    async def run(self) -> None:
-        """The controller and its Event writer (a manager runs them as two runnables instead)."""
-        await asyncio.gather(self.controller.run(), self.events.run())
-
-    def event(self, d: Obj, event_type: Severity, reason: str, message: str) -> None:
-        self.events.emit(d, event_type, reason, message, api_version="apps/v1", kind="Deployment")
+        return [Watch(self.deployments, EnqueueForObject()), Watch(self.replicasets, _ReplicaSetEvents(self)),
+                Watch(self.pods, _PodEvents(self))]  # fmt: skip
 
     def now(self) -> float:
         return self.clock.now()
@@ -152,7 +134,7 @@ class DeploymentController:
     def _pod_map(self, rss: Iterable[Obj]) -> dict[str, list[dict[str, Any]]]:
         """Pods controlled by each claimed ReplicaSet, by RS uid (``getPodMapForDeployment``)."""
         return {
-            uid_of(rs): [p for p in self.pods.cache.by_index(OWNER_UID_INDEX, uid_of(rs)) if _controller_uid(p) == uid_of(rs)]
+            uid_of(rs): [p for p in self.pods.cache.by_index(OWNER_UID_INDEX, uid_of(rs)) if controller_uid(p) == uid_of(rs)]
             for rs in rss
         }  # fmt: skip
 
@@ -249,7 +231,7 @@ class DeploymentController:
             # Ours with an equal template (a stale cache): use it. Anything else is a hash collision.
             live = self.replicasets.cache.get(key_of(new_rs)) or await self.client.get(
                 REPLICASETS, name_of(new_rs), namespace=namespace_of(d))
-            ref = _controller_uid(live)
+            ref = controller_uid(live)
             if ref == uid_of(d) and equal_ignore_hash((live.get("spec") or {}).get("template"), spec.get("template")):
                 created, already_existed = live, True
             else:
@@ -313,12 +295,7 @@ class DeploymentController:
         """PUT ``/status`` (metadata travels too: the revision annotation) when anything changed."""
         if not force and status == (d.get("status") or {}):
             return d
-        body = {**d, "status": status}
-        written = await self.client.update(DEPLOYMENTS, body, namespace=namespace_of(d), subresource="status",
-                                           field_manager=self.field_manager)  # fmt: skip
-        d.clear()
-        d.update(written)
-        return d
+        return await self.put_status(d, status)
 
     async def sync_deployment_status(self, all_rss: list[Obj | None], new_rs: Obj | None, d: dict[str, Any]) -> None:
         rss = [rs for rs in all_rss if rs is not None]
@@ -401,25 +378,6 @@ def _replica_failures(rss: list[Obj], new_rs: Obj | None) -> list[dict[str, Any]
     return [c for rs in rss for c in convert(rs)]
 
 
-def _controller_uid(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True:
-            return str(ref.get("uid"))
-    return None
-
-
-def _controller_ref(obj: Obj) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True:
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
-class _DeploymentEvents:
-    def requests(self, event: Event) -> Iterable[Request]:
-        return (Request.for_object(event.object),)
-
-
 class _ReplicaSetEvents:
     """RS events -> the owning Deployment, or every Deployment whose selector matches an orphan."""
 
@@ -427,36 +385,27 @@ class _ReplicaSetEvents:
         self.owner = owner
 
     def _resolve(self, obj: Obj, ref: Mapping[str, Any] | None) -> list[Request]:
-        if ref is None or ref.get("kind") != "Deployment":
-            return []
-        d = self.owner.deployments.cache.get(f"{namespace_of(obj)}/{ref.get('name')}")
-        return [Request.for_object(d)] if d is not None and uid_of(d) == ref.get("uid") else []
-
-    def _matching(self, rs: Obj) -> list[Request]:
-        found = []
-        for d in self.owner.deployments.cache.list(namespace=namespace_of(rs)):
-            selector = (d.get("spec") or {}).get("selector")
-            if selector and label_selector_from_dict(selector).matches(labels_of(rs)):
-                found.append(Request.for_object(d))
-        return found
+        d = resolve_controller(self.owner.deployments.cache, namespace_of(obj), ref, "Deployment")
+        return [Request.for_object(d)] if d is not None else []
 
     def requests(self, event: Event) -> Iterable[Request]:
         rs = event.object
-        ref = _controller_ref(rs)
+        ref = controller_of(rs)
+        deployments = self.owner.deployments.cache
         if event.type == "update" and event.old_object is not None:
             old = event.old_object
             if (old.get("metadata") or {}).get("resourceVersion") == (rs.get("metadata") or {}).get("resourceVersion"):
                 return []
-            old_ref = _controller_ref(old)
+            old_ref = controller_of(old)
             found = self._resolve(old, old_ref) if old_ref != ref else []
             if ref is not None:
                 return found + self._resolve(rs, ref)
             if labels_of(old) != labels_of(rs) or old_ref != ref:
-                return found + self._matching(rs)
+                return found + owners_selecting(deployments, rs)
             return found
         if ref is not None:
             return self._resolve(rs, ref)
-        return self._matching(rs) if event.type == "create" else []
+        return owners_selecting(deployments, rs) if event.type == "create" else []
 
 
 class _PodEvents:
@@ -468,16 +417,11 @@ class _PodEvents:
     def requests(self, event: Event) -> Iterable[Request]:
         if event.type != "delete":
             return ()
-        ref = _controller_ref(event.object)
-        if ref is None or ref.get("kind") != "ReplicaSet":
-            return ()
-        rs = self.owner.replicasets.cache.get(f"{namespace_of(event.object)}/{ref.get('name')}")
+        pod = event.object
+        rs = resolve_controller(self.owner.replicasets.cache, namespace_of(pod), controller_of(pod), "ReplicaSet")
         if rs is None:
             return ()
-        d_ref = _controller_ref(rs)
-        if d_ref is None or d_ref.get("kind") != "Deployment":
-            return ()
-        d = self.owner.deployments.cache.get(f"{namespace_of(rs)}/{d_ref.get('name')}")
+        d = resolve_controller(self.owner.deployments.cache, namespace_of(rs), controller_of(rs), "Deployment")
         if d is None or ((d.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate":
             return ()
         return (Request.for_object(d),)

@@ -280,7 +280,7 @@ class GarbageCollector:
         if not resource.namespaced:
             key = ObjectReference.of_owner(ref, "")
         elif not node.identity.namespace:
-            await self._report_cluster_scoped_dependent(node, ref)
+            self._report_cluster_scoped_dependent(node, ref)
             raise _NamespacedOwnerOfClusterScoped(str(node.identity))
         owner = await self._get(resource, node.identity.namespace, key.name)
         if owner is None or (owner.get("metadata") or {}).get("uid") != key.uid:
@@ -377,14 +377,14 @@ class GarbageCollector:
         if ref is None:
             return
         invalid = ObjectReference.of_owner(ref, node.identity.namespace)
-        self.events.warn_soon(
+        self.events.warn(
             node.identity, "OwnerRefInvalidNamespace",
             f'ownerRef {invalid} does not exist in namespace "{node.identity.namespace}"', dedup=owner_uid,
         )  # fmt: skip
 
-    async def _report_cluster_scoped_dependent(self, node: Node, ref: dict[str, Any]) -> None:
+    def _report_cluster_scoped_dependent(self, node: Node, ref: dict[str, Any]) -> None:
         invalid = ObjectReference.of_owner(ref, "")
-        await self.events.warn(
+        self.events.warn(
             node.identity, "OwnerRefInvalidNamespace",
             f'ownerRef {invalid} does not exist in namespace "{node.identity.namespace}"', dedup=invalid.uid,
         )  # fmt: skip

@@ -1,63 +1,37 @@
-"""The GC's Warning Events: once per (object, reason, cause), written by the runtime's recorder.
+"""The GC's Warning Events: once per (object, reason, cause), written through the controllers' EventSink.
 
-Contract: :meth:`GcEvents.warn` records one Warning ``Event`` about an object through
-:class:`kubeloop.runtime.EventRecorder` (client-go's recorder: the Event lands in the object's
-namespace, ``default`` for cluster-scoped objects, with ``involvedObject``, ``reason``, ``message``,
-``source.component`` and timestamps from the injected clock; writing is best effort and never
-raises). The same ``(object uid, reason, dedup)`` is recorded once per collector: the GC finds an
-invalid reference again on every pass, and upstream's correlator would only bump ``count`` of the
-same Event, so one Event per cause is what ``kubectl describe`` shows either way (the runtime's
-recorder does not aggregate counts). :meth:`warn_soon` is for synchronous callers (informer
-handlers): it queues the event for :meth:`run`, which writes queued events until cancelled.
+Contract: :meth:`GcEvents.warn` queues one Warning ``Event`` about an object on an
+:class:`._events.EventSink` (synchronous, never blocks: callers include informer handlers), which
+:meth:`GcEvents.run` writes in the background: in the object's namespace, ``default`` for
+cluster-scoped objects, with ``involvedObject``, ``reason``, ``message``, ``source.component`` and
+timestamps from the injected clock; best effort, never raises. The same ``(object uid, reason,
+dedup)`` is queued once per collector: the GC meets an invalid reference again on every pass, and
+counting each meeting (upstream's correlator bumps ``count``) would make a quiet collector write
+forever, so the first is what ``kubectl describe`` shows.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from kubeloop.api import Clock
 from kubeloop.client import Client
+from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._gc_graph import ObjectReference
-from kubeloop.runtime import EventRecorder
 
 __all__ = ["GcEvents"]
 
 
-def _involved(obj: ObjectReference) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": obj.name, "uid": obj.uid}
-    if obj.namespace:
-        meta["namespace"] = obj.namespace
-    return {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": meta}
-
-
 class GcEvents:
     def __init__(self, client: Client, *, clock: Clock, component: str) -> None:
-        self.recorder = EventRecorder(client, component=component, clock=clock)
+        self.sink = EventSink(client, component=component, clock=clock)
         self._seen: set[tuple[str, str, str]] = set()
-        self._pending: list[tuple[ObjectReference, str, str]] = []
-        self._wake = asyncio.Event()
 
-    def _first_time(self, obj: ObjectReference, reason: str, dedup: str) -> bool:
+    def warn(self, obj: ObjectReference, reason: str, message: str, *, dedup: str = "") -> None:
         key = (obj.uid, reason, dedup)
         if key in self._seen:
-            return False
+            return
         self._seen.add(key)
-        return True
-
-    async def warn(self, obj: ObjectReference, reason: str, message: str, *, dedup: str = "") -> None:
-        if self._first_time(obj, reason, dedup):
-            await self.recorder.event(_involved(obj), "Warning", reason, message)
-
-    def warn_soon(self, obj: ObjectReference, reason: str, message: str, *, dedup: str = "") -> None:
-        if self._first_time(obj, reason, dedup):
-            self._pending.append((obj, reason, message))
-            self._wake.set()
+        meta = {"name": obj.name, "uid": obj.uid, **({"namespace": obj.namespace} if obj.namespace else {})}
+        self.sink.emit({"metadata": meta}, "Warning", reason, message, api_version=obj.api_version, kind=obj.kind)
 
     async def run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            pending, self._pending = self._pending, []
-            for obj, reason, message in pending:
-                await self.recorder.event(_involved(obj), "Warning", reason, message)
+        await self.sink.run()

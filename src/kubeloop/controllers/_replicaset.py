@@ -26,13 +26,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from kubeloop.api import (
     ApiError,
-    Clock,
     NotFound,
-    SystemClock,
+    controller_of,
     copy_json,
     format_time,
     is_being_deleted,
@@ -44,10 +43,17 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.client import Client
-from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
-from kubeloop.controllers._workload_events import EventSink, Severity
+from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
+from kubeloop.controllers._workload_claim import (
+    add_orphan_index,
+    candidates,
+    claim_children,
+    controller_uid,
+    owners_selecting,
+    resolve_controller,
+)
 from kubeloop.controllers._workload_expectations import Expectations
-from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, PODS, REPLICASETS, int_field, key_of
+from kubeloop.controllers._workload_kinds import PODS, REPLICASETS, int_field, key_of
 from kubeloop.controllers._workload_pods import (
     deletion_order,
     is_pod_active,
@@ -56,17 +62,7 @@ from kubeloop.controllers._workload_pods import (
     pod_from_template,
     slow_start_batch,
 )
-from kubeloop.runtime import (
-    OWNER_UID_INDEX,
-    Controller,
-    Event,
-    InformerFactory,
-    Metrics,
-    Request,
-    Result,
-    SharedInformer,
-    Watch,
-)
+from kubeloop.runtime import OWNER_UID_INDEX, Event, InformerFactory, Request, Result, SharedInformer, Watch
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "replicaset_status"]
 
@@ -118,41 +114,23 @@ def replicaset_status(
     return status
 
 
-class ReplicaSetController:
+class ReplicaSetController(WorkloadController):
     """Reconciles ReplicaSets; run it with :meth:`run` or hand :attr:`controller` to a manager."""
 
-    def __init__(
-        self,
-        client: Client,
-        informers: InformerFactory,
-        *,
-        clock: Clock | None = None,
-        metrics: Metrics | None = None,
-        workers: int = 5,
-        burst_replicas: int = BURST_REPLICAS,
-        field_manager: str = CONTROLLER_MANAGER,
-    ) -> None:
-        self.client = client
-        self.clock: Clock = clock or SystemClock()
+    name = "replicaset"
+    kind = "ReplicaSet"
+    resource = REPLICASETS
+
+    def __init__(self, client: Client, informers: InformerFactory, *, burst_replicas: int = BURST_REPLICAS,
+                 **options: Unpack[WorkloadOptions]) -> None:  # fmt: skip
         self.burst_replicas = burst_replicas
-        self.field_manager = field_manager
+        super().__init__(client, informers, **options)
         self.expectations = Expectations(self.clock)
-        self.events = EventSink(client, component="replicaset-controller", clock=self.clock)
+
+    def watches(self, informers: InformerFactory) -> list[Watch]:
         self.replicasets: SharedInformer = informers.informer(REPLICASETS)
-        self.pods: SharedInformer = informers.informer(PODS)
-        if ORPHAN_INDEX not in self.pods.cache.indexers:
-            self.pods.add_indexers({ORPHAN_INDEX: index_orphans})
-        self.controller = Controller(
-            "replicaset", self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
-            watches=[Watch(self.replicasets, _ReplicaSetEvents(self)), Watch(self.pods, _PodEvents(self))],
-        )  # fmt: skip
-
-    async def run(self) -> None:
-        """The controller and its Event writer (a manager runs them as two runnables instead)."""
-        await asyncio.gather(self.controller.run(), self.events.run())
-
-    def _event(self, rs: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
-        self.events.emit(rs, event_type, reason, message, api_version="apps/v1", kind="ReplicaSet")
+        self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
+        return [Watch(self.replicasets, _ReplicaSetEvents(self)), Watch(self.pods, _PodEvents(self))]
 
     # -- reconcile -------------------------------------------------------------------------------
 
@@ -203,9 +181,9 @@ class ReplicaSetController:
                     made = await self.client.create(PODS, copy_json(pod), namespace=namespace_of(rs),
                                                     field_manager=self.field_manager)  # fmt: skip
                 except ApiError as err:
-                    self._event(rs, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
+                    self.event(rs, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
                     raise
-                self._event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
+                self.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
 
             created, error = await slow_start_batch(count, create)
             for _ in range(count - created):
@@ -232,20 +210,20 @@ class ReplicaSetController:
         except NotFound:
             raise
         except ApiError as err:
-            self._event(rs, "Warning", "FailedDelete", f"Error deleting: {err.message or err}")
+            self.event(rs, "Warning", "FailedDelete", f"Error deleting: {err.message or err}")
             raise
-        self._event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
+        self.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
 
     def _related_pods(self, rs: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Pods of every ReplicaSet controlled by the same owner (``getIndirectlyRelatedPods``)."""
-        owner = _controller_uid(rs)
+        owner = controller_uid(rs)
         if owner is None:
             return [p for p in self.pods.cache.by_index(OWNER_UID_INDEX, uid_of(rs))]
         pods: list[dict[str, Any]] = []
         for sibling in self.replicasets.cache.by_index(OWNER_UID_INDEX, owner):
-            if namespace_of(sibling) == namespace_of(rs) and _controller_uid(sibling) == owner:
+            if namespace_of(sibling) == namespace_of(rs) and controller_uid(sibling) == owner:
                 pods.extend(p for p in self.pods.cache.by_index(OWNER_UID_INDEX, uid_of(sibling))
-                            if _controller_uid(p) == uid_of(sibling))  # fmt: skip
+                            if controller_uid(p) == uid_of(sibling))  # fmt: skip
         return pods
 
     async def _write_status(self, rs: Mapping[str, Any], status: dict[str, Any]) -> None:
@@ -259,10 +237,7 @@ class ReplicaSetController:
         fresh: dict[str, Any]
         for attempt in range(STATUS_UPDATE_RETRIES + 1):
             try:
-                await self.client.update(
-                    REPLICASETS, {**current, "status": status}, namespace=namespace_of(rs),
-                    subresource="status", field_manager=self.field_manager,
-                )  # fmt: skip
+                await self.put_status(dict(current), status)
                 return
             except ApiError:
                 if attempt >= STATUS_UPDATE_RETRIES:
@@ -276,32 +251,10 @@ class ReplicaSetController:
 
     def resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """The cached ReplicaSet a controller reference names (same UID), if any."""
-        if ref is None or ref.get("kind") != "ReplicaSet" or not str(ref.get("apiVersion", "")).startswith("apps/"):
-            return None
-        rs = self.replicasets.cache.get(f"{namespace}/{ref.get('name')}")
-        return rs if rs is not None and uid_of(rs) == ref.get("uid") else None
+        return resolve_controller(self.replicasets.cache, namespace, ref, "ReplicaSet")
 
     def replicasets_for_orphan(self, pod: Mapping[str, Any]) -> list[Request]:
-        found = []
-        for rs in self.replicasets.cache.list(namespace=namespace_of(pod)):
-            selector = (rs.get("spec") or {}).get("selector")
-            if selector and label_selector_from_dict(selector).matches(labels_of(pod)):
-                found.append(Request.for_object(rs))
-        return found
-
-
-def _controller_uid(obj: Mapping[str, Any]) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True:
-            return str(ref.get("uid"))
-    return None
-
-
-def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True:
-            return ref  # type: ignore[no-any-return]
-    return None
+        return owners_selecting(self.replicasets.cache, pod)
 
 
 class _ReplicaSetEvents:
@@ -333,7 +286,7 @@ class _PodEvents:
         if is_being_deleted(pod):
             # A pod already terminating when first seen (e.g. after a restart) is no creation.
             return self._deleted(pod)
-        ref = _controller_ref(pod)
+        ref = controller_of(pod)
         if ref is not None:
             rs = self.owner.resolve(namespace_of(pod), ref)
             if rs is None:
@@ -352,7 +305,7 @@ class _PodEvents:
                 found += self._deleted(old)
             return found
         found = []
-        cur_ref, old_ref = _controller_ref(cur), _controller_ref(old)
+        cur_ref, old_ref = controller_of(cur), controller_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             rs = self.owner.resolve(namespace_of(old), old_ref)
@@ -374,7 +327,7 @@ class _PodEvents:
         return found
 
     def _deleted(self, pod: Mapping[str, Any]) -> list[Request]:
-        rs = self.owner.resolve(namespace_of(pod), _controller_ref(pod))
+        rs = self.owner.resolve(namespace_of(pod), controller_of(pod))
         if rs is None:
             return []
         self.owner.expectations.deletion_observed(key_of(rs), key_of(pod))

@@ -27,7 +27,6 @@ Upstream: k/k ``pkg/controller/statefulset/{stateful_set.go, stateful_set_contro
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,9 +34,8 @@ from kubeloop.api import (
     BUILTIN_RESOURCES,
     AlreadyExists,
     ApiError,
-    Clock,
     NotFound,
-    SystemClock,
+    controller_of,
     copy_json,
     is_being_deleted,
     label_selector_from_dict,
@@ -47,20 +45,22 @@ from kubeloop.api import (
     owner_reference,
     uid_of,
 )
-from kubeloop.client import Client
 from kubeloop.controllers import _statefulset_util as su
-from kubeloop.controllers._workload_claim import ORPHAN_INDEX, candidates, claim_children, index_orphans
-from kubeloop.controllers._workload_events import EventSink, Severity
-from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, PODS, PVCS, STATEFULSETS, int_field
+from kubeloop.controllers._workload_base import WorkloadController
+from kubeloop.controllers._workload_claim import (
+    add_orphan_index,
+    candidates,
+    claim_children,
+    owners_selecting,
+)
+from kubeloop.controllers._workload_kinds import PODS, PVCS, STATEFULSETS, int_field
 from kubeloop.controllers._workload_pods import is_pod_active, is_pod_available, is_pod_ready
 from kubeloop.runtime import (
     OWNER_UID_INDEX,
-    Controller,
     EnqueueForObject,
     EnqueueForOwner,
     Event,
     InformerFactory,
-    Metrics,
     Request,
     Result,
     SharedInformer,
@@ -81,41 +81,20 @@ def _failed(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
 
 
-class StatefulSetController:
+class StatefulSetController(WorkloadController):
     """Reconciles StatefulSets; run it with :meth:`run` or hand :attr:`controller` to a manager."""
 
-    def __init__(
-        self,
-        client: Client,
-        informers: InformerFactory,
-        *,
-        clock: Clock | None = None,
-        metrics: Metrics | None = None,
-        workers: int = 5,
-        field_manager: str = CONTROLLER_MANAGER,
-    ) -> None:
-        self.client = client
-        self.clock: Clock = clock or SystemClock()
-        self.field_manager = field_manager
-        self.events = EventSink(client, component="statefulset-controller", clock=self.clock)
+    name = "statefulset"
+    kind = "StatefulSet"
+    resource = STATEFULSETS
+
+    def watches(self, informers: InformerFactory) -> list[Watch]:
         self.sets: SharedInformer = informers.informer(STATEFULSETS)
-        self.pods: SharedInformer = informers.informer(PODS)
+        self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
         self.claims: SharedInformer = informers.informer(PVCS)
         self.revisions: SharedInformer = informers.informer(REVISIONS)
-        if ORPHAN_INDEX not in self.pods.cache.indexers:
-            self.pods.add_indexers({ORPHAN_INDEX: index_orphans})
-        self.controller = Controller(
-            "statefulset", self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
-            watches=[Watch(self.sets, EnqueueForObject()), Watch(self.pods, _PodEvents(self)),
-                     Watch(self.revisions, EnqueueForOwner(STATEFULSETS))],
-        )  # fmt: skip
-
-    async def run(self) -> None:
-        """The controller and its Event writer (a manager runs them as two runnables instead)."""
-        await asyncio.gather(self.controller.run(), self.events.run())
-
-    def _event(self, sts: Obj, event_type: Severity, reason: str, message: str) -> None:
-        self.events.emit(sts, event_type, reason, message, api_version="apps/v1", kind="StatefulSet")
+        return [Watch(self.sets, EnqueueForObject()), Watch(self.pods, _PodEvents(self)),
+                Watch(self.revisions, EnqueueForOwner(STATEFULSETS))]  # fmt: skip
 
     async def reconcile(self, request: Request) -> Result | None:
         cached = self.sets.cache.get(f"{request.namespace}/{request.name}")
@@ -220,7 +199,7 @@ class StatefulSetController:
         for index, slot in enumerate(wanted):
             ordinal = start + index
             if slot is not None and _failed(slot):
-                self._event(sts, "Warning", "RecreatingFailedPod",
+                self.event(sts, "Warning", "RecreatingFailedPod",
                             f"StatefulSet {namespace_of(sts)}/{name_of(sts)} is recreating failed Pod {name_of(slot)}")
                 await self._delete(sts, slot)
                 if monotonic:
@@ -306,9 +285,9 @@ class StatefulSetController:
         except AlreadyExists:
             return  # a deterministic name: the pod exists, the cache has not seen it yet
         except ApiError as err:
-            self._event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
+            self.event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
             raise
-        self._event(sts, "Normal", "SuccessfulCreate", f"create {what} successful")
+        self.event(sts, "Normal", "SuccessfulCreate", f"create {what} successful")
 
     async def _delete(self, sts: Obj, pod: Obj) -> None:
         what = f"Pod {name_of(pod)} in StatefulSet {name_of(sts)}"
@@ -318,9 +297,9 @@ class StatefulSetController:
         except NotFound:
             return
         except ApiError as err:
-            self._event(sts, "Warning", "FailedDelete", f"delete {what} failed error: {err.message or err}")
+            self.event(sts, "Warning", "FailedDelete", f"delete {what} failed error: {err.message or err}")
             raise
-        self._event(sts, "Normal", "SuccessfulDelete", f"delete {what} successful")
+        self.event(sts, "Normal", "SuccessfulDelete", f"delete {what} successful")
 
     async def _create_claims(self, sts: Obj, ordinal: int) -> None:
         for claim in su.new_claims(sts, ordinal):
@@ -336,9 +315,9 @@ class StatefulSetController:
             except AlreadyExists:
                 continue
             except ApiError as err:
-                self._event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
+                self.event(sts, "Warning", "FailedCreate", f"create {what} failed error: {err.message or err}")
                 raise
-            self._event(sts, "Normal", "SuccessfulCreate", f"create {what} success")
+            self.event(sts, "Normal", "SuccessfulCreate", f"create {what} success")
 
     async def _sync_claims(self, sts: Obj, pod: Obj, *, condemned: bool) -> None:
         for template in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
@@ -361,12 +340,8 @@ class StatefulSetController:
         generation = (sts.get("metadata") or {}).get("generation")
         if generation is not None:
             status["observedGeneration"] = generation
-        if status == (sts.get("status") or {}):
-            return
-        written = await self.client.update(STATEFULSETS, {**sts, "status": status}, namespace=namespace_of(sts),
-                                           subresource="status", field_manager=self.field_manager)  # fmt: skip
-        sts.clear()
-        sts.update(written)
+        if status != (sts.get("status") or {}):
+            await self.put_status(sts, status)
 
 
 class _PodEvents:
@@ -380,12 +355,7 @@ class _PodEvents:
     def requests(self, event: Event) -> Iterable[Request]:
         found = list(self._by_owner.requests(event))
         for pod in event.objects():
-            if any(ref.get("controller") is True for ref in (pod.get("metadata") or {}).get("ownerReferences") or ()):
+            if controller_of(pod) is not None or is_being_deleted(pod):
                 continue
-            if is_being_deleted(pod):
-                continue
-            for sts in self.owner.sets.cache.list(namespace=namespace_of(pod)):
-                selector = (sts.get("spec") or {}).get("selector")
-                if selector and label_selector_from_dict(selector).matches(labels_of(pod)):
-                    found.append(Request.for_object(sts))
+            found.extend(owners_selecting(self.owner.sets.cache, pod))
         return found

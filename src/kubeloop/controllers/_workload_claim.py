@@ -30,15 +30,27 @@ from kubeloop.api import (
     ResourceInfo,
     controller_of,
     is_being_deleted,
+    label_selector_from_dict,
+    labels_of,
     name_of,
     namespace_of,
     owner_reference,
     uid_of,
 )
 from kubeloop.client import Client
-from kubeloop.runtime import OWNER_UID_INDEX, Cache
+from kubeloop.runtime import OWNER_UID_INDEX, Cache, Request, SharedInformer
 
-__all__ = ["ORPHAN_INDEX", "ClaimError", "candidates", "claim_children", "index_orphans"]
+__all__ = [
+    "ORPHAN_INDEX",
+    "ClaimError",
+    "add_orphan_index",
+    "candidates",
+    "claim_children",
+    "controller_uid",
+    "index_orphans",
+    "owners_selecting",
+    "resolve_controller",
+]
 
 ORPHAN_INDEX = "kubeloop-orphans"
 
@@ -46,6 +58,43 @@ ORPHAN_INDEX = "kubeloop-orphans"
 def index_orphans(obj: Mapping[str, Any]) -> list[str]:
     """Index objects without a controller reference by namespace: the only ones we may adopt."""
     return [] if controller_of(obj) is not None else [namespace_of(obj)]
+
+
+def add_orphan_index(informer: SharedInformer) -> SharedInformer:
+    """Give ``informer``'s cache :data:`ORPHAN_INDEX` (once: informers are shared between controllers)."""
+    if ORPHAN_INDEX not in informer.cache.indexers:
+        informer.add_indexers({ORPHAN_INDEX: index_orphans})
+    return informer
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    ref = controller_of(obj)
+    return None if ref is None else str(ref.get("uid"))
+
+
+def resolve_controller(cache: Cache, namespace: str, ref: Mapping[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The cached ``kind`` object a controller reference names, if it is that very object (same UID).
+
+    Upstream's ``resolveControllerRef``: a reference to another kind, or to a namesake that was
+    deleted and recreated, resolves to nothing.
+    """
+    if ref is None or ref.get("kind") != kind:
+        return None
+    owner = cache.get(f"{namespace}/{ref.get('name')}")
+    return owner if owner is not None and uid_of(owner) == ref.get("uid") else None
+
+
+def owners_selecting(cache: Cache, obj: Mapping[str, Any]) -> list[Request]:
+    """A request for every cached owner in ``obj``'s namespace whose (non-empty) selector matches it.
+
+    Who may adopt an orphan (upstream's ``getPodReplicaSets``, ``getReplicaSetsForDeployment``...).
+    """
+    found = []
+    for owner in cache.list(namespace=namespace_of(obj)):
+        selector = (owner.get("spec") or {}).get("selector")
+        if selector and label_selector_from_dict(selector).matches(labels_of(obj)):
+            found.append(Request.for_object(owner))
+    return found
 
 
 def candidates(cache: Cache, owner: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,88 @@
+"""What the workload controllers (ReplicaSet, Deployment, StatefulSet) share: wiring, Events, status writes.
+
+:class:`WorkloadController` builds one :class:`~kubeloop.runtime.Controller` named :attr:`name`
+on the shared informers (a subclass lists its sources in :meth:`WorkloadController.watches`), with
+an :class:`._events.EventSink` for component ``<name>-controller`` (upstream's names:
+``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``). Options are
+keyword-only and the same for all three (:class:`WorkloadOptions`): injected clock, metrics,
+``workers`` (``max_concurrent_reconciles``, 5 as kube-controller-manager's ``--concurrent-*-syncs``)
+and the field manager writes carry.
+
+- :meth:`WorkloadController.run` runs the controller and its Event writer together; a manager runs
+  them as two runnables instead (:mod:`._workload_registry`).
+- :meth:`WorkloadController.event` records an Event about an object of the controller's kind
+  (``apps/v1`` :attr:`kind`), off the reconcile path.
+- :meth:`WorkloadController.put_status` writes ``/status`` with the object's own resourceVersion
+  (metadata travels too) and updates the caller's copy in place with what the server returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypedDict
+
+from kubeloop.api import Clock, ResourceInfo, SystemClock, namespace_of
+from kubeloop.client import Client
+from kubeloop.controllers._events import EventSink, Severity
+from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER
+from kubeloop.runtime import Controller, InformerFactory, Metrics, Request, Result, Watch
+
+__all__ = ["WorkloadController", "WorkloadOptions"]
+
+
+class WorkloadOptions(TypedDict, total=False):
+    clock: Clock | None
+    metrics: Metrics | None
+    workers: int
+    field_manager: str
+
+
+class WorkloadController(ABC):
+    """Base of the workload controllers; run it with :meth:`run` or hand :attr:`controller` to a manager."""
+
+    name: ClassVar[str]  # the runtime controller's name; Events come from ``<name>-controller``
+    kind: ClassVar[str]  # the apps/v1 kind reconciled (the subject of its Events)
+    resource: ClassVar[ResourceInfo]
+
+    def __init__(
+        self,
+        client: Client,
+        informers: InformerFactory,
+        *,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        workers: int = 5,
+        field_manager: str = CONTROLLER_MANAGER,
+    ) -> None:
+        self.client = client
+        self.clock: Clock = clock or SystemClock()
+        self.field_manager = field_manager
+        self.events = EventSink(client, component=f"{self.name}-controller", clock=self.clock)
+        self.controller = Controller(
+            self.name, self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
+            watches=self.watches(informers),
+        )  # fmt: skip
+
+    @abstractmethod
+    def watches(self, informers: InformerFactory) -> list[Watch]:
+        """Take the informers this controller reads from ``informers``; the sources it reconciles on."""
+
+    @abstractmethod
+    async def reconcile(self, request: Request) -> Result | None: ...
+
+    async def run(self) -> None:
+        """The controller and its Event writer (a manager runs them as two runnables instead)."""
+        await asyncio.gather(self.controller.run(), self.events.run())
+
+    def event(self, obj: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
+        self.events.emit(obj, event_type, reason, message, api_version="apps/v1", kind=self.kind)
+
+    async def put_status(self, obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """PUT ``/status`` of ``obj`` (this controller's kind); ``obj`` becomes what was written."""
+        written = await self.client.update(self.resource, {**obj, "status": status}, namespace=namespace_of(obj),
+                                           subresource="status", field_manager=self.field_manager)  # fmt: skip
+        obj.clear()
+        obj.update(written)
+        return obj
