@@ -198,6 +198,17 @@ def test_patch_strategic_merge_json_and_directives(kc: Kubectl, namespace: str) 
     kc("patch", "deployment", name, *ns, "-p",
        '{"spec":{"template":{"spec":{"containers":[{"name":"side","$patch":"delete"}]}}}}')
     assert containers() == [("main", "nginx:2")]
+
+    # kubectl says "(no change)" only when the PATCH answer equals its GET; the live Deployment
+    # controller writes status until the rollout settles, so wait for steady state (no writes) first.
+    def settled() -> bool:
+        d = kc.api(url)
+        status = d.get("status", {})
+        return bool(status.get("observedGeneration") == d["metadata"]["generation"]
+                    and status.get("updatedReplicas") == status.get("availableReplicas") == d["spec"]["replicas"]
+                    and status.get("replicas") == d["spec"]["replicas"])
+
+    eventually(settled)
     again = kc("patch", "deployment", name, *ns, "-p",
                '{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"nginx:2"}]}}}}')
     assert again.stdout.strip() == f"deployment.apps/{name} patched (no change)"
