@@ -9,8 +9,10 @@ broadcaster with its ``EventCorrelator``:
   wait (1,000, upstream's ``maxQueuedEvents``); further ones are dropped and counted in
   :attr:`EventSink.dropped`. Events emitted while no :meth:`EventSink.run` is active wait (bounded).
 - :meth:`EventSink.run` writes them, a few concurrently, in the order emitted within each batch.
-  The first occurrence is created by :class:`kubeloop.runtime.EventRecorder` (name, namespace,
-  ``involvedObject``, ``source.component``, timestamps from the injected clock).
+  The first occurrence is created as :class:`kubeloop.runtime.EventRecorder` creates Events (in
+  the object's namespace, ``default`` for cluster-scoped objects; ``involvedObject``,
+  ``source.component``, timestamps from the injected clock), named ``<object>.<hex nanoseconds>``
+  with a process-wide sequence added so names stay unique across sinks under a fake clock.
 - **Aggregation** (client-go ``EventLogger.eventObserve``): an Event identical to one this sink
   wrote before (same component, involved object kind/namespace/name/uid/apiVersion, type, reason
   and message) is not created again: the existing Event is patched with ``count`` + 1 and a new
@@ -26,6 +28,7 @@ minutes collapse into one "(combined from similar events)") and the per-object s
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import Counter, OrderedDict, deque
 from collections.abc import Mapping
@@ -34,7 +37,7 @@ from typing import Any, Literal
 
 from kubeloop.api import ApiError, Clock, NotFound, SystemClock, format_time
 from kubeloop.client import Client
-from kubeloop.runtime import EVENTS, EventRecorder
+from kubeloop.runtime import EVENTS
 
 __all__ = ["LRU_ENTRIES", "MAX_QUEUED_EVENTS", "EventSink", "Severity"]
 
@@ -45,6 +48,7 @@ LRU_ENTRIES = 4096
 Severity = Literal["Normal", "Warning"]  # an Event's ``type``
 
 _Key = tuple[str, ...]
+_SEQUENCE = itertools.count(1)  # keeps names unique under a fake clock, across sinks
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +83,6 @@ class EventSink:
         self.client = client
         self.component = component
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = EventRecorder(client, component=component, clock=self.clock)
         self.max_queued = max_queued
         self.writers = writers
         self.lru_entries = lru_entries
@@ -129,17 +132,43 @@ class EventSink:
             if await self._count(written, written.count + times, item):
                 return
             del self._written[item.key]  # gone from the API: create it afresh
-        event = await self.recorder.event(item.involved, item.event_type, item.reason, item.message)
+        event = await self._create(item, times)
         if event is None:
             return
         self.recorded.append((item.event_type, item.reason, item.message))
         meta = event.get("metadata") or {}
-        written = _Written(str(meta.get("namespace") or ""), str(meta.get("name") or ""), 1)
-        self._written[item.key] = written
+        self._written[item.key] = _Written(str(meta.get("namespace") or ""), str(meta.get("name") or ""), times)
         while len(self._written) > self.lru_entries:
             self._written.popitem(last=False)
-        if times > 1:
-            await self._count(written, times, item)
+
+    async def _create(self, item: _Pending, count: int) -> dict[str, Any] | None:
+        """Create the Event as :class:`~kubeloop.runtime.EventRecorder` would, with ``count`` occurrences.
+
+        Named ``<object>.<hex nanoseconds>`` as upstream, plus a process-wide sequence: several
+        sinks (the scheduler's, the kubelet's) record about one pod at one instant of a fake clock.
+        """
+        meta = item.involved["metadata"]
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
+        if not name:
+            log.warning("event %s/%s not recorded: the object has no name", item.reason, item.message)
+            return None
+        now = self.clock.now()
+        involved = {"apiVersion": item.involved["apiVersion"], "kind": item.involved["kind"],
+                    "namespace": meta.get("namespace"), "name": name, "uid": meta.get("uid"),
+                    "resourceVersion": meta.get("resourceVersion")}  # fmt: skip
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{name}.{int(now * 1e9) + next(_SEQUENCE):x}", "namespace": namespace},
+            "involvedObject": {k: v for k, v in involved.items() if v}, "reason": item.reason,
+            "message": item.message, "type": item.event_type, "source": {"component": self.component},
+            "reportingComponent": self.component, "reportingInstance": "",
+            "firstTimestamp": format_time(now), "lastTimestamp": format_time(now), "count": count,
+        }  # fmt: skip
+        try:
+            return await self.client.create(EVENTS, body, namespace=namespace)
+        except ApiError as err:
+            log.warning("event %s on %s/%s not recorded: %s", item.reason, namespace, name, err)
+            return None
 
     async def _count(self, written: _Written, count: int, item: _Pending) -> bool:
         """Patch ``count`` and ``lastTimestamp`` of a written Event; False when it no longer exists."""

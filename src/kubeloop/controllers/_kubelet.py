@@ -16,6 +16,10 @@ change on the injected clock. Status is only ever derived from that simulation, 
   after ``not_ready_eviction_seconds`` from the ``node.kubernetes.io/not-ready:NoExecute`` taint (or
   the pod's own ``tolerationSeconds`` for it) they are deleted (taint-based eviction); a pod that
   tolerates the taint forever stays.
+- Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
+  ``Killing``, ``Unhealthy``; :mod:`._kubelet_events`), from component ``kubelet``, only after a
+  status write that shows the change succeeded, through an :class:`._events.EventSink` the manager
+  runs (repeats, such as a crash loop's, are counted on one Event).
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import NotFound, parse_time
-from kubeloop.controllers._kubelet_profiles import simulate_pod
+from kubeloop.controllers._events import EventSink
+from kubeloop.controllers._kubelet_events import kubelet_events
+from kubeloop.controllers._kubelet_profiles import behaviour_of, simulate_pod
 from kubeloop.controllers._nodes import (
     NOT_READY_TAINT,
     SimulationOptions,
@@ -87,6 +93,8 @@ class KubeletSimulator:
         self.pods = manager.informer(PODS)
         self.pods.add_indexers({NODE_NAME_INDEX: _node_name})
         self.nodes = manager.informer(NODES)
+        self.events = EventSink(self.client, component="kubelet", clock=self.clock)
+        manager.add(self.events, needs_leader_election=False)
         self._reserved: dict[str, str] = {}  # pod IP -> pod uid, for IPs written but maybe not cached yet
         self.controller = (
             Builder(manager).named("kubeloop-kubelet").for_(PODS)
@@ -132,6 +140,9 @@ class KubeletSimulator:
         if sim.status != status:
             await self.client.update(PODS, {**pod, "status": sim.status}, namespace=request.namespace,
                                      subresource="status")
+            start_delay = behaviour_of(pod, start_delay=self.options.container_start_delay, ready_delay=0.0).start_delay
+            for event_type, reason, message in kubelet_events(pod, status, sim.status, pull_seconds=start_delay):
+                self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")
         if sim.delete:
             try:
                 await self.client.delete(PODS, request.name, namespace=request.namespace, grace_period_seconds=0,

@@ -18,6 +18,12 @@ A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, w
 message (written only when it changes); it is tried again when nodes change or capacity is freed
 (a bound pod deleted or finished), and otherwise every ``unschedulable_retry`` seconds (5 minutes,
 ``podMaxInUnschedulablePodsDuration``).
+
+Events, from component ``<scheduler name>`` (``default-scheduler``): ``Scheduled`` "Successfully
+assigned ns/pod to node" after a binding, Warning ``FailedScheduling`` with the unschedulable message
+when the ``PodScheduled`` condition is written. Upstream records a ``FailedScheduling`` on every
+attempt (folded into ``count``); here it is recorded when the message changes, so a pod that stays
+unschedulable for the same reason costs no writes while it waits.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import Conflict, NotFound, copy_json, format_time
+from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_fit import fit_failures, unschedulable_message
 from kubeloop.controllers._scheduler_resources import (
     NODES,
@@ -83,6 +90,8 @@ class Scheduler:
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
         self._pending: set[_Key] = set()
+        self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
+        manager.add(self.events, needs_leader_election=False)
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
             .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
@@ -185,9 +194,11 @@ class Scheduler:
             await self.client.create(PODS, binding, namespace=request.namespace, subresource="binding")
         except (Conflict, NotFound):
             self._unassume(key)  # bound by someone else, deleted, or recreated: the informer will tell
+            return None
         except Exception:
             self._unassume(key)
             raise
+        self._event(pod, "Normal", "Scheduled", f"Successfully assigned {request.namespace}/{request.name} to {node_name}")
         return None
 
     def _claims_unusable(self, pod: Mapping[str, Any]) -> str | None:
@@ -246,7 +257,11 @@ class Scheduler:
             await self.client.update(PODS, {**pod, "status": status}, namespace=pod["metadata"].get("namespace"),
                                      subresource="status")
         except NotFound:
-            pass
+            return
+        self._event(pod, "Warning", "FailedScheduling", message)
+
+    def _event(self, pod: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
+        self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")
 
 
 def _node_changed(event: Event) -> bool:
