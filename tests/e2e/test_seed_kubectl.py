@@ -4,7 +4,8 @@ Partial state during a scale from 5 to 10 shown truthfully (pitfall 2), crash-lo
 reported ready or available and ``kubectl rollout status`` never reporting success (pitfall 9),
 ``rollout restart`` / ``undo``, a StatefulSet's claims bound to provisioned volumes, ``kubectl get
 pods`` showing CrashLoopBackOff and restarts, ``kubectl get pdb`` showing disruptions allowed from
-real health, and ``kubectl describe`` showing the controllers' Events. Waits are bounded (real clock:
+real health, and ``kubectl describe`` showing the controllers' Events (a pod's ``Scheduled`` and
+``Started`` from the simulated scheduler and kubelet). Waits are bounded (real clock:
 a subprocess) and fail with what was last seen; assertions are on outcomes, never on durations.
 """
 
@@ -71,14 +72,32 @@ def test_create_rollout_scale_restart_undo_with_the_simulated_kubelet(kubectl: A
     describe = kubectl("describe", "deployment/web", "-n", namespace).stdout
     wait_for(lambda: "ScalingReplicaSet" in kubectl("describe", "deployment/web", "-n", namespace).stdout,
              f"a ScalingReplicaSet Event on deployment/web:\n{describe}")  # fmt: skip
+    # The scheduler's and the kubelet's Events, as upstream's describe lists them.
+    pod = pods[0]["metadata"]["name"]
+
+    def pod_events() -> str | None:
+        text = str(kubectl("describe", "pod", pod, "-n", namespace).stdout)
+        events = text.split("Events:", 1)[-1]
+        return text if "Scheduled" in events and "Started" in events else None
+
+    described = wait_for(pod_events, f"Scheduled and Started Events on pod/{pod}")
+    assert f"Successfully assigned {namespace}/{pod} to {pods[0]['spec']['nodeName']}" in described
+    assert "default-scheduler" in described and "Started container nginx" in described
 
     kubectl("rollout", "restart", "deployment/web", "-n", namespace)
     kubectl("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
+    d = get_json(kubectl, namespace, "deployment/web")
+    assert "kubectl.kubernetes.io/restartedAt" in d["spec"]["template"]["metadata"]["annotations"]
+    revisions = [rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                 for rs in get_json(kubectl, namespace, "rs", "-l", "app=web")["items"]]  # fmt: skip
+    assert sorted(revisions) == ["1", "2"]
     kubectl("rollout", "undo", "deployment/web", "-n", namespace)
     kubectl("rollout", "status", "deployment/web", "-n", namespace, "--timeout=60s")
     d = get_json(kubectl, namespace, "deployment/web")
     assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     assert "kubectl.kubernetes.io/restartedAt" not in (d["spec"]["template"]["metadata"].get("annotations") or {})
+    # Undo brings the first template back on its own ReplicaSet: no third one.
+    assert len(get_json(kubectl, namespace, "rs", "-l", "app=web")["items"]) == 2
     history = kubectl("rollout", "history", "deployment/web", "-n", namespace).stdout
     assert "2" in history and "3" in history
 
