@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conftest import (
-    CONFIGMAPS,
-    EVENTS,
-    SECRETS,
-    Cluster,
-    eventually,
-    get_or_none,
-    kind,
-    owner_ref,
-    settle,
-    start_gc,
-)
+from kubeloop.testing import InProcessCluster, eventually, owner_ref, resource
 
-CLUSTERROLES = kind("rbac.authorization.k8s.io", "ClusterRole")
+from .conftest import CONFIGMAPS, EVENTS, SECRETS, settle, start_gc
+
+CLUSTERROLES = resource("rbac.authorization.k8s.io", "ClusterRole")
 
 
-async def test_dependents_of_a_deleted_owner_are_deleted_transitively(cluster: Cluster) -> None:
+async def test_dependents_of_a_deleted_owner_are_deleted_transitively(cluster: InProcessCluster) -> None:
     await start_gc(cluster)
     owner = await cluster.create(CONFIGMAPS, "owner")
     await cluster.create(SECRETS, "child", owners=[owner_ref(owner)])
@@ -34,7 +25,7 @@ async def test_dependents_of_a_deleted_owner_are_deleted_transitively(cluster: C
     await eventually(lambda: cluster.gone(CONFIGMAPS, "grandchild"), clock=cluster.clock)
 
 
-async def test_a_dependent_lives_while_any_owner_lives_and_loses_only_the_dead_reference(cluster: Cluster) -> None:
+async def test_a_dependent_lives_while_any_owner_lives_and_loses_only_the_dead_reference(cluster: InProcessCluster) -> None:
     gc = await start_gc(cluster)
     a = await cluster.create(CONFIGMAPS, "a")
     b = await cluster.create(CONFIGMAPS, "b")
@@ -43,7 +34,7 @@ async def test_a_dependent_lives_while_any_owner_lives_and_loses_only_the_dead_r
     await cluster.client.delete(CONFIGMAPS, "a", namespace="ns")
 
     async def reference_to_a_removed() -> bool:
-        obj = await get_or_none(cluster.client, SECRETS, "shared", "ns")
+        obj = await cluster.get_or_none(SECRETS, "shared", "ns")
         assert obj is not None, "a dependent with a live owner was deleted"
         return [r["name"] for r in obj["metadata"].get("ownerReferences", [])] == ["b"]
 
@@ -55,7 +46,7 @@ async def test_a_dependent_lives_while_any_owner_lives_and_loses_only_the_dead_r
     await eventually(lambda: cluster.gone(SECRETS, "shared"), clock=cluster.clock)
 
 
-async def test_an_owner_recreated_with_the_same_name_does_not_adopt_old_dependents(cluster: Cluster) -> None:
+async def test_an_owner_recreated_with_the_same_name_does_not_adopt_old_dependents(cluster: InProcessCluster) -> None:
     old = await cluster.create(CONFIGMAPS, "web")
     await cluster.create(SECRETS, "old-child", owners=[owner_ref(old)])
     await cluster.client.delete(CONFIGMAPS, "web", namespace="ns")
@@ -71,13 +62,13 @@ async def test_an_owner_recreated_with_the_same_name_does_not_adopt_old_dependen
     assert await cluster.exists(SECRETS, "new-child")
 
 
-async def _events(cluster: Cluster, namespace: str, reason: str) -> list[dict[str, Any]]:
+async def _events(cluster: InProcessCluster, namespace: str, reason: str) -> list[dict[str, Any]]:
     page = await cluster.client.list(EVENTS, namespace=namespace)
     return [e for e in page["items"] if e.get("reason") == reason]
 
 
-async def test_an_owner_in_another_namespace_counts_as_absent_and_is_reported(cluster: Cluster) -> None:
-    await cluster.client.create(kind("", "Namespace"), {"metadata": {"name": "other"}})
+async def test_an_owner_in_another_namespace_counts_as_absent_and_is_reported(cluster: InProcessCluster) -> None:
+    await cluster.client.create(resource("", "Namespace"), {"metadata": {"name": "other"}})
     owner = await cluster.create(CONFIGMAPS, "owner", namespace="other")
     await cluster.create(SECRETS, "cross", owners=[owner_ref(owner)])
     gc = await start_gc(cluster)
@@ -100,7 +91,7 @@ async def test_an_owner_in_another_namespace_counts_as_absent_and_is_reported(cl
     assert len(await warned()) == 1  # one Event per cause, however often the GC meets it
 
 
-async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_kind_is_never_collected(cluster: Cluster) -> None:
+async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_kind_is_never_collected(cluster: InProcessCluster) -> None:
     owner = await cluster.create(CONFIGMAPS, "owner")
     await cluster.create(CLUSTERROLES, "confused", namespace=None, owners=[owner_ref(owner)])
     gc = await start_gc(cluster)

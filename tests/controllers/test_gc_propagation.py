@@ -6,17 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.client import Client
+from kubeloop.testing import InProcessCluster, eventually, owner_ref
 
-from .conftest import CONFIGMAPS, CRDS, SECRETS, Cluster, eventually, get_or_none, owner_ref, settle, start_gc
+from .conftest import CONFIGMAPS, CRDS, SECRETS, settle, start_gc
 
 HOLD = "example.com/hold"
 
 
-async def release(cluster: Cluster, resource: Any, name: str) -> None:
+async def release(cluster: InProcessCluster, resource: Any, name: str) -> None:
     await cluster.client.patch(resource, name, {"metadata": {"finalizers": None}}, namespace="ns")
 
 
-async def test_foreground_keeps_the_owner_until_blocking_dependents_are_gone(cluster: Cluster) -> None:
+async def test_foreground_keeps_the_owner_until_blocking_dependents_are_gone(cluster: InProcessCluster) -> None:
     gc = await start_gc(cluster)
     owner = await cluster.create(CONFIGMAPS, "owner")
     await cluster.create(SECRETS, "blocking", owners=[owner_ref(owner, block=True)], finalizers=[HOLD])
@@ -44,7 +45,7 @@ async def test_foreground_keeps_the_owner_until_blocking_dependents_are_gone(clu
     await eventually(lambda: cluster.gone(CONFIGMAPS, "owner"), clock=cluster.clock)
 
 
-async def test_foreground_waits_transitively_through_dependents_that_have_dependents(cluster: Cluster) -> None:
+async def test_foreground_waits_transitively_through_dependents_that_have_dependents(cluster: InProcessCluster) -> None:
     gc = await start_gc(cluster)
     owner = await cluster.create(CONFIGMAPS, "top")
     middle = await cluster.create(CONFIGMAPS, "middle", owners=[owner_ref(owner, controller=True, block=True)])
@@ -67,7 +68,7 @@ async def test_foreground_waits_transitively_through_dependents_that_have_depend
     assert await cluster.gone(SECRETS, "leaf")
 
 
-async def test_orphan_strips_the_owner_reference_and_keeps_the_dependents(cluster: Cluster) -> None:
+async def test_orphan_strips_the_owner_reference_and_keeps_the_dependents(cluster: InProcessCluster) -> None:
     gc = await start_gc(cluster)
     owner = await cluster.create(CONFIGMAPS, "owner")
     other = await cluster.create(CONFIGMAPS, "other")
@@ -105,11 +106,11 @@ class ReparentingClient(Client):
         return await super().delete(resource, name, **kwargs)
 
 
-async def test_a_dependent_reparented_between_check_and_delete_is_not_deleted(cluster: Cluster) -> None:
+async def test_a_dependent_reparented_between_check_and_delete_is_not_deleted(cluster: InProcessCluster) -> None:
     old = await cluster.create(CONFIGMAPS, "old")
     new = await cluster.create(CONFIGMAPS, "new")
     await cluster.create(SECRETS, "target", owners=[owner_ref(old)])
-    racing: ReparentingClient = cluster.open_client(ReparentingClient)
+    racing: ReparentingClient = cluster.new_client(ReparentingClient)
     racing.writer, racing.new_owner, racing.deletes = cluster.client, new, []
     gc = await start_gc(cluster, racing)
 
@@ -120,7 +121,7 @@ async def test_a_dependent_reparented_between_check_and_delete_is_not_deleted(cl
 
     await eventually(delete_attempted, clock=cluster.clock)
     await settle(gc, cluster)
-    survivor = await get_or_none(cluster.client, SECRETS, "target", "ns")
+    survivor = await cluster.get_or_none(SECRETS, "target", "ns")
     assert survivor is not None, "the GC deleted an object whose ownerReferences changed after its check"
     assert [r["name"] for r in survivor["metadata"]["ownerReferences"]] == ["new"]
     # The one delete it sent was conditional on the classified version.
@@ -129,10 +130,10 @@ async def test_a_dependent_reparented_between_check_and_delete_is_not_deleted(cl
     assert len(racing.deletes) == 1
 
 
-async def test_unrelated_changes_between_check_and_delete_do_not_starve_collection(cluster: Cluster) -> None:
+async def test_unrelated_changes_between_check_and_delete_do_not_starve_collection(cluster: InProcessCluster) -> None:
     old = await cluster.create(CONFIGMAPS, "old")
     await cluster.create(SECRETS, "target", owners=[owner_ref(old)])
-    racing: ReparentingClient = cluster.open_client(ReparentingClient)
+    racing: ReparentingClient = cluster.new_client(ReparentingClient)
     racing.writer, racing.new_owner, racing.deletes, racing.mode = cluster.client, old, [], "label"
     await start_gc(cluster, racing)
 
@@ -158,7 +159,7 @@ CRD = {
 }
 
 
-async def test_custom_resources_created_after_start_are_owners_too(cluster: Cluster) -> None:
+async def test_custom_resources_created_after_start_are_owners_too(cluster: InProcessCluster) -> None:
     from kubeloop.api import ResourceInfo
 
     await start_gc(cluster)

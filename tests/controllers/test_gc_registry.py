@@ -11,11 +11,12 @@ from kubeloop.controllers import (
     add_builtin_controllers,
 )
 from kubeloop.runtime import Manager
+from kubeloop.testing import InProcessCluster, eventually, owner_ref
 
-from .conftest import CONFIGMAPS, NAMESPACES, SECRETS, Cluster, eventually, owner_ref
+from .conftest import CONFIGMAPS, NAMESPACES, SECRETS
 
 
-async def test_a_manager_runs_the_builtin_controllers_and_reports_ready_when_synced(cluster: Cluster) -> None:
+async def test_a_manager_runs_the_builtin_controllers_and_reports_ready_when_synced(cluster: InProcessCluster) -> None:
     # The manager waits graceful_shutdown_timeout (on the fake clock) for runnables that are not
     # runtime Controllers before cancelling them; 0 keeps teardown immediate.
     manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0)
@@ -46,7 +47,7 @@ def test_the_registry_names_the_builtin_controllers_and_rejects_unknown_names() 
         add_builtin_controllers(manager, names=["no-such-controller"])
 
 
-async def test_stopping_the_garbage_collector_ends_its_run(cluster: Cluster) -> None:
+async def test_stopping_the_garbage_collector_ends_its_run(cluster: InProcessCluster) -> None:
     gc = GarbageCollector(cluster.client, clock=cluster.clock, workers=2)
     running = cluster.run_in_background(gc.run())
 

@@ -9,14 +9,15 @@ import pytest
 from kubeloop.api import Forbidden, MethodNotAllowed, ResourceInfo
 from kubeloop.client import Client
 from kubeloop.controllers import NamespaceController
+from kubeloop.testing import InProcessCluster, eventually
 
-from .conftest import CONFIGMAPS, NAMESPACES, PODS, SECRETS, Cluster, eventually, get_or_none
+from .conftest import CONFIGMAPS, NAMESPACES, PODS, SECRETS
 
 HOLD = "example.com/x"
 POD_SPEC = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
 
-async def start_namespace_controller(cluster: Cluster) -> NamespaceController:
+async def start_namespace_controller(cluster: InProcessCluster) -> NamespaceController:
     controller = NamespaceController(cluster.client, clock=cluster.clock, workers=2)
     cluster.run_in_background(controller.run())
 
@@ -31,7 +32,7 @@ def conditions(ns: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (ns.get("status") or {}).get("conditions") or []}
 
 
-async def test_deleting_a_namespace_removes_its_content_then_the_namespace(cluster: Cluster) -> None:
+async def test_deleting_a_namespace_removes_its_content_then_the_namespace(cluster: InProcessCluster) -> None:
     await start_namespace_controller(cluster)
     await cluster.create(CONFIGMAPS, "cm")
     await cluster.create(SECRETS, "s")
@@ -48,7 +49,7 @@ async def test_deleting_a_namespace_removes_its_content_then_the_namespace(clust
         assert await cluster.gone(resource, name)
 
 
-async def test_new_content_in_a_terminating_namespace_is_refused(cluster: Cluster) -> None:
+async def test_new_content_in_a_terminating_namespace_is_refused(cluster: InProcessCluster) -> None:
     await cluster.create(CONFIGMAPS, "held", finalizers=[HOLD])
     await cluster.client.delete(NAMESPACES, "ns")
 
@@ -59,7 +60,7 @@ async def test_new_content_in_a_terminating_namespace_is_refused(cluster: Cluste
     )
 
 
-async def test_a_finalizer_on_content_keeps_the_namespace_terminating_and_says_which(cluster: Cluster) -> None:
+async def test_a_finalizer_on_content_keeps_the_namespace_terminating_and_says_which(cluster: InProcessCluster) -> None:
     await start_namespace_controller(cluster)
     await cluster.create(CONFIGMAPS, "held", finalizers=[HOLD])
     await cluster.create(SECRETS, "free")
@@ -99,7 +100,7 @@ async def test_a_finalizer_on_content_keeps_the_namespace_terminating_and_says_w
     await eventually(lambda: cluster.gone(NAMESPACES, "ns", None), clock=cluster.clock)
 
 
-async def test_pods_are_deleted_before_any_other_content(cluster: Cluster) -> None:
+async def test_pods_are_deleted_before_any_other_content(cluster: InProcessCluster) -> None:
     await start_namespace_controller(cluster)
     await cluster.create(PODS, "p", finalizers=[HOLD], **POD_SPEC)
     await cluster.create(CONFIGMAPS, "cm")
@@ -119,7 +120,7 @@ async def test_pods_are_deleted_before_any_other_content(cluster: Cluster) -> No
     assert await cluster.gone(CONFIGMAPS, "cm")
 
 
-async def test_finalize_by_hand_removes_the_namespace_and_leaves_content_in_storage(cluster: Cluster) -> None:
+async def test_finalize_by_hand_removes_the_namespace_and_leaves_content_in_storage(cluster: InProcessCluster) -> None:
     await cluster.create(CONFIGMAPS, "left")
     await cluster.client.delete(NAMESPACES, "ns")
     ns = await cluster.client.get(NAMESPACES, "ns")
@@ -127,7 +128,7 @@ async def test_finalize_by_hand_removes_the_namespace_and_leaves_content_in_stor
 
     await cluster.client.update(NAMESPACES, ns, subresource="finalize")
 
-    assert await get_or_none(cluster.client, NAMESPACES, "ns") is None
+    assert await cluster.get_or_none(NAMESPACES, "ns") is None
     assert await cluster.exists(CONFIGMAPS, "left")
 
 
@@ -149,8 +150,8 @@ class RecordingClient(Client):
         return await super().delete(resource, name, **kwargs)
 
 
-async def start_recording_controller(cluster: Cluster, *, refuse: str = "") -> RecordingClient:
-    client: RecordingClient = cluster.open_client(RecordingClient)
+async def start_recording_controller(cluster: InProcessCluster, *, refuse: str = "") -> RecordingClient:
+    client: RecordingClient = cluster.new_client(RecordingClient)
     client.collections, client.singles, client.refuse_collection_of = [], [], refuse
     controller = NamespaceController(client, clock=cluster.clock, workers=2)
     cluster.run_in_background(controller.run())
@@ -162,7 +163,7 @@ async def start_recording_controller(cluster: Cluster, *, refuse: str = "") -> R
     return client
 
 
-async def test_content_goes_with_one_deletecollection_per_resource(cluster: Cluster) -> None:
+async def test_content_goes_with_one_deletecollection_per_resource(cluster: InProcessCluster) -> None:
     # namespaced_resources_deleter.go deleteCollection: one call per resource, not one per object.
     client = await start_recording_controller(cluster)
     for i in range(5):
@@ -176,7 +177,7 @@ async def test_content_goes_with_one_deletecollection_per_resource(cluster: Clus
     assert client.singles == []
 
 
-async def test_a_resource_refusing_deletecollection_is_emptied_object_by_object(cluster: Cluster) -> None:
+async def test_a_resource_refusing_deletecollection_is_emptied_object_by_object(cluster: InProcessCluster) -> None:
     # IsMethodNotSupported from DeleteCollection -> listCollection + deleteEachItem.
     client = await start_recording_controller(cluster, refuse="configmaps")
     for i in range(3):

@@ -1,44 +1,32 @@
-"""An in-process cluster for the guard tools: the real server on SQLite, the real client over ASGI,
-the real garbage collector (on a ``FakeClock``), and helpers to build owner chains by hand (the
-workload controllers are not needed: ownerReferences are written directly, as the issue asks).
+"""An in-process cluster for the guard tools: :class:`kubeloop.testing.InProcessCluster` (the real server on
+SQLite, the real client over ASGI, one ``FakeClock``) with namespace ``prod``, the real garbage collector,
+and helpers to build owner chains by hand (the workload controllers are not needed: ownerReferences are
+written directly, as the issue asks).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import random
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubeloop.api import KindRegistry, NotFound, ResourceInfo
-from kubeloop.client import Client
-from kubeloop.server import create_app
-from kubeloop.store import SqliteStore
-from kubeloop.testing import FakeClock
+from kubeloop.api import ResourceInfo
+from kubeloop.controllers import GarbageCollector
+from kubeloop.testing import FakeClock, InProcessCluster, resource
+from kubeloop.testing import owner_ref as _owner_ref
 
-KINDS = KindRegistry()
-
-
-def kind(group: str, name: str) -> ResourceInfo:
-    info = KINDS.by_kind(group, name)
-    assert info is not None
-    return info
-
-
-NAMESPACES = kind("", "Namespace")
-CONFIGMAPS = kind("", "ConfigMap")
-PODS = kind("", "Pod")
-PVCS = kind("", "PersistentVolumeClaim")
-PVS = kind("", "PersistentVolume")
-DEPLOYMENTS = kind("apps", "Deployment")
-REPLICASETS = kind("apps", "ReplicaSet")
-STATEFULSETS = kind("apps", "StatefulSet")
-CLUSTERROLES = kind("rbac.authorization.k8s.io", "ClusterRole")
+NAMESPACES = resource("", "Namespace")
+CONFIGMAPS = resource("", "ConfigMap")
+PODS = resource("", "Pod")
+PVCS = resource("", "PersistentVolumeClaim")
+PVS = resource("", "PersistentVolume")
+DEPLOYMENTS = resource("apps", "Deployment")
+REPLICASETS = resource("apps", "ReplicaSet")
+STATEFULSETS = resource("apps", "StatefulSet")
+CLUSTERROLES = resource("rbac.authorization.k8s.io", "ClusterRole")
 
 TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
 SPECS: dict[str, dict[str, Any]] = {
@@ -47,35 +35,17 @@ SPECS: dict[str, dict[str, Any]] = {
     "Pod": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
 }
 
-
-def owner_ref(owner: dict[str, Any], *, block: bool = True, controller: bool = True) -> dict[str, Any]:
-    meta = owner["metadata"]
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": controller, "blockOwnerDeletion": block}
+# The chains here are built as controllers build them: controller references that block deletion.
+owner_ref = partial(_owner_ref, controller=True, block=True)
 
 
-@dataclass
-class Cluster:
-    client: Client
-    clock: FakeClock
-    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-
-    async def make(self, resource: ResourceInfo, name: str, *, namespace: str | None = "prod",
-                   owners: list[dict[str, Any]] | None = None, finalizers: list[str] | None = None,
-                   annotations: dict[str, str] | None = None, **body: Any) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name}
-        if owners:
-            meta["ownerReferences"] = owners
-        if finalizers:
-            meta["finalizers"] = finalizers
-        if annotations:
-            meta["annotations"] = annotations
-        obj = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta,
-               **SPECS.get(resource.kind, {}), **body}
-        created = await self.client.create(resource, obj, namespace=namespace if resource.namespaced else None)
-        created.setdefault("apiVersion", resource.api_version)
-        created.setdefault("kind", resource.kind)
-        return created
+class Cluster(InProcessCluster):
+    async def make(self, resource: ResourceInfo, name: str, *, namespace: str | None = None,
+                   owners: Iterable[dict[str, Any]] | None = None, finalizers: Iterable[str] | None = None,
+                   annotations: dict[str, str] | None = None, **body: Any) -> dict[str, Any]:  # fmt: skip
+        """:meth:`create` with a minimal valid spec for the kinds that need one (:data:`SPECS`)."""
+        return await self.create(resource, name, namespace=namespace, owners=owners, finalizers=finalizers,
+                                 annotations=annotations, **{**SPECS.get(resource.kind, {}), **body})  # fmt: skip
 
     async def deployment_chain(self, name: str = "web", pods: int = 3) -> dict[str, Any]:
         dep = await self.make(DEPLOYMENTS, name)
@@ -92,52 +62,18 @@ class Cluster:
             out |= {i["metadata"]["uid"] for i in items}
         return out
 
-    async def get(self, resource: ResourceInfo, name: str, namespace: str | None = "prod") -> Any:
-        try:
-            return await self.client.get(resource, name, namespace=namespace)
-        except NotFound:
-            return None
-
-    async def start_gc(self) -> Any:
-        from kubeloop.controllers import GarbageCollector
-
+    async def start_gc(self) -> GarbageCollector:
         gc = GarbageCollector(self.client, clock=self.clock, workers=2)
-        self.tasks.append(asyncio.create_task(gc.run()))
-        await self.until(lambda: _const(gc.has_synced()))
+        self.run_in_background(gc.run())
+
+        async def synced() -> bool:
+            return gc.has_synced()
+
+        await self.eventually(synced, tries=3000)
         return gc
-
-    async def until(self, check: Callable[[], Awaitable[Any]], tries: int = 3000) -> Any:
-        """Poll ``check`` (yielding to the loop, advancing fake time) until it is truthy."""
-        for _ in range(tries):
-            result = await check()
-            if result:
-                return result
-            for _ in range(3):
-                await asyncio.sleep(0)
-            await self.clock.advance(0.05)
-        raise AssertionError("condition not reached")
-
-
-async def _const(value: Any) -> Any:
-    return value
 
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    clock = FakeClock()
-    store = await SqliteStore.open(tmp_path / "kubeloop.db")
-    app = create_app(store=store, clock=clock, rng=random.Random(7))
-    await app.startup()
-    client = Client.from_asgi(app, clock=clock, default_namespace="prod")
-    c = Cluster(client, clock)
-    try:
-        await client.create(NAMESPACES, {"metadata": {"name": "prod"}})
+    async with Cluster(tmp_path, clock=FakeClock(), namespaces=["prod"], default_namespace="prod") as c:
         yield c
-    finally:
-        for task in c.tasks:
-            task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*c.tasks, return_exceptions=True)
-        await client.close()
-        await app.shutdown()
-        await store.close()

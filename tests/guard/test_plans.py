@@ -35,14 +35,14 @@ async def test_plan_id_is_stable_and_changes_with_the_impact(cluster: Cluster) -
 async def test_confirm_refuses_a_changed_plan_and_says_what_was_added(cluster: Cluster, tmp_path: object) -> None:
     await cluster.deployment_chain()
     reviewed = await preview_delete(cluster.client, "deploy", "web")
-    rs = await cluster.get(REPLICASETS, "web-1")
+    rs = await cluster.get_or_none(REPLICASETS, "web-1")
     await cluster.make(PODS, "web-1-new", owners=[owner_ref(rs)])
     with pytest.raises(PlanChanged) as caught:
         await confirm_delete(cluster.client, "deploy", "web", plan=reviewed.plan_id, reviewed=reviewed)
     assert caught.value.status_code == 409
     assert caught.value.diff is not None
     assert caught.value.diff.lines() == ["+ deleted: pod/web-1-new -n prod (added)"]
-    assert await cluster.get(DEPLOYMENTS, "web") is not None, "a refused plan deletes nothing"
+    assert await cluster.get_or_none(DEPLOYMENTS, "web") is not None, "a refused plan deletes nothing"
 
 
 async def test_confirm_executes_an_unchanged_plan_with_preconditions_and_waits(cluster: Cluster) -> None:
@@ -58,10 +58,10 @@ async def test_confirm_executes_an_unchanged_plan_with_preconditions_and_waits(c
     async def done() -> bool:
         return waiting.done()
 
-    await cluster.until(done)
+    await cluster.eventually(done, tries=3000)
     await waiting
     assert seen[-1] == (5, 5)
-    assert await cluster.get(PODS, "web-1-0") is None
+    assert await cluster.get_or_none(PODS, "web-1-0") is None
 
 
 async def test_saved_plans_round_trip(cluster: Cluster, tmp_path: object) -> None:

@@ -41,9 +41,9 @@ async def delete_and_settle(cluster: Cluster, resource: Any, name: str, cascade:
     async def idle() -> bool:
         return bool(gc.idle())
 
-    await cluster.until(predicted_gone)
+    await cluster.eventually(predicted_gone, tries=3000)
     for _ in range(3):
-        await cluster.until(idle)
+        await cluster.eventually(idle, tries=3000)
     return before - await cluster.uids()
 
 
@@ -68,7 +68,7 @@ async def test_orphan_cascade_previews_orphans_and_the_gc_keeps_them(cluster: Cl
     assert names(impact.orphaned) == {"replicaset.apps/web-1"}
     removed = await delete_and_settle(cluster, DEPLOYMENTS, "web", "orphan", impact)
     assert removed == impact.deleted_uids
-    rs = await cluster.get(REPLICASETS, "web-1")
+    rs = await cluster.get_or_none(REPLICASETS, "web-1")
     assert not rs["metadata"].get("ownerReferences")
 
 
@@ -94,7 +94,7 @@ async def test_multi_owner_dependent_survives_while_another_owner_remains(cluste
     assert [(s.ref.name, s.kept_by) for s in impact.surviving] == [("shared", ("configmap/owner-b",))]
     removed = await delete_and_settle(cluster, CONFIGMAPS, "owner-a", "background", impact)
     assert removed == impact.deleted_uids
-    shared = await cluster.get(CONFIGMAPS, "shared")
+    shared = await cluster.get_or_none(CONFIGMAPS, "shared")
     assert [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["owner-b"]
 
 
@@ -180,7 +180,7 @@ async def test_statefulset_orphan_cascade_keeps_pods_and_claims(cluster: Cluster
     removed = await delete_and_settle(cluster, STATEFULSETS, "db", "orphan", impact)
     assert removed == impact.deleted_uids
     for name in ("data-db-0", "data-db-1"):
-        assert not (await cluster.get(PVCS, name))["metadata"].get("ownerReferences")
+        assert not (await cluster.get_or_none(PVCS, name))["metadata"].get("ownerReferences")
 
 
 async def test_statefulset_retain_policy_keeps_claims_and_says_why(cluster: Cluster) -> None:

@@ -9,9 +9,11 @@ import pytest
 
 from kubeloop.api import Conflict, NotFound
 from kubeloop.client import Client
-from kubeloop.testing import FakeClock, InProcessCluster, eventually, resource
+from kubeloop.testing import FakeClock, InProcessCluster, eventually, owner_ref, resource
 
 CONFIGMAPS = resource("", "ConfigMap")
+SECRETS = resource("", "Secret")
+CLUSTERROLES = resource("rbac.authorization.k8s.io", "ClusterRole")
 
 
 async def test_writes_go_through_the_real_store_with_resource_versions(tmp_path: Path) -> None:
@@ -69,6 +71,42 @@ async def test_eventually_reports_the_last_failed_assertion() -> None:
 
     with pytest.raises(AssertionError, match="still waiting for x"):
         await eventually(never, tries=5)
+
+
+async def test_create_builds_objects_by_name_in_the_default_namespace_with_owners(tmp_path: Path) -> None:
+    async with InProcessCluster(tmp_path, namespaces=["team"], default_namespace="team") as cluster:
+        owner = await cluster.create(CONFIGMAPS, "owner", labels={"app": "web"}, data={"k": "v"})
+        assert (owner["apiVersion"], owner["kind"], owner["metadata"]["namespace"]) == ("v1", "ConfigMap", "team")
+        child = await cluster.create(SECRETS, "child", owners=[owner_ref(owner, controller=True, block=True)],
+                                     finalizers=["example.com/hold"], annotations={"a": "b"})
+        assert child["metadata"]["ownerReferences"] == [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]
+        assert child["metadata"]["finalizers"] == ["example.com/hold"]
+        assert (await cluster.client.get(CONFIGMAPS, "owner", namespace="team"))["data"] == {"k": "v"}
+        role = await cluster.create(CLUSTERROLES, "reader", namespace="ignored-for-cluster-scoped")
+        assert "namespace" not in role["metadata"]
+        assert await cluster.exists(CLUSTERROLES, "reader") and await cluster.exists(SECRETS, "child")
+        assert await cluster.gone(SECRETS, "child", "default")
+        assert await cluster.get_or_none(CONFIGMAPS, "never") is None
+
+
+def test_owner_ref_names_the_owner_and_sets_only_the_flags_asked_for() -> None:
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "uid": "u"}}
+    assert owner_ref(owner) == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u"}
+    assert owner_ref(owner, block=True)["blockOwnerDeletion"] is True
+    assert "controller" not in owner_ref(owner, block=True)
+
+
+async def test_eventually_can_sleep_between_polls_for_work_off_the_loop() -> None:
+    polls = 0
+
+    async def third() -> bool:
+        nonlocal polls
+        polls += 1
+        return polls >= 3
+
+    assert await eventually(third, interval=0.001, tries=3)
 
 
 async def _const(value: bool) -> bool:

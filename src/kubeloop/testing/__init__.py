@@ -1,7 +1,7 @@
 """Public test support: fake time, an in-process cluster, fault injection, controller conformance checks."""
 
 from kubeloop.testing._clock import FakeClock
-from kubeloop.testing._cluster import InProcessCluster, eventually, resource
+from kubeloop.testing._cluster import InProcessCluster, eventually, owner_ref, resource
 from kubeloop.testing._faults import Faults, InterceptedClient, RandomFaults, Write
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "RandomFaults",
     "Write",
     "eventually",
+    "owner_ref",
     "resource",
 ]

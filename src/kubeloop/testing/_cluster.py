@@ -11,6 +11,10 @@ Guarantees:
   :meth:`InProcessCluster.new_client` is cancelled or closed on exit, so tests leak nothing;
 - :func:`eventually` waits by polling a bounded number of times (advancing the fake clock between
   polls when given one), never by wall-clock deadlines.
+
+Conveniences for building test worlds by hand: :meth:`InProcessCluster.create` (an object of a kind
+by name, with labels, annotations, owners and finalizers), :meth:`InProcessCluster.get_or_none`,
+:meth:`~InProcessCluster.exists` / :meth:`~InProcessCluster.gone`, and :func:`owner_ref`.
 """
 
 from __future__ import annotations
@@ -18,18 +22,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from kubeloop.api import AlreadyExists, Clock, KindRegistry, ResourceInfo
+from kubeloop.api import AlreadyExists, Clock, KindRegistry, NotFound, ResourceInfo, owner_reference
 from kubeloop.client import Client
 from kubeloop.server import App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing._clock import FakeClock
 
-__all__ = ["InProcessCluster", "eventually", "resource"]
+__all__ = ["InProcessCluster", "eventually", "owner_ref", "resource"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=Client)
@@ -45,18 +49,26 @@ def resource(group: str, kind: str) -> ResourceInfo:
     return info
 
 
+def owner_ref(owner: Mapping[str, Any], *, controller: bool = False, block: bool = False) -> dict[str, Any]:
+    """An ownerReference to ``owner`` (a created object: apiVersion, kind, name, uid), as
+    :func:`kubeloop.api.owner_reference`: ``controller`` and ``blockOwnerDeletion`` only when set."""
+    return owner_reference(owner, controller=controller, block_owner_deletion=block)
+
+
 async def eventually(
     check: Callable[[], Awaitable[T]],
     *,
     clock: FakeClock | None = None,
     step: float = 0.05,
     tries: int = 2000,
+    interval: float = 0.0,
 ) -> T:
     """Poll ``check`` until it returns something truthy (an ``AssertionError`` counts as "not yet").
 
-    Each poll yields to the event loop a few times; with ``clock`` it also advances fake time by
-    ``step``, so queued backoffs and timers come due. Fails after ``tries`` polls with the last
-    assertion, never after a wall-clock bound.
+    Each poll yields to the event loop a few times, or sleeps ``interval`` real seconds when given
+    (for work that runs off the loop, such as a store's writer thread); with ``clock`` it also
+    advances fake time by ``step``, so queued backoffs and timers come due. Fails after ``tries``
+    polls with the last assertion, never after a wall-clock bound.
     """
     last: AssertionError | None = None
     for _ in range(tries):
@@ -67,8 +79,11 @@ async def eventually(
             last = None
         except AssertionError as err:
             last = err
-        for _ in range(3):
-            await asyncio.sleep(0)
+        if interval > 0:
+            await asyncio.sleep(interval)
+        else:
+            for _ in range(3):
+                await asyncio.sleep(0)
         if clock is not None:
             await clock.advance(step)
     if last is not None:
@@ -92,7 +107,7 @@ class InProcessCluster:
         self.clock: Clock = clock if clock is not None else FakeClock()
         self._seed = seed
         self._namespaces = tuple(namespaces)
-        self._default_namespace = default_namespace
+        self.default_namespace = default_namespace
         self._store: SqliteStore | None = None
         self._app: App | None = None
         self._client: Client | None = None
@@ -119,7 +134,7 @@ class InProcessCluster:
         self._store = await SqliteStore.open(self.data_dir / "kubeloop.db")
         self._app = create_app(store=self._store, clock=self.clock, rng=random.Random(self._seed))
         await self._app.startup()
-        self._client = Client.from_asgi(self._app, clock=self.clock, default_namespace=self._default_namespace)
+        self._client = Client.from_asgi(self._app, clock=self.clock, default_namespace=self.default_namespace)
         namespaces = resource("", "Namespace")
         for name in self._namespaces:
             with contextlib.suppress(AlreadyExists):
@@ -143,7 +158,7 @@ class InProcessCluster:
 
     def new_client(self, cls: type[C], **kwargs: Any) -> C:
         """Another client of the same server: ``Client``, or a subclass that injects faults."""
-        kwargs.setdefault("default_namespace", self._default_namespace)
+        kwargs.setdefault("default_namespace", self.default_namespace)
         client = cast(C, cls.from_asgi(self.app, clock=self.clock, **kwargs))
         self._clients.append(client)
         return client
@@ -154,7 +169,52 @@ class InProcessCluster:
         self._tasks.append(task)
         return task
 
-    async def eventually(self, check: Callable[[], Awaitable[T]], *, step: float = 0.05, tries: int = 2000) -> T:
+    async def eventually(self, check: Callable[[], Awaitable[T]], *, step: float = 0.05, tries: int = 2000,
+                         interval: float = 0.0) -> T:  # fmt: skip
         """:func:`eventually` on this cluster's clock (advanced only when it is a ``FakeClock``)."""
         clock = self.clock if isinstance(self.clock, FakeClock) else None
-        return await eventually(check, clock=clock, step=step, tries=tries)
+        return await eventually(check, clock=clock, step=step, tries=tries, interval=interval)
+
+    # -- objects -------------------------------------------------------------------------------
+
+    def _namespace(self, resource: ResourceInfo, namespace: str | None) -> str | None:
+        return (namespace or self.default_namespace) if resource.namespaced else None
+
+    async def create(
+        self,
+        resource: ResourceInfo,
+        name: str,
+        *,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        owners: Iterable[Mapping[str, Any]] | None = None,
+        finalizers: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Create a ``resource`` named ``name`` (in ``namespace``, default :attr:`default_namespace`,
+        ignored for cluster-scoped kinds) with ``fields`` as its top-level fields (``spec=...``,
+        ``data=...``); the created object, ``apiVersion`` and ``kind`` included (for :func:`owner_ref`)."""
+        meta: dict[str, Any] = {"name": name}
+        for key, value in (("labels", dict(labels or {})), ("annotations", dict(annotations or {})),
+                           ("ownerReferences", [dict(o) for o in owners or ()]), ("finalizers", list(finalizers or ()))):
+            if value:
+                meta[key] = value
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta, **fields}
+        created = await self.client.create(resource, body, namespace=self._namespace(resource, namespace))
+        created.setdefault("apiVersion", resource.api_version)
+        created.setdefault("kind", resource.kind)
+        return created
+
+    async def get_or_none(self, resource: ResourceInfo, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or ``None`` when it does not exist (``namespace`` as in :meth:`create`)."""
+        try:
+            return await self.client.get(resource, name, namespace=self._namespace(resource, namespace))
+        except NotFound:
+            return None
+
+    async def exists(self, resource: ResourceInfo, name: str, namespace: str | None = None) -> bool:
+        return await self.get_or_none(resource, name, namespace) is not None
+
+    async def gone(self, resource: ResourceInfo, name: str, namespace: str | None = None) -> bool:
+        return await self.get_or_none(resource, name, namespace) is None
