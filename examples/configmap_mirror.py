@@ -151,5 +151,15 @@ async def main(argv: list[str] | None = None) -> None:
         await manager.run_until_signalled()
 
 
+def run() -> None:
+    """Run :func:`main` on uvloop when it is installed (kopf's command line does the same), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main())
+    else:
+        uvloop.run(main())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    run()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import gc
 import ssl
 from collections.abc import AsyncGenerator, Mapping
@@ -257,7 +258,7 @@ class Client:
         )
         path = self._path(resource, self._ns(resource, namespace))
         timeout = {**_TIMEOUT, "read": None if timeout_seconds is None else timeout_seconds + 60.0}
-        response = await self._send("GET", path, params=params, stream=True, timeout=timeout)
+        response = await self._open(self._request("GET", path, params, None, "", timeout), path)
         decoder = WatchDecoder()
         chunks = response.aiter_bytes()
         try:
@@ -453,9 +454,9 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        response = await self._send(method, path, params=params, body=body, content_type=content_type)
+        response, raw = await self._send(method, path, params=params, body=body, content_type=content_type)
         try:
-            data = _loads(response.content) if response.content else {}
+            data = _loads(raw) if raw else {}
         except orjson.JSONDecodeError:
             raise ApiError(
                 f"{method} {path}: the server answered {response.status_code} with a body that is not JSON",
@@ -473,25 +474,40 @@ class Client:
         params: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        stream: bool = False,
-        timeout: Mapping[str, float | None] = _TIMEOUT,
-    ) -> httpx.Response:
+    ) -> tuple[httpx.Response, bytes]:
+        """The answer to a request and its whole body; a 4xx/5xx answer raises (after Retry-After retries)."""
+        request = self._request(method, path, params, body, content_type, _TIMEOUT)
+        response = await self._open(request, path)
+        try:
+            return response, await _read(response)
+        except _TRANSPORT_ERRORS as exc:
+            raise map_transport_error(exc, method=method, url=path) from None
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        body: Any,
+        content_type: str,
+        timeout: Mapping[str, float | None],
+    ) -> httpx.Request:
         headers = _HEADERS if body is None else [*_HEADERS, (b"Content-Type", content_type.encode())]
         content = orjson.dumps(body) if body is not None else None
-        url = self._base_url + path + ("?" + urlencode(params) if params else "")
+        url = _url(self._base_url + path + ("?" + urlencode(params) if params else ""))
+        return httpx.Request(method, url, headers=headers, content=content, extensions={"timeout": timeout})
+
+    async def _open(self, request: httpx.Request, path: str) -> httpx.Response:
+        """Send ``request`` (again after ``Retry-After``); the response of a success, its body unread."""
         attempt = 0
         while True:
             try:
-                request = httpx.Request(method, url, headers=headers, content=content, extensions={"timeout": timeout})
                 response = await self._handle(request)
                 if response.status_code < 400:
-                    if not stream:
-                        await response.aread()
                     return response
-                raw = await response.aread()
-                await response.aclose()
+                raw = await _read(response)
             except _TRANSPORT_ERRORS as exc:
-                raise map_transport_error(exc, method=method, url=path) from None
+                raise map_transport_error(exc, method=request.method, url=path) from None
             retry_after = _retry_after(response)
             retryable = response.status_code == 429 or response.status_code >= 500
             if retry_after is not None and retryable and attempt < self._max_retries:
@@ -525,6 +541,29 @@ def _url_transport(verify: ssl.SSLContext | bool) -> HTTP11Transport:
     """The lean HTTP/1.1 transport (``_transport``) with the kubeconfig's TLS context."""
     context = verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
     return HTTP11Transport(ssl_context=context, max_connections=MAX_CONNECTIONS, keepalive_expiry=KEEPALIVE_EXPIRY)
+
+
+@functools.lru_cache(maxsize=512)
+def _url(url: str) -> httpx.URL:
+    """Parsed URLs, reused: a controller sends to the same few collection paths over and over."""
+    return httpx.URL(url)
+
+
+async def _read(response: httpx.Response) -> bytes:
+    """The whole body, and the response closed. Without a Content-Encoding the transport's chunks
+    are the body as sent, so httpx's decoder chain is skipped."""
+    if "content-encoding" in response.headers:
+        try:
+            return await response.aread()
+        finally:
+            await response.aclose()
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    try:
+        chunks = [chunk async for chunk in stream]
+    finally:
+        await stream.aclose()
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _loads(raw: bytes) -> Any:

@@ -22,7 +22,8 @@ report each :class:`~kubeloop.runtime.CircuitBreaker`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -158,37 +159,47 @@ class Metrics:
 
 @dataclass(slots=True)
 class QueueMetrics:
-    """The workqueue series of one queue (labels ``controller`` and ``name``)."""
+    """The workqueue series of one queue (labels ``controller`` and ``name``).
+
+    The labelled children are looked up once here, not on every add/get/done (a hot path).
+    """
 
     metrics: Metrics
     controller: str
     name: str
+    _depth: Any = field(init=False, repr=False)
+    _adds: Any = field(init=False, repr=False)
+    _retries: Any = field(init=False, repr=False)
+    _exceeded: Any = field(init=False, repr=False)
+    _queue_duration: Any = field(init=False, repr=False)
+    _work_duration: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         m, lv = self.metrics, (self.controller, self.name)
-        m.wq_depth.labels(*lv).set(0)
-        m.wq_adds.labels(*lv)
-        m.wq_retries.labels(*lv)
-        m.wq_depth_exceeded.labels(*lv)
+        self._depth = m.wq_depth.labels(*lv)
+        self._depth.set(0)
+        self._adds = m.wq_adds.labels(*lv)
+        self._retries = m.wq_retries.labels(*lv)
+        self._exceeded = m.wq_depth_exceeded.labels(*lv)
+        self._queue_duration = m.wq_queue_duration.labels(*lv)
+        self._work_duration = m.wq_work_duration.labels(*lv)
 
     def added(self) -> None:
-        lv = (self.controller, self.name)
-        self.metrics.wq_adds.labels(*lv).inc()
-        self.metrics.wq_depth.labels(*lv).inc()
+        self._adds.inc()
+        self._depth.inc()
 
     def got(self, waited_seconds: float) -> None:
-        lv = (self.controller, self.name)
-        self.metrics.wq_depth.labels(*lv).dec()
-        self.metrics.wq_queue_duration.labels(*lv).observe(max(0.0, waited_seconds))
+        self._depth.dec()
+        self._queue_duration.observe(max(0.0, waited_seconds))
 
     def done(self, worked_seconds: float) -> None:
-        self.metrics.wq_work_duration.labels(self.controller, self.name).observe(max(0.0, worked_seconds))
+        self._work_duration.observe(max(0.0, worked_seconds))
 
     def retried(self) -> None:
-        self.metrics.wq_retries.labels(self.controller, self.name).inc()
+        self._retries.inc()
 
     def depth_exceeded(self) -> None:
-        self.metrics.wq_depth_exceeded.labels(self.controller, self.name).inc()
+        self._exceeded.inc()
 
     def track_in_flight(self, unfinished: Callable[[], float], longest: Callable[[], float]) -> None:
         """Compute the two in-flight gauges at scrape time from the queue's processing state."""
@@ -199,36 +210,44 @@ class QueueMetrics:
 
 @dataclass(slots=True)
 class ControllerMetrics:
-    """The controller_runtime_* series of one controller, pre-initialised to 0."""
+    """The controller_runtime_* series of one controller, pre-initialised to 0 (children looked up once)."""
 
     metrics: Metrics
     controller: str
+    _totals: dict[str, Any] = field(init=False, repr=False)
+    _time: Any = field(init=False, repr=False)
+    _errors: Any = field(init=False, repr=False)
+    _terminal: Any = field(init=False, repr=False)
+    _active: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         m = self.metrics
-        for result in RECONCILE_RESULTS:
-            m.reconcile_total.labels(self.controller, result)
-        m.reconcile_errors.labels(self.controller)
-        m.terminal_errors.labels(self.controller)
-        m.active_workers.labels(self.controller).set(0)
+        self._totals = {result: m.reconcile_total.labels(self.controller, result) for result in RECONCILE_RESULTS}
+        self._time = m.reconcile_time.labels(self.controller)
+        self._errors = m.reconcile_errors.labels(self.controller)
+        self._terminal = m.terminal_errors.labels(self.controller)
+        self._active = m.active_workers.labels(self.controller)
+        self._active.set(0)
 
     def set_max_concurrent(self, n: int) -> None:
         self.metrics.max_concurrent.labels(self.controller).set(n)
 
     def worker_started(self) -> None:
-        self.metrics.active_workers.labels(self.controller).inc()
+        self._active.inc()
 
     def worker_finished(self) -> None:
-        self.metrics.active_workers.labels(self.controller).dec()
+        self._active.dec()
 
     def observe(self, result: str, seconds: float, *, error: bool = False, terminal: bool = False) -> None:
-        m = self.metrics
-        m.reconcile_total.labels(self.controller, result).inc()
-        m.reconcile_time.labels(self.controller).observe(max(0.0, seconds))
+        total = self._totals.get(result)
+        if total is None:
+            total = self._totals[result] = self.metrics.reconcile_total.labels(self.controller, result)
+        total.inc()
+        self._time.observe(max(0.0, seconds))
         if error:
-            m.reconcile_errors.labels(self.controller).inc()
+            self._errors.inc()
         if terminal:
-            m.terminal_errors.labels(self.controller).inc()
+            self._terminal.inc()
 
 
 @dataclass(slots=True)
