@@ -1,24 +1,18 @@
 """A simulated cluster for the kubelet, scheduler, volume and disruption tests.
 
-The real server on a SQLite store in ``tmp_path``; every simulated-cluster controller
-(:func:`kubeloop.controllers.add_simulated_cluster`) in a ``Manager`` in the test's loop, writing
-through an :class:`InterceptedClient` (so tests count the controllers' writes); the test talks to the
-API through its own client. One ``FakeClock`` for all. Polling is bounded in loop turns, never in
-wall-clock time; time moves only when a test advances it.
+Every simulated-cluster controller (:func:`kubeloop.controllers.add_simulated_cluster`) in a ``Manager``
+in the test's loop, on the shared test world (:mod:`._world`: in-process cluster, writes counted through
+an ``InterceptedClient``, one ``FakeClock``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import random
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeloop.api import ApiError, NotFound, ResourceInfo
-from kubeloop.client import Client
 from kubeloop.controllers import (
     SimulatedCluster,
     SimulationOptions,
@@ -26,14 +20,11 @@ from kubeloop.controllers import (
     add_simulated_cluster,
 )
 from kubeloop.controllers._scheduler_resources import NODES, PDBS, PODS, PVCS, PVS, builtin
-from kubeloop.runtime import Manager, Request
-from kubeloop.server import create_app
-from kubeloop.store import SqliteStore
-from kubeloop.testing import FakeClock, InterceptedClient
 
-__all__ = ["NODES", "NS", "PDBS", "PODS", "PVCS", "PVS", "World", "open_world", "pod"]
+from ._world import NS, ManagedWorld, managed_cluster
 
-NS = "ns"
+__all__ = ["NAMESPACES", "NODES", "NS", "PDBS", "PODS", "PVCS", "PVS", "World", "open_world", "pod"]
+
 NAMESPACES = builtin("", "namespaces")
 
 
@@ -49,63 +40,13 @@ def pod(name: str, *, labels: dict[str, str] | None = None, annotations: dict[st
             "spec": {"containers": [container], "restartPolicy": restart, **spec}}
 
 
-@dataclass
-class World:
-    client: Client
-    ctl: InterceptedClient
-    clock: FakeClock
-    manager: Manager
+@dataclass(kw_only=True)
+class World(ManagedWorld):
     sim: SimulatedCluster
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    async def settle(self, turns: int = 40) -> None:
-        for _ in range(turns):
-            await asyncio.sleep(0.002)
-
-    async def eventually(self, check: Callable[[], Awaitable[Any]], *, step: float = 0.0, tries: int = 500) -> Any:
-        last: BaseException | None = None
-        for _ in range(tries):
-            try:
-                result = await check()
-                if result:
-                    return result
-                last = None
-            except AssertionError as err:
-                last = err
-            await asyncio.sleep(0.004)
-            if step:
-                await self.clock.advance(step)
-        if last is not None:
-            raise last
-        raise AssertionError("condition not reached")
-
-    async def advance(self, seconds: float, *, turns: int = 10) -> None:
-        """Move fake time in one step and let the controllers react."""
-        await self.clock.advance(seconds)
-        await self.settle(turns)
-
-    async def get(self, resource: ResourceInfo, name: str, namespace: str | None = NS) -> dict[str, Any]:
-        return await self.client.get(resource, name, namespace=namespace if resource.namespaced else None)
-
-    async def maybe(self, resource: ResourceInfo, name: str, namespace: str | None = NS) -> dict[str, Any] | None:
-        try:
-            return await self.get(resource, name, namespace)
-        except NotFound:
-            return None
-
-    async def create(self, resource: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        return await self.client.create(resource, obj, namespace=NS if resource.namespaced else None)
-
-    async def quiet_writes(self) -> int:
-        """Writes the controllers make when every object is reconciled again and nothing changed."""
-        await self.settle()
-        self.ctl.reset()
-        for controller in self.manager.controllers.values():
-            for watch in controller.watches[:1]:
-                for obj in watch.source.cache.list():  # type: ignore[attr-defined]
-                    controller.enqueue(Request.for_object(obj))
-        await self.settle(60)
-        return len([w for w in self.ctl.writes if w.outcome == "ok"])
+    settle_turns = 40
+    poll_interval = 0.004
+    poll_tries = 500
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -121,36 +62,18 @@ async def open_world(
 ) -> AsyncIterator[World]:
     """The simulated cluster; ``workloads`` adds the ReplicaSet, Deployment and StatefulSet controllers
     through the built-in registry (as ``kubeloop controller-manager`` does)."""
-    clock = FakeClock()
-    store = await SqliteStore.open(tmp_path / "kubeloop.db")
-    app = create_app(store=store, clock=clock, rng=random.Random(7))
-    await app.startup()
-    client = Client.from_asgi(app, clock=clock)
-    ctl = InterceptedClient(Client.from_asgi(app, clock=clock))
-    manager = Manager(ctl, clock=clock, rng=random.Random(3))
-    sim = add_simulated_cluster(manager, options)
-    if workloads:
-        add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset"])
-    world = World(client, ctl, clock, manager, sim)
-    with contextlib.suppress(ApiError):
-        await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    world.tasks.append(asyncio.create_task(manager.run()))
-    try:
-        count = (options or SimulationOptions()).nodes
+    async with managed_cluster(tmp_path) as (cluster, ctl, manager):
+        sim = add_simulated_cluster(manager, options)
+        if workloads:
+            add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset"])
+        world = World(cluster=cluster, ctl=ctl, manager=manager, sim=sim)
+        async with world.started():
+            count = (options or SimulationOptions()).nodes
 
-        async def registered() -> bool:
-            nodes = (await client.list(NODES)).get("items") or []
-            return len(nodes) >= count and all(condition(n, "Ready").get("status") for n in nodes)
+            async def registered() -> bool:
+                nodes = (await world.client.list(NODES)).get("items") or []
+                return len(nodes) >= count and all(condition(n, "Ready").get("status") for n in nodes)
 
-        await world.eventually(registered)
-        for controller in manager.controllers.values():
-            await asyncio.wait_for(controller.synced.wait(), 10)
-        yield world
-    finally:
-        for task in world.tasks:
-            task.cancel()
-        await asyncio.gather(*world.tasks, return_exceptions=True)
-        await ctl.close()
-        await client.close()
-        await app.shutdown()
-        await store.close()
+            await world.eventually(registered)
+            await world.synced()
+            yield world

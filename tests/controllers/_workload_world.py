@@ -1,35 +1,29 @@
 """A small world for the workload controller tests (ReplicaSet, Deployment, StatefulSet).
 
-The real server on a SQLite store in ``tmp_path``; the controllers run in a ``Manager`` in the same
-loop, through an :class:`InterceptedClient` (write counting, fault injection); the test talks to the
-API through its own plain client. One ``FakeClock`` for server, controllers and pods. There is no
-kubelet here: the test plays it, writing pod status through the API (:meth:`World.set_ready`,
-:meth:`World.crash_loop`). Polling is bounded in loop turns, never in wall-clock time.
+The controllers run in a ``Manager`` on the shared test world (:mod:`._world`: in-process cluster,
+writes counted and faults injected through an ``InterceptedClient``, one ``FakeClock`` for server,
+controllers and pods). There is no kubelet here: the test plays it, writing pod status through the
+API (:meth:`World.set_ready`, :meth:`World.crash_loop`). Polling is bounded in loop turns, never in
+wall-clock time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeloop.api import ApiError, NotFound, ResourceInfo, format_time, label_selector_from_dict, labels_of
-from kubeloop.client import Client
+from kubeloop.api import NotFound, ResourceInfo, format_time, label_selector_from_dict, labels_of
+from kubeloop.controllers import DeploymentController, ReplicaSetController, StatefulSetController
 from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, PVCS, REPLICASETS, STATEFULSETS
-from kubeloop.runtime import Manager
-from kubeloop.server import create_app
-from kubeloop.store import SqliteStore
-from kubeloop.testing import FakeClock, Faults, InterceptedClient
+from kubeloop.testing import Faults
+
+from ._world import NS, ManagedWorld, managed_cluster
 
 __all__ = ["DEPLOYMENTS", "NS", "PODS", "PVCS", "REPLICASETS", "STATEFULSETS", "World", "open_world", "template"]
-
-NS = "ns"
-NAMESPACES = ResourceInfo("", "v1", "Namespace", "namespaces", "namespace", False)
-
 
 def template(app: str = "web", *, image: str = "nginx:1.25", **labels: str) -> dict[str, Any]:
     return {
@@ -38,52 +32,9 @@ def template(app: str = "web", *, image: str = "nginx:1.25", **labels: str) -> d
     }
 
 
-@dataclass
-class World:
-    client: Client
-    ctl: InterceptedClient
-    clock: FakeClock
-    manager: Manager
+@dataclass(kw_only=True)
+class World(ManagedWorld):
     controllers: dict[str, Any] = field(default_factory=dict)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    # -- polling -----------------------------------------------------------------------------------
-
-    async def settle(self, turns: int = 30) -> None:
-        """Let in-flight requests and events finish (a few real loop turns, no fake time)."""
-        for _ in range(turns):
-            await asyncio.sleep(0.002)
-
-    async def eventually(
-        self, check: Callable[[], Awaitable[Any]], *, step: float = 0.0, tries: int = 600
-    ) -> Any:
-        """Poll ``check`` until truthy (AssertionError counts as not yet); ``step`` advances fake time."""
-        last: BaseException | None = None
-        for _ in range(tries):
-            try:
-                result = await check()
-                if result:
-                    return result
-                last = None
-            except AssertionError as err:
-                last = err
-            await asyncio.sleep(0.005)
-            if step:
-                await self.clock.advance(step)
-        if last is not None:
-            raise last
-        raise AssertionError("condition not reached")
-
-    # -- reads -------------------------------------------------------------------------------------
-
-    async def get(self, resource: ResourceInfo, name: str) -> dict[str, Any]:
-        return await self.client.get(resource, name, namespace=NS)
-
-    async def maybe(self, resource: ResourceInfo, name: str) -> dict[str, Any] | None:
-        try:
-            return await self.get(resource, name)
-        except NotFound:
-            return None
 
     async def items(self, resource: ResourceInfo, selector: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         page = await self.client.list(resource, namespace=NS)
@@ -153,31 +104,9 @@ class World:
 
         self.tasks.append(asyncio.create_task(loop()))
 
-    # -- steady state ------------------------------------------------------------------------------
 
-    async def quiet_writes(self, *, turns: int = 60) -> int:
-        """Writes the controllers make while nothing changes: resync every object, count writes."""
-        await self.settle(turns)  # writes in flight finish (and are recorded) before counting starts
-        self.ctl.reset()
-        for ctrl in self.controllers.values():
-            for obj in ctrl.controller.watches[0].source.cache.list():
-                ctrl.controller.enqueue(_request(obj))
-        await self.settle(turns)
-        return len([w for w in self.ctl.writes if w.outcome == "ok"])
-
-
-def _request(obj: dict[str, Any]) -> Any:
-    from kubeloop.runtime import Request
-
-    return Request.for_object(obj)
-
-
-def _factory(name: str) -> Callable[..., Any]:
-    import importlib
-
-    module = importlib.import_module(f"kubeloop.controllers._{name}")
-    return getattr(module, {"replicaset": "ReplicaSetController", "deployment": "DeploymentController",
-                            "statefulset": "StatefulSetController"}[name])  # type: ignore[no-any-return]
+_CONTROLLERS = {"replicaset": ReplicaSetController, "deployment": DeploymentController,
+                "statefulset": StatefulSetController}
 
 
 @contextlib.asynccontextmanager
@@ -185,34 +114,16 @@ async def open_world(
     tmp_path: Path, *controllers: str, faults: Faults | None = None,
     before_write: Callable[[Any], Awaitable[None]] | None = None,
 ) -> AsyncIterator[World]:
-    clock = FakeClock()
-    store = await SqliteStore.open(tmp_path / "kubeloop.db")
-    app = create_app(store=store, clock=clock, rng=random.Random(7))
-    await app.startup()
-    client = Client.from_asgi(app, clock=clock)
-    ctl = InterceptedClient(Client.from_asgi(app, clock=clock), faults=faults, before_write=before_write)
-    manager = Manager(ctl, clock=clock, rng=random.Random(3))
-    world = World(client, ctl, clock, manager)
-    with contextlib.suppress(ApiError):
-        await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    for name in controllers:
-        ctrl = _factory(name)(ctl, manager.informers, clock=clock, metrics=manager.metrics)
-        manager.add_controller(ctrl.controller)
-        manager.add(ctrl.events, needs_leader_election=False)
-        world.controllers[name] = ctrl
-    task = asyncio.create_task(manager.run())
-    try:
-        for ctrl in world.controllers.values():
-            await asyncio.wait_for(ctrl.controller.synced.wait(), 10)
-        yield world
-    finally:
-        for t in [*world.tasks, task]:
-            t.cancel()
-        await asyncio.gather(*world.tasks, task, return_exceptions=True)
-        await ctl.close()
-        await client.close()
-        await app.shutdown()
-        await store.close()
+    async with managed_cluster(tmp_path, faults=faults, before_write=before_write) as (cluster, ctl, manager):
+        world = World(cluster=cluster, ctl=ctl, manager=manager)
+        for name in controllers:
+            ctrl = _CONTROLLERS[name](ctl, manager.informers, clock=world.clock, metrics=manager.metrics)
+            manager.add_controller(ctrl.controller)
+            manager.add(ctrl.events, needs_leader_election=False)
+            world.controllers[name] = ctrl
+        async with world.started():
+            await world.synced()
+            yield world
 
 
 def names(objs: Sequence[dict[str, Any]]) -> list[str]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
-
 from kubeloop.controllers._deployment_util import resolve_fenceposts
+
+from ._workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
 
 CONTROLLERS = ("deployment", "replicaset")
 

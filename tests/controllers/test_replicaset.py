@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _workload_world import NS, PODS, REPLICASETS, World, open_world, template
-
 from kubeloop.controllers._workload_pods import deletion_order, slow_start_batch
 from kubeloop.testing import RandomFaults
+
+from ._workload_world import NS, PODS, REPLICASETS, World, open_world, template
 
 
 def replicaset(name: str = "web", replicas: int = 3, **spec: Any) -> dict[str, Any]:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _workload_world import NS, REPLICASETS, World, open_world, template
-
 from kubeloop.testing import RandomFaults, Write
+
+from ._workload_world import NS, REPLICASETS, World, open_world, template
 
 
 def replicaset(replicas: int) -> dict[str, Any]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _workload_world import NS, PODS, PVCS, STATEFULSETS, World, names, open_world, template
+from ._workload_world import NS, PODS, PVCS, STATEFULSETS, World, names, open_world, template
 
 
 def statefulset(name: str = "db", replicas: int = 3, **spec: Any) -> dict[str, Any]:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
 
 from kubeloop.api import ResourceInfo
 from kubeloop.controllers._events import EventSink
 from kubeloop.testing import RandomFaults
+
+from ._workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
 
 EVENTS = ResourceInfo("", "v1", "Event", "events", "event", True)
 

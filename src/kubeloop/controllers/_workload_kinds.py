@@ -1,8 +1,9 @@
 """The built-in kinds the workload controllers read and write, and small shared helpers.
 
-Looked up once from :data:`kubeloop.api.BUILTIN_RESOURCES` so every controller and test names a kind
-the same way. :func:`key_of` is the informer cache key (``namespace/name``); :func:`int_field`
-reads an optional integer (upstream's ``*int32`` with a default).
+Looked up once (:func:`._scheduler_resources.builtin`, which also names pods and claims for the
+simulated cluster) so every controller and test names a kind the same way. :func:`key_of` is the
+informer cache key (``namespace/name``); :func:`int_field` reads an optional integer (upstream's
+``*int32`` with a default).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api import BUILTIN_RESOURCES, ResourceInfo
+from kubeloop.controllers._scheduler_resources import PODS, PVCS, builtin
 
 __all__ = [
     "CONTROLLER_MANAGER",
@@ -26,19 +27,9 @@ __all__ = [
 # The field manager (and user agent name) upstream's built-in controllers write with.
 CONTROLLER_MANAGER = "kube-controller-manager"
 
-
-def _find(group: str, kind: str) -> ResourceInfo:
-    for info in BUILTIN_RESOURCES:
-        if info.group == group and info.kind == kind:
-            return info
-    raise LookupError(f"{kind}.{group} is not a built-in resource")
-
-
-PODS = _find("", "Pod")
-PVCS = _find("", "PersistentVolumeClaim")
-REPLICASETS = _find("apps", "ReplicaSet")
-DEPLOYMENTS = _find("apps", "Deployment")
-STATEFULSETS = _find("apps", "StatefulSet")
+REPLICASETS = builtin("apps", "replicasets")
+DEPLOYMENTS = builtin("apps", "deployments")
+STATEFULSETS = builtin("apps", "statefulsets")
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
