@@ -152,3 +152,16 @@ async def test_apply_bodies_in_yaml_and_json_apply_the_same(client: httpx.AsyncC
     assert y["metadata"]["managedFields"][0]["fieldsV1"] == j["metadata"]["managedFields"][0]["fieldsV1"]
     bad = await client.patch(f"{CM}/z?fieldManager=m", content=b"{not: [json", headers=headers)
     assert (bad.status_code, bad.json()["reason"]) == (400, "BadRequest")
+
+
+async def test_a_compact_update_body_with_a_repeated_nested_key_still_warns(client: httpx.AsyncClient) -> None:
+    # Bodies that re-encode to themselves skip the second parse; one with a repeated key never does.
+    created = (await client.post(CM, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}})).json()
+    rv = created["metadata"]["resourceVersion"]
+    body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","resourceVersion":"' + rv.encode()
+            + b'","labels":{"a":"1","a":"1"}},"data":{"k":"v"}}')
+    r = await client.put(f"{CM}/d", content=body)
+    assert r.status_code == 200, r.text
+    assert warnings(r) == ['299 - "duplicate field \\"metadata.labels.a\\""']
+    clean = (await client.put(f"{CM}/d", content=json.dumps(r.json(), separators=(",", ":")).encode())).headers
+    assert clean.get_list("warning") == []

@@ -24,6 +24,7 @@ version per kind).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,14 @@ from kubeloop.api._fieldpath import (
 from kubeloop.api._ssa_merge import merge_applied, remove_paths
 from kubeloop.api._strategic import deep_copy_json
 
-__all__ = ["ManagedEntry", "decode_managed_fields", "default_field_manager", "record_update", "server_side_apply"]
+__all__ = [
+    "ManagedEntry",
+    "decode_managed_fields",
+    "default_field_manager",
+    "managed_fields_after_update",
+    "record_update",
+    "server_side_apply",
+]
 
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES = "ancient-changes"
@@ -97,6 +105,7 @@ class ManagedEntry:
         return entry
 
 
+@functools.lru_cache(maxsize=256)
 def default_field_manager(user_agent: str) -> str:
     """The manager of a write without ``fieldManager``: the User-Agent before its first ``/``,
     printable characters only, at most 128 bytes (apiserver handlers/create.go managerOrUserAgent)."""
@@ -152,6 +161,8 @@ def _reset_prefixes(subresource: str | None, status_subresource: bool) -> tuple[
 
 
 def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
+    if not reset:
+        return frozenset(p for p in fields if p not in _STRIPPED)
     return frozenset(p for p in fields if p not in _STRIPPED and not any(p[: len(r)] == r for r in reset))
 
 
@@ -164,15 +175,28 @@ def _body(obj: Mapping[str, Any] | None) -> dict[str, Any]:
     return body
 
 
+def _view(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The object without ``metadata.managedFields``, sharing everything else (read-only use)."""
+    if not obj:
+        return {}
+    view = dict(obj)
+    meta = view.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        view["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return view
+
+
 def _is_reset(raw: Any) -> bool:
     return isinstance(raw, list) and len(raw) == 1 and raw[0] == {}
 
 
+def _sorted(entries: list[ManagedEntry]) -> list[ManagedEntry]:
+    return sorted(entries, key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource))
+
+
 def _with_entries(obj: dict[str, Any], entries: list[ManagedEntry]) -> dict[str, Any]:
     meta = obj.setdefault("metadata", {})
-    ordered = sorted(
-        entries, key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource)
-    )
+    ordered = _sorted(entries)
     if ordered:
         meta["managedFields"] = [e.to_json() for e in ordered]
     else:
@@ -224,18 +248,68 @@ def record_update(
     ``old``'s; ``managedFields: [{}]`` clears them. The manager takes every field it added or
     changed; every manager loses the fields that were removed or that this write changed.
     """
+    entries = managed_fields_after_update(
+        old, new, manager=manager, now=now, api_version=api_version, schema=schema, operation=operation,
+        subresource=subresource, status_subresource=status_subresource,
+    )
+    body = _body(new)
+    meta = body.setdefault("metadata", {})
+    if entries:
+        meta["managedFields"] = deep_copy_json(entries)
+    else:
+        meta.pop("managedFields", None)
+    return body
+
+
+def managed_fields_after_update(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    manager: str,
+    now: str,
+    api_version: str,
+    schema: Mapping[str, Any] | None,
+    operation: str = "Update",
+    subresource: str | None = None,
+    status_subresource: bool = True,
+) -> list[dict[str, Any]]:
+    """The ``metadata.managedFields`` :func:`record_update` gives ``new`` (``[]``: none), computed
+    without copying either object. Entries the write leaves alone are ``old``'s own JSON entries
+    (shared, not copied: treat the result as read-only or copy it).
+
+    Fast path: ``old``'s entries were written by this module (normalised, sorted, capped), so when
+    they are the base, only the entries that own a changed or removed field and the writer's own
+    entry are decoded and re-encoded; the result equals the full recomputation (``fast=False``),
+    which a test checks.
+    """
+    return _after_update(
+        old, new, manager=manager, now=now, api_version=api_version, schema=schema, operation=operation,
+        subresource=subresource, status_subresource=status_subresource, fast=True,
+    )
+
+
+def _after_update(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], *, manager: str, now: str, api_version: str,
+    schema: Mapping[str, Any] | None, operation: str, subresource: str | None, status_subresource: bool, fast: bool,
+) -> list[dict[str, Any]]:
     raw_new = (new.get("metadata") or {}).get("managedFields")
     raw_old = ((old or {}).get("metadata") or {}).get("managedFields")
-    if subresource is None and _is_reset(raw_new):
-        entries: list[ManagedEntry] = []
-    else:
-        entries = [] if subresource is not None else decode_managed_fields(raw_new)
-        if not entries:
-            entries = decode_managed_fields(raw_old)
     reset = _reset_prefixes(subresource, status_subresource)
-    body_new = _body(new)
-    entries = _apply_update(entries, _body(old), body_new, schema, manager, operation, api_version, subresource, now, reset)
-    return _with_entries(body_new, _cap_update_managers(entries))
+    old_view, new_view = _view(old), _view(new)
+    if subresource is None and _is_reset(raw_new):
+        base: Any = []
+    elif subresource is None and raw_new is not None and raw_new != [] and raw_new != raw_old:
+        base = raw_new  # the client wrote its own entries: decode (and validate) them all
+    else:
+        base = raw_old
+        if fast and isinstance(base, list) and base and all(_is_stored_entry(e) for e in base):
+            comparison = compare(old_view, new_view, schema)
+            quick = _fast_update(base, comparison, reset, manager, operation, api_version, subresource or "", now)
+            if quick is not None:
+                return quick
+    entries = decode_managed_fields(base)
+    entries = _apply_update(entries, old_view, new_view, schema, manager, operation, api_version, subresource, now, reset)
+    return [e.to_json() for e in _sorted(_cap_update_managers(entries))]
 
 
 def _apply_update(
@@ -344,3 +418,91 @@ def _conflict_error(clashes: list[tuple[ManagedEntry, list[Path]]]) -> Conflict:
         message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
     return Conflict(message, details={"causes": causes})
 
+
+# -- fast path over stored entries ------------------------------------------------------------------
+
+# The key orders ManagedEntry.to_json writes (time and subresource are optional).
+_STORED_ORDERS = frozenset({
+    ("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource"),
+    ("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1"),
+    ("manager", "operation", "apiVersion", "fieldsType", "fieldsV1", "subresource"),
+    ("manager", "operation", "apiVersion", "fieldsType", "fieldsV1"),
+})
+
+
+def _is_stored_entry(raw: Any) -> bool:
+    """An entry as :meth:`ManagedEntry.to_json` writes it (so it re-encodes to itself)."""
+    return (
+        isinstance(raw, dict)
+        and tuple(raw) in _STORED_ORDERS
+        and raw["fieldsType"] == "FieldsV1"
+        and isinstance(raw["manager"], str)
+        and isinstance(raw["operation"], str)
+        and isinstance(raw["apiVersion"], str)
+        and isinstance(raw.get("time", ""), str)
+        and (isinstance(raw.get("subresource"), str) and raw["subresource"] != "" if "subresource" in raw else True)
+        and isinstance(raw["fieldsV1"], dict)
+        and bool(raw["fieldsV1"])
+    )
+
+
+def _raw_identity(raw: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    operation = raw["operation"]
+    return (raw["manager"], operation, "" if operation == "Apply" else raw["apiVersion"], raw.get("subresource", ""))
+
+
+def _raw_sort_key(raw: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+    return (raw["operation"], raw.get("time", ""), raw["manager"], raw["apiVersion"], raw.get("subresource", ""))
+
+
+def _owns_any(fields_v1: Mapping[str, Any], paths: Iterable[Path]) -> bool:
+    """Whether a FieldsV1 tree has any of ``paths`` as a member (a ``{}`` leaf or a ``"."`` node)."""
+    for path in paths:
+        node: Any = fields_v1
+        for element in path:
+            node = node.get(element)
+            if node is None:
+                break
+        else:
+            if not node or "." in node:
+                return True
+    return False
+
+
+def _fast_update(
+    stored: list[dict[str, Any]], comparison: Any, reset: tuple[Path, ...], manager: str, operation: str,
+    api_version: str, subresource: str, now: str,
+) -> list[dict[str, Any]] | None:
+    """:func:`_apply_update` over stored JSON entries, touching only the ones the write affects;
+    ``None`` when the Update-manager cap would apply (the caller recomputes in full)."""
+    changed = _clean_set(comparison.added | comparison.modified, reset)
+    removed = frozenset(comparison.removed)
+    touched = changed | removed
+    identity = (manager, operation, "" if operation == "Apply" else api_version, subresource)
+    result: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for raw in stored:
+        if _raw_identity(raw) == identity:
+            previous = raw
+        elif touched and _owns_any(raw["fieldsV1"], touched):
+            entry = decode_managed_fields([raw])[0]
+            remaining = entry.fields - changed - removed
+            if remaining:
+                result.append(_replace(entry, remaining).to_json())
+        else:
+            result.append(raw)
+    if changed:
+        base = parse_fields_v1(previous["fieldsV1"]) - removed if previous is not None else frozenset()
+        me = ManagedEntry(manager, operation, api_version, base | changed, now, subresource)
+        result.append(me.to_json())
+    elif previous is not None:
+        if removed and _owns_any(previous["fieldsV1"], removed):
+            entry = decode_managed_fields([previous])[0]
+            if entry.fields - removed:
+                result.append(_replace(entry, entry.fields - removed).to_json())
+        else:
+            result.append(previous)
+    if sum(1 for raw in result if raw["operation"] == "Update") > MAX_UPDATE_MANAGERS:
+        return None
+    result.sort(key=_raw_sort_key)
+    return result

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from kubeloop.api._errors import BadRequest
 from kubeloop.api._schemas import items_schema, property_schema, resolve
 from kubeloop.api._strategic import patch_meta
@@ -52,6 +54,9 @@ _ORDER = {"f": 0, "k": 1, "v": 2, "i": 3}
 
 
 def _dumps(value: Any) -> str:
+    if type(value) is dict and all(type(v) is str or type(v) is int for v in value.values()):
+        # orjson writes strings and integers exactly as json.dumps does here (compact, UTF-8), faster.
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -100,9 +105,9 @@ def item_element(item: Any, semantics: str, keys: tuple[str, ...], index: int) -
     return f"i:{index}"
 
 
-def _list_items(value: list[Any], schema: Schema) -> dict[str, Any]:
+def _list_items(value: list[Any], schema: Schema, shape: _Shape | None = None) -> dict[str, Any]:
     """Items of a granular list by path element (first occurrence wins, as smd does)."""
-    semantics, keys = list_semantics(schema)
+    semantics, keys = (shape.semantics, shape.keys) if shape is not None else list_semantics(schema)
     out: dict[str, Any] = {}
     for index, item in enumerate(value):
         out.setdefault(item_element(item, semantics, keys, index), item)
@@ -176,34 +181,87 @@ def _leaf(old: Any, new: Any, path: Path, result: Comparison) -> None:
         result.modified.add(path)
 
 
+class _Shape:
+    """What :func:`_compare` needs of one resolved schema node, worked out once per node."""
+
+    __slots__ = ("atomic_map", "children", "extra", "items", "keys", "required", "schema", "semantics")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.atomic_map = _atomic_map(schema)
+        self.semantics, self.keys = list_semantics(schema)
+        self.items = items_schema(schema)
+        resolved = resolve(schema)
+        self.required = frozenset(resolved.get("required") or ()) if resolved else frozenset()
+        self.extra: tuple[Schema, bool] = (property_schema(schema, _UNDECLARED), False)
+        self.children: dict[str, tuple[Schema, bool]] = {}
+
+    def child(self, key: str) -> tuple[Schema, bool]:
+        """(schema, struct-like) of field ``key``: declared fields are remembered, map keys share one."""
+        hit = self.children.get(key)
+        if hit is not None:
+            return hit
+        if not _declared(self.schema, key):
+            return self.extra
+        child_schema = property_schema(self.schema, key)
+        struct = key in self.required or bool(child_schema and isinstance(child_schema.get("properties"), dict))
+        hit = self.children[key] = (child_schema, struct)
+        return hit
+
+
+# A key no schema declares (NUL cannot appear in a field name the server accepts).
+_UNDECLARED = "\x00"
+_NO_SCHEMA = _Shape(None)
+# Shapes by schema identity (schemas are shared and never mutated); the node is kept in the shape
+# so that an id reused after garbage collection is never mistaken for it.
+_shapes: dict[int, _Shape] = {}
+
+
+def _shape(schema: Schema) -> _Shape:
+    if schema is None:
+        return _NO_SCHEMA
+    hit = _shapes.get(id(schema))
+    if hit is not None and hit.schema is schema:
+        return hit
+    if len(_shapes) > 100_000:  # CRD schemas come and go; never grow without bound
+        _shapes.clear()
+    hit = _shapes[id(schema)] = _Shape(schema)
+    return hit
+
+
 def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison, *, struct_like: bool) -> None:
+    if old is _ABSENT:
+        _added(new, schema, path, result.added, struct_like)
+        return
+    if old == new:
+        # Equal values add, remove and modify nothing below them (``==`` is the leaf test too);
+        # most of an update is unchanged, so this skips walking it.
+        return
     sample = new if new is not _ABSENT and new is not None else old
-    if isinstance(sample, dict) and all(v is _ABSENT or v is None or isinstance(v, dict) for v in (old, new)):
-        if _atomic_map(schema) or (_empty(old) and _empty(new)):
+    old_none = old is _ABSENT or old is None
+    new_none = new is _ABSENT or new is None
+    if isinstance(sample, dict) and (old_none or isinstance(old, dict)) and (new_none or isinstance(new, dict)):
+        shape = _shape(schema)
+        if shape.atomic_map or (_empty(old) and _empty(new)):
             _leaf(old, new, path, result)
             return
         left = old if isinstance(old, dict) else {}
         right = new if isinstance(new, dict) else {}
-        resolved = resolve(schema)
-        required = set(resolved.get("required") or ()) if resolved else set()
-        for key in dict.fromkeys([*left, *right]):
-            child_schema = property_schema(schema, key)
-            child_struct = _declared(schema, key) and (
-                key in required or bool(child_schema and isinstance(child_schema.get("properties"), dict))
-            )
+        for key in dict.fromkeys([*left, *right]) if left else right:
+            child_schema, child_struct = shape.child(key)
             _compare(
                 left.get(key, _ABSENT), right.get(key, _ABSENT), child_schema, (*path, "f:" + key), result,
                 struct_like=child_struct,
             )
-    elif isinstance(sample, list) and all(v is _ABSENT or v is None or isinstance(v, list) for v in (old, new)):
-        semantics, _ = list_semantics(schema)
-        if semantics == "atomic" or (_empty(old) and _empty(new)):
+    elif isinstance(sample, list) and (old_none or isinstance(old, list)) and (new_none or isinstance(new, list)):
+        shape = _shape(schema)
+        if shape.semantics == "atomic" or (_empty(old) and _empty(new)):
             _leaf(old, new, path, result)
             return
-        left = _list_items(old, schema) if isinstance(old, list) else {}
-        right = _list_items(new, schema) if isinstance(new, list) else {}
-        item_schema = items_schema(schema)
-        for element in dict.fromkeys([*left, *right]):
+        left = _list_items(old, schema, shape) if isinstance(old, list) else {}
+        right = _list_items(new, schema, shape) if isinstance(new, list) else {}
+        item_schema = shape.items
+        for element in dict.fromkeys([*left, *right]) if left else right:
             _compare(
                 left.get(element, _ABSENT), right.get(element, _ABSENT), item_schema, (*path, element), result,
                 struct_like=False,
@@ -216,6 +274,30 @@ def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison,
             result.added.add(path)
         elif new is _ABSENT:
             result.removed.add(path)
+
+
+def _added(new: Any, schema: Schema, path: Path, added: set[Path], struct_like: bool) -> None:
+    """``_compare(_ABSENT, new, ...)``: everything under a value that appeared is added."""
+    if isinstance(new, dict):
+        shape = _shape(schema)
+        if shape.atomic_map or not new:
+            added.add(path)
+            return
+        for key, value in new.items():
+            child_schema, child_struct = shape.child(key)
+            _added(value, child_schema, (*path, "f:" + key), added, child_struct)
+    elif isinstance(new, list):
+        shape = _shape(schema)
+        if shape.semantics == "atomic" or not new:
+            added.add(path)
+            return
+        for element, item in _list_items(new, schema, shape).items():
+            _added(item, shape.items, (*path, element), added, False)
+    else:
+        added.add(path)
+        return
+    if path and not struct_like:
+        added.add(path)
 
 
 def _sort_key(element: str) -> tuple[int, str]:
@@ -233,15 +315,19 @@ def fields_v1(fields: Iterable[Path]) -> dict[str, Any]:
         node = tree
         for element in path:
             node = node.setdefault(element, {})
-    return _ordered(tree, (), members)
+    return _ordered(tree, (), members) if tree else {}
 
 
 def _ordered(node: dict[str, Any], path: Path, members: set[Path]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if path and node and path in members:
+    if path and path in members:
         out["."] = {}
-    for element in sorted(node, key=_sort_key):
-        out[element] = _ordered(node[element], (*path, element), members)
+    elements = sorted(node)
+    if elements[-1][0] in "kv":  # plain order puts i: before k: and v:; FieldsV1 puts it last
+        elements.sort(key=_sort_key)
+    for element in elements:
+        child = node[element]
+        out[element] = _ordered(child, (*path, element), members) if child else {}
     return out
 
 

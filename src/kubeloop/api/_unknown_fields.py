@@ -71,33 +71,56 @@ def _prune(
     value: Any, node: Mapping[str, Any], path: str, unknown: list[str], mutate: bool,
     element: Callable[[Any, int, Mapping[str, Any]], str],
 ) -> None:
-    schema = _resolve(node)
+    schema, props, extra, items = _parts(node)
     if isinstance(value, dict):
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        if isinstance(props, dict):
-            for key in list(value):
+        if props is not None:
+            drop: list[str] = []
+            for key, item in value.items():
                 sub = props.get(key)
                 if sub is not None:
-                    item = value[key]
                     if isinstance(item, (dict, list)):
                         _prune(item, sub, _child(path, key), unknown, mutate, element)
-                elif isinstance(extra, dict):
-                    _prune(value[key], extra, _child(path, key), unknown, mutate, element)
+                elif extra is not None:
+                    if isinstance(item, (dict, list)):
+                        _prune(item, extra, _child(path, key), unknown, mutate, element)
                 else:
                     unknown.append(_child(path, key))
-                    if mutate:
-                        del value[key]
-        elif isinstance(extra, dict):
+                    drop.append(key)
+            if mutate:
+                for key in drop:
+                    del value[key]
+        elif extra is not None:
             for key, item in value.items():
                 if isinstance(item, (dict, list)):
                     _prune(item, extra, _child(path, key), unknown, mutate, element)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for i, item in enumerate(value):
-                if isinstance(item, (dict, list)):
-                    _prune(item, items, path + element(item, i, schema), unknown, mutate, element)
+    elif isinstance(value, list) and items is not None:
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                _prune(item, items, path + element(item, i, schema), unknown, mutate, element)
+
+
+_Parts = tuple[dict[str, Any], "dict[str, Any] | None", "dict[str, Any] | None", "dict[str, Any] | None"]
+# (resolved schema, properties, additionalProperties, items) by node identity, the node kept in
+# the value so that an id reused after garbage collection is never mistaken for it.
+_parts_memo: dict[int, tuple[Mapping[str, Any], _Parts]] = {}
+
+
+def _parts(node: Mapping[str, Any]) -> _Parts:
+    hit = _parts_memo.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    schema = _resolve(node)
+    props, extra, items = schema.get("properties"), schema.get("additionalProperties"), schema.get("items")
+    parts: _Parts = (
+        schema,
+        props if isinstance(props, dict) else None,
+        extra if isinstance(extra, dict) else None,
+        items if isinstance(items, dict) else None,
+    )
+    if len(_parts_memo) > 100_000:  # CRD schemas come and go; never grow without bound
+        _parts_memo.clear()
+    _parts_memo[id(node)] = (node, parts)
+    return parts
 
 
 class _Pairs(dict[str, Any]):

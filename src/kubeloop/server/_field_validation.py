@@ -13,7 +13,8 @@ told (apimachinery ``meta/v1`` ``CreateOptions.FieldValidation``; apiserver ``ha
   ``patch`` (``Invalid value: "<patched object>": strict decoding error: ...``, ``patch.go``).
 
 Duplicate keys are found with a second, slower parse (:func:`kubeloop.api._unknown_fields.duplicate_fields`),
-only for JSON bodies and only when the directive is not ``Ignore``.
+only for JSON bodies, only when the directive is not ``Ignore``, and only when the body is not
+already the compact encoding of what it decoded to (then it cannot repeat a key).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ __all__ = [
     "unknown_field_texts",
     "warning_headers",
 ]
+
+_UNSET: Any = object()
+
 
 def directive_of(field_validation: str) -> str:
     """The effective directive: an absent ``fieldValidation`` means ``Warn``."""
@@ -92,10 +96,22 @@ def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dic
     raise BadRequest(f"failed to create typed patch object ({gvk}): {detail}")
 
 
-def duplicate_texts(body: bytes, directive: str) -> list[str]:
-    """``duplicate field "a.b"`` for every repeated key of a JSON ``body`` (nothing under Ignore)."""
+def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[str]:
+    """``duplicate field "a.b"`` for every repeated key of a JSON ``body`` (nothing under Ignore).
+
+    ``decoded`` is ``body`` as already parsed, if the caller has it: when re-encoding it gives
+    ``body`` back byte for byte (compact JSON from orjson, and from Go's encoder for most objects),
+    ``body`` cannot repeat a key (the decoded object has none, and the bytes are the same), so the
+    second, slower parse is skipped. Any other body takes the full parse; the answer is the same.
+    """
     if directive == "Ignore" or not body.lstrip().startswith((b"{", b"[")):
         return []
+    if decoded is not _UNSET:
+        try:
+            if orjson.dumps(decoded) == body:
+                return []
+        except TypeError:  # not re-encodable (e.g. an integer past 64 bits): parse in full
+            pass
     return [f'duplicate field "{p}"' for p in duplicate_fields(body)]
 
 

@@ -97,7 +97,7 @@ class ResourceHandlers:
         directive = directive_of(req.options.field_validation)
         texts = []
         if request.content_type == "application/json":
-            texts = duplicate_texts(await request.body(), directive)
+            texts = duplicate_texts(await request.body(), directive, obj)
         texts.extend(unknown_field_texts(self.state, info, obj))
         if texts and directive == "Strict":
             raise strict_decoding_error(info, obj, texts)

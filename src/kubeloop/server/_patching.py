@@ -82,7 +82,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
     patch = decode_json(raw)
     directive = directive_of(req.options.field_validation)
     # handlers/patch.go: a merge or strategic patch's own duplicate keys count as strict errors too.
-    duplicates = duplicate_texts(raw, directive) if patch_type != JSON_PATCH else []
+    duplicates = duplicate_texts(raw, directive, patch) if patch_type != JSON_PATCH else []
 
     async def patched(current: dict[str, Any]) -> dict[str, Any]:
         if patch_type == JSON_PATCH:

@@ -21,7 +21,6 @@ Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``stora
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -222,15 +221,10 @@ async def _pump(
                 if timer is not None:
                     timer.cancel()
                 raise
-            if timer is not None and not timer.done():
-                timer.cancel()
             if batch_task not in done:
-                batch_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Compacted):
-                    await batch_task
+                await _reap(batch_task)
             if timer is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await timer
+                await _reap(timer)
             if disconnect in done:
                 return
             chunks: list[bytes] = []
@@ -267,6 +261,19 @@ async def _pump(
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
     finally:
-        disconnect.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await disconnect
+        await _reap(disconnect)
+
+
+async def _reap(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait until it has finished, whatever it raises.
+
+    ``asyncio.wait`` never raises the child's outcome, so a ``CancelledError`` here can only be this
+    handler's own cancellation (its client went away, the server stops), and it propagates.
+    Suppressing CancelledError around ``await task`` instead would swallow that cancellation when
+    it arrives while the child is finishing, and leave the watch running with no client.
+    """
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()  # retrieved: a child's error (e.g. Compacted) is not reported as lost

@@ -1,0 +1,106 @@
+"""managedFields bookkeeping on the write path: the incremental computation over stored entries gives
+exactly what the full recomputation (decode every entry, re-encode every entry) gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeloop.api import builtin_schema, record_update
+from kubeloop.api._apply import _after_update, managed_fields_after_update
+from kubeloop.api._fieldpath import compare
+
+DEPLOY = builtin_schema("apps", "v1", "Deployment")
+MANAGERS = [f"m{i:02}" for i in range(13)]  # more than the cap of 10 Update managers
+
+
+def _base() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "n", "labels": {"app": "d"}},
+        "spec": {
+            "replicas": 3, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}},
+                         "spec": {"containers": [{"name": "app", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}},
+        },
+    }  # fmt: skip
+
+
+def _mutate(obj: dict[str, Any], step: int, choice: int) -> dict[str, Any]:
+    new = copy.deepcopy(obj)
+    spec, meta = new["spec"], new["metadata"]
+    containers = spec["template"]["spec"]["containers"]
+    match choice:
+        case 0:
+            spec["replicas"] = step % 5
+        case 1:
+            meta.setdefault("labels", {})[f"l{step % 3}"] = str(step)
+        case 2:
+            meta.get("labels", {}).pop(f"l{step % 3}", None)
+        case 3:
+            containers.append({"name": f"c{step}", "image": "busybox"})
+        case 4:
+            if len(containers) > 1:
+                containers.pop()
+        case 5:
+            containers[0]["image"] = f"nginx:{step}"
+        case 6:
+            new["status"] = {"replicas": step % 4, "conditions": [{"type": "Available", "status": str(step % 2 == 0)}]}
+        case 7:
+            new.pop("status", None)
+        case 8:
+            meta.setdefault("annotations", {})["a"] = str(step)
+        case _:
+            pass  # an unchanged write
+    return new
+
+
+def _managed(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(obj["metadata"].get("managedFields") or [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from(MANAGERS), st.sampled_from([None, "status"]),
+                          st.booleans()), min_size=1, max_size=25))
+def test_incremental_managed_fields_equal_the_full_recomputation(steps: list[tuple[int, str, str | None, bool]]) -> None:
+    stored: dict[str, Any] | None = None
+    current = _base()
+    for index, (choice, manager, subresource, resend) in enumerate(steps):
+        new = _mutate(current, index, choice)
+        if resend and stored is not None:
+            new["metadata"]["managedFields"] = copy.deepcopy(_managed(stored))  # GET-modify-PUT
+        else:
+            new["metadata"].pop("managedFields", None)
+        now = f"2024-01-01T00:{index // 60:02}:{index % 60:02}Z"
+        kwargs: dict[str, Any] = {"manager": manager, "now": now, "api_version": "apps/v1", "schema": DEPLOY,
+                                  "subresource": subresource if stored is not None else None}
+        fast = managed_fields_after_update(stored, new, **kwargs)
+        full = _after_update(stored, new, operation="Update", status_subresource=True, fast=False, **kwargs)
+        assert fast == full
+        assert record_update(stored, new, **kwargs)["metadata"].get("managedFields", []) == full
+        stored = copy.deepcopy(new)
+        stored["metadata"]["managedFields"] = copy.deepcopy(fast)
+        if not fast:
+            stored["metadata"].pop("managedFields")
+        current = stored
+
+
+def test_an_unchanged_write_keeps_the_stored_entries_as_they_are() -> None:
+    first = record_update(None, _base(), manager="a", now="2024-01-01T00:00:00Z", api_version="apps/v1", schema=DEPLOY)
+    again = managed_fields_after_update(first, copy.deepcopy(first), manager="b", now="2024-01-01T00:00:09Z",
+                                        api_version="apps/v1", schema=DEPLOY)
+    assert again == first["metadata"]["managedFields"]
+
+
+def test_compare_of_equal_subtrees_reports_nothing_and_of_new_subtrees_everything() -> None:
+    old = _base()
+    new = _mutate(old, 2, 5)
+    result = compare(old, new, DEPLOY)
+    assert result.modified == {("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:image")}
+    assert not result.added and not result.removed
+    created = compare({}, old, DEPLOY)
+    assert ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:ports",
+            'k:{"containerPort":80,"protocol":"TCP"}', "f:containerPort") in created.added
