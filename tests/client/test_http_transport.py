@@ -251,3 +251,21 @@ async def test_a_refused_connection_is_a_connection_failure() -> None:
     async with Client.from_url(f"http://127.0.0.1:{port}") as client:
         with pytest.raises(ConnectionFailed, match="connection failed"):
             await client.get(CM, "a", namespace="x")
+
+
+async def test_a_request_cancelled_while_woken_for_a_connection_hands_it_to_the_next_waiter() -> None:
+    transport = HTTP11Transport(max_connections=1)
+    async with peer(echo_forever) as state, httpx.AsyncClient(transport=transport, base_url=state.url, timeout=2) as http:
+        async with http.stream("GET", "/hold") as held:
+            assert held.status_code == 200
+            cancelled = asyncio.create_task(http.get("/cancelled"))
+            third = asyncio.create_task(http.get("/third"))
+            for _ in range(100):
+                if len(transport._waiters) == 2:
+                    break
+                await asyncio.sleep(0)
+            assert len(transport._waiters) == 2
+        cancelled.cancel()  # woken by the release above, but cancelled before it could run
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        assert (await third).status_code == 200

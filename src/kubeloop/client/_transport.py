@@ -305,7 +305,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
                 status, headers = await conn.response_head(timeouts.get("read"))
             except _StaleConnection as exc:
                 self._release(conn)
-                if attempt == 0 and request.method in IDEMPOTENT:
+                if attempt == 0 and request.method in IDEMPOTENT and isinstance(body, bytes):
                     continue
                 raise httpx.ReadError(str(exc)) from None
             except BaseException:
@@ -406,11 +406,14 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 await waiter
-        except TimeoutError:
-            raise httpx.PoolTimeout("timed out waiting for a free connection") from None
-        finally:
+        except BaseException as exc:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
+            if waiter.done() and not waiter.cancelled():
+                self._wake_one()  # woken, but leaving (cancelled or timed out): hand the free slot on
+            if isinstance(exc, TimeoutError):
+                raise httpx.PoolTimeout("timed out waiting for a free connection") from None
+            raise
 
     def _wake_one(self) -> None:
         while self._waiters:
