@@ -76,3 +76,35 @@ async def test_extension_routes_are_served_before_built_ins(app: App, client: ht
 
     app.add_route("/apis/example.com", hello)  # type: ignore[arg-type]
     assert (await client.get("/apis/example.com/v1/things")).text == "hi"
+
+
+ALL = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+async def test_core_verbs_per_resource_are_upstreams(client: httpx.AsyncClient) -> None:
+    # Upstream 1.31/1.32 GET /api/v1: namespace storage has no DeleteCollection; the rest do.
+    resources = {r["name"]: r["verbs"] for r in (await client.get("/api/v1")).json()["resources"]}
+    assert resources["namespaces"] == ["create", "delete", "get", "list", "patch", "update", "watch"]
+    for name in ("nodes", "events", "pods", "configmaps", "secrets", "services", "serviceaccounts",
+                 "persistentvolumeclaims", "persistentvolumes"):
+        assert resources[name] == ALL, name
+    assert resources["namespaces/finalize"] == ["update"]
+    for sub in ("namespaces/status", "nodes/status", "pods/status", "services/status"):
+        assert resources[sub] == ["get", "patch", "update"], sub
+    assert resources["pods/binding"] == ["create"] and resources["pods/eviction"] == ["create"]
+
+
+async def test_aggregated_discovery_has_the_same_verbs(client: httpx.AsyncClient) -> None:
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    body = (await client.get("/api", headers={"accept": accept})).json()
+    [core] = body["items"]
+    verbs = {r["resource"]: r["verbs"] for r in core["versions"][0]["resources"]}
+    assert verbs["namespaces"] == ["create", "delete", "get", "list", "patch", "update", "watch"]
+    assert verbs["pods"] == ALL
+
+
+async def test_deleting_the_namespace_collection_is_405_and_deletes_nothing(client: httpx.AsyncClient) -> None:
+    await client.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keep"}})
+    r = await client.delete("/api/v1/namespaces")
+    assert r.status_code == 405, r.text
+    assert (await client.get("/api/v1/namespaces/keep")).status_code == 200

@@ -101,8 +101,10 @@ def _r(group: str, version: str, kind: str, plural: str, namespaced: bool, **kw:
 _REPLICAS = ScalePaths()
 
 BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
+    # Namespace storage has no DeleteCollection (upstream discovery: namespaces verbs lack deletecollection).
     _r("", "v1", "Namespace", "namespaces", False, short_names=("ns",), status_subresource=True,
-       field_selectors=("status.phase",), extra_subresources=("finalize",)),
+       field_selectors=("status.phase",), extra_subresources=("finalize",),
+       verbs=tuple(v for v in ALL_VERBS if v != "deletecollection")),
     _r("", "v1", "Pod", "pods", True, short_names=("po",), categories=("all",), status_subresource=True,
        return_deleted_object=True, extra_subresources=("eviction", "binding"),
        field_selectors=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
