@@ -269,3 +269,20 @@ async def test_a_request_cancelled_while_woken_for_a_connection_hands_it_to_the_
         with pytest.raises(asyncio.CancelledError):
             await cancelled
         assert (await third).status_code == 200
+
+
+async def test_a_watch_cut_mid_stream_is_a_connection_failure_after_the_events_before_the_cut() -> None:
+    line = orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "1"}}}) + b"\n"
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"%x\r\n%b\r\n" % (len(line), line))
+        await writer.drain()
+        writer.transport.abort()
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        names = []
+        with pytest.raises(ConnectionFailed, match="mid-response"):
+            async for ev in client.watch(CM, namespace="x"):
+                names.append(ev.object["metadata"]["name"])
+    assert names == ["a"]

@@ -1,7 +1,8 @@
 """kubeloop.client: an async client for any Kubernetes API server.
 
-``Client`` speaks JSON over one httpx client to a URL (kubeconfig, in-cluster service account,
-explicit URL) or to an ASGI app in-process. Errors are the ``kubeloop.api`` tree; transport
+``Client`` speaks JSON through one ``httpx.AsyncBaseTransport``: to a URL (kubeconfig, in-cluster
+service account, explicit URL) over its lean HTTP/1.1 transport (keep-alive pool, TLS from the
+kubeconfig, streamed watches), or to an ASGI app in-process. Errors are the ``kubeloop.api`` tree; transport
 failures are :class:`ConnectionFailed` (a ``ServiceUnavailable``); configuration problems are
 :class:`ConfigError`. :func:`retry_on_conflict` is client-go's ``retry.RetryOnConflict``.
 """

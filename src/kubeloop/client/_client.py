@@ -1,8 +1,10 @@
-"""``Client``: an async client for any Kubernetes API server, over one ``httpx.AsyncClient``.
+"""``Client``: an async client for any Kubernetes API server, over one ``httpx.AsyncBaseTransport``.
 
 Objects are plain JSON dicts; a resource is named by a :class:`~kubeloop.api.ResourceInfo`, so
-custom resources work exactly like built-ins. The transport is a URL (kubeconfig, in-cluster, or
-explicit) or an ASGI app reached in-process (:meth:`Client.from_asgi`), through the same seam.
+custom resources work exactly like built-ins. The transport is a URL's (kubeconfig, in-cluster, or
+explicit: :class:`~kubeloop.client._transport.HTTP11Transport`) or an ASGI app's reached in-process
+(:meth:`Client.from_asgi`): the same seam, ``handle_async_request``. Each request is an
+``httpx.Request`` handed straight to it, with the ``httpx.Auth`` flow run around it.
 
 Contract:
 * Every non-2xx answer raises the matching ``kubeloop.api`` error, rebuilt from the server's
