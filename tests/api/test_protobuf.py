@@ -174,6 +174,32 @@ def test_owner_references_and_managed_fields_decode() -> None:
     ]
 
 
+def test_eviction_carries_its_delete_options_as_json_would() -> None:
+    # policy/v1 Eviction{metadata=1, deleteOptions=2}; meta/v1 DeleteOptions{gracePeriodSeconds=1,
+    # preconditions=2 {uid=1, resourceVersion=2}, orphanDependents=3, propagationPolicy=4, dryRun=5}.
+    options = (field(1, 0) + field(2, field(1, "u-1") + field(2, "42")) + field(4, "Foreground")
+               + field(5, "All"))
+    for version in ("policy/v1", "policy/v1beta1"):
+        body = envelope(version, "Eviction", meta("web-1") + field(2, options))
+        assert decode_protobuf_object(body) == {
+            "apiVersion": version, "kind": "Eviction",
+            "metadata": {"name": "web-1", "creationTimestamp": None},
+            "deleteOptions": {"gracePeriodSeconds": 0, "preconditions": {"uid": "u-1", "resourceVersion": "42"},
+                              "propagationPolicy": "Foreground", "dryRun": ["All"]},
+        }  # fmt: skip
+    bare = envelope("policy/v1", "Eviction", meta("web-1"))
+    assert "deleteOptions" not in decode_protobuf_object(bare)
+
+
+def test_budget_status_counts_are_always_written_and_disrupted_pods_are_times() -> None:
+    status = field(1, 3) + field(2, field(1, "web-1") + field(2, field(1, 1_700_000_000))) + field(3, 1)
+    body = envelope("policy/v1", "PodDisruptionBudget", meta("web") + field(3, status))
+    decoded = decode_protobuf_object(body)
+    assert decoded["status"] == {"observedGeneration": 3, "disruptedPods": {"web-1": "2023-11-14T22:13:20Z"},
+                                 "disruptionsAllowed": 1, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    assert decoded["spec"] == {}
+
+
 def test_wrong_wire_type_is_a_bad_request() -> None:
     with pytest.raises(BadRequest, match="wire type"):
         decode_protobuf_object(envelope("v1", "ConfigMap", field(1, 5)))
@@ -267,6 +293,7 @@ _RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
         ("pods", "Pod", True),
     ],
     "apps/v1": [("deployments", "Deployment", True)],
+    "policy/v1": [("poddisruptionbudgets", "PodDisruptionBudget", True)],
     "authorization.k8s.io/v1": [
         ("selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
         ("selfsubjectrulesreviews", "SelfSubjectRulesReview", False),
@@ -485,6 +512,8 @@ _CREATE_COMMANDS: dict[str, list[str]] = {
         "--serviceaccount=default:builder",
     ],
     "clusterrole": ["create", "clusterrole", "urls", "--verb=get", "--non-resource-url=/logs/*"],
+    "pdb_min_available": ["create", "pdb", "web", "--selector=app=web", "--min-available=2"],
+    "pdb_max_unavailable": ["create", "pdb", "api", "--selector=tier=api,env in (a,b)", "--max-unavailable=50%"],
 }
 
 

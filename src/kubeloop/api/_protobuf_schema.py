@@ -1,7 +1,7 @@
 """Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
 
 Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
-``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``; apimachinery
+``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``; apimachinery
 ``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
 and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
 table written for one release decodes bodies from every release; fields added later are unknown
@@ -74,6 +74,40 @@ _META_V1: dict[str, dict[int, tuple[str, str]]] = {
         4: ("lastTransitionTime", "t!"),
         5: ("reason", "s!"),
         6: ("message", "s!"),
+    },
+    "DeleteOptions": {
+        1: ("gracePeriodSeconds", "l?"),
+        2: ("preconditions", "m?:Preconditions"),
+        3: ("orphanDependents", "b?"),
+        4: ("propagationPolicy", "s?"),
+        5: ("dryRun", "*s"),
+        6: ("ignoreStoreReadErrorWithClusterBreakingPotential", "b?"),
+    },
+    "Preconditions": {1: ("uid", "s?"), 2: ("resourceVersion", "s?")},
+}
+
+# k8s.io/api policy/v1 (kubectl create pdb, kubectl drain's evictions); v1beta1's Eviction is the same.
+_POLICY_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Eviction": {1: ("metadata", "m:ObjectMeta"), 2: ("deleteOptions", "m?:DeleteOptions")},
+    "PodDisruptionBudget": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:PodDisruptionBudgetSpec"),
+        3: ("status", "m:PodDisruptionBudgetStatus"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: ("minAvailable", "is?"),
+        2: ("selector", "m?:LabelSelector"),
+        3: ("maxUnavailable", "is?"),
+        4: ("unhealthyPodEvictionPolicy", "s?"),
+    },
+    "PodDisruptionBudgetStatus": {
+        1: ("observedGeneration", "l"),
+        2: ("disruptedPods", "{t"),
+        3: ("disruptionsAllowed", "i!"),
+        4: ("currentHealthy", "i!"),
+        5: ("desiredHealthy", "i!"),
+        6: ("expectedPods", "i!"),
+        7: ("conditions", "*m:Condition"),
     },
 }
 
@@ -224,13 +258,17 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_AUTHORIZATION_V1,
     **_AUTHENTICATION_V1,
     **_RBAC_V1,
+    **_POLICY_V1,
 }
 
 # (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
 # share a message name here, so one flat message namespace is enough.
 KINDS: dict[tuple[str, str], str] = {
-    **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service")},
+    **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding")},
     ("apps/v1", "Deployment"): "Deployment",
+    ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("policy/v1", "Eviction"): "Eviction",
+    ("policy/v1beta1", "Eviction"): "Eviction",
     **{
         ("authorization.k8s.io/v1", kind): kind
         for kind in ("SelfSubjectAccessReview", "SubjectAccessReview", "SelfSubjectRulesReview")

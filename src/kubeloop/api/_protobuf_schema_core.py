@@ -150,6 +150,7 @@ CORE_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
     "PortStatus": {1: ("port", "i!"), 2: ("protocol", "s!"), 3: ("error", "s?")},
     # --- references ------------------------------------------------------------------------
+    "Binding": {1: ("metadata", "m:ObjectMeta"), 2: ("target", "m:ObjectReference")},
     "ObjectReference": {
         1: ("kind", "s"),
         2: ("namespace", "s"),

@@ -76,7 +76,8 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
-        self.add_route("/api/v1/namespaces", PodSubresources(state), when=is_pod_subresource_post)
+        self.add_route("/api/v1/namespaces", PodSubresources(state, decoders=self.decoders),
+                       when=is_pod_subresource_post)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf

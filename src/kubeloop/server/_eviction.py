@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeloop.api import (
     ApiError,
@@ -49,7 +49,17 @@ from kubeloop.api import (
 )
 from kubeloop.server._binding import bind_pod, set_pod_condition
 from kubeloop.server._delete import delete_object
-from kubeloop.server._http import Receive, Request, Scope, Send, decode_json, send_error, send_json
+from kubeloop.server._handlers import BodyDecoder
+from kubeloop.server._http import (
+    Receive,
+    Request,
+    Scope,
+    Send,
+    decode_json,
+    decode_yaml,
+    send_error,
+    send_json,
+)
 from kubeloop.server._options import DeleteOptions, parse_delete_options
 from kubeloop.server._requestinfo import truthy
 from kubeloop.server._state import ServerState, collection_prefix, object_key, renderer
@@ -270,10 +280,15 @@ def is_pod_subresource_post(request: Request) -> bool:
 
 
 class PodSubresources:
-    """The ASGI route for the pod ``eviction`` and ``binding`` subresources (mounted by the app)."""
+    """The ASGI route for the pod ``eviction`` and ``binding`` subresources (mounted by the app).
 
-    def __init__(self, state: ServerState) -> None:
+    Bodies are JSON, YAML, or any media type in ``decoders`` (the app's: protobuf, which
+    ``kubectl drain`` sends its Evictions in), each decoder called with the pods resource.
+    """
+
+    def __init__(self, state: ServerState, *, decoders: Mapping[str, BodyDecoder] | None = None) -> None:
         self.state = state
+        self.decoders: Mapping[str, BodyDecoder] = decoders if decoders is not None else {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -283,7 +298,7 @@ class PodSubresources:
                                        details={})
             _, _, _, namespace, _, name, sub = request.path.strip("/").split("/")
             pods = _find(self.state, "", "pods")
-            body = await self._decode(request)
+            body = await self._decode(request, pods)
             dry_run = truthy(request.query.get("dryRun")) or bool(request.query.get("dryRun"))
             if sub == "binding":
                 result = await bind_pod(self.state, pods, namespace, name, body, user=request.user, dry_run=dry_run)
@@ -297,14 +312,13 @@ class PodSubresources:
             log.exception("internal error serving %s %s", request.method, request.path)
             await send_error(send, InternalError(f"Internal error occurred: {exc}"))
 
-    @staticmethod
-    async def _decode(request: Request) -> Any:
+    async def _decode(self, request: Request, pods: ResourceInfo) -> Any:
         raw = await request.body()
+        decoder = self.decoders.get(request.content_type)
+        if decoder is not None:
+            return decoder(raw, pods)
         if request.content_type in ("application/yaml", "application/x-yaml"):
-            try:
-                return yaml.safe_load(raw.decode("utf-8"))
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
-                raise BadRequest(f"error converting YAML to JSON: {exc}") from None
+            return decode_yaml(raw)
         if not raw.strip():
             raise BadRequest("Object 'Kind' is missing in ''")
         return decode_json(raw)
