@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -286,3 +287,17 @@ async def test_a_watch_cut_mid_stream_is_a_connection_failure_after_the_events_b
             async for ev in client.watch(CM, namespace="x"):
                 names.append(ev.object["metadata"]["name"])
     assert names == ["a"]
+
+
+async def test_a_gzip_encoded_answer_is_decoded() -> None:
+    payload = orjson.dumps({"metadata": {"name": "zipped"}, "data": {"k": "v" * 1000}})
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        head, _ = await read_request(reader)
+        state.requests.append((conn, head, b""))
+        writer.write(ok(gzip.compress(payload), "Content-Encoding: gzip"))
+        await writer.drain()
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        assert await client.get(CM, "zipped", namespace="x") == orjson.loads(payload)
+    assert b"accept-encoding: gzip" in state.requests[0][1].lower()

@@ -580,7 +580,13 @@ def _loads(raw: bytes) -> Any:
         gc.enable()
 
 
-_HEADERS = [(b"Accept", b"application/json"), (b"User-Agent", USER_AGENT.encode())]
+# gzip as client-go asks for it: an API server compresses large answers (over 128 KiB) only when asked,
+# which saves the bytes over a slow link; the body is decoded by httpx's decoders (``_read``).
+_HEADERS = [
+    (b"Accept", b"application/json"),
+    (b"Accept-Encoding", b"gzip"),
+    (b"User-Agent", USER_AGENT.encode()),
+]
 
 
 def _params(**values: Any) -> dict[str, str]:
