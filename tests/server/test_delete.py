@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import httpx
+import orjson
 
 from kubeloop.server import App
+from kubeloop.server._delete import delete_listed
+from kubeloop.server._options import parse_delete_options
+from kubeloop.server._state import collection_prefix
 
 CM = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -182,3 +186,23 @@ async def test_system_namespaces_cannot_be_deleted(client: httpx.AsyncClient) ->
         r = await delete(client, f"/api/v1/namespaces/{name}")
         assert r.status_code == 403
         assert r.json()["message"] == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+
+
+async def test_deletecollection_of_an_item_changed_since_the_list_deletes_its_current_state(
+    app: App, client: httpx.AsyncClient
+) -> None:
+    await client.post(CM, json=configmap("a"))
+    await client.post(CM, json=configmap("b"))
+    info = app.kinds.get("", "v1", "configmaps")
+    assert info is not None
+    listed = (await app.state.store.range(collection_prefix(info, "default"))).items
+    # After the list: "a" gains a finalizer (so its delete only marks it), "b" is already gone.
+    patched = await client.patch(f"{CM}/a", json={"metadata": {"finalizers": ["example.com/keep"]}}, headers=MERGE)
+    assert patched.status_code == 200
+    assert (await delete(client, f"{CM}/b")).status_code == 200
+    answers = await delete_listed(app.state, info, listed, parse_delete_options({}, None))
+    [only] = [orjson.loads(a) for a in answers]
+    assert only["metadata"]["name"] == "a" and only["metadata"]["finalizers"] == ["example.com/keep"]
+    assert only["metadata"]["deletionTimestamp"]  # the fresh state was marked, not the stale listing
+    stored = (await client.get(f"{CM}/a")).json()
+    assert stored["metadata"]["deletionTimestamp"] and stored["metadata"]["finalizers"] == ["example.com/keep"]

@@ -38,7 +38,7 @@ from kubeloop.api._validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPH
 from kubeloop.server._admission import AdmissionAttributes, run_admission
 from kubeloop.server._options import DeleteOptions
 from kubeloop.server._state import ServerState, object_key, renderer
-from kubeloop.store import KeyNotFound, RevisionMismatch
+from kubeloop.store import KeyNotFound, KeyValue, RevisionMismatch
 
 __all__ = ["COLLECTION_WORKERS", "DeleteResult", "delete_listed", "delete_object"]
 
@@ -131,12 +131,17 @@ async def delete_object(
     options: DeleteOptions,
     *,
     user: Any = None,
+    listed: KeyValue | None = None,
 ) -> DeleteResult:
+    """Delete one object. ``listed`` is its stored state as a list just read it: the first attempt
+    starts from it instead of reading again; its compare-and-swap fails if the object changed since,
+    and the retry reads afresh (as a ``GuaranteedUpdate`` from a cached object does)."""
     key = object_key(info, namespace, name)
     strategy = state.strategy(info)
     accepted = 202 if options.orphan_dependents is False else 200
     for _ in range(_MAX_RETRIES):
-        kv = await state.store.get(key)
+        kv = listed if listed is not None else await state.store.get(key)
+        listed = None
         if kv is None:
             raise not_found(info.plural, name, info.group)
         obj = orjson.loads(kv.value)
@@ -211,26 +216,27 @@ async def delete_object(
 async def delete_listed(
     state: ServerState,
     info: ResourceInfo,
-    values: list[bytes],
+    items: list[KeyValue],
     options: DeleteOptions,
     *,
     user: Any = None,
     workers: int = COLLECTION_WORKERS,
 ) -> list[bytes]:
-    """deletecollection of already listed objects: what each delete answered (the object), in list order."""
+    """deletecollection of already listed objects (stored key-values): what each delete answered
+    (the object), in list order."""
     gate = asyncio.Semaphore(workers)
 
-    async def one(value: bytes) -> bytes | None:
-        meta = orjson.loads(value).get("metadata") or {}
+    async def one(item: KeyValue) -> bytes | None:
+        meta = orjson.loads(item.value).get("metadata") or {}
         async with gate:
             try:
                 result = await delete_object(state, info, str(meta.get("namespace") or ""),
-                                             str(meta.get("name") or ""), options, user=user)
+                                             str(meta.get("name") or ""), options, user=user, listed=item)
             except NotFound:
                 return None
-        return result.body if b'"kind":"Status"' not in result.body[:40] else value
+        return result.body if b'"kind":"Status"' not in result.body[:40] else item.value
 
-    answers = await asyncio.gather(*(one(v) for v in values), return_exceptions=True)
+    answers = await asyncio.gather(*(one(item) for item in items), return_exceptions=True)
     for answer in answers:
         if isinstance(answer, BaseException):
             raise answer

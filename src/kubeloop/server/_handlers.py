@@ -282,7 +282,7 @@ class ResourceHandlers:
         delete_options = parse_delete_options(request.query, body)
         list_options = parse_list_options(request.query, info, watch=False)
         listed = await list_objects(self.state, info, namespace, list_options)
-        deleted = await delete_listed(self.state, info, [kv.value for kv in listed.items], delete_options,
+        deleted = await delete_listed(self.state, info, listed.items, delete_options,
                                       user=request.user)
         head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
                              "metadata": {"resourceVersion": str(self.state.store.revision)}})
