@@ -12,6 +12,7 @@ from kubeloop.client._discovery import Discovery, discover_resources, with_verbs
 from kubeloop.client._errors import ConfigError, ConnectionFailed
 from kubeloop.client._kubeconfig import ClusterConnection, in_cluster_connection, load_kubeconfig
 from kubeloop.client._retry import DEFAULT_BACKOFF, DEFAULT_RETRY, Backoff, retry_on_conflict
+from kubeloop.client._transport import HTTP11Transport
 from kubeloop.client._watch import WatchEvent
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigError",
     "ConnectionFailed",
     "Discovery",
+    "HTTP11Transport",
     "PatchType",
     "WatchEvent",
     "discover_resources",
