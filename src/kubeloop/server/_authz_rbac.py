@@ -16,12 +16,13 @@ Semantics follow k/k ``plugin/pkg/auth/authorizer/rbac/rbac.go`` and
 
 Objects come through a ``lister(plural) -> objects`` callable, so the authorizer works over any source
 (the server's store, or a plain list in a test). With ``revision`` given, the four lists are read
-once per store revision and reused until it changes.
+once per store revision and reused until it changes; with ``fingerprint`` too (the store-backed
+authorizer), a moved revision re-reads them only if an RBAC object was created, changed or deleted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+_RBAC_PLURALS = ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,24 +121,43 @@ def _applies_to(subjects: Any, user: User, binding_namespace: str) -> bool:
 class RbacAuthorizer:
     """Allows what the RBAC objects grant (see the module contract)."""
 
-    def __init__(self, *, lister: Lister, revision: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        lister: Lister,
+        revision: Callable[[], int] | None = None,
+        fingerprint: Callable[[], Awaitable[Hashable]] | None = None,
+    ) -> None:
+        """``revision``: the store's revision (nothing changed while it stands still);
+        ``fingerprint``: a value that changes whenever an RBAC object does (checked when the revision
+        moved, so writes to other kinds do not re-read every role and binding)."""
         self._lister = lister
         self._revision = revision
-        self._cached: tuple[int, RbacSnapshot] | None = None
+        self._fingerprint = fingerprint
+        self._cached: tuple[int, Hashable, RbacSnapshot] | None = None
 
     async def snapshot(self) -> RbacSnapshot:
         revision = self._revision() if self._revision is not None else None
-        if revision is not None and self._cached is not None and self._cached[0] == revision:
-            return self._cached[1]
-        snapshot = RbacSnapshot.of(
+        if revision is None:
+            return await self._read()
+        cached = self._cached
+        if cached is not None and cached[0] == revision:
+            return cached[2]
+        mark = await self._fingerprint() if self._fingerprint is not None else revision
+        if cached is not None and self._fingerprint is not None and cached[1] == mark:
+            self._cached = (revision, mark, cached[2])
+            return cached[2]
+        snapshot = await self._read()
+        self._cached = (revision, mark, snapshot)
+        return snapshot
+
+    async def _read(self) -> RbacSnapshot:
+        return RbacSnapshot.of(
             roles=await self._lister("roles"),
             cluster_roles=await self._lister("clusterroles"),
             role_bindings=await self._lister("rolebindings"),
             cluster_role_bindings=await self._lister("clusterrolebindings"),
         )
-        if revision is not None:
-            self._cached = (revision, snapshot)
-        return snapshot
 
     async def authorize(self, attributes: Attributes) -> Decision:
         if attributes.user.is_master:
@@ -236,6 +257,21 @@ def store_lister(store: Store) -> Lister:
     return lister
 
 
+def store_fingerprint(store: Store) -> Callable[[], Awaitable[Hashable]]:
+    """(count, newest modification) per RBAC resource: any create or update raises a newest
+    modification to the store's latest revision, and a delete alone lowers a count."""
+
+    async def fingerprint() -> Hashable:
+        marks = []
+        for plural in _RBAC_PLURALS:
+            items = (await store.range(f"/registry/{RBAC_GROUP}/{plural}/")).items
+            marks.append((len(items), max((kv.mod_revision for kv in items), default=0)))
+        return tuple(marks)
+
+    return fingerprint
+
+
 def store_rbac_authorizer(store: Store) -> RbacAuthorizer:
-    """RBAC over the objects in ``store``, re-read only when the store's revision moved."""
-    return RbacAuthorizer(lister=store_lister(store), revision=lambda: store.revision)
+    """RBAC over the objects in ``store``, re-read only when an RBAC object changed."""
+    return RbacAuthorizer(lister=store_lister(store), revision=lambda: store.revision,
+                          fingerprint=store_fingerprint(store))
