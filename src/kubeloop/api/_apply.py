@@ -163,6 +163,9 @@ def _reset_prefixes(subresource: str | None, status_subresource: bool) -> tuple[
 def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
     if not reset:
         return frozenset(p for p in fields if p not in _STRIPPED)
+    if all(len(r) == 1 for r in reset):  # the reset fields are top-level (spec, status)
+        heads = frozenset(reset)
+        return frozenset(p for p in fields if p not in _STRIPPED and p[:1] not in heads)
     return frozenset(p for p in fields if p not in _STRIPPED and not any(p[: len(r)] == r for r in reset))
 
 

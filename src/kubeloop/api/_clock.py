@@ -39,9 +39,19 @@ class SystemClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
+_last_formatted: tuple[int, str] = (0, "1970-01-01T00:00:00Z")
+
+
 def format_time(seconds: float) -> str:
     """``metav1.Time``: RFC 3339, UTC, second precision (``2024-01-01T00:00:00Z``)."""
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_formatted
+    whole = int(seconds)
+    last = _last_formatted
+    if last[0] == whole:  # writes come many per second; strftime is not cheap
+        return last[1]
+    text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_formatted = (whole, text)
+    return text
 
 
 def format_micro_time(seconds: float) -> str:
