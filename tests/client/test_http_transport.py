@@ -301,3 +301,33 @@ async def test_a_gzip_encoded_answer_is_decoded() -> None:
     async with peer(script) as state, Client.from_url(state.url) as client:
         assert await client.get(CM, "zipped", namespace="x") == orjson.loads(payload)
     assert b"accept-encoding: gzip" in state.requests[0][1].lower()
+
+
+def test_the_transport_runs_on_uvloop_with_tls_keep_alive_and_a_streamed_watch(tmp_path: Path) -> None:
+    """uvloop's transports are not ``asyncio.Transport`` subclasses; the example and kopf run on uvloop."""
+    uvloop = pytest.importorskip("uvloop")
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+    line = orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "w", "resourceVersion": "1"}}}) + b"\n"
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        while True:
+            head, _ = await read_request(reader)
+            if b"watch=true" in head:
+                chunk = b"%x\r\n%b\r\n" % (len(line), line)
+                writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk + b"0\r\n\r\n")
+            else:
+                writer.write(ok(orjson.dumps({"metadata": {"name": f"conn-{conn}"}})))
+            await writer.drain()
+
+    async def scenario() -> tuple[list[str], list[str], int]:
+        async with peer(script, tls=server_ctx) as state, Client.from_url(state.url, ca_file=str(pki.ca_cert)) as c:
+            names = [(await c.get(CM, "a", namespace="x"))["metadata"]["name"] for _ in range(3)]
+            watched = [ev.object["metadata"]["name"] async for ev in c.watch(CM, namespace="x")]
+            return names, watched, state.connections
+
+    names, watched, connections = uvloop.run(scenario())
+    assert names == ["conn-1"] * 3
+    assert watched == ["w"]
+    assert connections == 1
