@@ -45,7 +45,7 @@ from kubeloop.runtime._helpers import (
 )
 from kubeloop.runtime._informer import HandlerRegistration, InformerFactory, SharedInformer
 from kubeloop.runtime._leaderelection import LeaderElector, LeadershipLost
-from kubeloop.runtime._manager import LeaderElectionOptions, Manager, Runnable
+from kubeloop.runtime._manager import LeaderElectionOptions, Manager, Runnable, Stoppable
 from kubeloop.runtime._metrics import BreakerMetrics, ControllerMetrics, LeaderMetrics, Metrics, QueueMetrics
 from kubeloop.runtime._predicates import (
     AnnotationsChanged,
@@ -139,6 +139,7 @@ __all__ = [
     "Runnable",
     "SharedInformer",
     "StatusWriter",
+    "Stoppable",
     "TokenBucket",
     "TransientError",
     "Watch",

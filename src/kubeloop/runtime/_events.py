@@ -20,6 +20,7 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import Mapping
@@ -31,6 +32,10 @@ from kubeloop.client import Client
 __all__ = ["EVENTS", "EventRecorder", "EventType"]
 
 log = logging.getLogger("kubeloop.runtime.events")
+
+# Process-wide: keeps names unique when a (fake) clock has not moved between two events, also
+# across recorders (a scheduler and a kubelet naming events about one pod at one instant).
+_SEQUENCE = itertools.count(1)
 
 EVENTS: ResourceInfo = KindRegistry().by_kind("", "Event")  # type: ignore[assignment]
 EventType = Literal["Normal", "Warning"]
@@ -51,7 +56,7 @@ class EventRecorder:
         self.instance = instance
         self._clock: Clock = clock if clock is not None else SystemClock()
         self.recorded: deque[tuple[str, str, str]] = deque(maxlen=keep)  # (type, reason, message)
-        self._seq = 0  # keeps names unique when a (fake) clock has not moved between two events
+
 
     async def event(
         self, obj: Mapping[str, Any], event_type: EventType, reason: str, message: str
@@ -64,7 +69,6 @@ class EventRecorder:
             return None
         namespace = str(meta.get("namespace") or "default")
         now = self._clock.now()
-        self._seq += 1
         involved = {
             "apiVersion": obj.get("apiVersion", ""),
             "kind": obj.get("kind", ""),
@@ -76,7 +80,7 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{name}.{int(now * 1e9) + self._seq:x}", "namespace": namespace},
+            "metadata": {"name": f"{name}.{int(now * 1e9) + next(_SEQUENCE):x}", "namespace": namespace},
             "involvedObject": {k: v for k, v in involved.items() if v},
             "reason": reason,
             "message": message,

@@ -8,8 +8,8 @@ Lifecycle of :meth:`Manager.run` (controller-runtime ``pkg/manager``):
    :class:`LeaderElector` acquires the Lease; if the lease is lost, cancel them and let
    :class:`LeadershipLost` propagate: the process must exit rather than keep acting.
 3. If any runnable fails, the others are cancelled and its exception propagates.
-4. On cancellation (or SIGTERM/SIGINT with :meth:`Manager.run_until_signalled`), controllers first
-   stop taking keys and finish the reconcile in hand (up to ``graceful_shutdown_timeout`` on the
+4. On cancellation (or SIGTERM/SIGINT with :meth:`Manager.run_until_signalled`), controllers (and
+   any leader runnable with a ``stop()`` method, see :class:`Stoppable`) first stop taking keys and finish the reconcile in hand (up to ``graceful_shutdown_timeout`` on the
    manager's clock), then everything is cancelled, the lease is released when configured, and the
    informers stop. When leadership is *lost* there is no graceful period (controller-runtime skips
    it too): controllers are cancelled at once, within the renew deadline.
@@ -29,7 +29,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kubeloop.api import Clock, ResourceInfo, SystemClock
 from kubeloop.client import NAMESPACE_ALL, Client
@@ -40,13 +40,20 @@ from kubeloop.runtime._informer import InformerFactory, SharedInformer
 from kubeloop.runtime._leaderelection import LeaderElector
 from kubeloop.runtime._metrics import Metrics
 
-__all__ = ["LeaderElectionOptions", "Manager", "Runnable"]
+__all__ = ["LeaderElectionOptions", "Manager", "Runnable", "Stoppable"]
 
 log = logging.getLogger("kubeloop.runtime.manager")
 
 
 class Runnable(Protocol):
     async def run(self) -> None: ...
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """A runnable that can be asked to finish what it holds and return from ``run()`` on its own."""
+
+    def stop(self) -> None: ...
 
 
 def _default_identity() -> str:
@@ -183,8 +190,9 @@ class Manager:
         except asyncio.CancelledError:
             if self.elector is not None and self.elector.lost:
                 raise  # leadership lost: stop acting now, no graceful period
-            for controller in self.controllers.values():
-                controller.stop()
+            for runnable in self._leader_runnables:
+                if isinstance(runnable, Stoppable):
+                    runnable.stop()
             pending = [t for t in tasks if not t.done()]
             if pending:
                 try:
