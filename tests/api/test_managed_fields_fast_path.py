@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeloop.api import builtin_schema, record_update
+from kubeloop.api import builtin_schema, decode_managed_fields, record_update, server_side_apply
 from kubeloop.api._apply import _after_update, managed_fields_after_update
 from kubeloop.api._fieldpath import compare
 
@@ -104,3 +104,34 @@ def test_compare_of_equal_subtrees_reports_nothing_and_of_new_subtrees_everythin
     created = compare({}, old, DEPLOY)
     assert ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"app"}', "f:ports",
             'k:{"containerPort":80,"protocol":"TCP"}', "f:containerPort") in created.added
+
+
+def _applied(step: int, choice: int) -> dict[str, Any]:
+    config = _mutate(_base(), step, choice)
+    config.pop("status", None)
+    config["metadata"].pop("managedFields", None)
+    return config
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.sampled_from(MANAGERS[:4]), st.booleans()), min_size=1, max_size=15))
+def test_apply_leaves_its_inputs_alone_and_writes_entries_as_a_full_encoding_would(
+    steps: list[tuple[int, str, bool]],
+) -> None:
+    live: dict[str, Any] | None = None
+    for index, (choice, manager, update) in enumerate(steps):
+        now = f"2024-01-01T00:00:{index:02}Z"
+        before = copy.deepcopy(live)
+        if update and live is not None:
+            new = _mutate(live, index, choice)
+            result = record_update(live, new, manager=manager, now=now, api_version="apps/v1", schema=DEPLOY)
+        else:
+            config = _applied(index, choice)
+            frozen = copy.deepcopy(config)
+            result = server_side_apply(live, config, manager=manager, force=True, schema=DEPLOY, now=now,
+                                       api_version="apps/v1")
+            assert config == frozen
+        assert live == before  # the live object is never changed
+        entries = result["metadata"].get("managedFields") or []
+        assert [e.to_json() for e in decode_managed_fields(entries)] == entries
+        live = copy.deepcopy(result)

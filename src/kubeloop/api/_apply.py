@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubeloop.api._errors import BadRequest, Conflict
@@ -78,6 +78,9 @@ class ManagedEntry:
     fields: FieldSet
     time: str | None = None
     subresource: str = ""
+    # The stored JSON entry this was decoded from, when it is exactly what :meth:`to_json` would
+    # write (see ``decode_managed_fields(keep_raw=True)``): re-encoding an unchanged entry reuses it.
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
@@ -95,6 +98,8 @@ class ManagedEntry:
         return text
 
     def to_json(self) -> dict[str, Any]:
+        if self.raw is not None:
+            return dict(self.raw)
         entry: dict[str, Any] = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time is not None:
             entry["time"] = self.time
@@ -126,8 +131,11 @@ def _go_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def decode_managed_fields(raw: Any) -> list[ManagedEntry]:
-    """Parse ``metadata.managedFields``; malformed entries are a :class:`BadRequest`."""
+def decode_managed_fields(raw: Any, *, keep_raw: bool = False) -> list[ManagedEntry]:
+    """Parse ``metadata.managedFields``; malformed entries are a :class:`BadRequest`.
+
+    ``keep_raw`` (for entries this module stored): an entry already in :meth:`ManagedEntry.to_json`
+    form keeps its JSON, so an unchanged entry is not encoded again."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -147,6 +155,7 @@ def decode_managed_fields(raw: Any) -> list[ManagedEntry]:
                 fields=parse_fields_v1(item.get("fieldsV1") or {}),
                 time=item.get("time") if isinstance(item.get("time"), str) else None,
                 subresource=str(item.get("subresource") or ""),
+                raw=item if keep_raw and _is_stored_entry(item) else None,
             )
         )
     return entries
@@ -358,28 +367,35 @@ def server_side_apply(
     subresource: str | None = None,
     status_subresource: bool = True,
 ) -> dict[str, Any]:
-    """The object after ``manager`` applies ``applied`` to ``live`` (``None``: the object is created)."""
+    """The object after ``manager`` applies ``applied`` to ``live`` (``None``: the object is created).
+
+    Neither input is changed; the result may share unchanged subtrees with ``live`` (copy before
+    changing one of them in place)."""
     if not isinstance(applied, Mapping):
         raise BadRequest("apply patch must be a JSON or YAML object")
     applied_meta = applied.get("metadata")
     if isinstance(applied_meta, Mapping) and applied_meta.get("managedFields") is not None:
         raise BadRequest("metadata.managedFields must be nil")
     reset = _reset_prefixes(subresource, status_subresource)
-    live_body = _body(live)
-    entries = decode_managed_fields(((live or {}).get("metadata") or {}).get("managedFields"))
+    live_body = _view(live)
+    entries = decode_managed_fields(((live or {}).get("metadata") or {}).get("managedFields"), keep_raw=True)
     if live is not None and not entries:
         # internal/skipnonapplied.go: existing fields go to an Update manager first.
         entries = _apply_update([], {}, live_body, schema, BEFORE_FIRST_APPLY, "Update", api_version, None, now, reset)
-    config = deep_copy_json(dict(applied))
+    config = dict(applied)  # merge and field sets only read it; merged values are fresh copies
     new_set = _clean_set(to_field_set(config, schema), reset)
     me = ManagedEntry(manager, "Apply", api_version, new_set, now, subresource or "")
     previous = next((e for e in entries if e.identity == me.identity), None)
     others = [e for e in entries if e.identity != me.identity]
-    merged = merge_applied(live_body, config, schema)
+    stale_paths: list[Path] = []
     if previous is not None:
         owned_elsewhere = frozenset().union(*(e.fields for e in others)) | new_set
-        stale = previous.fields - new_set
-        merged = remove_paths(merged, [p for p in stale if not _owned_at_or_below(p, owned_elsewhere)], schema)
+        stale_paths = [p for p in previous.fields - new_set if not _owned_at_or_below(p, owned_elsewhere)]
+    if stale_paths:
+        live_body = _body(live)  # pruning edits the merge result in place: it must not share with live
+    merged = merge_applied(live_body, config, schema)
+    if stale_paths:
+        merged = remove_paths(merged, stale_paths, schema)
     comparison = compare(live_body, merged, schema)
     changed = _clean_set(comparison.added | comparison.modified, reset)
     removed = frozenset(comparison.removed)
@@ -394,7 +410,12 @@ def server_side_apply(
     object_changed = merged != live_body
     if new_set:
         keep_time = previous is not None and not object_changed and previous.time is not None
-        result.append(_replace(me, new_set, previous.time if keep_time and previous else now))
+        if keep_time and previous is not None and previous.fields == new_set and previous.api_version == api_version:
+            result.append(previous)  # the same entry, stored JSON and all
+        else:
+            result.append(_replace(me, new_set, previous.time if keep_time and previous else now))
+    if isinstance(merged.get("metadata"), dict):
+        merged["metadata"] = dict(merged["metadata"])  # it gets managedFields: never live's own dict
     return _with_entries(merged, _cap_update_managers(result))
 
 

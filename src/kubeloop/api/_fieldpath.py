@@ -123,23 +123,24 @@ def to_field_set(value: Any, schema: Schema) -> FieldSet:
 
 def _walk_set(value: Any, schema: Schema, path: Path, out: set[Path]) -> None:
     if isinstance(value, dict):
-        if _atomic_map(schema):
+        shape = _shape(schema)
+        if shape.atomic_map:
             out.add(path)
             return
         for key, child in value.items():
             child_path = (*path, "f:" + key)
-            _walk_set(child, property_schema(schema, key), child_path, out)
-            if child is None or (isinstance(child, dict) and not child) or not _declared(schema, key):
-                out.add(child_path)
+            child_schema, _ = shape.child(key)
+            _walk_set(child, child_schema, child_path, out)
+            if child is None or (isinstance(child, dict) and not child) or key not in shape.children:
+                out.add(child_path)  # shape.children holds exactly the declared fields seen
     elif isinstance(value, list):
-        semantics, _ = list_semantics(schema)
-        if semantics == "atomic":
+        shape = _shape(schema)
+        if shape.semantics == "atomic":
             out.add(path)
             return
-        item_schema = items_schema(schema)
-        for element, item in _list_items(value, schema).items():
+        for element, item in _list_items(value, schema, shape).items():
             item_path = (*path, element)
-            _walk_set(item, item_schema, item_path, out)
+            _walk_set(item, shape.items, item_path, out)
             out.add(item_path)
     elif value is not None:
         out.add(path)
