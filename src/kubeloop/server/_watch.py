@@ -204,34 +204,35 @@ async def _pump(
                 return
 
     disconnect = asyncio.ensure_future(wait_disconnect())
+    # The store read and the timer outlive a loop turn that the other one ended: one task each until
+    # it completes (a new timer only when its wake-up time moves), not two new tasks per batch.
+    batch_task: asyncio.Future[list[StoreEvent]] | None = None
+    timer: asyncio.Future[None] | None = None
+    timer_at: float | None = None
     try:
         while True:
             wakeups = [t for t in (deadline, next_bookmark) if t is not None]
-            timer: asyncio.Future[None] | None = None
-            if wakeups:
-                timer = asyncio.ensure_future(clock.sleep(max(0.0, min(wakeups) - clock.monotonic())))
-            batch_task = asyncio.ensure_future(watch.next_batch())
+            wake = min(wakeups) if wakeups else None
+            if timer is not None and (timer.done() or timer_at != wake):
+                await _reap(timer)
+                timer = None
+            if timer is None and wake is not None:
+                timer = asyncio.ensure_future(clock.sleep(max(0.0, wake - clock.monotonic())))
+                timer_at = wake
+            if batch_task is None:
+                batch_task = asyncio.ensure_future(watch.next_batch())
             waiting: set[asyncio.Future[Any]] = {batch_task, disconnect}
             if timer is not None:
                 waiting.add(timer)
-            try:
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            except asyncio.CancelledError:  # the client went away: leave no timer or batch task behind
-                batch_task.cancel()
-                if timer is not None:
-                    timer.cancel()
-                raise
-            if batch_task not in done:
-                await _reap(batch_task)
-            if timer is not None:
-                await _reap(timer)
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if disconnect in done:
                 return
             chunks: list[bytes] = []
             ended = False
             if batch_task in done:
+                finished, batch_task = batch_task, None
                 try:
-                    batch = batch_task.result()
+                    batch = finished.result()
                 except Compacted:
                     chunks.append(_expired_event(
                         f"too old resource version: {last_revision} ({state.store.revision})"))
@@ -261,19 +262,23 @@ async def _pump(
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
     finally:
-        await _reap(disconnect)
+        await _reap(*(task for task in (batch_task, timer, disconnect) if task is not None))
 
 
-async def _reap(task: asyncio.Future[Any]) -> None:
-    """Cancel ``task`` and wait until it has finished, whatever it raises.
+async def _reap(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel ``tasks`` and wait until they have finished, whatever they raise.
 
-    ``asyncio.wait`` never raises the child's outcome, so a ``CancelledError`` here can only be this
-    handler's own cancellation (its client went away, the server stops), and it propagates.
-    Suppressing CancelledError around ``await task`` instead would swallow that cancellation when
-    it arrives while the child is finishing, and leave the watch running with no client.
+    ``asyncio.wait`` never raises a child's outcome, so a ``CancelledError`` here can only be this
+    handler's own cancellation (its client went away, the server stops), and it propagates (the
+    children are cancelled already and finish on their own). Suppressing CancelledError around
+    ``await task`` instead would swallow that cancellation when it arrives while a child is
+    finishing, and leave the watch running with no client.
     """
-    if not task.done():
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
         task.cancel()
-        await asyncio.wait([task])
-    if not task.cancelled():
-        task.exception()  # retrieved: a child's error (e.g. Compacted) is not reported as lost
+    if pending:
+        await asyncio.wait(pending)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # retrieved: a child's error (e.g. Compacted) is not reported as lost
