@@ -246,6 +246,24 @@ async def _get_or_create(
         return await client.create(resource, fresh, namespace=namespace, field_manager=field_manager), True
 
 
+async def _live_and_desired(
+    client: Client,
+    resource: ResourceInfo,
+    obj: Mapping[str, Any],
+    mutate: Mutate,
+    field_manager: str | None,
+    cache: Cache | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The live object and a mutated copy of it; ``None`` as the copy when the object was just created."""
+    live, created = await _get_or_create(client, resource, obj, mutate, field_manager, cache)
+    if created:
+        return live, None
+    desired = copy_json(live)
+    await _apply_mutate(mutate, desired)
+    _check_key(live, desired)
+    return live, desired
+
+
 async def create_or_update(
     client: Client,
     resource: ResourceInfo,
@@ -256,12 +274,9 @@ async def create_or_update(
     cache: Cache | None = None,
 ) -> tuple[dict[str, Any], OperationResult]:
     """Ensure ``obj`` (name/namespace, plus ``mutate``'s changes) exists; write only what changed."""
-    live, created = await _get_or_create(client, resource, obj, mutate, field_manager, cache)
-    if created:
+    live, desired = await _live_and_desired(client, resource, obj, mutate, field_manager, cache)
+    if desired is None:
         return live, OperationResult.CREATED
-    desired = copy_json(live)
-    await _apply_mutate(mutate, desired)
-    _check_key(live, desired)
     if desired == live:
         return live, OperationResult.UNCHANGED
     updated = await client.update(
@@ -280,12 +295,9 @@ async def create_or_patch(
     cache: Cache | None = None,
 ) -> tuple[dict[str, Any], OperationResult]:
     """Like :func:`create_or_update`, but sends merge patches of only the changed fields."""
-    live, created = await _get_or_create(client, resource, obj, mutate, field_manager, cache)
-    if created:
+    live, desired = await _live_and_desired(client, resource, obj, mutate, field_manager, cache)
+    if desired is None:
         return live, OperationResult.CREATED
-    desired = copy_json(live)
-    await _apply_mutate(mutate, desired)
-    _check_key(live, desired)
     namespace = namespace_of(live) or None
     status_before, status_after = live.get("status"), desired.get("status")
     split_status = resource.status_subresource
