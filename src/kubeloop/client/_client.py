@@ -381,15 +381,7 @@ class Client:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """DELETE with ``DeleteOptions``; returns the object (still terminating, or deleted) or a ``Status``."""
-        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if preconditions:
-            options["preconditions"] = preconditions
-        if dry_run:
-            options["dryRun"] = ["All"]
+        options = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
         return await self._json(
             "DELETE", self._path(resource, self._ns(resource, namespace), name), body=options
         )
@@ -411,13 +403,7 @@ class Client:
         pods and objects with finalizers stay, terminating). Servers answer 405 for resources
         without the ``deletecollection`` verb (raised as ``MethodNotAllowed``).
         """
-        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if dry_run:
-            options["dryRun"] = ["All"]
+        options = _delete_options(propagation_policy, grace_period_seconds, None, dry_run)
         params = _params(labelSelector=label_selector, fieldSelector=field_selector)
         return await self._json(
             "DELETE", self._path(resource, self._ns(resource, namespace)), params=params, body=options
@@ -591,6 +577,25 @@ _HEADERS = [
 
 def _params(**values: Any) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v is not None and v != ""}
+
+
+def _delete_options(
+    propagation_policy: str | None,
+    grace_period_seconds: int | None,
+    preconditions: dict[str, Any] | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """The ``DeleteOptions`` body shared by DELETE and DELETECOLLECTION (unset options left out)."""
+    options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    if propagation_policy is not None:
+        options["propagationPolicy"] = propagation_policy
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    if preconditions:
+        options["preconditions"] = preconditions
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
 
 
 def _name_of(obj: Mapping[str, Any]) -> str:
