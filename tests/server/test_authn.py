@@ -61,6 +61,17 @@ async def test_missing_credentials_are_401_with_upstream_status() -> None:
     assert r.json() == UNAUTHORIZED
 
 
+async def test_401_carries_the_headers_every_apiserver_answer_has() -> None:
+    # apiserver DefaultBuildHandlerChain: WithCacheControl wraps WithAuthentication, so a 401 is
+    # "no-cache, private" too; responsewriters add nosniff to every Status.
+    async with client({"t0k": ALICE}) as c:
+        r = await c.get("/api/v1/pods")
+    assert r.status_code == 401
+    assert r.headers["cache-control"] == "no-cache, private"
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["content-type"] == "application/json"
+
+
 async def test_unknown_token_is_401_even_on_public_paths() -> None:
     async with client({"t0k": ALICE}) as c:
         for path in ("/api", "/healthz"):

@@ -25,14 +25,12 @@ import csv
 import io
 import os
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import orjson
-
-from kubeloop.api import ApiError, InternalError, Unauthorized
+from kubeloop.api import InternalError, Unauthorized
+from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 
 __all__ = [
     "ADMIN_USER",
@@ -43,14 +41,7 @@ __all__ = [
     "User",
     "ensure_token_file",
     "load_token_file",
-    "send_status",
 ]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 USER_SCOPE_KEY = "kubeloop.user"
 ADMIN_USER = "kubernetes-admin"
@@ -76,24 +67,6 @@ class User:
 
 
 ANONYMOUS = User(name="system:anonymous", groups=("system:unauthenticated",))
-
-
-async def send_status(send: Send, error: ApiError, *, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    """Answer with ``error`` as a ``Status`` object (the one body shape every error has)."""
-    body = orjson.dumps(error.to_status())
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status_code,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"x-content-type-options", b"nosniff"),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 def _is_public(path: str) -> bool:
@@ -130,7 +103,7 @@ class AuthenticationMiddleware:
         else:
             user = self.tokens.get(token) if token else None
         if user is None:
-            await send_status(send, Unauthorized("Unauthorized"))
+            await send_error(send, Unauthorized("Unauthorized"))
             return
         scope[USER_SCOPE_KEY] = user
         await self.app(scope, receive, send)

@@ -22,7 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
 from kubeloop.api import Forbidden, qualified_resource
-from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
+from kubeloop.server._authn import USER_SCOPE_KEY, User
+from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 from kubeloop.server._requestinfo import parse_request_info
 
 __all__ = [
@@ -143,7 +144,7 @@ class AuthorizationMiddleware:
         )
         decision = await self.authorizer.authorize(attributes)
         if not decision.allowed:
-            await send_status(send, forbidden_error(attributes, decision.reason))
+            await send_error(send, forbidden_error(attributes, decision.reason))
             return
         await self.app(scope, receive, send)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubeloop.server._authn import ASGIApp, AuthenticationMiddleware, User
+from kubeloop.server._authn import AuthenticationMiddleware, User
 from kubeloop.server._authz import AuthorizationMiddleware, Authorizer
 from kubeloop.server._authz_impersonate import ImpersonationMiddleware
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
+from kubeloop.server._http import ASGIApp
 
 __all__ = ["secure"]
 

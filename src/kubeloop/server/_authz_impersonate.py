@@ -20,8 +20,9 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from kubeloop.api import InternalError
-from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
+from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, forbidden_error
+from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 
 __all__ = ["ImpersonationMiddleware"]
 
@@ -65,7 +66,7 @@ class ImpersonationMiddleware:
             else:
                 kept.append((name, raw))
         if not username:
-            await send_status(
+            await send_error(
                 send, InternalError("Internal error occurred: requested impersonation without impersonating a user")
             )
             return
@@ -73,7 +74,7 @@ class ImpersonationMiddleware:
         for check in _checks(requester, username, groups, uid, extra):
             decision = await self.authorizer.authorize(check)
             if not decision.allowed:
-                await send_status(send, forbidden_error(check, decision.reason))
+                await send_error(send, forbidden_error(check, decision.reason))
                 return
         scope[USER_SCOPE_KEY] = _impersonated(username, uid, groups, extra)
         scope["headers"] = kept

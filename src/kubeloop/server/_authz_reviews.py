@@ -26,8 +26,9 @@ import orjson
 
 import kubeloop.api
 from kubeloop.api import ApiError, BadRequest, decode_protobuf_object
-from kubeloop.server._authn import USER_SCOPE_KEY, ASGIApp, Receive, Scope, Send, User, send_status
+from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
+from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 
 __all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
 
@@ -59,7 +60,7 @@ class SelfReviewMiddleware:
             else:
                 answer = _self_review(user)
         except ApiError as error:
-            await send_status(send, error)
+            await send_error(send, error)
             return
         data = orjson.dumps(answer)
         await send(
