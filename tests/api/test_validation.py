@@ -343,6 +343,16 @@ def test_wrong_json_types_become_field_errors() -> None:
     assert str(errs[1]) == 'metadata.name: Invalid value: "integer": metadata.name in body must be of type string: "integer"'
 
 
+def test_timestamps_and_managed_fields_of_the_wrong_type_are_field_errors() -> None:
+    obj = {"apiVersion": 1, "metadata": {
+        "creationTimestamp": 0, "deletionTimestamp": {}, "deletionGracePeriodSeconds": True, "managedFields": {}}}
+    errs = type_errors(obj)
+    assert [(e.field, str(e.value)) for e in errs] == [
+        ("apiVersion", "integer"), ("metadata.creationTimestamp", "integer"), ("metadata.deletionTimestamp", "object"),
+        ("metadata.deletionGracePeriodSeconds", "boolean"), ("metadata.managedFields", "object"),
+    ]
+
+
 def test_metadata_that_is_not_an_object_is_one_error() -> None:
     assert [e.field for e in type_errors({"metadata": "x"})] == ["metadata"]
     assert [e.field for e in type_errors([1])] == [""]

@@ -417,8 +417,9 @@ def _type_error(field: str, value: Any, expected: str) -> FieldError:
     return FieldError.type_invalid(field, actual, f'{where} must be of type {expected}: "{actual}"')
 
 
-_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "selfLink")
-_META_NULLABLE_STRINGS = ("creationTimestamp", "deletionTimestamp")
+# Strings, and the timestamps (also strings, may be null), in the order their errors are reported.
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion", "selfLink",
+                 "creationTimestamp", "deletionTimestamp")
 _META_INTEGERS = ("generation", "deletionGracePeriodSeconds")
 _OWNER_STRINGS = ("apiVersion", "kind", "name", "uid")
 _OWNER_BOOLS = ("controller", "blockOwnerDeletion")
@@ -454,9 +455,6 @@ def type_errors(obj: Any) -> list[FieldError]:
     if not isinstance(meta, dict):
         return [*errs, _type_error("metadata", meta, "object")]
     for key in _META_STRINGS:
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            errs.append(_type_error(f"metadata.{key}", meta[key], "string"))
-    for key in _META_NULLABLE_STRINGS:
         if meta.get(key) is not None and not isinstance(meta[key], str):
             errs.append(_type_error(f"metadata.{key}", meta[key], "string"))
     for key in _META_INTEGERS:
