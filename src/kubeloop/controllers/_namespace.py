@@ -35,7 +35,6 @@ import logging
 from typing import Any
 
 from kubeloop.api import (
-    BUILTIN_RESOURCES,
     ApiError,
     Clock,
     Conflict,
@@ -46,6 +45,7 @@ from kubeloop.api import (
 )
 from kubeloop.client import NAMESPACE_ALL, Client, discover_resources, with_verbs
 from kubeloop.controllers._namespace_conditions import ConditionUpdater
+from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.runtime import (
     Controller,
     ItemExponential,
@@ -61,7 +61,7 @@ __all__ = ["NamespaceController"]
 
 log = logging.getLogger("kubeloop.controllers.namespace")
 
-NAMESPACES = next(r for r in BUILTIN_RESOURCES if r.group == "" and r.plural == "namespaces")
+NAMESPACES = builtin("", "namespaces")
 FINALIZER_ESTIMATE_SECONDS = 15  # namespaced_resources_deleter.go finalizerEstimateSeconds
 _PODS = ("", "pods")
 

@@ -37,15 +37,13 @@ from kubeloop.api import (
     split_api_version,
 )
 from kubeloop.client import discover_resources
-from kubeloop.controllers._scheduler_resources import PDBS, PODS, builtin
+from kubeloop.controllers._scheduler_resources import PDBS, PODS
+from kubeloop.controllers._workload_kinds import DEPLOYMENTS, REPLICASETS, STATEFULSETS
 from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result, set_condition
 
 __all__ = ["DELETION_TIMEOUT", "DisruptionController", "SyncFailed"]
 
 DELETION_TIMEOUT = 120.0
-_REPLICASETS = builtin("apps", "replicasets")
-_DEPLOYMENTS = builtin("apps", "deployments")
-_STATEFULSETS = builtin("apps", "statefulsets")
 
 
 class SyncFailed(Exception):
@@ -87,7 +85,7 @@ class DisruptionController:
         self.pdbs = manager.informer(PDBS)
         self.pods = manager.informer(PODS)
         self.owners = {info.kind: (info, manager.informer(info))
-                       for info in (_REPLICASETS, _DEPLOYMENTS, _STATEFULSETS)}
+                       for info in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}
         self._scalable: dict[tuple[str, str], ResourceInfo] = {}  # (apiVersion, kind) -> resource
         builder = Builder(manager).named("disruption").for_(PDBS).watches(PODS, EnqueueMapped(self._budgets_of_pod))
         for info, _ in self.owners.values():

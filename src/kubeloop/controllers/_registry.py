@@ -19,16 +19,13 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubeloop.api import BUILTIN_RESOURCES
 from kubeloop.controllers._gc import GarbageCollector
-from kubeloop.controllers._namespace import NamespaceController
+from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
 from kubeloop.runtime import Controller, Manager, Runnable
 
 __all__ = ["BUILTIN_CONTROLLERS", "ControllerFactory", "add_builtin_controllers", "has_synced", "register_builtin"]
 
 ControllerFactory = Callable[[Manager], Runnable]
-
-_NAMESPACES = next(r for r in BUILTIN_RESOURCES if r.group == "" and r.plural == "namespaces")
 
 
 def _garbage_collector(manager: Manager) -> Runnable:
@@ -39,7 +36,7 @@ def _garbage_collector(manager: Manager) -> Runnable:
 
 def _namespace(manager: Manager) -> Runnable:
     return NamespaceController(
-        manager.client, informer=manager.informer(_NAMESPACES), clock=manager.clock, metrics=manager.metrics
+        manager.client, informer=manager.informer(NAMESPACES), clock=manager.clock, metrics=manager.metrics
     )
 
 

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api import (
-    BUILTIN_RESOURCES,
     AlreadyExists,
     ApiError,
     NotFound,
@@ -46,6 +45,7 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.controllers import _statefulset_util as su
+from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -69,7 +69,7 @@ from kubeloop.runtime import (
 
 __all__ = ["StatefulSetController"]
 
-REVISIONS = next(i for i in BUILTIN_RESOURCES if i.group == "apps" and i.kind == "ControllerRevision")
+REVISIONS = builtin("apps", "controllerrevisions")
 Obj = Mapping[str, Any]
 
 
