@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -54,6 +55,11 @@ class HandlerRegistration:
     on_add: OnAdd
     on_update: OnUpdate
     on_delete: OnDelete
+
+
+_ON_ADD = operator.attrgetter("on_add")
+_ON_UPDATE = operator.attrgetter("on_update")
+_ON_DELETE = operator.attrgetter("on_delete")
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
@@ -141,11 +147,11 @@ class SharedInformer:
         for obj in items:
             previous = old.pop(object_key(obj), None)
             if previous is None:
-                self._dispatch("add", obj)
+                self._dispatch(_ON_ADD, obj)
             elif _rv(previous) != _rv(obj):
-                self._dispatch("update", previous, obj)
+                self._dispatch(_ON_UPDATE, previous, obj)
         for gone in old.values():
-            self._dispatch("delete", gone)
+            self._dispatch(_ON_DELETE, gone)
         self._synced.set()
 
     def apply(self, event: WatchEvent) -> None:
@@ -153,18 +159,17 @@ class SharedInformer:
         if event.type == "DELETED":
             # The event carries the last state (with the deletion's resourceVersion): hand that on.
             self.cache.delete(obj)
-            self._dispatch("delete", obj)
+            self._dispatch(_ON_DELETE, obj)
             return
         previous = self.cache.upsert(obj)
         if previous is None:
-            self._dispatch("add", obj)
+            self._dispatch(_ON_ADD, obj)
         else:
-            self._dispatch("update", previous, obj)
+            self._dispatch(_ON_UPDATE, previous, obj)
 
-    def _dispatch(self, kind: str, *objs: dict[str, Any]) -> None:
-        for reg in list(self._handlers):
-            fn: Callable[..., None] = reg.on_add if kind == "add" else reg.on_update if kind == "update" else reg.on_delete
-            self._call(fn, *objs)
+    def _dispatch(self, pick: Callable[[HandlerRegistration], Callable[..., None]], *objs: dict[str, Any]) -> None:
+        for reg in list(self._handlers):  # a copy: a handler may remove itself
+            self._call(pick(reg), *objs)
 
     def _call(self, fn: Callable[..., None], *objs: dict[str, Any]) -> None:
         try:
