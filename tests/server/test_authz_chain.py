@@ -126,3 +126,11 @@ async def test_self_subject_rules_review_lists_the_callers_rules() -> None:
     async with client("admin-token") as c:
         r = await c.post(path, content=body)
     assert {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]} in r.json()["status"]["resourceRules"]
+
+
+async def test_self_review_body_over_the_request_limit_is_413() -> None:
+    # apiserver pkg/server/config.go MaxRequestBodyBytes (3 MiB), same limit as every other write.
+    async with client("bob-token") as c:
+        r = await c.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", content=b" " * (3 * 1024 * 1024 + 1))
+    assert r.status_code == 413
+    assert r.json()["reason"] == "RequestEntityTooLarge"

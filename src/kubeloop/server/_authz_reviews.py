@@ -28,7 +28,7 @@ import kubeloop.api
 from kubeloop.api import ApiError, BadRequest, decode_protobuf_object
 from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
-from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
+from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_error, send_json
 
 __all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
 
@@ -36,8 +36,7 @@ ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 _PATHS = (ACCESS_REVIEW_PATH, RULES_REVIEW_PATH, SELF_REVIEW_PATH)
-_PROTOBUF = b"application/vnd.kubernetes.protobuf"
-_MAX_BODY = 3 * 1024 * 1024
+_PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 class SelfReviewMiddleware:
@@ -52,7 +51,8 @@ class SelfReviewMiddleware:
             return
         user: User = scope[USER_SCOPE_KEY]
         try:
-            body = await _decode(scope, await _read_body(receive))
+            request = Request(scope, receive)
+            body = _decode(request.content_type, await request.body())
             if path == ACCESS_REVIEW_PATH:
                 answer = await self._access_review(user, body)
             elif path == RULES_REVIEW_PATH:
@@ -62,15 +62,7 @@ class SelfReviewMiddleware:
         except ApiError as error:
             await send_error(send, error)
             return
-        data = orjson.dumps(answer)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 201,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": data})
+        await send_json(send, 201, answer)
 
     async def _access_review(self, user: User, body: dict[str, Any]) -> dict[str, Any]:
         spec = body.get("spec")
@@ -158,28 +150,7 @@ def _self_review(user: User) -> dict[str, Any]:
     }
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > _MAX_BODY:
-            raise kubeloop.api.RequestEntityTooLarge(f"Request entity too large: limit is {_MAX_BODY}")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _decode(scope: Scope, body: bytes) -> dict[str, Any]:
-    content_type = b""
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"content-type":
-            content_type = value.split(b";")[0].strip().lower()
+def _decode(content_type: str, body: bytes) -> dict[str, Any]:
     if content_type == _PROTOBUF:
         decoded = decode_protobuf_object(body)
     else:
