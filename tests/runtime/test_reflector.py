@@ -101,6 +101,7 @@ async def test_an_expired_watch_relists_and_reconciles_missed_changes(
 ) -> None:
     await client.create(CM, cm("a"))
     await client.create(CM, cm("b"))
+    await client.create(CM, cm("d"))
     events: list[tuple[str, str]] = []
     informer.add_handler(
         on_add=lambda o: events.append(("add", o["metadata"]["name"])),
@@ -118,11 +119,18 @@ async def test_an_expired_watch_relists_and_reconciles_missed_changes(
     await cluster.settle()
     await client.delete(CM, "a", namespace="ns")
     await client.create(CM, cm("c"))
+    await client.patch(CM, "b", {"data": {"k": "v"}}, namespace="ns")
     assert events == []
     await cluster.run_for(2 * BACKOFF_INITIAL, step=0.1)
     await eventually(lambda: informer.reflector.lists == 2 and cluster.app.open_watches == 1)
-    assert {"ns/b", "ns/c"} <= set(informer.cache.keys()) and "ns/a" not in informer.cache
-    assert sorted(e for e in events if e[1] in "abc") == [("add", "c"), ("delete", "a")]
+    assert {"ns/b", "ns/c", "ns/d"} <= set(informer.cache.keys()) and "ns/a" not in informer.cache
+    relisted_b = informer.cache.get("ns/b")
+    assert relisted_b is not None and relisted_b["data"] == {"k": "v"}
+    # The relist is diffed against the cache: a changed resourceVersion is an update, an unchanged
+    # object ("d") is no event at all (client-go sharedIndexInformer.OnUpdate on Replace).
+    assert sorted(e for e in events if e[1] in {"a", "b", "c", "d"}) == [
+        ("add", "c"), ("delete", "a"), ("update", "b")
+    ]
     relisted_rv = informer.reflector.last_sync_resource_version
     assert cluster.app.watches()[-1].query["resourceVersion"] == relisted_rv
 
