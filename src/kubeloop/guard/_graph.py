@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.api import ResourceInfo
+from kubeloop.api import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS, ResourceInfo
 from kubeloop.guard._model import DataAtRisk, Entry, FinalizerNote, Impact, ObjectRef, Survivor
 
 __all__ = ["APPROVED_ANNOTATION", "PROTECT_ANNOTATION", "Listed", "compute_impact", "object_ref"]
@@ -34,8 +34,6 @@ __all__ = ["APPROVED_ANNOTATION", "PROTECT_ANNOTATION", "Listed", "compute_impac
 # Kept equal to kubeloop.server._protection (a test checks it): guard may not import the server.
 PROTECT_ANNOTATION = "kubeloop.dev/protect"
 APPROVED_ANNOTATION = "kubeloop.dev/delete-approved"
-ORPHAN = "orphan"
-FOREGROUND = "foregroundDeletion"
 _GC_IGNORED = {("", "events"), ("events.k8s.io", "events")}
 _QUIET_FINALIZERS = {
     "kubernetes.io/pvc-protection": "removed once no pod uses the claim",
@@ -116,7 +114,7 @@ class _Cascade:
                     continue
                 if all(self.state(r, item) != "solid" for r in refs):
                     finalizers = item.meta.get("finalizers") or ()
-                    self.add(uid, str(into[0]["uid"]), propagates=ORPHAN not in finalizers)
+                    self.add(uid, str(into[0]["uid"]), propagates=FINALIZER_ORPHAN_DEPENDENTS not in finalizers)
                     changed = True
 
 
@@ -215,7 +213,7 @@ def _finalizer_notes(graph: _Cascade, entries: list[Entry], *, cascade: str, is_
     target = entries[0]
     if cascade == "foreground":
         blockers = [e for e in entries if e.parent == target.ref.uid and e.blocking]
-        notes.append(FinalizerNote(target.ref, FOREGROUND, (
+        notes.append(FinalizerNote(target.ref, FINALIZER_DELETE_DEPENDENTS, (
             f"the target stays visible with a deletionTimestamp until its {len(blockers)} blocking dependent(s) "
             "(blockOwnerDeletion) are gone; dependents that own objects are deleted in foreground too"), False))
     if is_namespace:
@@ -226,8 +224,8 @@ def _finalizer_notes(graph: _Cascade, entries: list[Entry], *, cascade: str, is_
                 "content (pods first), then it is removed"), False))
     for entry in entries:
         for f in entry.finalizers:
-            if f in (ORPHAN, FOREGROUND):
-                if entry is not target and f == ORPHAN:
+            if f in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS):
+                if entry is not target and f == FINALIZER_ORPHAN_DEPENDENTS:
                     notes.append(FinalizerNote(entry.ref, f, "deleted with Orphan propagation: its dependents are "
                                                "kept, with their ownerReference removed", False))
                 continue

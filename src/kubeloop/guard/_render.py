@@ -16,6 +16,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from kubeloop.api import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
 from kubeloop.guard._model import Entry, Impact
 
 __all__ = ["confirm_command", "render_impact"]
@@ -44,7 +45,7 @@ def _label(entry: Entry) -> Text:
         tags.append(("PROTECTED", "bold magenta"))
     if entry.ref.kind in ("PersistentVolumeClaim", "PersistentVolume") and entry.ref.group == "":
         tags.append(("DATA", "bold red"))
-    custom = [f for f in entry.finalizers if f not in ("orphan", "foregroundDeletion")]
+    custom = [f for f in entry.finalizers if f not in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)]
     if custom:
         tags.append((f"finalizers: {', '.join(custom)}", "yellow"))
     for tag, style in tags:
