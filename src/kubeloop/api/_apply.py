@@ -332,20 +332,26 @@ def _apply_update(
     changed = _clean_set(comparison.added | comparison.modified, reset)
     removed = frozenset(comparison.removed)
     me = ManagedEntry(manager, operation, api_version, frozenset(), None, subresource or "")
-    result: list[ManagedEntry] = []
-    previous: ManagedEntry | None = None
-    for entry in entries:
-        if entry.identity == me.identity:
-            previous = entry
-            continue
-        remaining = entry.fields - changed - removed
-        if remaining:
-            result.append(entry if remaining == entry.fields else _replace(entry, remaining))
+    previous = next((e for e in reversed(entries) if e.identity == me.identity), None)  # the last one wins
+    result = _disown(entries, changed | removed, skip=me.identity)
     if changed:
         base = (previous.fields - removed) if previous else frozenset()
         result.append(_replace(me, base | changed, now))
     elif previous is not None and previous.fields - removed:
         result.append(_replace(previous, previous.fields - removed))
+    return result
+
+
+def _disown(entries: Iterable[ManagedEntry], taken: FieldSet, *, skip: tuple[str, ...] = ()) -> list[ManagedEntry]:
+    """``entries`` (but the one whose identity is ``skip``) without the ``taken`` fields; entries
+    left owning nothing are dropped, untouched ones kept as they are."""
+    result: list[ManagedEntry] = []
+    for entry in entries:
+        if entry.identity == skip:
+            continue
+        remaining = entry.fields - taken
+        if remaining:
+            result.append(entry if remaining == entry.fields else _replace(entry, remaining))
     return result
 
 
@@ -402,11 +408,7 @@ def server_side_apply(
     clashes = [(e, sorted(e.fields & changed)) for e in others if e.fields & changed]
     if clashes and not force:
         raise _conflict_error(clashes)
-    result: list[ManagedEntry] = []
-    for entry in others:
-        remaining = entry.fields - changed - removed
-        if remaining:
-            result.append(entry if remaining == entry.fields else _replace(entry, remaining))
+    result = _disown(others, changed | removed)
     object_changed = merged != live_body
     if new_set:
         keep_time = previous is not None and not object_changed and previous.time is not None
