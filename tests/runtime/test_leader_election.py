@@ -81,6 +81,17 @@ class Candidate:
         return self.metrics.sample("leader_election_master_status", {"name": "ctrl"})
 
 
+async def a_leads_then_b_starts(
+    cluster: Cluster, client: Client, clock: FakeClock, **a_options: Any
+) -> tuple[Candidate, Candidate]:
+    """Candidate "a" (with ``a_options``) starts and takes the lease; a second later "b" starts too."""
+    a, b = Candidate(client, clock, "a", **a_options), Candidate(client, clock, "b")
+    a.start()
+    await cluster.run_for(1)
+    b.start()
+    return a, b
+
+
 async def lease(client: Client) -> dict[str, Any]:
     assert LEASES is not None
     return await client.get(LEASES, "ctrl", namespace="kube-system")
@@ -137,10 +148,7 @@ async def test_becoming_and_stopping_leading_are_events_on_the_lease(
 async def test_a_renewing_leader_keeps_the_lease_against_other_candidates(
     cluster: Cluster, client: Client, clock: FakeClock
 ) -> None:
-    a, b = Candidate(client, clock, "a"), Candidate(client, clock, "b")
-    a.start()
-    await cluster.run_for(1)
-    b.start()
+    a, b = await a_leads_then_b_starts(cluster, client, clock)
     await cluster.run_for(60)
     assert a.elector.is_leader() and not b.leading.is_set()
     assert b.leaders == ["a"]
@@ -152,10 +160,7 @@ async def test_a_renewing_leader_keeps_the_lease_against_other_candidates(
 async def test_on_stopped_leading_is_called_even_by_a_candidate_that_never_led(
     cluster: Cluster, client: Client, clock: FakeClock
 ) -> None:
-    a, b = Candidate(client, clock, "a"), Candidate(client, clock, "b")
-    a.start()
-    await cluster.run_for(1)
-    b.start()
+    a, b = await a_leads_then_b_starts(cluster, client, clock)
     await cluster.run_for(3)
     await b.cancel()  # client-go Run defers OnStoppedLeading unconditionally
     assert b.stopped == 1 and not b.leading.is_set()
@@ -166,10 +171,7 @@ async def test_on_stopped_leading_is_called_even_by_a_candidate_that_never_led(
 async def test_takeover_waits_a_full_lease_duration_after_the_record_stops_changing(
     cluster: Cluster, client: Client, clock: FakeClock
 ) -> None:
-    a, b = Candidate(client, clock, "a"), Candidate(client, clock, "b")
-    a.start()
-    await cluster.run_for(1)
-    b.start()
+    a, b = await a_leads_then_b_starts(cluster, client, clock)
     await cluster.run_for(1)  # b has seen a's record
     await a.cancel()  # a dies without releasing
     assert a.work_cancelled_at is not None and a.stopped == 1
@@ -185,11 +187,7 @@ async def test_takeover_waits_a_full_lease_duration_after_the_record_stops_chang
 
 
 async def test_release_on_cancel_hands_over_at_once(cluster: Cluster, client: Client, clock: FakeClock) -> None:
-    a = Candidate(client, clock, "a", release_on_cancel=True)
-    b = Candidate(client, clock, "b")
-    a.start()
-    await cluster.run_for(1)
-    b.start()
+    a, b = await a_leads_then_b_starts(cluster, client, clock, release_on_cancel=True)
     await cluster.run_for(1)
     await a.cancel()
     spec = (await lease(client))["spec"]
