@@ -54,7 +54,7 @@ from kubeloop.controllers._workload_claim import (
     resolve_controller,
 )
 from kubeloop.controllers._workload_hash import POD_TEMPLATE_HASH_LABEL, compute_hash, equal_ignore_hash
-from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, REPLICASETS, key_of
+from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, REPLICASETS
 from kubeloop.runtime import (
     OWNER_UID_INDEX,
     EnqueueForObject,
@@ -64,6 +64,7 @@ from kubeloop.runtime import (
     Result,
     SharedInformer,
     Watch,
+    object_key,
 )
 
 __all__ = ["DeploymentController"]
@@ -229,7 +230,7 @@ class DeploymentController(WorkloadController):
             created: Obj = await self.client.create(REPLICASETS, new_rs, namespace=namespace_of(d), field_manager=self.field_manager)
         except AlreadyExists:
             # Ours with an equal template (a stale cache): use it. Anything else is a hash collision.
-            live = self.replicasets.cache.get(key_of(new_rs)) or await self.client.get(
+            live = self.replicasets.cache.get(object_key(new_rs)) or await self.client.get(
                 REPLICASETS, name_of(new_rs), namespace=namespace_of(d))
             ref = controller_uid(live)
             if ref == uid_of(d) and equal_ignore_hash((live.get("spec") or {}).get("template"), spec.get("template")):

@@ -53,7 +53,7 @@ from kubeloop.controllers._workload_claim import (
     resolve_controller,
 )
 from kubeloop.controllers._workload_expectations import Expectations
-from kubeloop.controllers._workload_kinds import PODS, REPLICASETS, int_field, key_of
+from kubeloop.controllers._workload_kinds import PODS, REPLICASETS, int_field
 from kubeloop.controllers._workload_pods import (
     deletion_order,
     is_pod_active,
@@ -62,7 +62,16 @@ from kubeloop.controllers._workload_pods import (
     pod_from_template,
     slow_start_batch,
 )
-from kubeloop.runtime import OWNER_UID_INDEX, Event, InformerFactory, Request, Result, SharedInformer, Watch
+from kubeloop.runtime import (
+    OWNER_UID_INDEX,
+    Event,
+    InformerFactory,
+    Request,
+    Result,
+    SharedInformer,
+    Watch,
+    object_key,
+)
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "replicaset_status"]
 
@@ -193,12 +202,12 @@ class ReplicaSetController(WorkloadController):
         elif diff > 0:
             count = min(diff, self.burst_replicas)
             doomed = deletion_order(pods, related=self._related_pods(rs), now=self.clock.now())[:count]
-            self.expectations.expect_deletions(key, [key_of(p) for p in doomed])
+            self.expectations.expect_deletions(key, [object_key(p) for p in doomed])
             results = await asyncio.gather(*(self._delete_pod(rs, p) for p in doomed), return_exceptions=True)
             first: BaseException | None = None
             for victim, outcome in zip(doomed, results, strict=True):
                 if isinstance(outcome, BaseException):
-                    self.expectations.deletion_observed(key, key_of(victim))
+                    self.expectations.deletion_observed(key, object_key(victim))
                     if not isinstance(outcome, NotFound) and first is None:
                         first = outcome
             if first is not None:
@@ -263,7 +272,7 @@ class _ReplicaSetEvents:
 
     def requests(self, event: Event) -> Iterable[Request]:
         if event.type == "delete":
-            self.owner.expectations.delete(key_of(event.object))
+            self.owner.expectations.delete(object_key(event.object))
         return (Request.for_object(event.object),)
 
 
@@ -291,7 +300,7 @@ class _PodEvents:
             rs = self.owner.resolve(namespace_of(pod), ref)
             if rs is None:
                 return []
-            self.owner.expectations.creation_observed(key_of(rs))
+            self.owner.expectations.creation_observed(object_key(rs))
             return [Request.for_object(rs)]
         return self.owner.replicasets_for_orphan(pod)
 
@@ -330,5 +339,5 @@ class _PodEvents:
         rs = self.owner.resolve(namespace_of(pod), controller_of(pod))
         if rs is None:
             return []
-        self.owner.expectations.deletion_observed(key_of(rs), key_of(pod))
+        self.owner.expectations.deletion_observed(object_key(rs), object_key(pod))
         return [Request.for_object(rs)]
