@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubeloop.api import KindRegistry, ResourceInfo
+from kubeloop.server._discovery import api_resource_list
 from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
 
 KUBECTL_132 = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -42,3 +43,26 @@ def test_groups_document_prefers_the_highest_stable_version_first() -> None:
     deployments = next(r for r in groups["apps"]["versions"][0]["resources"] if r["resource"] == "deployments")
     scale = next(s for s in deployments["subresources"] if s["subresource"] == "scale")
     assert scale["responseKind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+
+
+def test_aggregated_subresources_match_legacy_discovery() -> None:
+    # Upstream lists pods/binding and namespaces/finalize in both documents (aggregated discovery is
+    # built from the same storage map as APIResourceList, apiserver endpoints/discovery/aggregated).
+    doc = aggregated_discovery(KindRegistry(), legacy=True, version="v2")
+    resources = {r["resource"]: r for r in doc["items"][0]["versions"][0]["resources"]}
+    pod_subs = {s["subresource"]: s for s in resources["pods"]["subresources"]}
+    assert pod_subs["binding"] == {
+        "subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]
+    }
+    assert pod_subs["eviction"]["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert pod_subs["status"] == {
+        "subresource": "status", "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "verbs": ["get", "patch", "update"],
+    }
+    ns_subs = {s["subresource"]: s for s in resources["namespaces"]["subresources"]}
+    assert ns_subs["finalize"]["verbs"] == ["update"]
+    legacy = api_resource_list(KindRegistry(), "", "v1")
+    assert legacy is not None
+    listed = {r["name"] for r in legacy["resources"] if "/" in r["name"]}
+    aggregated = {f"{r['resource']}/{s['subresource']}" for r in resources.values() for s in r.get("subresources", [])}
+    assert aggregated == listed

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from kubeloop.api import KindRegistry, ResourceInfo
+from kubeloop.server._discovery import _subresource_entry
 
 __all__ = ["aggregated_discovery", "content_type", "negotiate_discovery"]
 
@@ -52,19 +53,18 @@ def _resource(info: ResourceInfo) -> dict[str, Any]:
         entry["shortNames"] = list(info.short_names)
     if info.categories:
         entry["categories"] = list(info.categories)
-    subs = []
-    if info.status_subresource:
-        subs.append({"subresource": "status", "responseKind": entry["responseKind"],
-                     "verbs": ["get", "patch", "update"]})
-    if info.scale is not None:
-        subs.append({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                     "verbs": ["get", "patch", "update"]})
-    if info.group == "" and info.kind == "Pod":
-        subs.append({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-                     "verbs": ["create"]})
+    subs = [_subresource(info, sub) for sub in info.subresources]
     if subs:
         entry["subresources"] = subs
     return entry
+
+
+def _subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
+    """The legacy discovery entry of ``info``'s ``sub`` (one table of verbs and kinds), reshaped."""
+    legacy = _subresource_entry(info, sub)
+    kind = {"group": legacy.get("group", info.group), "version": legacy.get("version", info.version),
+            "kind": legacy["kind"]}
+    return {"subresource": sub, "responseKind": kind, "verbs": legacy["verbs"]}
 
 
 def _group_order(registry: KindRegistry) -> list[str]:
