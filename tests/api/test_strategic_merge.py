@@ -269,3 +269,18 @@ def test_created_patch_uses_directives_like_kubectl() -> None:
             }
         }
     }
+
+
+@pytest.mark.parametrize(
+    ("original", "modified", "message"),
+    [
+        (_pod({"name": "a"}), _pod({"image": "x"}), r"^map: map\[image:x\] does not contain declared merge key: name$"),
+        (_pod(finalizers=["f/a"]), _pod(finalizers=[{"x": 1}]), "^cannot merge lists without merge key for type map$"),
+        (_pod(finalizers=["f/a"]), _pod(finalizers=[["f/b"]]), "^lists of lists are not supported$"),
+    ],
+)
+def test_creating_a_patch_between_malformed_lists_is_a_bad_request(
+    original: dict[str, Any], modified: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(BadRequest, match=message):
+        create_strategic_merge_patch(original, modified, POD)

@@ -27,7 +27,7 @@ from typing import Any
 from kubeloop.api._errors import BadRequest, Invalid
 from kubeloop.api._schemas import items_schema, property_schema
 
-__all__ = ["apply_strategic_merge_patch", "deep_copy_json", "go_format", "patch_meta"]
+__all__ = ["apply_strategic_merge_patch", "deep_copy_json", "go_format", "missing_merge_key", "patch_meta"]
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
@@ -39,6 +39,7 @@ ERR_PRIMITIVE_LIST = "invalid patch format of primitive list"
 ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
 ERR_SET_ORDER = "invalid patch format of setElementOrder list"
 ERR_LIST_OF_LISTS = "lists of lists are not supported"
+ERR_NO_MERGE_KEY_FOR_MAPS = "cannot merge lists without merge key for type map"
 
 Schema = Mapping[str, Any] | None
 
@@ -65,6 +66,11 @@ def go_format(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def missing_merge_key(item: Any, merge_key: str) -> BadRequest:
+    """mergepatch.ErrNoMergeKey: a list item without the list's merge key."""
+    return BadRequest(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
 
 
 def patch_meta(schema: Schema) -> tuple[str, str]:
@@ -219,14 +225,14 @@ def _merge_list(original: list[Any], patch: Any, item_schema: Schema, merge_key:
                 merged.append(item)
         return _normalize_order(merged, patch, original, "")
     if not merge_key:
-        raise BadRequest("cannot merge lists without merge key for type map")
+        raise BadRequest(ERR_NO_MERGE_KEY_FOR_MAPS)
     original, patch = _merge_special_elements(list(original), patch, merge_key)
     # Upstream orders against the live list as it was before new items were appended, so an item
     # only in the patch lands before the server-only items (patch.go mergeSlice/mergeSortedSlice).
     server_order = list(original)
     for item in patch:
         if merge_key not in item:
-            raise BadRequest(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
+            raise missing_merge_key(item, merge_key)
         index = _find(original, merge_key, item[merge_key])
         if index >= 0:
             original[index] = _merge_map(original[index], item, item_schema)
@@ -247,7 +253,7 @@ def _merge_special_elements(original: list[Any], patch: list[Any], merge_key: st
         directive = item[DIRECTIVE]
         if directive == "delete":
             if merge_key not in item:
-                raise BadRequest(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
+                raise missing_merge_key(item, merge_key)
             original = [o for o in original if not (isinstance(o, dict) and o.get(merge_key, _MISSING) == item[merge_key])]
         elif directive == "replace":
             replace = True
@@ -335,7 +341,7 @@ def _apply_set_element_order(original: dict[str, Any], patch: dict[str, Any], sc
         if merge_key:
             for item in [*order, *current]:
                 if not isinstance(item, dict) or merge_key not in item:
-                    raise BadRequest(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
+                    raise missing_merge_key(item, merge_key)
         _check_order_consistent(patch_list, order, merge_key)
         if found_original and found_patch:
             if strategy == "merge":

@@ -19,10 +19,13 @@ from kubeloop.api._schemas import items_schema, property_schema
 from kubeloop.api._strategic import (
     DELETE_PRIMITIVE_PREFIX,
     DIRECTIVE,
+    ERR_LIST_OF_LISTS,
+    ERR_NO_MERGE_KEY_FOR_MAPS,
     RETAIN_KEYS,
     SET_ORDER_PREFIX,
     deep_copy_json,
     go_format,
+    missing_merge_key,
     patch_meta,
 )
 
@@ -87,13 +90,13 @@ def _diff_list(
             patch[key] = new
         return
     if any(isinstance(v, list) for v in [*old, *new]):
-        raise BadRequest("lists of lists are not supported")
+        raise BadRequest(ERR_LIST_OF_LISTS)
     if isinstance(old[0], dict) or (new and isinstance(new[0], dict)):
         if not merge_key:
-            raise BadRequest("cannot merge lists without merge key for type map")
+            raise BadRequest(ERR_NO_MERGE_KEY_FOR_MAPS)
         for item in [*old, *new]:
             if not isinstance(item, dict) or merge_key not in item:
-                raise BadRequest(f"map: {go_format(item)} does not contain declared merge key: {merge_key}")
+                raise missing_merge_key(item, merge_key)
         before = {go_format(i[merge_key]): i for i in old}
         after = {go_format(i[merge_key]): i for i in new}
         changes: list[Any] = []
