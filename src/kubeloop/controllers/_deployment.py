@@ -96,7 +96,7 @@ class DeploymentController(WorkloadController):
     async def reconcile(self, request: Request) -> Result | None:
         from kubeloop.controllers import _deployment_rollout as rollout
 
-        cached = self.deployments.cache.get(f"{request.namespace}/{request.name}")
+        cached = self.deployments.cache.get_by_name(request.name, request.namespace)
         if cached is None:
             return None
         d: dict[str, Any] = copy_json(cached)

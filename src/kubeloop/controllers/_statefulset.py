@@ -97,7 +97,7 @@ class StatefulSetController(WorkloadController):
                 Watch(self.revisions, EnqueueForOwner(STATEFULSETS))]  # fmt: skip
 
     async def reconcile(self, request: Request) -> Result | None:
-        cached = self.sets.cache.get(f"{request.namespace}/{request.name}")
+        cached = self.sets.cache.get_by_name(request.name, request.namespace)
         if cached is None:
             return None
         sts: dict[str, Any] = copy_json(cached)
@@ -303,7 +303,7 @@ class StatefulSetController(WorkloadController):
 
     async def _create_claims(self, sts: Obj, ordinal: int) -> None:
         for claim in su.new_claims(sts, ordinal):
-            if self.claims.cache.get(f"{namespace_of(sts)}/{name_of(claim)}") is not None:
+            if self.claims.cache.get_by_name(name_of(claim), namespace_of(sts)) is not None:
                 continue
             pod_stub = {"metadata": {"name": f"{name_of(sts)}-{ordinal}", "uid": ""}}
             refs = su.claim_owner_refs(sts, pod_stub, claim, condemned=False)
@@ -323,7 +323,7 @@ class StatefulSetController(WorkloadController):
         for template in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
             ordinal = su.ordinal_of(sts, pod)
             assert ordinal is not None
-            claim = self.claims.cache.get(f"{namespace_of(sts)}/{su.claim_name(template, sts, ordinal)}")
+            claim = self.claims.cache.get_by_name(su.claim_name(template, sts, ordinal), namespace_of(sts))
             if claim is None:
                 continue
             refs = su.claim_owner_refs(sts, pod, claim, condemned=condemned)
