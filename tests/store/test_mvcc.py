@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kubeloop.store import KeyExists, KeyNotFound, RevisionMismatch, SqliteStore
+from kubeloop.store import KeyExists, KeyNotFound, RevisionMismatch, SqliteStore, StoreError
 
 
 def value(text: str) -> Callable[[int], bytes]:
@@ -147,3 +148,40 @@ async def test_state_and_revisions_survive_a_restart(tmp_path: Path) -> None:
         assert a2.mod_revision == 4
     finally:
         await s.close()
+
+
+def _failing_disk(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next commits fail as SQLite does when the disk is full or gone."""
+
+    def write_rows(rows: object, revision: int) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "_write_rows", write_rows)
+
+
+async def test_a_failed_commit_acknowledges_nothing_and_changes_nothing(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.create("/r/a", value("a"))
+    with monkeypatch.context() as patch:
+        _failing_disk(store, patch)
+        with pytest.raises(StoreError, match="commit failed"):
+            await store.create("/r/b", value("b"))
+    assert store.revision == 1
+    assert await store.get("/r/b") is None
+    b = await store.create("/r/b", value("b"))
+    assert b.mod_revision == 2
+
+
+async def test_close_returns_when_the_last_commit_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    _failing_disk(s, monkeypatch)
+    write = asyncio.ensure_future(s.create("/r/a", value("a")))
+    await asyncio.sleep(0)  # queued; the committer has been woken but not yet run
+    # close in this task: it asks to stop before the committer takes the batch. A liveness guard,
+    # not a time bound: close swallows its own cancellation, so the guard is read from the timeout.
+    async with asyncio.timeout(10) as guard:
+        await s.close()
+    assert not guard.expired()
+    with pytest.raises(StoreError, match="commit failed"):
+        await write

@@ -374,20 +374,22 @@ class SqliteStore:
                     return
                 continue
             rows, events, answers = self._prepare(batch)
+            failure: StoreError | None = None
             if rows:
                 try:
                     await loop.run_in_executor(self._executor, self._write_rows, rows, self._revision + len(rows))
                 except Exception as exc:  # disk full, I/O error: nobody is acknowledged
                     failure = StoreError(f"commit failed: {exc}")
-                    for op, _ in answers:
-                        if not op.future.done():
-                            op.future.set_exception(failure)
-                    continue
-                self._apply(events)
+                else:
+                    self._apply(events)
             for op, kv in answers:
-                if not op.future.done():
+                if op.future.done():
+                    continue
+                if failure is None:
                     op.future.set_result(kv)
-            if len(self._ring) > self._history * 11 // 10:
+                else:
+                    op.future.set_exception(failure)
+            if failure is None and len(self._ring) > self._history * 11 // 10:
                 await self.compact(self._ring[-self._history].revision - 1)
             if self._closed and not self._pending:
                 return
