@@ -36,6 +36,7 @@ __all__ = [
     "Path",
     "compare",
     "fields_v1",
+    "is_atomic_map",
     "item_element",
     "list_semantics",
     "parse_fields_v1",
@@ -75,9 +76,10 @@ def list_semantics(schema: Schema) -> tuple[str, tuple[str, ...]]:
     return "atomic", ()
 
 
-def _atomic_map(schema: Schema) -> bool:
+def is_atomic_map(schema: Schema) -> bool:
+    """Whether a map field's schema makes the whole map one leaf (``x-kubernetes-map-type: atomic``)."""
     resolved = resolve(schema)
-    return bool(resolved) and resolved is not None and resolved.get("x-kubernetes-map-type") == "atomic"
+    return resolved is not None and resolved.get("x-kubernetes-map-type") == "atomic"
 
 
 def _declared(schema: Schema, key: str) -> bool:
@@ -189,7 +191,7 @@ class _Shape:
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
-        self.atomic_map = _atomic_map(schema)
+        self.atomic_map = is_atomic_map(schema)
         self.semantics, self.keys = list_semantics(schema)
         self.items = items_schema(schema)
         resolved = resolve(schema)

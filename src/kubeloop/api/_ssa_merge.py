@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api._errors import BadRequest
-from kubeloop.api._fieldpath import Path, item_element, list_semantics
+from kubeloop.api._fieldpath import Path, is_atomic_map, item_element, list_semantics
 from kubeloop.api._schemas import items_schema, property_schema, resolve
 
 __all__ = ["merge_applied", "remove_paths"]
@@ -31,12 +31,8 @@ def merge_applied(live: dict[str, Any], config: dict[str, Any], schema: Schema) 
     return merged if isinstance(merged, dict) else {}
 
 
-def _atomic_map(schema: Schema) -> bool:
-    return bool(schema) and schema is not None and schema.get("x-kubernetes-map-type") == "atomic"
-
-
 def _merge(live: Any, config: Any, schema: Schema) -> Any:
-    if isinstance(live, dict) and isinstance(config, dict) and not _atomic_map(schema):
+    if isinstance(live, dict) and isinstance(config, dict) and not is_atomic_map(schema):
         out = dict(live)
         for key, value in config.items():
             if value is None:
