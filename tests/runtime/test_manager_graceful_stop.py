@@ -57,3 +57,12 @@ async def test_two_recorders_at_one_instant_name_their_events_differently(tmp_pa
         second = await kubelet.event(pod, "Normal", "Started", "started")
         assert first is not None and second is not None
         assert first["metadata"]["name"] != second["metadata"]["name"]
+
+
+def test_event_names_are_unique_across_writers_at_one_instant() -> None:
+    # The runtime's EventRecorder and the controllers' EventSink both name Events with event_name:
+    # at one fake-clock instant, about objects of the same name, the names must still differ.
+    from kubeloop.runtime import event_name
+
+    names = {event_name("web", 1_700_000_000.0) for _ in range(100)}
+    assert len(names) == 100

@@ -28,7 +28,6 @@ minutes collapse into one "(combined from similar events)") and the per-object s
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections import Counter, OrderedDict, deque
 from collections.abc import Mapping
@@ -37,7 +36,7 @@ from typing import Any, Literal
 
 from kubeloop.api import ApiError, Clock, NotFound, SystemClock, format_time
 from kubeloop.client import Client
-from kubeloop.runtime import EVENTS
+from kubeloop.runtime import EVENTS, event_name
 
 __all__ = ["LRU_ENTRIES", "MAX_QUEUED_EVENTS", "EventSink", "Severity"]
 
@@ -48,7 +47,6 @@ LRU_ENTRIES = 4096
 Severity = Literal["Normal", "Warning"]  # an Event's ``type``
 
 _Key = tuple[str, ...]
-_SEQUENCE = itertools.count(1)  # keeps names unique under a fake clock, across sinks
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +156,7 @@ class EventSink:
                     "resourceVersion": meta.get("resourceVersion")}  # fmt: skip
         body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{name}.{int(now * 1e9) + next(_SEQUENCE):x}", "namespace": namespace},
+            "metadata": {"name": event_name(name, now), "namespace": namespace},
             "involvedObject": {k: v for k, v in involved.items() if v}, "reason": item.reason,
             "message": item.message, "type": item.event_type, "source": {"component": self.component},
             "reportingComponent": self.component, "reportingInstance": "",

@@ -29,13 +29,19 @@ from typing import Any, Literal
 from kubeloop.api import ApiError, Clock, KindRegistry, ResourceInfo, SystemClock, format_time
 from kubeloop.client import Client
 
-__all__ = ["EVENTS", "EventRecorder", "EventType"]
+__all__ = ["EVENTS", "EventRecorder", "EventType", "event_name"]
 
 log = logging.getLogger("kubeloop.runtime.events")
 
 # Process-wide: keeps names unique when a (fake) clock has not moved between two events, also
 # across recorders (a scheduler and a kubelet naming events about one pod at one instant).
 _SEQUENCE = itertools.count(1)
+
+
+def event_name(object_name: str, now: float) -> str:
+    """``<object name>.<hex nanoseconds>`` as client-go names Events, unique within this process even
+    when a (fake) clock has not moved: every Event writer in kubeloop names its Events here."""
+    return f"{object_name}.{int(now * 1e9) + next(_SEQUENCE):x}"
 
 EVENTS: ResourceInfo = KindRegistry().by_kind("", "Event")  # type: ignore[assignment]
 EventType = Literal["Normal", "Warning"]
@@ -80,7 +86,7 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{name}.{int(now * 1e9) + next(_SEQUENCE):x}", "namespace": namespace},
+            "metadata": {"name": event_name(name, now), "namespace": namespace},
             "involvedObject": {k: v for k, v in involved.items() if v},
             "reason": reason,
             "message": message,
