@@ -76,6 +76,20 @@ async def test_label_selector_transitions_are_added_and_deleted(app: App, client
     assert deleted["metadata"]["resourceVersion"] == r.json()["metadata"]["resourceVersion"]
 
 
+async def test_initial_added_events_are_only_the_matching_objects_and_ignore_limit(
+    app: App, client: httpx.AsyncClient
+) -> None:
+    for name, app_label in (("a", "x"), ("b", "y"), ("c", "y")):
+        await client.post(CM, json=configmap(name, labels={"app": app_label}))
+    async with stream(app, CM, "watch=true&labelSelector=app%3Dy&limit=1") as s:
+        initial = await s.events(2)
+        await client.post(CM, json=configmap("d", labels={"app": "y"}))
+        [later] = await s.events(1)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in [*initial, later]] == [
+        ("ADDED", "b"), ("ADDED", "c"), ("ADDED", "d"),
+    ]
+
+
 async def test_bookmarks_only_when_requested(app: App, client: httpx.AsyncClient, clock: FakeClock) -> None:
     async with stream(app, CM, "watch=true&resourceVersion=1&timeoutSeconds=90") as s:
         await sleeping(clock)

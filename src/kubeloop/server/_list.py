@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -27,7 +27,7 @@ from kubeloop.server._options import ListOptions
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.store import Compacted, KeyValue
 
-__all__ = ["ListResult", "list_body", "list_objects", "matches", "served_value"]
+__all__ = ["ListResult", "current_objects", "list_body", "list_objects", "matches", "served_value"]
 
 _CHUNK = 500
 _CONTINUE_EXPIRED = (
@@ -137,6 +137,13 @@ async def list_objects(state: ServerState, info: ResourceInfo, namespace: str, o
         if options.continue_token:
             raise Expired(_CONTINUE_EXPIRED) from None
         raise Expired(f"too old resource version: {exc.requested} ({exc.compacted})") from None
+
+
+async def current_objects(state: ServerState, info: ResourceInfo, namespace: str, options: ListOptions) -> ListResult:
+    """Every object matching ``options``' selectors at the latest revision, in one result (a watch's
+    initial state: ``limit`` does not apply to watches)."""
+    return await _collect(state, info, namespace, replace(options, limit=0), collection_prefix(info, namespace),
+                          None, None)
 
 
 async def _collect(

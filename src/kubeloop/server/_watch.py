@@ -28,10 +28,10 @@ import orjson
 
 from kubeloop.api import Expired, ResourceInfo
 from kubeloop.server._http import Receive, Send
-from kubeloop.server._list import matches, served_value
+from kubeloop.server._list import current_objects, matches, served_value
 from kubeloop.server._options import ListOptions
-from kubeloop.server._state import ServerState, collection_prefix, object_key
-from kubeloop.store import Compacted, KeyValue, StoreEvent, StoreWatch
+from kubeloop.server._state import ServerState, collection_prefix
+from kubeloop.store import Compacted, StoreEvent, StoreWatch
 
 __all__ = ["BOOKMARK_INTERVAL", "serve_watch"]
 
@@ -95,28 +95,6 @@ class _Encoder:
         return None
 
 
-async def _initial_state(
-    state: ServerState, info: ResourceInfo, namespace: str, options: ListOptions
-) -> tuple[list[KeyValue], int]:
-    store = state.store
-    name = options.field_selector.requires_exact_match("metadata.name")
-    if name is not None and (namespace or not info.namespaced):
-        at = store.revision
-        kv = await store.get(object_key(info, namespace, name), revision=at)
-        return ([kv] if kv is not None else []), at
-    items: list[KeyValue] = []
-    start: str | None = None
-    revision: int | None = None
-    while True:
-        result = await store.range(collection_prefix(info, namespace), start_after=start, limit=1000,
-                                   revision=revision)
-        revision = result.revision
-        items.extend(result.items)
-        if not result.more or not result.items:
-            return items, revision
-        start = result.items[-1].key
-
-
 async def serve_watch(
     state: ServerState,
     info: ResourceInfo,
@@ -137,10 +115,9 @@ async def serve_watch(
     error: bytes | None = None
     try:
         if send_initial:
-            items, after = await _initial_state(state, info, namespace, options)
-            for kv in items:
-                if not options.filters or matches(info, options, orjson.loads(kv.value)):
-                    initial.append(encoder.encode("ADDED", kv.value))
+            current = await current_objects(state, info, namespace, options)
+            after = current.revision
+            initial.extend(encoder.encode("ADDED", kv.value) for kv in current.items)
             if options.send_initial_events:
                 initial.append(_bookmark(info, after, initial_end=True))
         else:
