@@ -75,8 +75,10 @@ async def test_range_returns_keys_under_a_prefix_in_order_with_pages(store: Sqli
     await store.create("/s/x", value("x"))
     page = await store.range("/r/ns/", limit=2)
     assert [kv.key for kv in page.items] == ["/r/ns/a", "/r/ns/b"] and page.more
+    assert page.count == 4, "count is the whole range, limit ignored"
     rest = await store.range("/r/ns/", start_after="/r/ns/b", limit=2)
     assert [kv.key for kv in rest.items] == ["/r/ns/c", "/r/ns/d"] and not rest.more
+    assert rest.count == 2, "count starts after start_after"
     assert rest.revision == store.revision
 
 
@@ -90,6 +92,8 @@ async def test_range_at_an_older_revision_sees_the_snapshot(store: SqliteStore) 
     old = await store.range("/r/", revision=snapshot)
     assert [(kv.key, kv.value) for kv in old.items] == [("/r/a", b"a@1"), ("/r/b", b"b@2")]
     assert old.revision == snapshot
+    paged = await store.range("/r/", limit=1, revision=snapshot)
+    assert [kv.key for kv in paged.items] == ["/r/a"] and paged.more and paged.count == 2
     assert (await store.get("/r/b", revision=snapshot)) is not None
     now = await store.range("/r/")
     assert [kv.key for kv in now.items] == ["/r/a", "/r/c"]

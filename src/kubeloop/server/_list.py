@@ -179,10 +179,7 @@ async def _collect(
                 more = result.more or index < len(result.items) - 1
                 if not more:
                     return ListResult(items, revision)
-                remaining = None
-                if not filtering:
-                    rest = await store.range(prefix, start_after=kv.key, revision=revision)
-                    remaining = len(rest.items)
+                remaining = None if filtering else result.count - (index + 1)
                 return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]), remaining)
         if not result.more or not result.items:
             return ListResult(items, revision)

@@ -107,6 +107,7 @@ class RangeResult:
     items: list[KeyValue]
     revision: int  # the revision the read was served at
     more: bool  # True when ``limit`` cut the result short
+    count: int  # keys in the whole range, ``limit`` ignored (etcd RangeResponse.count)
 
 
 class StoreWatch(Protocol):

@@ -266,17 +266,15 @@ class SqliteStore:
             lo = bisect.bisect_right(self._keys, start_after) if start_after and start_after >= prefix else \
                 bisect.bisect_left(self._keys, prefix)
             hi = bisect.bisect_left(self._keys, end, lo)
-            keys = self._keys[lo:hi]
-            more = limit is not None and len(keys) > limit
-            if limit is not None:
-                keys = keys[:limit]
-            return RangeResult([self._index[k] for k in keys], self._revision, more)
+            count = hi - lo
+            keys = self._keys[lo:hi if limit is None else min(hi, lo + limit)]
+            return RangeResult([self._index[k] for k in keys], self._revision, len(keys) < count, count)
         state = self._state_at(revision, prefix, end, exact=False)
         keys = sorted(k for k in state if start_after is None or k > start_after)
-        more = limit is not None and len(keys) > limit
+        count = len(keys)
         if limit is not None:
             keys = keys[:limit]
-        return RangeResult([state[k] for k in keys], revision, more)
+        return RangeResult([state[k] for k in keys], revision, len(keys) < count, count)
 
     def _state_at(self, revision: int, lo: str, hi: str, *, exact: bool) -> dict[str, KeyValue]:
         """The keys in [lo, hi) as of ``revision``: the current state with later events undone."""
