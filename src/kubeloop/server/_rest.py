@@ -37,13 +37,14 @@ from kubeloop.api._validation import (
 from kubeloop.server._admission import AdmissionAttributes, run_admission
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
-from kubeloop.server._state import ServerState, object_key, renderer
-from kubeloop.store import KeyExists, KeyNotFound, KeyValue, RevisionMismatch
+from kubeloop.server._state import ServerState, namespace_key, object_key, renderer
+from kubeloop.store import GuardChanged, KeyExists, KeyNotFound, KeyValue, RevisionMismatch
 
 __all__ = ["WriteRequest", "create_object", "get_object", "request_form", "storage_form", "update_object"]
 
 _MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 _GENERATE_ATTEMPTS = 8
+_GUARD_ATTEMPTS = 16  # a namespace rewritten this often while one create commits is pathological
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,21 +212,37 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     name = str(meta["name"])
     attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
                                 user=req.user, dry_run=req.options.dry_run)
+    guard = await _namespace_guard(state, info, req.namespace)
     await run_admission(state.admission, attrs, obj, None)
     record_manager(state, req, obj, None)
     if req.options.dry_run:
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
             raise already_exists(info.plural, name, info.group)
         return 201, orjson.dumps(obj)
-    for attempt in range(_GENERATE_ATTEMPTS):
+    attempt = guard_attempt = 0
+    while True:
         try:
-            kv = await state.store.create(object_key(info, req.namespace, name), renderer(storage_form(info, obj)))
+            kv = await state.store.create(
+                object_key(info, req.namespace, name), renderer(storage_form(info, obj)), guard=guard
+            )
             return 201, kv.value
         except KeyExists:
-            if not generate or attempt == _GENERATE_ATTEMPTS - 1:
+            attempt += 1
+            if not generate or attempt == _GENERATE_ATTEMPTS:
                 break
             name = state.generate_name(generate)
             meta["name"] = name
+        except GuardChanged:
+            # The namespace changed between admission and commit (it may now be Terminating): admit again
+            # against its new state, so no content lands in a namespace after its deletion is committed.
+            guard_attempt += 1
+            if guard_attempt == _GUARD_ATTEMPTS:
+                raise conflict(info.plural, name, info.group,
+                               "the namespace kept changing while the object was created; please retry") from None
+            guard = await _namespace_guard(state, info, req.namespace)
+            attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
+                                        user=req.user, dry_run=False)
+            await run_admission(state.admission, attrs, obj, None)
     error = already_exists(info.plural, name, info.group)
     if generate:
         error = type(error)(
@@ -233,6 +250,20 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             details=error.details, retry_after_seconds=1,
         )
     raise error
+
+
+async def _namespace_guard(state: ServerState, info: ResourceInfo, namespace: str) -> tuple[str, int] | None:
+    """The namespace's key at the revision admission is about to judge, for the store's guarded create.
+
+    Upstream leaves a window between the NamespaceLifecycle check and the write (its namespace controller
+    waits ``namespaceDeletionGracePeriod`` so late creations become visible); committing the create only
+    while the namespace is still at the revision that was admitted closes the window here.
+    """
+    if not info.namespaced or not namespace:
+        return None
+    key = namespace_key(namespace)
+    kv = await state.store.get(key)
+    return key, kv.mod_revision if kv is not None else 0
 
 
 def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

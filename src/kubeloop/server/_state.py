@@ -22,7 +22,7 @@ from kubeloop.server._admission import Admission
 from kubeloop.server._strategy import GenericStrategy, strategy_for
 from kubeloop.store import Render, Store
 
-__all__ = ["ServerState", "Validator", "collection_prefix", "object_key", "renderer"]
+__all__ = ["ServerState", "Validator", "collection_prefix", "namespace_key", "object_key", "renderer"]
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 # apimachinery pkg/util/rand: no vowels (no words), no confusable characters.
@@ -35,6 +35,11 @@ def object_key(info: ResourceInfo, namespace: str, name: str) -> str:
     if info.namespaced:
         return f"/registry/{group}/{info.plural}/{namespace}/{name}"
     return f"/registry/{group}/{info.plural}/{name}"
+
+
+def namespace_key(namespace: str) -> str:
+    """The store key of a Namespace object."""
+    return f"/registry/core/namespaces/{namespace}"
 
 
 def collection_prefix(info: ResourceInfo, namespace: str) -> str:

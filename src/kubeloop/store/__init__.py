@@ -2,6 +2,7 @@
 
 from kubeloop.store._protocol import (
     Compacted,
+    GuardChanged,
     KeyExists,
     KeyNotFound,
     KeyValue,
@@ -17,6 +18,7 @@ from kubeloop.store._sqlite import SqliteStore, StoreClosed
 
 __all__ = [
     "Compacted",
+    "GuardChanged",
     "KeyExists",
     "KeyNotFound",
     "KeyValue",

@@ -6,7 +6,11 @@ Guarantees every backend gives:
   revisions never decrease, not even across a restart on the same data.
 - **Compare-and-swap writes.** ``create`` succeeds only if the key is absent; ``update`` and
   ``delete`` succeed only if the key's current ``mod_revision`` equals ``expected_revision``
-  (``None`` means "whatever is there now": an unconditional write, still atomic).
+  (``None`` means "whatever is there now": an unconditional write, still atomic). ``create`` may
+  also carry a ``guard=(other_key, mod_revision)``: it commits only while ``other_key`` is still at
+  that revision, else :class:`GuardChanged` (etcd's ``Txn`` with a compare on a second key). The
+  server guards a create by its namespace, so a namespace marked for deletion gets no new content
+  after the mark commits.
 - **Values carry their revision.** A write takes ``render(revision) -> bytes``; the store calls it
   once with the revision the write commits at, so the stored bytes can embed their own
   ``resourceVersion`` and lists can be served from stored bytes without re-encoding.
@@ -30,6 +34,7 @@ from typing import Literal, Protocol
 
 __all__ = [
     "Compacted",
+    "GuardChanged",
     "KeyExists",
     "KeyNotFound",
     "KeyValue",
@@ -66,6 +71,16 @@ class RevisionMismatch(StoreError):
 
     def __init__(self, key: str, expected: int, actual: int) -> None:
         super().__init__(f"key {key!r} is at revision {actual}, expected {expected}")
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class GuardChanged(StoreError):
+    """A guarded create's guard key is no longer at the revision the caller read (absent: revision 0)."""
+
+    def __init__(self, key: str, expected: int, actual: int) -> None:
+        super().__init__(f"guard key {key!r} is at revision {actual}, expected {expected}")
         self.key = key
         self.expected = expected
         self.actual = actual
@@ -150,7 +165,7 @@ class Store(Protocol):
         revision: int | None = None,
     ) -> RangeResult: ...
 
-    async def create(self, key: str, render: Render) -> KeyValue: ...
+    async def create(self, key: str, render: Render, *, guard: tuple[str, int] | None = None) -> KeyValue: ...
 
     async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue: ...
 

@@ -37,6 +37,7 @@ from typing import Literal
 
 from kubeloop.store._protocol import (
     Compacted,
+    GuardChanged,
     KeyExists,
     KeyNotFound,
     KeyValue,
@@ -77,6 +78,7 @@ class _Op:
     render: Render | None
     expected: int | None
     future: asyncio.Future[KeyValue]
+    guard: tuple[str, int] | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -313,8 +315,8 @@ class SqliteStore:
 
     # ---------------------------------------------------------------- writes
 
-    async def create(self, key: str, render: Render) -> KeyValue:
-        return await self._submit("create", key, render, None)
+    async def create(self, key: str, render: Render, *, guard: tuple[str, int] | None = None) -> KeyValue:
+        return await self._submit("create", key, render, None, guard)
 
     async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue:
         return await self._submit("update", key, render, expected_revision)
@@ -323,11 +325,11 @@ class SqliteStore:
         return await self._submit("delete", key, render, expected_revision)
 
     async def _submit(self, kind: Literal["create", "update", "delete"], key: str, render: Render | None,
-                      expected: int | None) -> KeyValue:
+                      expected: int | None, guard: tuple[str, int] | None = None) -> KeyValue:
         if self._closed or self._has_pending is None:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Op(kind, key, render, expected, future))
+        self._pending.append(_Op(kind, key, render, expected, future, guard))
         self._has_pending.set()
         # Shield: a caller that is cancelled must not un-write a write that may already be committed.
         return await asyncio.shield(future)
@@ -409,6 +411,12 @@ class SqliteStore:
                 if op.kind == "create":
                     if current is not None:
                         raise KeyExists(op.key)
+                    if op.guard is not None:
+                        guard_key, guard_rev = op.guard
+                        held = overlay[guard_key] if guard_key in overlay else self._index.get(guard_key)
+                        held_rev = held.mod_revision if held is not None else 0
+                        if held_rev != guard_rev:
+                            raise GuardChanged(guard_key, guard_rev, held_rev)
                 elif current is None:
                     raise KeyNotFound(op.key)
                 elif op.expected is not None and current.mod_revision != op.expected:
