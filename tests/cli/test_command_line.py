@@ -65,3 +65,8 @@ def test_controller_manager_without_a_server_gives_up_with_a_one_line_reason(tmp
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no API server reachable" in lines[0], result.stderr
+
+
+def test_controller_manager_help_documents_upstreams_namespace_grace_period() -> None:
+    out = " ".join(kubeloop("controller-manager", "--help").stdout.split())
+    assert "--namespace-deletion-grace-period" in out and "[default: 5.0; x>=0]" in out

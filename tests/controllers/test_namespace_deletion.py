@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -189,3 +190,43 @@ async def test_a_resource_refusing_deletecollection_is_emptied_object_by_object(
     assert sorted(client.singles) == ["configmaps/cm-0", "configmaps/cm-1", "configmaps/cm-2"]
     for i in range(3):
         assert await cluster.gone(CONFIGMAPS, f"cm-{i}")
+
+
+async def test_a_deleted_namespace_waits_upstreams_grace_period_before_it_is_emptied(
+    cluster: InProcessCluster,
+) -> None:
+    """namespace_controller.go namespaceDeletionGracePeriod: 5 s before the first pass."""
+    controller = await start_namespace_controller(cluster)
+    assert controller.deletion_grace_period == 5.0
+    await cluster.create(CONFIGMAPS, "cm")
+    await cluster.client.delete(NAMESPACES, "ns")
+
+    async def deletion_seen() -> bool:  # the controller queued the namespace (at the clock's current time)
+        ns = controller.informer.cache.get("ns")
+        return bool(ns and ns["metadata"].get("deletionTimestamp"))
+
+    await eventually(deletion_seen, interval=0.005)
+    await cluster.clock.advance(4.9)
+    for _ in range(50):
+        await asyncio.sleep(0.002)  # the controller runs; the fake clock does not move
+    assert await cluster.exists(CONFIGMAPS, "cm")
+    await cluster.clock.advance(0.2)
+    await eventually(lambda: cluster.gone(NAMESPACES, "ns", None), interval=0.005)
+
+
+async def test_with_no_grace_period_a_deleted_namespace_is_emptied_without_waiting(
+    cluster: InProcessCluster,
+) -> None:
+    """What ``kubeloop up`` runs: its server guards creates by the namespace's revision, so no wait is needed."""
+    controller = NamespaceController(cluster.client, clock=cluster.clock, workers=2, deletion_grace_period=0)
+    cluster.run_in_background(controller.run())
+    await eventually(lambda: _synced(controller), interval=0.005)
+    await cluster.create(CONFIGMAPS, "cm")
+    await cluster.client.delete(NAMESPACES, "ns")
+    # The fake clock never moves here: with the upstream 5 s wait this would never finish.
+    await eventually(lambda: cluster.gone(NAMESPACES, "ns", None), interval=0.005)
+    assert await cluster.gone(CONFIGMAPS, "cm")
+
+
+async def _synced(controller: NamespaceController) -> bool:
+    return controller.has_synced()

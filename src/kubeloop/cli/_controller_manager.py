@@ -11,6 +11,12 @@ credential or no server within the timeout exit 1 with a one-line reason.
 
 Once connected it runs the built-in controllers of :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
 under a :class:`kubeloop.runtime.Manager` and prints the ready line only after they have synced.
+
+``--namespace-deletion-grace-period`` is upstream's ``namespaceDeletionGracePeriod`` (5 s: the wait
+before a deleted namespace is emptied, so creations admitted just before the deletion become visible).
+``kubeloop up`` runs its own controller manager with 0: its API server commits a create only while the
+namespace is still at the revision admission judged (a guarded store create), so no creation can land
+after the deletion. Against any other API server keep the default.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["READY_LINE", "controller_manager", "run_controller_manager", "skip_unused_imports"]
 
 READY_LINE = "kubeloop controller-manager: ready"
+NAMESPACE_DELETION_GRACE_PERIOD = 5.0  # k/k pkg/controller/namespace/namespace_controller.go
 
 
 @click.command("controller-manager")
@@ -44,14 +51,28 @@ READY_LINE = "kubeloop controller-manager: ready"
 @click.option(
     "--connect-timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for the API server."
 )
+@click.option(
+    "--namespace-deletion-grace-period",
+    default=NAMESPACE_DELETION_GRACE_PERIOD,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds a deleted namespace waits before it is emptied (upstream's namespaceDeletionGracePeriod).",
+)
 @click.option("--exit-with-parent", is_flag=True, hidden=True, help="Exit when stdin closes.")
 @click.option("--wait-for-kubeconfig", is_flag=True, hidden=True, help="Wait for KUBECONFIG to be written.")
-def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
+def controller_manager(
+    kubeconfig: Path,
+    connect_timeout: float,
+    namespace_deletion_grace_period: float,
+    exit_with_parent: bool,
+    wait_for_kubeconfig: bool,
+) -> None:
     """Run kubeloop's built-in controllers against the cluster KUBECONFIG points to."""
     try:
         run_controller_manager(
             kubeconfig,
             connect_timeout=connect_timeout,
+            namespace_deletion_grace_period=namespace_deletion_grace_period,
             exit_with_parent=exit_with_parent,
             wait_for_kubeconfig=wait_for_kubeconfig,
         )
@@ -60,7 +81,12 @@ def controller_manager(kubeconfig: Path, connect_timeout: float, exit_with_paren
 
 
 def run_controller_manager(
-    kubeconfig: Path, *, connect_timeout: float = 30.0, exit_with_parent: bool, wait_for_kubeconfig: bool
+    kubeconfig: Path,
+    *,
+    connect_timeout: float = 30.0,
+    namespace_deletion_grace_period: float = NAMESPACE_DELETION_GRACE_PERIOD,
+    exit_with_parent: bool,
+    wait_for_kubeconfig: bool,
 ) -> None:
     """The controller manager in this process, until stopped; a ``ValueError`` is the one-line reason
     it could not run. ``kubeloop up`` calls this in a child forked from itself (see ``_child``)."""
@@ -71,6 +97,7 @@ def run_controller_manager(
         _run(
             kubeconfig,
             connect_timeout=connect_timeout,
+            namespace_deletion_grace_period=namespace_deletion_grace_period,
             exit_with_parent=exit_with_parent,
             wait_for_kubeconfig=wait_for_kubeconfig,
         )
@@ -90,7 +117,14 @@ def skip_unused_imports() -> None:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
-async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bool, wait_for_kubeconfig: bool) -> None:
+async def _run(
+    kubeconfig: Path,
+    *,
+    connect_timeout: float,
+    namespace_deletion_grace_period: float,
+    exit_with_parent: bool,
+    wait_for_kubeconfig: bool,
+) -> None:
     from kubeloop.api import ApiError
     from kubeloop.client import ConfigError, ConnectionFailed
 
@@ -120,17 +154,24 @@ async def _run(kubeconfig: Path, *, connect_timeout: float, exit_with_parent: bo
                 await asyncio.sleep(0.02)
             except ApiError as exc:
                 raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
-        await _run_builtin_controllers(client, exit_with_parent=exit_with_parent)
+        await _run_builtin_controllers(
+            client, exit_with_parent=exit_with_parent, namespace_deletion_grace_period=namespace_deletion_grace_period
+        )
 
 
-async def _run_builtin_controllers(client: Any, *, exit_with_parent: bool) -> None:
+async def _run_builtin_controllers(
+    client: Any, *, exit_with_parent: bool, namespace_deletion_grace_period: float = NAMESPACE_DELETION_GRACE_PERIOD
+) -> None:
     """Run the registry's built-in controllers; print READY_LINE once all have synced (GC/namespace helper)."""
-    from kubeloop.controllers import add_builtin_controllers, has_synced
+    from kubeloop.controllers import NamespaceController, add_builtin_controllers, has_synced
     from kubeloop.runtime import Manager
 
     # Runnables other than runtime Controllers are cancelled only after this timeout.
     manager = Manager(client, graceful_shutdown_timeout=1.0)
     controllers = add_builtin_controllers(manager)
+    namespace_controller = controllers.get("namespace")
+    if isinstance(namespace_controller, NamespaceController):
+        namespace_controller.deletion_grace_period = namespace_deletion_grace_period
     running = asyncio.ensure_future(manager.run())
     stopping = asyncio.ensure_future(_wait_for_stop(exit_with_parent=exit_with_parent))
     try:
