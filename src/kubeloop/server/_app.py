@@ -1,6 +1,7 @@
 """The API server as one plain ASGI app: :func:`create_app` and :class:`App`.
 
-Routing is by :func:`parse_request_info`; extension routes (``app.add_route``) are consulted first,
+Routing is by :func:`~kubeloop.server._requestinfo.request_info` (parsed once per request, shared
+with authorization); extension routes (``app.add_route``) are consulted first,
 so OpenAPI, aggregated discovery and review endpoints mount without touching this module. Every
 failure is answered with a ``Status`` (the ``ApiError`` tree); anything unexpected is a 500
 InternalError, never a dropped connection. The app is a complete server over a ``Store``:
@@ -48,7 +49,7 @@ from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
 from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._protection import DeletionProtection
-from kubeloop.server._requestinfo import parse_request_info
+from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._state import ServerState, Validator
 from kubeloop.store import Store
@@ -190,7 +191,7 @@ class App:
         if path == "/version":
             await send_json(send, 200, VERSION_INFO)
             return
-        info = parse_request_info(request.method, path, request.query)
+        info = request_info(request.scope, request.method, path, request.query)
         if info.is_resource_request:
             await self._handlers.handle(request, info, send)
             return

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 from kubeloop.api import Forbidden, qualified_resource
 from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
-from kubeloop.server._requestinfo import parse_request_info
+from kubeloop.server._requestinfo import RequestInfo, parse_request_info, request_info
 
 __all__ = [
     "AllowAll",
@@ -75,6 +75,10 @@ class RuleResolver(Protocol):
 def request_attributes(user: User, method: str, path: str, query: str = "") -> Attributes:
     """The attributes of ``method path?query`` made by ``user`` (the server's one request parser)."""
     info = parse_request_info(method, path, parse_qs(query, keep_blank_values=True) if query else {})
+    return _attributes(user, path, info)
+
+
+def _attributes(user: User, path: str, info: RequestInfo) -> Attributes:
     return Attributes(
         user=user,
         verb=info.verb,
@@ -139,9 +143,11 @@ class AuthorizationMiddleware:
             await self.app(scope, receive, send)
             return
         query = scope.get("query_string", b"")
-        attributes = request_attributes(
-            user, scope.get("method", "GET"), scope.get("path", "/"), query.decode("latin-1")
-        )
+        path = scope.get("path", "/")
+        # Parsed once: the app routes by this same value (request_info keeps it in the scope).
+        info = request_info(scope, scope.get("method", "GET"), path,
+                            parse_qs(query.decode("latin-1"), keep_blank_values=True) if query else {})
+        attributes = _attributes(user, path, info)
         decision = await self.authorizer.authorize(attributes)
         if not decision.allowed:
             await send_error(send, forbidden_error(attributes, decision.reason))

@@ -274,7 +274,10 @@ def _success() -> dict[str, Any]:
 
 def is_pod_subresource_post(request: Request) -> bool:
     """``POST /api/v1/namespaces/NS/pods/NAME/{eviction,binding}``."""
-    parts = request.path.strip("/").split("/")
+    path = request.path.rstrip("/")
+    if not path.endswith(("/eviction", "/binding")):  # every other request: no split
+        return False
+    parts = path.strip("/").split("/")
     return (len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods"
             and parts[6] in ("eviction", "binding"))
 

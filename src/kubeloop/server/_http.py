@@ -9,7 +9,7 @@ any parameters we can honour) means JSON, a list with nothing we can produce is 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -30,6 +30,7 @@ __all__ = [
     "send_bytes",
     "send_error",
     "send_json",
+    "send_parts",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -41,6 +42,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # apiserver pkg/server/config.go MaxRequestBodyBytes.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 JSON = "application/json"
+_JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
+_CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,9 @@ class MediaType:
 
 
 def parse_accept(header: str) -> list[MediaType]:
+    if "," not in header and ";" not in header:  # one bare media type: what most clients send
+        media = header.strip().lower()
+        return [MediaType(media)] if media else []
     out: list[MediaType] = []
     for part in header.split(","):
         pieces = [p.strip() for p in part.split(";")]
@@ -78,8 +84,7 @@ class Request:
         self.method: str = scope["method"]
         raw_path = scope.get("raw_path")
         self.path: str = unquote(raw_path.decode("latin-1").split("?", 1)[0]) if raw_path else scope["path"]
-        qs = scope.get("query_string", b"").decode("latin-1")
-        self.query: dict[str, list[str]] = parse_qs(qs, keep_blank_values=True)
+        self._query: dict[str, list[str]] | None = None
         headers: dict[str, str] = {}
         for k, v in scope.get("headers", ()):
             name = k.decode("latin-1").lower()
@@ -87,6 +92,16 @@ class Request:
             headers[name] = f"{headers[name]},{value}" if name in headers else value
         self.headers = headers
         self._body: bytes | None = None
+        self._accepts: list[MediaType] | None = None
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        """The query string's parameters (parsed on first use; most requests have none)."""
+        query = self._query
+        if query is None:
+            qs = self.scope.get("query_string", b"")
+            query = self._query = parse_qs(qs.decode("latin-1"), keep_blank_values=True) if qs else {}
+        return query
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -130,7 +145,11 @@ class Request:
         return self._body
 
     def accepts(self) -> list[MediaType]:
-        return parse_accept(self.headers.get("accept", ""))
+        """The Accept header's entries, parsed once per request (treat the list as read-only)."""
+        accepts = self._accepts
+        if accepts is None:
+            accepts = self._accepts = parse_accept(self.headers.get("accept", ""))
+        return accepts
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
@@ -166,14 +185,28 @@ async def send_bytes(
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     raw_headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-cache, private"),
+        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
+        (b"content-length", b"%d" % len(body)),
+        _CACHE_CONTROL,
     ]
     if headers:
         raw_headers.extend(headers)
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes], *, content_type: str = JSON) -> None:
+    """A body of ``length`` bytes sent as ``parts`` (one ASGI message each): the transport writes each
+    part as it comes, so a large body is never one buffer and the peer receives while it is produced."""
+    raw_headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(length).encode()),
+        (b"cache-control", b"no-cache, private"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    for part in parts:
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def send_json(

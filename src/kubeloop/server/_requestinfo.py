@@ -9,13 +9,21 @@ disagree about what a request is. Rules kept from upstream:
   but absent, ``0`` and ``false``), or with the deprecated ``/watch/`` path prefix;
 - ``/api/v1/namespaces/NS/status`` and ``.../finalize`` are subresources of the namespace ``NS``;
 - a list/watch whose field selector pins ``metadata.name`` carries that name.
+
+:func:`request_info` parses a request once: the value is kept in the ASGI scope, so the
+authorization middleware and the app's router share one parse (and one answer).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["RequestInfo", "parse_request_info", "truthy"]
+__all__ = ["SCOPE_KEY", "RequestInfo", "parse_request_info", "request_info", "truthy"]
+
+# Where :func:`request_info` keeps a request's parsed attributes in its ASGI scope.
+SCOPE_KEY = "kubeloop.request_info"
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "GET": "get", "HEAD": "get"}
@@ -43,25 +51,29 @@ class RequestInfo:
     parts: tuple[str, ...] = ()
 
 
-def parse_request_info(method: str, path: str, query: dict[str, list[str]]) -> RequestInfo:
-    parts = [p for p in path.strip("/").split("/") if p] if path.strip("/") else []
+def parse_request_info(method: str, path: str, query: Mapping[str, list[str]]) -> RequestInfo:
+    stripped = path.strip("/")
     lower_method = method.lower()
-    if not parts or parts[0] not in ("api", "apis"):
+    if not stripped.startswith("api"):  # also the empty path: no resource request without /api or /apis
         return RequestInfo(False, path, lower_method)
+    parts = stripped.split("/")
+    if "" in parts:  # "//" in the path: upstream's splitPath drops empty segments
+        parts = [p for p in parts if p]
     prefix = parts[0]
-    rest = parts[1:]
+    if prefix != "api" and prefix != "apis":
+        return RequestInfo(False, path, lower_method)
     group = ""
     if prefix == "apis":
-        if not rest:
+        if len(parts) < 2:
             return RequestInfo(False, path, lower_method)
-        group = rest[0]
-        rest = rest[1:]
-    if not rest:
+        group = parts[1]
+        rest = parts[2:]
+    else:
+        rest = parts[1:]
+    if len(rest) < 2:  # a version alone (or nothing) is discovery
         return RequestInfo(False, path, lower_method)
     version = rest[0]
     rest = rest[1:]
-    if not rest:
-        return RequestInfo(False, path, lower_method)
 
     verb = _VERBS.get(method.upper(), lower_method)
     if rest[0] == "watch":
@@ -84,12 +96,10 @@ def parse_request_info(method: str, path: str, query: dict[str, list[str]]) -> R
             verb = "watch" if truthy(query.get("watch")) else "list"
         elif verb == "delete":
             verb = "deletecollection"
-        elif verb == "watch":
-            pass
     elif verb == "get" and truthy(query.get("watch")):
         verb = "watch"
     if verb in ("list", "watch") and not name:
-        for selector in query.get("fieldSelector", [])[:1]:
+        for selector in (query.get("fieldSelector") or ())[:1]:
             for term in selector.split(","):
                 key, op, value = _split_term(term)
                 if key == "metadata.name" and op in ("=", "=="):
@@ -97,6 +107,21 @@ def parse_request_info(method: str, path: str, query: dict[str, list[str]]) -> R
     return RequestInfo(
         True, path, verb, prefix, group, version, namespace, resource, subresource, name, tuple(rest)
     )
+
+
+def request_info(scope: MutableMapping[str, Any], method: str, path: str, query: Mapping[str, list[str]]) -> RequestInfo:
+    """:func:`parse_request_info` once per request: the result is kept in ``scope`` and reused by
+    every later caller that asks about the same method, path and query string (authorization, then
+    routing); ``query`` must be the parsed ``scope["query_string"]``. A middleware that rewrites the
+    request in between gets a fresh parse, never a stale one."""
+    query_string = scope.get("query_string", b"")
+    cached = scope.get(SCOPE_KEY)
+    if cached is not None and cached[0] == method and cached[1] == path and cached[2] == query_string:
+        info: RequestInfo = cached[3]
+        return info
+    info = parse_request_info(method, path, query)
+    scope[SCOPE_KEY] = (method, path, query_string, info)
+    return info
 
 
 def _split_term(term: str) -> tuple[str, str, str]:

@@ -1,0 +1,125 @@
+"""A request is parsed once: authorization and routing share the parse kept in the ASGI scope.
+
+The answers must be exactly those of a separate parse: a user who passes RBAC gets the same status
+and body as an admin (who skips authorization, so the app parses alone), and a middleware that
+rewrites the request after authorization is routed by the rewritten request, never a stale parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from kubeloop.server import App, User, secure
+from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
+from kubeloop.server._authz_rbac import RbacAuthorizer
+from kubeloop.server._http import Receive, Scope, Send
+from kubeloop.server._requestinfo import SCOPE_KEY, parse_request_info, request_info
+
+ADMIN = User("kubernetes-admin", groups=("system:masters", "system:authenticated"))
+BOB = User("bob", groups=("system:authenticated",))
+TOKENS = {"admin-token": ADMIN, "bob-token": BOB}
+RBAC = "rbac.authorization.k8s.io"
+OBJECTS: list[dict[str, Any]] = [
+    *bootstrap_rbac_objects(),
+    {"kind": "Role", "metadata": {"name": "cm", "namespace": "default"},
+     "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]},
+    {"kind": "RoleBinding", "metadata": {"name": "bob-cm", "namespace": "default"},
+     "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "cm"}, "subjects": [{"kind": "User", "name": "bob"}]},
+]
+PLURALS = {"Role": "roles", "ClusterRole": "clusterroles", "RoleBinding": "rolebindings",
+           "ClusterRoleBinding": "clusterrolebindings"}
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+async def lister(resource: str) -> Sequence[dict[str, Any]]:
+    return [o for o in OBJECTS if PLURALS[o["kind"]] == resource]
+
+
+def clients(app: Any) -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
+    secured = secure(app, tokens=TOKENS, authorizer=RbacAuthorizer(lister=lister))
+    transport = httpx.ASGITransport(app=secured)
+    return (
+        httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer admin-token"}),
+        httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer bob-token"}),
+    )
+
+
+@pytest.fixture
+async def admin_and_bob(app: App) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    admin, bob = clients(app)
+    async with admin, bob:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}
+        assert (await admin.post(CONFIGMAPS, content=orjson.dumps(body))).status_code == 201
+        yield admin, bob
+
+
+@pytest.mark.parametrize("path", [
+    f"{CONFIGMAPS}/a",
+    f"{CONFIGMAPS}/missing",
+    CONFIGMAPS,
+    f"{CONFIGMAPS}?fieldSelector=metadata.name%3Da",
+    f"{CONFIGMAPS}/a/",
+    f"{CONFIGMAPS}/a?watch=0",
+])
+async def test_an_authorized_user_gets_the_answer_the_admin_gets(
+    admin_and_bob: tuple[httpx.AsyncClient, httpx.AsyncClient], path: str
+) -> None:
+    admin, bob = admin_and_bob
+    theirs = await admin.get(path)
+    ours = await bob.get(path)
+    assert ours.status_code == theirs.status_code
+    assert ours.json() == theirs.json()
+
+
+async def test_a_missing_object_is_404_and_a_denied_verb_403_after_one_parse(
+    admin_and_bob: tuple[httpx.AsyncClient, httpx.AsyncClient],
+) -> None:
+    admin, bob = admin_and_bob
+    missing = await bob.get(f"{CONFIGMAPS}/missing")
+    assert missing.status_code == 404
+    assert missing.json()["message"] == 'configmaps "missing" not found'
+    assert missing.json()["details"] == {"name": "missing", "kind": "configmaps"}
+    denied = await bob.delete(f"{CONFIGMAPS}/a")
+    assert denied.status_code == 403
+    assert denied.json()["message"] == (
+        'configmaps "a" is forbidden: User "bob" cannot delete resource "configmaps" in API group "" '
+        'in the namespace "default"'
+    )
+    elsewhere = await bob.get("/api/v1/namespaces/kube-system/configmaps/a")
+    assert elsewhere.status_code == 403
+    # Authorization comes before routing: an unknown resource is 403 for bob, 404 for the admin.
+    assert (await bob.get("/api/v1/namespaces/default/configmapz/a")).status_code == 403
+    assert (await admin.get("/api/v1/namespaces/default/configmapz/a")).status_code == 404
+
+
+async def test_a_request_rewritten_after_authorization_is_routed_by_its_new_path(app: App) -> None:
+    async def rewrite(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"].endswith("/alias"):
+            path = scope["path"].removesuffix("/alias") + "/a"
+            scope["path"], scope["raw_path"] = path, path.encode()
+        await app(scope, receive, send)
+
+    admin, bob = clients(rewrite)
+    async with admin, bob:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}
+        assert (await admin.post(CONFIGMAPS, content=orjson.dumps(body))).status_code == 201
+        answer = await bob.get(f"{CONFIGMAPS}/alias")
+    assert answer.status_code == 200
+    assert answer.json()["metadata"]["name"] == "a"
+
+
+def test_request_info_is_parsed_once_per_scope_and_again_when_the_request_changes() -> None:
+    scope: dict[str, Any] = {"query_string": b""}
+    first = request_info(scope, "GET", f"{CONFIGMAPS}/a", {})
+    assert first == parse_request_info("GET", f"{CONFIGMAPS}/a", {})
+    assert request_info(scope, "GET", f"{CONFIGMAPS}/a", {}) is first
+    assert request_info(scope, "DELETE", f"{CONFIGMAPS}/a", {}).verb == "delete"
+    assert request_info(scope, "GET", CONFIGMAPS, {}).verb == "list"
+    scope["query_string"] = b"watch=1"
+    assert request_info(scope, "GET", CONFIGMAPS, {"watch": ["1"]}).verb == "watch"
+    assert scope[SCOPE_KEY][3].verb == "watch"
