@@ -17,6 +17,7 @@ travel between machines better than absolute rates do (method in docs/performanc
    kopf's throughput, and less memory.
 
 Each part is bounded (``KOPF_TIMEOUT``): a tool that does not finish is reported with the rate it reached.
+``--list-only`` runs part 1 alone.
 """
 
 from __future__ import annotations
@@ -290,19 +291,20 @@ def ratio_row(what: str, value: float, goal: str, ok: bool) -> str:
     return f"| {what:<58} | {value:>8.1f}x | {goal:<8} | {'yes' if ok else 'NO':<3} |"
 
 
-async def amain() -> None:
+async def amain(*, list_only: bool = False) -> None:
     load_before = os.getloadavg()[0]
+    runs: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="kubeloop-bench-") as tmp_name:
         tmp = Path(tmp_name)
         server, kubeconfig = await start_server(tmp / "data")
         try:
             print(f"seeding {PODS} pods, listing each way {LIST_RUNS} times ...", flush=True)
             lists = await bench_list(kubeconfig)
-            print(f"reconciling {OBJECTS} ConfigMaps with kubeloop, then kopf ...", flush=True)
-            runs = await bench_reconcile(kubeconfig, tmp, server.pid)
+            if not list_only:
+                print(f"reconciling {OBJECTS} ConfigMaps with kubeloop, then kopf ...", flush=True)
+                runs = await bench_reconcile(kubeconfig, tmp, server.pid)
         finally:
             stop(server)
-    k, o = runs["kubeloop"], runs["kopf"]
     print(f"\nmachine: {os.cpu_count()} CPUs, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
     print("| measure (same server, same run)                            |    ratio | goal     | met |")
     print("| ---------------------------------------------------------- | -------: | -------- | --- |")
@@ -310,15 +312,19 @@ async def amain() -> None:
     r_light = lists["lightkube"] / lists["kubeloop"]
     print(ratio_row(f"list+decode {PODS} pods: kubernetes time / kubeloop time", r_official, ">= 10", r_official >= 10))
     print(ratio_row(f"list+decode {PODS} pods: lightkube time / kubeloop time", r_light, "> 1", r_light > 1))
+    list_line = (
+        f"list {PODS} pods (best of {LIST_RUNS}): kubeloop {lists['kubeloop'] * 1000:.0f} ms, "
+        f"kubernetes {lists['kubernetes'] * 1000:.0f} ms, lightkube {lists['lightkube'] * 1000:.0f} ms"
+    )
+    if list_only:
+        print(f"\n{list_line}")
+        return
+    k, o = runs["kubeloop"], runs["kopf"]
     r_rate = k["per_second"] / o["per_second"]
     r_mem = o["rss_mib"] / k["rss_mib"]
     print(ratio_row(f"reconcile {OBJECTS} objects: kubeloop rate / kopf rate", r_rate, ">= 5", r_rate >= 5))
     print(ratio_row("reconcile: kopf peak RSS / kubeloop peak RSS", r_mem, "> 1", r_mem > 1))
-    print()
-    print(
-        f"list {PODS} pods (best of {LIST_RUNS}): kubeloop {lists['kubeloop'] * 1000:.0f} ms, "
-        f"kubernetes {lists['kubernetes'] * 1000:.0f} ms, lightkube {lists['lightkube'] * 1000:.0f} ms"
-    )
+    print(f"\n{list_line}")
     for name, run in runs.items():
         print(
             f"reconcile {name}: {run['done']:.0f}/{OBJECTS} in {run['seconds']:.2f} s "
@@ -329,4 +335,8 @@ async def amain() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(amain())
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list-only", action="store_true", help="run only part 1 (list and decode the pods)")
+    asyncio.run(amain(list_only=parser.parse_args().list_only))

@@ -29,8 +29,8 @@ from kubeloop.server._field_validation import (
     unknown_field_texts,
     warning_headers,
 )
-from kubeloop.server._http import Request, Send, decode_json, decode_yaml, send_bytes, send_json
-from kubeloop.server._list import ListResult, list_body, list_objects, served_value
+from kubeloop.server._http import Request, Send, decode_json, decode_yaml, send_bytes, send_json, send_parts
+from kubeloop.server._list import ListResult, list_body, list_body_parts, list_objects, served_value
 from kubeloop.server._managed import record_manager_hook
 from kubeloop.server._options import (
     parse_delete_options,
@@ -314,11 +314,11 @@ class ResourceHandlers:
                               continue_token=result.continue_token, remaining=result.remaining)
             await send_json(send, 200, table, content_type=TABLE_CONTENT_TYPE)
             return
-        body = list_body(info, result)
         if content_type != "application/json":
-            await send_json(send, 200, orjson.loads(body), content_type=content_type)
+            await send_json(send, 200, orjson.loads(list_body(info, result)), content_type=content_type)
             return
-        await send_bytes(send, 200, body)
+        length, parts = list_body_parts(info, result)
+        await send_parts(send, 200, length, parts)
 
     async def _answer_object(self, request: Request, info: ResourceInfo, status: int, body: bytes, send: Send,
                              content_type: str, *, warnings: list[str] | None = None) -> None:

@@ -11,12 +11,18 @@ Guarantees (apimachinery reference 5.2, apiserver ``pkg/storage/etcd3/store.go``
   means "not older than N" (504 ``Too large resource version`` when the store has not reached N).
 - Items are the stored bytes concatenated, never decoded unless a selector must look inside, and
   a ``metadata.name`` field selector on a namespaced list reads one key instead of a range.
+- The body is produced in parts (:func:`list_body_parts`) of about ``BODY_PART`` bytes whose
+  concatenation is :func:`list_body` byte for byte, with the total length known before the first
+  part: the server can stream a large list (as kube-apiserver does) instead of building and copying
+  one buffer of the whole list. Every item is read before the first part, so a streamed list is
+  still one revision whatever is written while it is sent.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,9 +33,16 @@ from kubeloop.server._options import ListOptions
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.store import Compacted, KeyValue
 
-__all__ = ["ListResult", "current_objects", "list_body", "list_objects", "matches", "served_value"]
+__all__ = [
+    "BODY_PART", "ListResult", "current_objects", "list_body", "list_body_parts", "list_objects", "matches",
+    "served_value",
+]
 
 _CHUNK = 500
+# Bytes per streamed part of a list body: large enough that per-part overhead (an ASGI message, a
+# transport write) is negligible, small enough that no part costs a large fresh allocation and the
+# client receives while the server is still joining.
+BODY_PART = 1 << 18
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new "
     "list without the continue parameter, or use the continue token in this response to retrieve the "
@@ -187,11 +200,42 @@ async def _collect(
 
 
 def list_body(info: ResourceInfo, result: ListResult) -> bytes:
+    """The whole ``<Kind>List`` body: the parts of :func:`list_body_parts`, joined."""
+    return b"".join(list_body_parts(info, result, part_size=BODY_PART)[1])
+
+
+def list_body_parts(
+    info: ResourceInfo, result: ListResult, *, part_size: int = BODY_PART
+) -> tuple[int, Iterator[bytes]]:
+    """The list body's total length and its parts (each about ``part_size`` bytes, items never split).
+
+    Items are rendered (:func:`served_value`) before this returns, so the length is exact; the
+    parts are joined only as they are taken, one at a time.
+    """
     meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         meta["continue"] = result.continue_token
     if result.remaining is not None:
         meta["remainingItemCount"] = result.remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    items = b",".join(served_value(info, kv.value) for kv in result.items)
-    return head[:-1] + b',"items":[' + items + b"]}"
+    head = head[:-1] + b',"items":['
+    items = result.items
+    values = [served_value(info, kv.value) for kv in items] if info.custom else [kv.value for kv in items]
+    sizes = [len(v) for v in values]
+    length = len(head) + sum(sizes) + max(len(values) - 1, 0) + 2
+    return length, _parts(head, values, sizes, part_size)
+
+
+def _parts(head: bytes, values: list[bytes], sizes: list[int], part_size: int) -> Iterator[bytes]:
+    start, size = 0, len(head)
+    for end, n in enumerate(sizes):
+        size += n + 1
+        if size >= part_size:
+            part = b",".join(values[start : end + 1])
+            yield head + part if start == 0 else b"," + part
+            head, start, size = b"", end + 1, 0
+    tail = b",".join(values[start:])
+    if start == 0:
+        yield head + tail + b"]}"
+    else:
+        yield (b"," + tail + b"]}") if tail else b"]}"
