@@ -199,9 +199,9 @@ async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes
     """A body of ``length`` bytes sent as ``parts`` (one ASGI message each): the transport writes each
     part as it comes, so a large body is never one buffer and the peer receives while it is produced."""
     raw_headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(length).encode()),
-        (b"cache-control", b"no-cache, private"),
+        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
+        (b"content-length", b"%d" % length),
+        _CACHE_CONTROL,
     ]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     for part in parts:
