@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,3 +136,58 @@ def test_apply_leaves_its_inputs_alone_and_writes_entries_as_a_full_encoding_wou
         entries = result["metadata"].get("managedFields") or []
         assert [e.to_json() for e in decode_managed_fields(entries)] == entries
         live = copy.deepcopy(result)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "a", "b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "name", "x"]), inner, max_size=3),
+    max_leaves=6,
+)
+_CONTAINER = st.fixed_dictionaries({"name": st.sampled_from(["a", "b"])}, optional={
+    "image": st.sampled_from(["nginx", ""]), "args": st.lists(st.sampled_from(["-x", "-y"]), max_size=2),
+    "ports": st.lists(st.fixed_dictionaries({"containerPort": st.integers(80, 81)},
+                                            optional={"protocol": st.sampled_from(["TCP", "UDP"])}), max_size=3),
+    "env": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["A", "B"])}, optional={"value": _JSON}), max_size=2),
+    "resources": st.fixed_dictionaries({}, optional={"limits": st.dictionaries(st.sampled_from(["cpu", "mem"]),
+                                                                               st.just("1"), max_size=2)}),
+})
+_META = st.fixed_dictionaries({"name": st.just("p"), "namespace": st.just("n")}, optional={
+    "uid": st.just("u"), "creationTimestamp": st.just("2024-01-01T00:00:00Z"), "generateName": st.just("p-"),
+    "labels": st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", ""]), max_size=2),
+    "annotations": st.dictionaries(st.sampled_from(["a", "b"]), st.just("1"), max_size=2),
+    "finalizers": st.lists(st.sampled_from(["f/a", "f/b"]), max_size=3),
+    "ownerReferences": st.lists(st.fixed_dictionaries({"uid": st.sampled_from(["1", "2"]), "name": st.just("o")}),
+                                max_size=2),
+})
+_POD = st.fixed_dictionaries({"apiVersion": st.just("v1"), "kind": st.just("Pod"), "metadata": _META}, optional={
+    "spec": st.fixed_dictionaries({}, optional={
+        "containers": st.lists(_CONTAINER, max_size=3), "nodeSelector": st.dictionaries(st.just("k"), st.just("v")),
+        "tolerations": st.lists(st.fixed_dictionaries({"key": st.just("k")}), max_size=2),
+        "hostname": st.none() | st.just("h"), "unknownField": _JSON, "securityContext": st.just({}),
+    }),
+    "status": st.fixed_dictionaries({}, optional={
+        "phase": st.just("Running"),
+        "conditions": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Init"]), "status": st.just("True")}),
+                               max_size=2),
+    }),
+    "data": st.dictionaries(st.sampled_from(["a", "b"]), _JSON, max_size=2),
+    "extra": _JSON,
+})
+_SCHEMAS = {"pod": builtin_schema("", "v1", "Pod"), "configmap": builtin_schema("", "v1", "ConfigMap"), "none": None}
+
+
+@settings(max_examples=300, deadline=None)
+@given(_POD, st.sampled_from(sorted(_SCHEMAS)), st.sampled_from([None, "status", "scale"]), st.booleans(),
+       st.sampled_from(["Update", "Apply"]))
+def test_a_creates_managed_fields_equal_the_full_recomputation(
+    obj: dict[str, Any], schema: str, subresource: str | None, status_subresource: bool, operation: str,
+) -> None:
+    kwargs: dict[str, Any] = {"manager": "m", "now": "2024-01-01T00:00:00Z", "api_version": "v1",
+                              "schema": _SCHEMAS[schema], "subresource": subresource, "operation": operation,
+                              "status_subresource": status_subresource}
+    frozen = copy.deepcopy(obj)
+    fast = _after_update(None, obj, fast=True, **kwargs)
+    full = _after_update(None, obj, fast=False, **kwargs)
+    assert orjson.dumps(fast) == orjson.dumps(full)  # the same bytes: FieldsV1 key order included
+    assert obj == frozen
+    assert [e.to_json() for e in decode_managed_fields(fast)] == fast

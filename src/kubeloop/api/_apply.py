@@ -34,6 +34,7 @@ from kubeloop.api._fieldpath import (
     FieldSet,
     Path,
     compare,
+    created_fields_v1,
     fields_v1,
     parse_fields_v1,
     path_string,
@@ -314,6 +315,10 @@ def _after_update(
         base = raw_new  # the client wrote its own entries: decode (and validate) them all
     else:
         base = raw_old
+        if fast and not base and not old_view:
+            created = _created_entry(new_view, schema, manager, operation, api_version, subresource, now, reset)
+            if created is not None:
+                return created
         if fast and isinstance(base, list) and base and all(_is_stored_entry(e) for e in base):
             comparison = compare(old_view, new_view, schema)
             quick = _fast_update(base, comparison, reset, manager, operation, api_version, subresource or "", now)
@@ -322,6 +327,26 @@ def _after_update(
     entries = decode_managed_fields(base)
     entries = _apply_update(entries, old_view, new_view, schema, manager, operation, api_version, subresource, now, reset)
     return [e.to_json() for e in _sorted(_cap_update_managers(entries))]
+
+
+def _created_entry(
+    new: dict[str, Any], schema: Any, manager: str, operation: str, api_version: str, subresource: str | None,
+    now: str, reset: tuple[Path, ...],
+) -> list[dict[str, Any]] | None:
+    """:func:`_apply_update` from nothing (a create): one entry owning every field of ``new``, its
+    FieldsV1 built in one walk; ``None`` when that walk does not apply (the caller recomputes)."""
+    if not all(len(r) == 1 for r in reset):
+        return None
+    tree = created_fields_v1(new, schema, unowned=_STRIPPED, skip=frozenset(r[0] for r in reset))
+    if tree is None:
+        return None
+    if not tree:
+        return []
+    entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
+                             "fieldsType": "FieldsV1", "fieldsV1": tree}
+    if subresource:
+        entry["subresource"] = subresource
+    return [entry]
 
 
 def _apply_update(

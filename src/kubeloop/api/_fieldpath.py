@@ -35,6 +35,7 @@ __all__ = [
     "FieldSet",
     "Path",
     "compare",
+    "created_fields_v1",
     "fields_v1",
     "is_atomic_map",
     "item_element",
@@ -80,12 +81,6 @@ def is_atomic_map(schema: Schema) -> bool:
     """Whether a map field's schema makes the whole map one leaf (``x-kubernetes-map-type: atomic``)."""
     resolved = resolve(schema)
     return resolved is not None and resolved.get("x-kubernetes-map-type") == "atomic"
-
-
-def _declared(schema: Schema, key: str) -> bool:
-    resolved = resolve(schema)
-    properties = resolved.get("properties") if resolved else None
-    return isinstance(properties, dict) and key in properties
 
 
 def item_element(item: Any, semantics: str, keys: tuple[str, ...], index: int) -> str:
@@ -187,7 +182,7 @@ def _leaf(old: Any, new: Any, path: Path, result: Comparison) -> None:
 class _Shape:
     """What :func:`_compare` needs of one resolved schema node, worked out once per node."""
 
-    __slots__ = ("atomic_map", "children", "extra", "items", "keys", "required", "schema", "semantics")
+    __slots__ = ("atomic_map", "children", "declared", "extra", "items", "keys", "required", "schema", "semantics")
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
@@ -196,6 +191,8 @@ class _Shape:
         self.items = items_schema(schema)
         resolved = resolve(schema)
         self.required = frozenset(resolved.get("required") or ()) if resolved else frozenset()
+        properties = resolved.get("properties") if resolved else None
+        self.declared = frozenset(properties) if isinstance(properties, dict) else frozenset()
         self.extra: tuple[Schema, bool] = (property_schema(schema, _UNDECLARED), False)
         self.children: dict[str, tuple[Schema, bool]] = {}
 
@@ -204,7 +201,7 @@ class _Shape:
         hit = self.children.get(key)
         if hit is not None:
             return hit
-        if not _declared(self.schema, key):
+        if key not in self.declared:  # the node's own properties, known once (map keys are never)
             return self.extra
         child_schema = property_schema(self.schema, key)
         struct = key in self.required or bool(child_schema and isinstance(child_schema.get("properties"), dict))
@@ -301,6 +298,68 @@ def _added(new: Any, schema: Schema, path: Path, added: set[Path], struct_like: 
         return
     if path and not struct_like:
         added.add(path)
+
+
+def created_fields_v1(value: dict[str, Any], schema: Schema, *, unowned: frozenset[Path],
+                      skip: frozenset[str]) -> dict[str, Any] | None:
+    """``fields_v1`` of ``compare({}, value, schema).added`` without the paths in ``unowned`` and
+    without the top-level fields in ``skip`` (elements such as ``"f:status"``), built in one walk
+    without materialising the paths: what a create's single managedFields entry owns. ``None``
+    when the schema makes the root one atomic leaf (the caller then takes the general path)."""
+    resolved = resolve(schema)
+    shape = _shape(resolved)
+    if shape.atomic_map or not value:
+        return None
+    out: dict[str, Any] = {}
+    for key in sorted(value):
+        element = "f:" + key
+        if element in skip:
+            continue
+        child_schema, child_struct = shape.child(key)
+        node = _created(value[key], child_schema, (element,), child_struct, unowned)
+        if node is not None:
+            out[element] = node
+    return _reorder(out) if out else {}
+
+
+def _created(value: Any, schema: Schema, path: Path, struct_like: bool, unowned: frozenset[Path]) -> dict[str, Any] | None:
+    """The FieldsV1 node of ``path`` for :func:`_added` of ``value``: ``{}`` for a member leaf, the
+    children (with ``"."`` first when ``path`` is itself a member), ``None`` when nothing is owned."""
+    member = path not in unowned
+    if isinstance(value, dict):
+        shape = _shape(schema)
+        if shape.atomic_map or not value:
+            return {} if member else None
+        children: dict[str, Any] = {}
+        for key in sorted(value):
+            child_schema, child_struct = shape.child(key)
+            element = "f:" + key
+            node = _created(value[key], child_schema, (*path, element), child_struct, unowned)
+            if node is not None:
+                children[element] = node
+    elif isinstance(value, list):
+        shape = _shape(schema)
+        if shape.semantics == "atomic" or not value:
+            return {} if member else None
+        children = {}
+        for element, item in _list_items(value, schema, shape).items():
+            node = _created(item, shape.items, (*path, element), False, unowned)
+            if node is not None:
+                children[element] = node
+        children = _reorder(children)
+    else:
+        return {} if member else None
+    if not struct_like and member:
+        return {".": {}, **children} if children else {}
+    return children or None
+
+
+def _reorder(node: dict[str, Any]) -> dict[str, Any]:
+    """``node``'s elements in FieldsV1 order (``f:`` < ``k:`` < ``v:`` < ``i:``, as :func:`_ordered`)."""
+    elements = sorted(node)
+    if elements and elements[-1][0] in "kv":
+        elements.sort(key=_sort_key)
+    return {element: node[element] for element in elements}
 
 
 def _sort_key(element: str) -> tuple[int, str]:
