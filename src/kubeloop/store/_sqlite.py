@@ -346,16 +346,24 @@ class SqliteStore:
             self._ring.popleft()
 
     def _compact_db(self, revision: int) -> None:
+        """Delete the rows no read at or after ``revision`` needs: deletions, and rows superseded by a
+        later row of their key at or below it. A row's successor names it in ``prev_rev``, and the
+        previous compaction (at ``self._compacted``) removed every row superseded by then, so only
+        rows written since are looked at: the cost is the history window, not the whole table."""
         db = self._db
         assert db is not None
         db.execute("BEGIN IMMEDIATE")
         try:
+            bounds = {"c": revision, "p": self._compacted, "d": _DELETE}
+            # Two statements, superseded rows first: the successors' prev_rev list is built before
+            # anything is deleted (one statement with OR lets SQLite delete a deletion row before
+            # reading its prev_rev).
             db.execute(
-                "DELETE FROM revisions WHERE rev <= :c AND (type = :d OR EXISTS ("
-                "SELECT 1 FROM revisions later WHERE later.key = revisions.key "
-                "AND later.rev > revisions.rev AND later.rev <= :c))",
-                {"c": revision, "d": _DELETE},
+                "DELETE FROM revisions WHERE rev IN ("
+                "SELECT prev_rev FROM revisions WHERE rev > :p AND rev <= :c AND prev_rev IS NOT NULL)",
+                bounds,
             )
+            db.execute("DELETE FROM revisions WHERE type = :d AND rev > :p AND rev <= :c", bounds)
             db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('compacted', ?)", (revision,))
             db.execute("COMMIT")
         except BaseException:
