@@ -8,7 +8,10 @@ client, so it works against any cluster.
 Decision for one node pulled from ``attempt_to_delete`` (:meth:`GarbageCollector.attempt_to_delete_item`):
 
 1. Being deleted and not in foreground mode: nothing to do (deletion is one-way).
-2. Live GET. Missing, or a different uid: a virtual delete removes the stale node from the graph.
+2. Read the item: from its informer when the node was observed there with this uid, else a live GET
+   (upstream always GETs live and notes that only virtual nodes need it; every write below is
+   conditional on the uid and resourceVersion read, so a stale copy costs a 409 and a retry that reads
+   live, never a wrong write). Missing, or a different uid: a virtual delete removes the stale node from the graph.
 3. Deleting dependents (foreground): delete the dependents that block it (they inherit foreground
    propagation when they have dependents of their own); once none blocks, drop ``foregroundDeletion``.
 4. Classify each ownerReference with a live lookup of the owner *in the dependent's namespace*
@@ -211,7 +214,14 @@ class GarbageCollector:
         if node.being_deleted and not node.deleting_dependents:
             return False
         resource = self._resource(node.identity.api_version, node.identity.kind)
-        latest = await self._get(resource, node.identity.namespace, node.identity.name)
+        # Upstream GETs the item live here, noting that only a virtual node needs it ("the local graph could
+        # lag behind the real status, but in practice, the difference is small"). An observed item's first
+        # attempt reads its informer instead: every write below is conditional on the uid and resourceVersion
+        # read, so a stale copy ends in a Conflict, and the retry (a requeue) reads live.
+        first_attempt = self.attempt_to_delete.num_requeues(node.uid) == 0
+        latest = self._observed(resource, node) if first_attempt and not node.virtual else None
+        if latest is None:
+            latest = await self._get(resource, node.identity.namespace, node.identity.name)
         if latest is None or (latest.get("metadata") or {}).get("uid") != node.uid:
             self.graph.virtual_delete(node.identity)
             return True
@@ -310,6 +320,12 @@ class GarbageCollector:
         if resource is None:
             raise _RestMappingError(f"no resource serves {kind} in {api_version}")
         return resource
+
+    def _observed(self, resource: ResourceInfo, node: Node) -> dict[str, Any] | None:
+        cached = self.monitors.cached(resource, node.identity.namespace, node.identity.name)
+        if cached is None or (cached.get("metadata") or {}).get("uid") != node.uid:
+            return None
+        return cached
 
     async def _get(self, resource: ResourceInfo, namespace: str, name: str) -> dict[str, Any] | None:
         try:

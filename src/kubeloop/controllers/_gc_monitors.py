@@ -72,6 +72,13 @@ class Monitors:
     def resource_for(self, api_version: str, kind: str) -> ResourceInfo | None:
         return self.discovery.by_kind(api_version, kind)
 
+    def cached(self, resource: ResourceInfo, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as the kind's informer last saw it (shared: never mutate), ``None`` if not seen."""
+        entry = self.informers.get(_key(resource))
+        if entry is None:
+            return None
+        return entry[0].cache.get(f"{namespace}/{name}" if resource.namespaced and namespace else name)
+
     def deletable(self, discovery: Discovery) -> list[ResourceInfo]:
         """``GetDeletableResources``: preferred versions with delete, list and watch, minus ignored."""
         return [

@@ -48,9 +48,17 @@ COLLECTION_WORKERS = 64
 
 @dataclass(frozen=True, slots=True)
 class DeleteResult:
+    """What one delete answered: ``body`` is the object, or a Success Status (``is_status``) for kinds
+    that do not return the deleted object."""
+
     status: int
     body: bytes
     deleted: bool
+    is_status: bool = False
+
+
+def _as_is(status: int, value: bytes, deleted: bool) -> DeleteResult:
+    return DeleteResult(status, value, deleted)
 
 
 def _success_status(info: ResourceInfo, obj: dict[str, Any]) -> bytes:
@@ -64,10 +72,10 @@ def _success_status(info: ResourceInfo, obj: dict[str, Any]) -> bytes:
                          "details": details})
 
 
-def _finalize_delete(info: ResourceInfo, obj: dict[str, Any], value: bytes | None) -> bytes:
+def _finalize_delete(info: ResourceInfo, obj: dict[str, Any], value: bytes, deleted: bool) -> DeleteResult:
     if info.return_deleted_object:
-        return value if value is not None else orjson.dumps(obj)
-    return _success_status(info, obj)
+        return DeleteResult(200, value, deleted)
+    return DeleteResult(200, _success_status(info, obj), deleted, is_status=True)
 
 
 def _should_orphan(options: DeleteOptions, finalizers: list[str]) -> bool:
@@ -160,7 +168,7 @@ async def delete_object(
                     continue
                 return result
             if spec.get("finalizers"):
-                return DeleteResult(200, kv.value, False)
+                return _as_is(200, kv.value, False)
 
         graceful = False
         existing_grace = meta.get("deletionGracePeriodSeconds")
@@ -169,7 +177,7 @@ async def delete_object(
             # rest.BeforeDelete on an object already being deleted: only a shorter period counts.
             if existing_grace:
                 if requested is None or requested >= existing_grace:
-                    return DeleteResult(200, _finalize_delete(info, obj, kv.value), False)
+                    return _finalize_delete(info, obj, kv.value, False)
                 start = parse_time(meta["deletionTimestamp"]) - existing_grace
                 meta["deletionTimestamp"] = format_time(start + requested)
                 meta["deletionGracePeriodSeconds"] = requested
@@ -195,21 +203,21 @@ async def delete_object(
         delete_now = not graceful and not pending_finalizers
         if delete_now:
             if options.dry_run:
-                return DeleteResult(200, _finalize_delete(info, obj, kv.value), True)
+                return _finalize_delete(info, obj, kv.value, True)
             try:
                 gone = await state.store.delete(key, expected_revision=kv.mod_revision, render=renderer(obj))
             except (RevisionMismatch, KeyNotFound):
                 continue
-            return DeleteResult(200, _finalize_delete(info, obj, gone.value), True)
+            return _finalize_delete(info, obj, gone.value, True)
         if options.dry_run:
-            return DeleteResult(accepted, orjson.dumps(obj), False)
+            return _as_is(accepted, orjson.dumps(obj), False)
         if obj == orjson.loads(kv.value):
-            return DeleteResult(accepted, kv.value, False)
+            return _as_is(accepted, kv.value, False)
         try:
             stored = await state.store.update(key, renderer(obj), expected_revision=kv.mod_revision)
         except (RevisionMismatch, KeyNotFound):
             continue
-        return DeleteResult(accepted, stored.value, False)
+        return _as_is(accepted, stored.value, False)
     raise conflict(info.plural, name, info.group)
 
 
@@ -223,24 +231,29 @@ async def delete_listed(
     workers: int = COLLECTION_WORKERS,
 ) -> list[bytes]:
     """deletecollection of already listed objects (stored key-values): what each delete answered
-    (the object), in list order."""
-    gate = asyncio.Semaphore(workers)
+    (the object), in list order. ``workers`` deletes run at a time, each worker taking the next item."""
+    answers: list[bytes | None] = [None] * len(items)
+    failures: list[BaseException] = []
+    queue = iter(enumerate(items))
 
-    async def one(item: KeyValue) -> bytes | None:
-        meta = orjson.loads(item.value).get("metadata") or {}
-        async with gate:
+    async def worker() -> None:
+        for i, item in queue:
+            # The key names the object: /registry/GROUP/RESOURCE[/NAMESPACE]/NAME (names hold no "/").
+            head, _, name = item.key.rpartition("/")
+            namespace = head.rpartition("/")[2] if info.namespaced else ""
             try:
-                result = await delete_object(state, info, str(meta.get("namespace") or ""),
-                                             str(meta.get("name") or ""), options, user=user, listed=item)
+                result = await delete_object(state, info, namespace, name, options, user=user, listed=item)
             except NotFound:
-                return None
-        return result.body if b'"kind":"Status"' not in result.body[:40] else item.value
+                continue
+            except Exception as exc:  # the first other error is raised once every delete has finished
+                failures.append(exc)
+                continue
+            answers[i] = item.value if result.is_status else result.body
 
-    answers = await asyncio.gather(*(one(item) for item in items), return_exceptions=True)
-    for answer in answers:
-        if isinstance(answer, BaseException):
-            raise answer
-    return [a for a in answers if isinstance(a, bytes)]
+    await asyncio.gather(*(worker() for _ in range(min(workers, len(items)))))
+    if failures:
+        raise failures[0]
+    return [a for a in answers if a is not None]
 
 
 def _mark_as_deleting(meta: dict[str, Any], now: float) -> None:
@@ -268,9 +281,9 @@ async def _start_namespace_termination(
         else:
             meta.pop("finalizers", None)
     if options.dry_run:
-        return DeleteResult(200, orjson.dumps(obj), False)
+        return _as_is(200, orjson.dumps(obj), False)
     try:
         stored = await state.store.update(key, renderer(obj), expected_revision=revision)
     except (RevisionMismatch, KeyNotFound):
         return None
-    return DeleteResult(200, stored.value, False)
+    return _as_is(200, stored.value, False)

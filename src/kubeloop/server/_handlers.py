@@ -204,7 +204,7 @@ class ResourceHandlers:
             body = decode_json(raw) if raw.strip() else None
             delete_options = parse_delete_options(request.query, body)
             result = await delete_object(self.state, info, namespace, name, delete_options, user=request.user)
-            if b'"kind":"Status"' in result.body[:40]:
+            if result.is_status:
                 await send_bytes(send, result.status, result.body)
             else:
                 await self._answer_object(request, info, result.status, result.body, send, content_type)
