@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.client import Client
+from kubeloop.controllers._gc_graph import ObjectReference
 from kubeloop.testing import InProcessCluster, eventually, owner_ref
 
 from .conftest import CONFIGMAPS, SECRETS, start_gc
@@ -49,3 +50,27 @@ async def test_an_observed_dependent_of_a_deleted_owner_is_deleted_without_a_liv
     # The delete was conditional on the version the informer held.
     assert client.deletes == [{"name": "child", "uid": child["metadata"]["uid"],
                                "resourceVersion": child["metadata"]["resourceVersion"]}]
+
+
+async def test_owners_that_go_in_a_burst_are_remembered_absent_so_their_dependents_cost_no_owner_reads(
+    cluster: InProcessCluster,
+) -> None:
+    """More owners than upstream's 500-entry absent-owner cache disappear before the collector reaches
+    their dependents: it still knows each owner is gone without asking the server."""
+    owners = [await cluster.create(CONFIGMAPS, f"owner-{i}") for i in range(520)]
+    for i, owner in enumerate(owners):
+        await cluster.create(SECRETS, f"child-{i}", owners=[owner_ref(owner)])
+    client = recording(cluster)
+    gc = await start_gc(cluster, client)
+
+    async def all_owners_gone() -> bool:
+        return not any(uid in gc.graph.nodes for uid in (o["metadata"]["uid"] for o in owners))
+
+    for i in range(520):
+        await cluster.client.delete(CONFIGMAPS, f"owner-{i}", namespace="ns")
+    await eventually(all_owners_gone, clock=cluster.clock)
+    first = owners[0]["metadata"]
+    assert ObjectReference("ns", first["name"], "v1", "ConfigMap", first["uid"]) in gc.graph.absent
+    for i in (0, 519):
+        await eventually(lambda i=i: cluster.gone(SECRETS, f"child-{i}"), clock=cluster.clock)  # type: ignore[misc]
+    assert [name for name in client.gets if name.startswith("owner-")] == []
