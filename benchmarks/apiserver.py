@@ -111,7 +111,7 @@ def serve_bare(body_file: str, cert: str, key: str, port: int) -> None:
     uvicorn.run(
         app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", ws="none", lifespan="off",
         log_level="warning", access_log=False, ssl_certfile=cert, ssl_keyfile=key, timeout_keep_alive=60,
-        server_header=False,
+        server_header=False, date_header=True, proxy_headers=False,
     )  # fmt: skip
 
 

@@ -170,6 +170,13 @@ def _reset_prefixes(subresource: str | None, status_subresource: bool) -> tuple[
     return ()
 
 
+# The top-level fields each _reset_prefixes answer drops, as path elements.
+_TOP_LEVEL_RESETS: dict[tuple[Path, ...], frozenset[str]] = {
+    reset: frozenset(r[0] for r in reset)
+    for reset in (_reset_prefixes(sub, status) for sub in (None, "status", "scale") for status in (True, False))
+}
+
+
 def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
     if not reset:
         return frozenset(p for p in fields if p not in _STRIPPED)
@@ -335,9 +342,10 @@ def _created_entry(
 ) -> list[dict[str, Any]] | None:
     """:func:`_apply_update` from nothing (a create): one entry owning every field of ``new``, its
     FieldsV1 built in one walk; ``None`` when that walk does not apply (the caller recomputes)."""
-    if not all(len(r) == 1 for r in reset):
+    skip = _TOP_LEVEL_RESETS.get(reset)
+    if skip is None:
         return None
-    tree = created_fields_v1(new, schema, unowned=_STRIPPED, skip=frozenset(r[0] for r in reset))
+    tree = created_fields_v1(new, schema, unowned=_STRIPPED, skip=skip)
     if tree is None:
         return None
     if not tree:

@@ -10,7 +10,6 @@ what lets reads and watches serve stored bytes unchanged.
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +58,11 @@ def renderer(obj: dict[str, Any]) -> Render:
     return render
 
 
+# uuid.UUID(version=4): clear the variant and version bits, then set variant RFC 4122 and version 4.
+_UUID_KEEP = ~((0xC000 << 48) | (0xF000 << 64)) & ((1 << 128) - 1)
+_UUID_SET = (0x8000 << 48) | (4 << 76)
+
+
 @dataclass
 class ServerState:
     store: Store
@@ -82,13 +86,17 @@ class ServerState:
     def strategy(self, info: ResourceInfo) -> GenericStrategy:
         key = (info.group, info.kind)
         strategy = self.strategies.get(key)
-        if strategy is None or strategy.info != info:
+        if strategy is None or (strategy.info is not info and strategy.info != info):
             strategy = strategy_for(info)
             self.strategies[key] = strategy
         return strategy
 
     def new_uid(self) -> str:
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        """A random (version 4, RFC 4122 variant) UUID from ``rng``: ``str(uuid.UUID(int=bits,
+        version=4))``, formatted without building the UUID object."""
+        bits = self.rng.getrandbits(128) & _UUID_KEEP | _UUID_SET
+        text = f"{bits:032x}"
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
     def generate_name(self, prefix: str) -> str:
         """apiserver pkg/storage/names SimpleNameGenerator: prefix (cut to 58) plus 5 random chars."""

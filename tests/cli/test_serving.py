@@ -1,0 +1,44 @@
+"""The HTTPS server `kubeloop up` and `kubeloop apiserver` run: what an app behind it sees of a request."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kubeloop.cli._cluster import _bind, _uvicorn_server
+from kubeloop.server import ensure_tls
+
+
+async def echo_peer(scope: Any, receive: Any, send: Any) -> None:
+    body = orjson.dumps({"client": scope["client"][0], "scheme": scope["scheme"]})
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_forwarded_headers_do_not_change_the_peer_the_app_sees(tmp_path: Path) -> None:
+    tls = ensure_tls(tmp_path)
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = _uvicorn_server(echo_peer, tls.cert, tls.key)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+        writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 10.1.2.3\r\n"
+                     b"X-Forwarded-Proto: http\r\nConnection: close\r\n\r\n")
+        async with asyncio.timeout(10):
+            answer = await reader.read()
+        writer.close()
+    finally:
+        server.should_exit = True
+        await serving
+    body = answer.split(b"\r\n\r\n", 1)[1]
+    assert orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}

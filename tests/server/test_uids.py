@@ -1,0 +1,23 @@
+"""Object uids are random version-4 UUIDs drawn from the server's injected ``random.Random``."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import httpx
+import orjson
+
+from kubeloop.server import App
+
+
+async def test_created_objects_get_version_4_uuids_from_the_seeded_rng(app: App, client: httpx.AsyncClient) -> None:
+    app.state.rng = random.Random(11)
+    expected = random.Random(11)
+    for i in range(50):
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"u{i}"}}
+        r = await client.post("/api/v1/namespaces/default/configmaps", content=orjson.dumps(body))
+        uid = r.json()["metadata"]["uid"]
+        assert uid == str(uuid.UUID(int=expected.getrandbits(128), version=4))
+        parsed = uuid.UUID(uid)
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
