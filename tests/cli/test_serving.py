@@ -42,3 +42,34 @@ async def test_forwarded_headers_do_not_change_the_peer_the_app_sees(tmp_path: P
         await serving
     body = answer.split(b"\r\n\r\n", 1)[1]
     assert orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+def test_the_serving_process_still_collects_cycles_automatically_after_gc_tuning() -> None:
+    import gc
+    import weakref
+
+    from kubeloop.cli._cluster import GC_YOUNG_THRESHOLD, _tune_gc
+
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
+    gc.enable()
+    try:
+        _tune_gc()
+        assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD
+        assert gc.get_freeze_count() > 0  # what start-up built is out of every collection
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        keep = [[] for _ in range(GC_YOUNG_THRESHOLD * 2)]  # allocations alone trigger a collection
+        assert gone() is None
+        del keep
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+        if not enabled:
+            gc.disable()

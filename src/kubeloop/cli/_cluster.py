@@ -12,7 +12,8 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
    escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
    through the app itself;
-5. serve HTTPS with uvicorn (uvloop, httptools) on the bound socket.
+5. tune the garbage collector for serving (:func:`_tune_gc`), then serve HTTPS with uvicorn
+   (uvloop, httptools) on the bound socket.
 
 ``GET /readyz`` is 500 (upstream's failed-check answer) until the server serves and, when there is a
 controller manager, until it reported ready; then it is 200. SIGTERM or SIGINT stop the controller
@@ -27,6 +28,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import gc
 import signal
 import socket
 from collections.abc import Callable, Mapping
@@ -200,6 +202,7 @@ async def _serve_locked(
             )
         except (RuntimeError, ApiError) as exc:
             raise StartupError(str(exc)) from None
+        _tune_gc()
         server = _uvicorn_server(app, tls.cert, tls.key)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
@@ -269,6 +272,26 @@ class _Readiness:
             callback, self.on_ready = self.on_ready, None
             callback()
 
+
+
+# Allocations (net of frees) between young-generation collections; CPython's default is 700.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def _tune_gc() -> None:
+    """Garbage collection for a serving process, set once start-up is done.
+
+    Under load every request in flight holds a few dozen young containers (its coroutines, frames,
+    scope and object dicts): with 64 requests in flight the young generation never has fewer than
+    about 4,000 objects, and at CPython's default threshold the collector walks all of them every
+    few dozen requests (about 7 µs per create). Request objects die by reference counting; a higher
+    threshold only makes collections rarer. What start-up built (modules, the app, the bootstrap
+    objects) lives as long as the process: freezing it keeps full collections from walking it again
+    and again (no collection first: start-up leaves no cyclic garbage, and it would cost start-up).
+    """
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 def _uvicorn_server(app: Any, cert: Path, key: Path) -> Any:
