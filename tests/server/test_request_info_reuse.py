@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeloop.server import App, User, secure
 from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
@@ -123,3 +125,19 @@ def test_request_info_is_parsed_once_per_scope_and_again_when_the_request_change
     scope["query_string"] = b"watch=1"
     assert request_info(scope, "GET", CONFIGMAPS, {"watch": ["1"]}).verb == "watch"
     assert scope[SCOPE_KEY][3].verb == "watch"
+
+
+_PATHS = ["/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/configmaps/a",
+          "/apis/apps/v1/deployments", "/api/v1/namespaces/team", "/api/v1/watch/pods", "/healthz", "/apis/apps/v1"]
+_VALUES = st.lists(st.sampled_from(["", "0", "1", "false", "true", "metadata.name=a", "metadata.name!=b,x=y"]),
+                   max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["GET", "DELETE", "POST", "PUT"]), st.sampled_from(_PATHS),
+                          _VALUES, _VALUES), min_size=1, max_size=12))
+def test_remembered_parses_answer_as_fresh_ones(requests: list[tuple[str, str, list[str], list[str]]]) -> None:
+    for method, path, watch, selector in requests:
+        query = {k: v for k, v in (("watch", watch), ("fieldSelector", selector)) if v}
+        scope: dict[str, Any] = {"query_string": repr(query).encode()}
+        assert request_info(scope, method, path, query) == parse_request_info(method, path, query)

@@ -75,6 +75,9 @@ class NamespaceLifecycle:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        # Namespace name -> (mod_revision, terminating) of the version last read: one version of a
+        # key never changes, so a namespace is decoded once per write to it, not once per create in it.
+        self._terminating: dict[str, tuple[int, bool]] = {}
 
     async def __call__(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
@@ -89,9 +92,7 @@ class NamespaceLifecycle:
         kv = await self._store.get(f"/registry/core/namespaces/{attributes.namespace}")
         if kv is None:
             raise not_found("namespaces", attributes.namespace)
-        namespace = orjson.loads(kv.value)
-        phase = (namespace.get("status") or {}).get("phase")
-        if phase == "Terminating" or (namespace.get("metadata") or {}).get("deletionTimestamp"):
+        if self._is_terminating(attributes.namespace, kv.mod_revision, kv.value):
             raise _forbidden(
                 attributes,
                 f"unable to create new content in namespace {attributes.namespace} because it is being terminated",
@@ -99,3 +100,15 @@ class NamespaceLifecycle:
                   "message": f"namespace {attributes.namespace} is being terminated",
                   "field": "metadata.namespace"}],
             )
+
+    def _is_terminating(self, name: str, revision: int, value: bytes) -> bool:
+        seen = self._terminating.get(name)
+        if seen is not None and seen[0] == revision:
+            return seen[1]
+        namespace = orjson.loads(value)
+        phase = (namespace.get("status") or {}).get("phase")
+        terminating = bool(phase == "Terminating" or (namespace.get("metadata") or {}).get("deletionTimestamp"))
+        if len(self._terminating) >= 4096:  # bounded: namespaces come and go
+            self._terminating.clear()
+        self._terminating[name] = (revision, terminating)
+        return terminating

@@ -11,7 +11,9 @@ disagree about what a request is. Rules kept from upstream:
 - a list/watch whose field selector pins ``metadata.name`` carries that name.
 
 :func:`request_info` parses a request once: the value is kept in the ASGI scope, so the
-authorization middleware and the app's router share one parse (and one answer).
+authorization middleware and the app's router share one parse (and one answer); parses are also
+remembered by method, path and the query values they read (a bounded table), since most requests
+repeat a URL.
 """
 
 from __future__ import annotations
@@ -119,9 +121,23 @@ def request_info(scope: MutableMapping[str, Any], method: str, path: str, query:
     if cached is not None and cached[0] == method and cached[1] == path and cached[2] == query_string:
         info: RequestInfo = cached[3]
         return info
-    info = parse_request_info(method, path, query)
-    scope[SCOPE_KEY] = (method, path, query_string, info)
-    return info
+    # The parse reads only the first watch and fieldSelector values of the query: with the method
+    # and path they are its whole input, so requests to one URL (a controller's object, a
+    # collection that is written to) share one immutable result.
+    watch, selector = query.get("watch"), query.get("fieldSelector")
+    memo_key = (method, path, watch[0] if watch else None, selector[0] if selector else None)
+    memo = _PARSED.get(memo_key)
+    if memo is None:
+        memo = parse_request_info(method, path, query)
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[memo_key] = memo
+    scope[SCOPE_KEY] = (method, path, query_string, memo)
+    return memo
+
+
+_PARSED: dict[tuple[str, str, str | None, str | None], RequestInfo] = {}
+_PARSED_LIMIT = 4096
 
 
 def _split_term(term: str) -> tuple[str, str, str]:
