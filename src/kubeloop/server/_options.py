@@ -162,6 +162,8 @@ class WriteOptions:
 
 def parse_write_options(query: Query, *, kind: str, patch_type: str | None = None) -> WriteOptions:
     """``kind`` is ``CreateOptions``, ``UpdateOptions`` or ``PatchOptions`` (used in the 422 message)."""
+    if not query and patch_type != "application/apply-patch+yaml":
+        return _NO_WRITE_OPTIONS  # no parameters: the defaults, and nothing to reject (apply needs a manager)
     dry_run = query.get("dryRun", [])
     manager = _first(query, "fieldManager") or ""
     validation = _first(query, "fieldValidation") or ""
@@ -180,6 +182,9 @@ def parse_write_options(query: Query, *, kind: str, patch_type: str | None = Non
     if errs:
         raise invalid(kind, "", errs, META_GROUP)
     return WriteOptions(bool(dry_run), manager, validation, force)
+
+
+_NO_WRITE_OPTIONS = WriteOptions()
 
 
 @dataclass(frozen=True, slots=True)
