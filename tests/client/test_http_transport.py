@@ -22,7 +22,7 @@ from _certs import make_pki
 
 from kubeloop.api import KindRegistry, ResourceInfo
 from kubeloop.client import Client, ConnectionFailed
-from kubeloop.client._transport import HTTP11Transport
+from kubeloop.client._transport import HTTP11Transport, ResponseBody
 
 _CM = KindRegistry().by_kind("", "ConfigMap")
 assert _CM is not None
@@ -330,4 +330,150 @@ def test_the_transport_runs_on_uvloop_with_tls_keep_alive_and_a_streamed_watch(t
     names, watched, connections = uvloop.run(scenario())
     assert names == ["conn-1"] * 3
     assert watched == ["w"]
+    assert connections == 1
+
+
+def big_list(items: int) -> bytes:
+    """A ConfigMapList of about ``items`` KB, as kube-apiserver encodes one (items open with metadata)."""
+    objects = [{"metadata": {"name": f"c{i:05d}"}, "data": {"k": "v" * 1000}} for i in range(items)]
+    return orjson.dumps({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"},
+                         "items": objects})
+
+
+def serve_in_slices(payload: bytes) -> Script:
+    """Every request answered with ``payload`` (Content-Length), written in slices with pauses between
+    them, so the client has the head and part of the body before the rest arrives."""
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        while True:
+            head, _ = await read_request(reader)
+            state.requests.append((conn, head, b""))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload))
+            for i in range(0, len(payload), 300_000):
+                writer.write(payload[i : i + 300_000])
+                await writer.drain()
+                await asyncio.sleep(0.005)
+
+    return script
+
+
+@pytest.mark.parametrize("tls", [False, True])
+async def test_a_large_body_is_read_whole_in_place_and_the_connection_is_kept(tmp_path: Path, tls: bool) -> None:
+    payload = big_list(2500)  # 2.6 MB: over the in-place threshold
+    server_ctx = None
+    ca = None
+    if tls:
+        pki = make_pki(tmp_path)
+        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+        ca = str(pki.ca_cert)
+    async with peer(serve_in_slices(payload), tls=server_ctx) as state, Client.from_url(state.url, ca_file=ca) as client:
+        listed = [await client.list(CM, namespace="x") for _ in range(3)]
+    expected = orjson.loads(payload)
+    for item in expected["items"]:
+        item.update(apiVersion="v1", kind="ConfigMap")
+    assert listed == [expected] * 3
+    assert state.connections == 1, "the connection carried the next requests after each in-place body"
+
+
+async def fetch(transport: HTTP11Transport, url: str) -> tuple[httpx.Response, ResponseBody]:
+    """A GET straight through the transport: the response with its body unread, and that body."""
+    response = await transport.handle_async_request(httpx.Request("GET", url))
+    assert isinstance(response.stream, ResponseBody)
+    return response, response.stream
+
+
+async def test_read_whole_returns_the_body_received_in_place_and_none_for_a_small_or_chunked_one() -> None:
+    payload = big_list(1500)
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload[:5000])
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(payload[5000:])
+        await writer.drain()
+        await read_request(reader)
+        writer.write(ok(b'{"small":true}'))
+        await writer.drain()
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%b\r\n0\r\n\r\n" % (len(payload), payload))
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    transport = HTTP11Transport()
+    async with peer(script) as state:
+        _, body = await fetch(transport, state.url + "/big")
+        whole = await body.read_whole()
+        small, body = await fetch(transport, state.url + "/small")
+        assert await body.read_whole() is None
+        assert await small.aread() == b'{"small":true}'
+        chunked, body = await fetch(transport, state.url + "/chunked")
+        assert await body.read_whole() is None
+        assert await chunked.aread() == payload
+        await transport.aclose()
+    assert isinstance(whole, bytearray) and whole == payload
+    assert state.connections == 1
+
+
+async def test_a_large_body_cut_mid_way_is_a_connection_failure() -> None:
+    payload = big_list(2000)
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload[:4000])
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(payload[4000 : len(payload) // 2])
+        await writer.drain()
+        writer.transport.abort()
+
+    async with peer(script) as state, Client.from_url(state.url) as client:
+        with pytest.raises(ConnectionFailed, match="mid-response"):
+            await client.list(CM, namespace="x")
+
+
+async def test_a_large_body_that_stops_arriving_is_a_read_timeout() -> None:
+    payload = big_list(1500)
+
+    async def script(state: Peer, conn: int, reader: Reader, writer: Writer) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload[:4000])
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(payload[4000:-10])
+        await writer.drain()
+        await asyncio.sleep(30)
+
+    transport = HTTP11Transport()
+    async with peer(script) as state:
+        request = httpx.Request("GET", state.url + "/stalls", extensions={"timeout": {"read": 0.3}})
+        response = await transport.handle_async_request(request)
+        assert isinstance(response.stream, ResponseBody)
+        with pytest.raises(httpx.ReadTimeout):
+            await response.stream.read_whole()
+        await response.aclose()
+        await transport.aclose()
+
+
+def test_a_large_body_is_read_in_place_on_uvloop_over_tls(tmp_path: Path) -> None:
+    uvloop = pytest.importorskip("uvloop")
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+    payload = big_list(2500)
+
+    async def scenario() -> tuple[list[bytes | None], int]:
+        transport = HTTP11Transport(ssl_context=ssl.create_default_context(cafile=str(pki.ca_cert)))
+        async with peer(serve_in_slices(payload), tls=server_ctx) as state:
+            bodies: list[bytes | None] = []
+            for _ in range(2):
+                _, body = await fetch(transport, state.url + "/big")
+                whole = await body.read_whole()
+                bodies.append(bytes(whole) if whole is not None else None)
+            await transport.aclose()
+            return bodies, state.connections
+
+    bodies, connections = uvloop.run(scenario())
+    assert bodies == [payload, payload]
     assert connections == 1

@@ -47,7 +47,8 @@ from kubeloop.client._asgi import ASGIApp, StreamingASGITransport
 from kubeloop.client._auth import BearerToken
 from kubeloop.client._errors import ConfigError, map_transport_error
 from kubeloop.client._kubeconfig import load_kubeconfig
-from kubeloop.client._transport import HTTP11Transport
+from kubeloop.client._listjson import loads as pieced_loads
+from kubeloop.client._transport import HTTP11Transport, ResponseBody
 from kubeloop.client._watch import WatchDecoder, WatchEvent
 
 __all__ = ["NAMESPACE_ALL", "Client", "PatchType"]
@@ -462,7 +463,7 @@ class Client:
         params: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-    ) -> tuple[httpx.Response, bytes]:
+    ) -> tuple[httpx.Response, bytes | bytearray]:
         """The answer to a request and its whole body; a 4xx/5xx answer raises (after Retry-After retries)."""
         request = self._request(method, path, params, body, content_type, _TIMEOUT)
         response = await self._open(request, path)
@@ -537,9 +538,10 @@ def _url(url: str) -> httpx.URL:
     return httpx.URL(url)
 
 
-async def _read(response: httpx.Response) -> bytes:
+async def _read(response: httpx.Response) -> bytes | bytearray:
     """The whole body, and the response closed. Without a Content-Encoding the transport's chunks
-    are the body as sent, so httpx's decoder chain is skipped."""
+    are the body as sent, so httpx's decoder chain is skipped; a large body of known length is
+    received straight into one buffer by the HTTP/1.1 transport (no chunk copies, no join)."""
     if "content-encoding" in response.headers:
         try:
             return await response.aread()
@@ -548,18 +550,26 @@ async def _read(response: httpx.Response) -> bytes:
     stream = response.stream
     assert isinstance(stream, httpx.AsyncByteStream)
     try:
+        if isinstance(stream, ResponseBody):
+            whole = await stream.read_whole()
+            if whole is not None:
+                return whole
         chunks = [chunk async for chunk in stream]
     finally:
         await stream.aclose()
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _loads(raw: bytes) -> Any:
-    if len(raw) < LARGE_BODY or not gc.isenabled():
+def _loads(raw: bytes | bytearray) -> Any:
+    """``orjson.loads(raw)``; a large body with the cyclic GC paused, a large list's items in pieces
+    (``_listjson``: the same value, without orjson's per-call scratch memory for a big document)."""
+    if len(raw) < LARGE_BODY:
         return orjson.loads(raw)
+    if not gc.isenabled():
+        return pieced_loads(raw)
     gc.disable()
     try:
-        return orjson.loads(raw)
+        return pieced_loads(raw)
     finally:
         gc.freeze()
         gc.unfreeze()
@@ -620,7 +630,7 @@ def _retry_after(response: httpx.Response) -> int | None:
     return seconds if seconds >= 0 else None
 
 
-def _error(code: int, raw: bytes, retry_after: int | None) -> ApiError:
+def _error(code: int, raw: bytes | bytearray, retry_after: int | None) -> ApiError:
     status: Any
     try:
         status = orjson.loads(raw) if raw else None

@@ -18,6 +18,14 @@ Guarantees:
   delimited by the server closing the connection.
 * **Streaming**: the response is returned once its head is parsed; the body streams chunk by chunk
   (a watch never ends), with back-pressure: reading pauses while more than ``HIGH_WATER`` bytes wait.
+* **Reads** land in one ``READ_BUFFER`` per transport (asyncio's buffered-protocol path: the socket,
+  or TLS's decryption, writes straight into it) and are parsed from there; the parser copies out
+  each body piece once. Sharing it is safe: a loop fills a protocol's buffer and hands it over in one
+  synchronous step, and a transport belongs to one loop.
+* **Whole bodies read in place**: a caller that wants a whole body of known length (at least
+  ``IN_PLACE_BODY`` bytes, ``Content-Length`` framing) gets it from :meth:`ResponseBody.read_whole`:
+  the rest of the body is received (or decrypted) straight into one buffer of that length, with no
+  parser, chunk or join copies. The connection is kept alive as after any complete response.
 * **Retry of a stale connection**: an idempotent request (GET, HEAD, OPTIONS) that fails on a
   *reused* connection before any response byte is retried once on a new connection, as Go's
   ``net/http`` does; nothing else is ever retried here.
@@ -38,9 +46,11 @@ from typing import Any, cast
 import httptools
 import httpx
 
-__all__ = ["HTTP11Transport"]
+__all__ = ["HTTP11Transport", "ResponseBody"]
 
 HIGH_WATER = 1 << 20
+READ_BUFFER = 1 << 18
+IN_PLACE_BODY = 1 << 20
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -48,7 +58,7 @@ class _StaleConnection(Exception):
     """A reused connection failed before any response byte arrived (safe to retry idempotent requests)."""
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(asyncio.BufferedProtocol):
     """One HTTP/1.1 connection; one request/response at a time."""
 
     def __init__(self, pool: HTTP11Transport, key: tuple[str, str, int]) -> None:
@@ -74,6 +84,12 @@ class _Connection(asyncio.Protocol):
         self._eof_body = False
         self._exchange = 0
         self.keep_alive = False
+        # Content-Length of the response in progress (None: chunked or close-delimited), body bytes
+        # the parser has handed on, and the whole body's buffer while it is read in place.
+        self._length: int | None = None
+        self._parsed = 0
+        self._in_place: memoryview | None = None
+        self._in_place_at = 0
 
     # -- asyncio.Protocol -----------------------------------------------------------------------
 
@@ -81,7 +97,25 @@ class _Connection(asyncio.Protocol):
         # uvloop's transports (TCP and SSL) are not asyncio.Transport subclasses, but have its methods.
         self._transport = cast(asyncio.Transport, transport)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._in_place is not None:
+            return self._in_place[self._in_place_at :]  # never more than the body: no over-read
+        return self._pool._read_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._in_place is None:
+            self.data_received(self._pool._read_buffer()[:nbytes])
+            return
+        self._got_bytes = True
+        self._in_place_at += nbytes
+        if self._in_place_at == len(self._in_place):
+            self._in_place = None
+            self._complete = True
+            # The parser saw only the start of this body: the next exchange needs a fresh one.
+            self._parser = httptools.HttpResponseParser(self)
+            self._wake()
+
+    def data_received(self, data: bytes | memoryview) -> None:
         self._got_bytes = True
         if self._head is None:  # bytes while idle: the server broke the protocol; never reuse this
             self.close()
@@ -129,14 +163,17 @@ class _Connection(asyncio.Protocol):
             self._headers = []  # an interim 1xx answer: the real one follows
             return
         self.keep_alive = self._parser.should_keep_alive()
-        names = {n.lower() for n, _ in self._headers}
+        names = {n.lower(): v for n, v in self._headers}
         self._eof_body = (
             b"content-length" not in names and b"transfer-encoding" not in names and status not in (204, 304)
         )
+        length = names.get(b"content-length")
+        self._length = int(length) if length is not None and b"transfer-encoding" not in names else None
         if self._head is not None and not self._head.done():
             self._head.set_result((status, self._headers))
 
     def on_body(self, body: bytes) -> None:
+        self._parsed += len(body)
         self._chunks.append(body)
         self._buffered += len(body)
         if self._buffered > HIGH_WATER and not self._paused and self._transport is not None:
@@ -161,6 +198,7 @@ class _Connection(asyncio.Protocol):
         self._headers, self._complete, self._error, self._got_bytes = [], False, None, False
         self._chunks.clear()
         self._buffered = 0
+        self._length, self._parsed = None, 0
         if isinstance(body, bytes):
             self._transport.write(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:
@@ -216,6 +254,43 @@ class _Connection(asyncio.Protocol):
             finally:
                 self._waiter = None
 
+    async def read_whole(self, timeout: float | None) -> bytearray | None:
+        """The whole body in one buffer, the rest of it received in place; None when this response's
+        body cannot be read so (no Content-Length, under ``IN_PLACE_BODY``, already complete, or
+        partly taken by :meth:`body`): the caller then reads the chunks."""
+        length = self._length
+        if (length is None or length < IN_PLACE_BODY or self._complete or self._error is not None
+                or self._head is None or self._buffered != self._parsed):
+            return None
+        whole = bytearray(length)
+        view = memoryview(whole)
+        at = 0
+        for chunk in self._chunks:
+            view[at : at + len(chunk)] = chunk
+            at += len(chunk)
+        self._chunks.clear()
+        self._buffered = 0
+        self._in_place, self._in_place_at = view, at
+        if self._paused and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        while not self._complete:
+            if self._error is not None:
+                self._in_place = None
+                raise self._error
+            progress = self._in_place_at
+            self._waiter = self._loop.create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._waiter  # woken when the body is complete or the connection failed
+            except TimeoutError:
+                if self._in_place_at == progress:  # no byte for ``timeout`` seconds, as in body()
+                    self._in_place = None
+                    raise httpx.ReadTimeout("timed out reading the response body") from None
+            finally:
+                self._waiter = None
+        return whole
+
     @property
     def complete(self) -> bool:
         return self._complete
@@ -223,6 +298,7 @@ class _Connection(asyncio.Protocol):
     def finish(self) -> None:
         """The exchange is over: keep the connection only if it can carry another one."""
         self._head = None
+        self._in_place = None
         self._exchange += 1  # a body iterator of this exchange that is still suspended ends
         self._wake()
         self.reused = True
@@ -247,7 +323,7 @@ class _Connection(asyncio.Protocol):
             self._waiter.set_result(None)
 
 
-class _ResponseBody(httpx.AsyncByteStream):
+class ResponseBody(httpx.AsyncByteStream):
     def __init__(self, pool: HTTP11Transport, conn: _Connection, read_timeout: float | None) -> None:
         self._pool = pool
         self._conn: _Connection | None = conn
@@ -260,6 +336,16 @@ class _ResponseBody(httpx.AsyncByteStream):
         async for chunk in conn.body(self._read_timeout):
             yield chunk
         await self.aclose()
+
+    async def read_whole(self) -> bytearray | None:
+        """The whole body read in place (see the module docstring), or None: then iterate."""
+        conn = self._conn
+        if conn is None:
+            return None
+        whole = await conn.read_whole(self._read_timeout)
+        if whole is not None:
+            await self.aclose()
+        return whole
 
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None
@@ -282,6 +368,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
         self._open = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
+        self._buffer: memoryview | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
@@ -317,7 +404,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
                 self._release(conn)
                 return httpx.Response(status, headers=headers, extensions={"http_version": b"HTTP/1.1"})
             return httpx.Response(
-                status, headers=headers, stream=_ResponseBody(self, conn, timeouts.get("read")),
+                status, headers=headers, stream=ResponseBody(self, conn, timeouts.get("read")),
                 extensions={"http_version": b"HTTP/1.1"},
             )
         raise AssertionError("unreachable")
@@ -328,6 +415,12 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             for conn in conns:
                 conn.close()
         self._idle.clear()
+
+    def _read_buffer(self) -> memoryview:
+        buffer = self._buffer
+        if buffer is None:
+            buffer = self._buffer = memoryview(bytearray(READ_BUFFER))
+        return buffer
 
     # -- pool -------------------------------------------------------------------------------------
 
