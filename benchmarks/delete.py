@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import subprocess
 import sys
@@ -126,9 +127,10 @@ async def measure(url_kubeconfig: Path, objects: int) -> dict[str, float]:
 
 async def first_deleted(client: Any, resource_version: str) -> float:
     """When the first object of the namespace disappears (a watch from before the delete)."""
-    async for event in client.watch(CONFIGMAPS, namespace="bench", resource_version=resource_version):
-        if event.type == "DELETED":
-            return time.perf_counter()
+    async with contextlib.aclosing(client.watch(CONFIGMAPS, namespace="bench", resource_version=resource_version)) as events:
+        async for event in events:
+            if event.type == "DELETED":
+                return time.perf_counter()
     raise RuntimeError("the watch ended before any object was deleted")
 
 

@@ -241,8 +241,8 @@ class _Connection(asyncio.BufferedProtocol):
                     self._paused = False
                     self._transport.resume_reading()
                 yield chunk
-            if self._complete:
-                return
+            if self._complete or self._exchange != exchange:
+                return  # done, or the exchange was finished (closed) while the consumer held a chunk
             if self._error is not None:
                 raise self._error
             self._waiter = self._loop.create_future()
