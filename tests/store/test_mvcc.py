@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubeloop.store import KeyExists, KeyNotFound, RevisionMismatch, SqliteStore, StoreError
+from kubeloop.store import KeyExists, KeyNotFound, RevisionMismatch, SqliteStore, StoreClosed, StoreError
 
 
 def value(text: str) -> Callable[[int], bytes]:
@@ -183,9 +183,29 @@ async def test_close_returns_when_the_last_commit_fails(tmp_path: Path, monkeypa
     write = asyncio.ensure_future(s.create("/r/a", value("a")))
     await asyncio.sleep(0)  # queued; the committer has been woken but not yet run
     # close in this task: it asks to stop before the committer takes the batch. A liveness guard,
-    # not a time bound: close swallows its own cancellation, so the guard is read from the timeout.
+    # not a time bound (an expired guard cancels the wait and raises TimeoutError).
     async with asyncio.timeout(10) as guard:
         await s.close()
     assert not guard.expired()
     with pytest.raises(StoreError, match="commit failed"):
         await write
+
+
+async def test_a_cancelled_close_still_closes_and_a_later_close_waits_for_it(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    write = asyncio.ensure_future(s.create("/r/a", value("a")))
+    await asyncio.sleep(0)
+    closing = asyncio.ensure_future(s.close())
+    await asyncio.sleep(0)
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing  # the caller's wait is cancelled, as asked
+    await s.close()  # waits for the same closing, which went on
+    assert (await write).mod_revision == 1  # the queued write was committed and answered
+    with pytest.raises(StoreClosed):
+        await s.create("/r/b", value("b"))
+    reopened = await SqliteStore.open(tmp_path / "db")
+    try:
+        assert (await reopened.get("/r/a")) is not None
+    finally:
+        await reopened.close()

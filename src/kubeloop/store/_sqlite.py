@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator
@@ -155,6 +154,7 @@ class SqliteStore:
         self._committer: asyncio.Task[None] | None = None
         self._watchers: set[_Watcher] = set()
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
         self.batches_committed = 0
         self.writes_committed = 0
 
@@ -212,15 +212,18 @@ class SqliteStore:
             self._ring.append(StoreEvent("PUT" if typ == _PUT else "DELETE", kv, prev))
 
     async def close(self) -> None:
-        """Commit what is queued, end every watch, close the database. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._has_pending is not None:
-            self._has_pending.set()
+        """Commit what is queued, end every watch, close the database. Idempotent; cancelling a close
+        stops the caller's wait, not the closing (a later ``close()`` waits for the same closing)."""
+        if self._closing is None:
+            self._closed = True
+            if self._has_pending is not None:
+                self._has_pending.set()
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         if self._committer is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._committer
+            await asyncio.wait([self._committer])  # however it ended: queued writes are answered either way
         for w in list(self._watchers):
             w.closed = True
             w.wake.set()
@@ -305,11 +308,15 @@ class SqliteStore:
             raise Compacted(after, self._compacted)
         watcher = _Watcher(prefix, self._watch_buffer)
         if after < self._revision:
-            revs = [e.revision for e in self._ring]
-            start = bisect.bisect_right(revs, after)
-            for event in list(self._ring)[start:]:
+            # Walk back from the newest event only as far as ``after``: a watch that resumes near the head
+            # (the common case) costs what it replays, not the whole history window.
+            replay: list[StoreEvent] = []
+            for event in reversed(self._ring):
+                if event.revision <= after:
+                    break
                 if event.kv.key.startswith(prefix):
-                    watcher.events.append(event)
+                    replay.append(event)
+            watcher.events.extend(reversed(replay))
         self._watchers.add(watcher)
         return _Watch(self, watcher)
 
