@@ -12,6 +12,7 @@ from kubeloop.api._apply import (
     server_side_apply,
 )
 from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
+from kubeloop.api._deletion import APPROVED_ANNOTATION, GC_IGNORED_RESOURCES, PROTECT_ANNOTATION
 from kubeloop.api._errors import (
     AlreadyExists,
     ApiError,
@@ -115,11 +116,14 @@ from kubeloop.api._validation import (
 )
 
 __all__ = [
+    "APPROVED_ANNOTATION",
     "BUILTIN_RESOURCES",
     "FINALIZER_DELETE_DEPENDENTS",
     "FINALIZER_ORPHAN_DEPENDENTS",
+    "GC_IGNORED_RESOURCES",
     "KUBERNETES_SCHEMA_VERSION",
     "MAX_JSON_PATCH_OPERATIONS",
+    "PROTECT_ANNOTATION",
     "PROTOBUF_MEDIA_TYPE",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "AlreadyExists",

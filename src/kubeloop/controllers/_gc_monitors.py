@@ -27,7 +27,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubeloop.api import ApiError, Clock, ResourceInfo
+from kubeloop.api import GC_IGNORED_RESOURCES, ApiError, Clock, ResourceInfo
 from kubeloop.client import NAMESPACE_ALL, Client, Discovery, discover_resources, with_verbs
 from kubeloop.runtime import HandlerRegistration, SharedInformer
 
@@ -35,8 +35,7 @@ __all__ = ["IGNORED_RESOURCES", "Monitors"]
 
 log = logging.getLogger("kubeloop.controllers.gc")
 
-# k/k garbagecollector.go DefaultIgnoredResources: events are never garbage collected.
-IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
+IGNORED_RESOURCES = GC_IGNORED_RESOURCES  # k/k garbagecollector.go DefaultIgnoredResources
 
 ObjectHandler = Callable[[ResourceInfo], tuple[
     Callable[[dict[str, Any]], None], Callable[[dict[str, Any], dict[str, Any]], None], Callable[[dict[str, Any]], None]

@@ -26,15 +26,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.api import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS, ResourceInfo
+from kubeloop.api import (
+    APPROVED_ANNOTATION,
+    FINALIZER_DELETE_DEPENDENTS,
+    FINALIZER_ORPHAN_DEPENDENTS,
+    GC_IGNORED_RESOURCES,
+    PROTECT_ANNOTATION,
+    ResourceInfo,
+)
 from kubeloop.guard._model import DataAtRisk, Entry, FinalizerNote, Impact, ObjectRef, Survivor
 
 __all__ = ["APPROVED_ANNOTATION", "PROTECT_ANNOTATION", "Listed", "compute_impact", "object_ref"]
 
-# Kept equal to kubeloop.server._protection (a test checks it): guard may not import the server.
-PROTECT_ANNOTATION = "kubeloop.dev/protect"
-APPROVED_ANNOTATION = "kubeloop.dev/delete-approved"
-_GC_IGNORED = {("", "events"), ("events.k8s.io", "events")}
 _QUIET_FINALIZERS = {
     "kubernetes.io/pvc-protection": "removed once no pod uses the claim",
     "kubernetes.io/pv-protection": "removed once the volume is no longer bound to a claim",
@@ -143,7 +146,7 @@ def compute_impact(
                 graph.deleted[uid] = owners[0] if owners and owners[0] != uid else tuid
     candidates = [
         item for item in graph.by_uid.values()
-        if _owner_refs(item) and (item.info.group, item.info.plural) not in _GC_IGNORED
+        if _owner_refs(item) and (item.info.group, item.info.plural) not in GC_IGNORED_RESOURCES
     ]  # fmt: skip
     graph.run(candidates)
 

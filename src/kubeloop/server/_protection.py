@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from kubeloop.api import Forbidden
+from kubeloop.api import APPROVED_ANNOTATION, PROTECT_ANNOTATION, Forbidden
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.server._http import Receive, Scope, Send, send_bytes, send_json
 
@@ -51,8 +51,6 @@ __all__ = [
     "protection_webhook_app",
 ]
 
-PROTECT_ANNOTATION = "kubeloop.dev/protect"
-APPROVED_ANNOTATION = "kubeloop.dev/delete-approved"
 _PLAN_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
