@@ -201,11 +201,12 @@ class Client:
             resourceVersion=resource_version, **{"continue": continue_token},
         )
         page = await self._json("GET", self._path(resource, self._ns(resource, namespace)), params=params)
+        api_version, kind = resource.api_version, resource.kind
         for item in page.get("items") or ():
             # Upstream omits kind/apiVersion on list items; cached objects are easier to use with them.
             if isinstance(item, dict):
-                item.setdefault("apiVersion", resource.api_version)
-                item.setdefault("kind", resource.kind)
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
         return page
 
     async def list_all(
