@@ -16,8 +16,9 @@ Upstream: k/k ``pkg/controller/namespace/namespace_controller.go`` and
   deleted while pods remain (OrderedNamespaceDeletion, KEP-5080). Each resource is emptied with one
   DELETECOLLECTION, propagation Background (the server deletes its items concurrently, so they share
   durable commits); a resource without that verb (or answering 404/405) is listed and its objects
-  deleted one by one, up to ``item_workers`` in flight. Resources are emptied concurrently (upstream
-  goes one after the other; the outcome is the same, only sooner). Then each is listed again:
+  deleted one by one, up to ``item_workers`` in flight. Resources are emptied one after the other in
+  discovery order, as upstream does (a collection deleted together with its owners leaves the garbage
+  collector less to race for). Then all are listed again, concurrently:
   objects kept by finalizers are counted per finalizer with an estimate of 15 s; pods still
   terminating gracefully give an estimate of their largest grace period minus the time since the
   namespace was deleted; anything else left is the error ``unexpected items still remain in
@@ -192,7 +193,16 @@ class NamespaceController:
         pods = [r for r in resources if (r.group, r.plural) == _PODS]
         rest = [r for r in resources if (r.group, r.plural) != _PODS]
         for batch in (pods, rest):
-            outcomes = await asyncio.gather(*(self._delete_kind(info, name, deleted_at) for info in batch),
+            # One resource after another, as upstream's deleteAllContent: a collection deleted together
+            # with its owners leaves the garbage collector little to race for. Then the checks of what
+            # remains, all at once.
+            emptied: list[int | BaseException] = []
+            for info in batch:
+                try:
+                    emptied.append(await self._empty(info, name, deleted_at))
+                except ApiError as err:
+                    emptied.append(err)
+            outcomes = await asyncio.gather(*(self._remaining(info, name, e) for info, e in zip(batch, emptied, strict=True)),
                                             return_exceptions=True)
             for info, outcome in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, ApiError):
@@ -226,10 +236,8 @@ class NamespaceController:
             raise RuntimeError("; ".join(errors))
         return estimate
 
-    async def _delete_kind(
-        self, info: ResourceInfo, namespace: str, deleted_at: float
-    ) -> tuple[int, int, dict[str, int]]:
-        """``deleteAllContentForGroupVersionResource``: (estimate, remaining, remaining per finalizer)."""
+    async def _empty(self, info: ResourceInfo, namespace: str, deleted_at: float) -> int:
+        """Delete every object of one resource; for pods, the grace estimate taken before (else 0)."""
         estimate = 0
         if (info.group, info.plural) == _PODS:
             estimate = await self._pod_grace_estimate(info, namespace)
@@ -237,6 +245,15 @@ class NamespaceController:
                 estimate = 0
         if not await self._delete_collection(info, namespace):
             await self._delete_each_item(info, namespace)
+        return estimate
+
+    async def _remaining(
+        self, info: ResourceInfo, namespace: str, emptied: int | BaseException
+    ) -> tuple[int, int, dict[str, int]]:
+        """The rest of ``deleteAllContentForGroupVersionResource``: (estimate, remaining, remaining per finalizer)."""
+        if isinstance(emptied, BaseException):
+            raise emptied
+        estimate = emptied
         if "list" not in info.verbs:
             return estimate, 0, {}
         items, _ = await self._client.list_all(info, namespace=namespace)
