@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from kubeloop.api import ApiError, Clock, NotFound, SystemClock, format_time
 from kubeloop.client import Client
-from kubeloop.runtime import EVENTS, event_name
+from kubeloop.runtime import EVENTS, event_body
 
 __all__ = ["LRU_ENTRIES", "MAX_QUEUED_EVENTS", "EventSink", "Severity"]
 
@@ -145,23 +145,12 @@ class EventSink:
         Named ``<object>.<hex nanoseconds>`` as upstream, plus a process-wide sequence: several
         sinks (the scheduler's, the kubelet's) record about one pod at one instant of a fake clock.
         """
-        meta = item.involved["metadata"]
-        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
-        if not name:
+        body = event_body(item.involved, item.event_type, item.reason, item.message, component=self.component,
+                          instance="", now=self.clock.now(), count=count)
+        if body is None:
             log.warning("event %s/%s not recorded: the object has no name", item.reason, item.message)
             return None
-        now = self.clock.now()
-        involved = {"apiVersion": item.involved["apiVersion"], "kind": item.involved["kind"],
-                    "namespace": meta.get("namespace"), "name": name, "uid": meta.get("uid"),
-                    "resourceVersion": meta.get("resourceVersion")}  # fmt: skip
-        body = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": event_name(name, now), "namespace": namespace},
-            "involvedObject": {k: v for k, v in involved.items() if v}, "reason": item.reason,
-            "message": item.message, "type": item.event_type, "source": {"component": self.component},
-            "reportingComponent": self.component, "reportingInstance": "",
-            "firstTimestamp": format_time(now), "lastTimestamp": format_time(now), "count": count,
-        }  # fmt: skip
+        namespace, name = body["metadata"]["namespace"], body["involvedObject"]["name"]
         try:
             return await self.client.create(EVENTS, body, namespace=namespace)
         except ApiError as err:

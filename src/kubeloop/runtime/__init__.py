@@ -20,7 +20,7 @@ from kubeloop.runtime._cache import (
 )
 from kubeloop.runtime._controller import CacheSyncTimeout, Controller, EventSource, Watch
 from kubeloop.runtime._delaying import DelayingQueue, RateLimitingQueue
-from kubeloop.runtime._events import EVENTS, EventRecorder, event_name
+from kubeloop.runtime._events import EVENTS, EventRecorder, event_body, event_name
 from kubeloop.runtime._handlers import (
     EnqueueForObject,
     EnqueueForOwner,
@@ -151,6 +151,7 @@ __all__ = [
     "create_or_patch",
     "create_or_update",
     "default_controller_rate_limiter",
+    "event_body",
     "event_name",
     "failure_unless_answered",
     "index_by_namespace",

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from kubeloop.api import ApiError, Clock, KindRegistry, ResourceInfo, SystemClock, format_time
 from kubeloop.client import Client
 
-__all__ = ["EVENTS", "EventRecorder", "EventType", "event_name"]
+__all__ = ["EVENTS", "EventRecorder", "EventType", "event_body", "event_name"]
 
 log = logging.getLogger("kubeloop.runtime.events")
 
@@ -45,6 +45,49 @@ def event_name(object_name: str, now: float) -> str:
 
 EVENTS: ResourceInfo = KindRegistry().by_kind("", "Event")  # type: ignore[assignment]
 EventType = Literal["Normal", "Warning"]
+
+
+def event_body(
+    obj: Mapping[str, Any],
+    event_type: str,
+    reason: str,
+    message: str,
+    *,
+    component: str,
+    instance: str,
+    now: float,
+    count: int = 1,
+) -> dict[str, Any] | None:
+    """The core/v1 Event about ``obj`` (a full object with apiVersion and kind) that client-go's recorder
+    writes, seen ``count`` times up to ``now``; ``None`` when ``obj`` has no name. Every Event writer in
+    kubeloop builds its Events here."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if not name:
+        return None
+    involved = {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "namespace": str(meta.get("namespace") or ""),
+        "name": name,
+        "uid": meta.get("uid", ""),
+        "resourceVersion": meta.get("resourceVersion", ""),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(name, now), "namespace": str(meta.get("namespace") or "default")},
+        "involvedObject": {k: v for k, v in involved.items() if v},
+        "reason": reason,
+        "message": message,
+        "type": event_type,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": instance,
+        "firstTimestamp": format_time(now),
+        "lastTimestamp": format_time(now),
+        "count": count,
+    }
 
 
 class EventRecorder:
@@ -63,41 +106,16 @@ class EventRecorder:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self.recorded: deque[tuple[str, str, str]] = deque(maxlen=keep)  # (type, reason, message)
 
-
     async def event(
         self, obj: Mapping[str, Any], event_type: EventType, reason: str, message: str
     ) -> dict[str, Any] | None:
         """Record an Event about ``obj`` (a full object with apiVersion and kind); the Event or ``None``."""
-        meta = obj.get("metadata") or {}
-        name = str(meta.get("name") or "")
-        if not name:
+        body = event_body(obj, event_type, reason, message, component=self.component, instance=self.instance,
+                          now=self._clock.now())
+        if body is None:
             log.warning("event %s/%s not recorded: the object has no name", reason, message)
             return None
-        namespace = str(meta.get("namespace") or "default")
-        now = self._clock.now()
-        involved = {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "namespace": str(meta.get("namespace") or ""),
-            "name": name,
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        }
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": event_name(name, now), "namespace": namespace},
-            "involvedObject": {k: v for k, v in involved.items() if v},
-            "reason": reason,
-            "message": message,
-            "type": event_type,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "reportingInstance": self.instance,
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
-            "count": 1,
-        }
+        namespace, name = body["metadata"]["namespace"], body["involvedObject"]["name"]
         self.recorded.append((event_type, reason, message))
         try:
             return await self.client.create(EVENTS, body, namespace=namespace)
