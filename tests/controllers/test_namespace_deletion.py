@@ -217,7 +217,7 @@ async def test_a_deleted_namespace_waits_upstreams_grace_period_before_it_is_emp
 async def test_with_no_grace_period_a_deleted_namespace_is_emptied_without_waiting(
     cluster: InProcessCluster,
 ) -> None:
-    """What ``kubeloop up`` runs: its server guards creates by the namespace's revision, so no wait is needed."""
+    """Safe against kubeloop's own server, which guards creates by the namespace's revision."""
     controller = NamespaceController(cluster.client, clock=cluster.clock, workers=2, deletion_grace_period=0)
     cluster.run_in_background(controller.run())
     await eventually(lambda: _synced(controller), interval=0.005)

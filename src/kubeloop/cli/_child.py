@@ -9,8 +9,7 @@ own identity). What this module changes is only how the second one starts:
   interpreter, and imports only the client and the controllers, in parallel with the parent
   importing the server. The child closes the parent's data-directory lock and listening socket, puts
   its stdout and stdin on pipes, and runs :func:`~kubeloop.cli._controller_manager.run_controller_manager`
-  exactly as ``kubeloop controller-manager --exit-with-parent --wait-for-kubeconfig
-  --namespace-deletion-grace-period 0`` would; it
+  exactly as ``kubeloop controller-manager --exit-with-parent --wait-for-kubeconfig`` would; it
   ends with ``os._exit`` and never returns into the parent's stack.
 * **Restarts: spawn.** Once the parent's event loop and store threads run, forking is no longer
   safe, so :class:`ControllerManager` starts later instances as ``python -m kubeloop.cli
@@ -41,9 +40,6 @@ __all__ = ["SHARED_IMPORTS", "ChildProcess", "ControllerManager", "ForkedProcess
 
 Echo = Callable[[str], None]
 _RESTART_BACKOFF_MAX = 30.0
-# ``kubeloop up``'s own API server guards every create by its namespace's revision, so no creation can land
-# after a namespace's deletion and upstream's 5 s wait buys nothing (see ``_controller_manager``).
-OWN_SERVER_NAMESPACE_GRACE = 0.0
 # Modules both processes import: the parent loads them before forking so the child gets them free.
 SHARED_IMPORTS = ("ssl", "orjson", "uvloop", "kubeloop.api")
 
@@ -155,8 +151,7 @@ def _child_main(
         from kubeloop.cli._controller_manager import run_controller_manager
 
         try:
-            run_controller_manager(kubeconfig, exit_with_parent=True, wait_for_kubeconfig=True,
-                                   namespace_deletion_grace_period=OWN_SERVER_NAMESPACE_GRACE)
+            run_controller_manager(kubeconfig, exit_with_parent=True, wait_for_kubeconfig=True)
             code = 0
         except ValueError as exc:
             print(f"Error: {exc}", file=sys.stderr)
@@ -198,7 +193,6 @@ class ControllerManager:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "kubeloop.cli", "controller-manager",
             "--kubeconfig", str(self._kubeconfig), "--exit-with-parent", "--wait-for-kubeconfig",
-            "--namespace-deletion-grace-period", str(OWN_SERVER_NAMESPACE_GRACE),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert process.stdout is not None

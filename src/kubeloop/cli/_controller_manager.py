@@ -13,10 +13,11 @@ Once connected it runs the built-in controllers of :data:`kubeloop.controllers.B
 under a :class:`kubeloop.runtime.Manager` and prints the ready line only after they have synced.
 
 ``--namespace-deletion-grace-period`` is upstream's ``namespaceDeletionGracePeriod`` (5 s: the wait
-before a deleted namespace is emptied, so creations admitted just before the deletion become visible).
-``kubeloop up`` runs its own controller manager with 0: its API server commits a create only while the
-namespace is still at the revision admission judged (a guarded store create), so no creation can land
-after the deletion. Against any other API server keep the default.
+before a deleted namespace is emptied, so creations admitted just before the deletion become visible;
+``kubeloop up`` keeps it, so a Terminating namespace lists its content for those seconds as on any
+cluster). Against kubeloop's own API server 0 is safe: it commits a create only while the namespace is
+still at the revision admission judged, so no creation lands after the deletion. Against any other
+API server keep the default.
 """
 
 from __future__ import annotations
