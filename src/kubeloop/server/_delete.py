@@ -37,12 +37,11 @@ from kubeloop.api import NotFound, ResourceInfo, conflict, format_time, not_foun
 from kubeloop.api._validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
 from kubeloop.server._admission import AdmissionAttributes, run_admission
 from kubeloop.server._options import DeleteOptions
-from kubeloop.server._state import ServerState, object_key, renderer
+from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, object_key, renderer
 from kubeloop.store import KeyNotFound, KeyValue, RevisionMismatch
 
 __all__ = ["COLLECTION_WORKERS", "DeleteResult", "delete_listed", "delete_object"]
 
-_MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 COLLECTION_WORKERS = 64
 
 
@@ -147,7 +146,7 @@ async def delete_object(
     key = object_key(info, namespace, name)
     strategy = state.strategy(info)
     accepted = 202 if options.orphan_dependents is False else 200
-    for _ in range(_MAX_RETRIES):
+    for _ in range(GUARANTEED_UPDATE_RETRIES):
         kv = listed if listed is not None else await state.store.get(key)
         listed = None
         if kv is None:

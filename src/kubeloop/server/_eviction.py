@@ -71,7 +71,7 @@ log = logging.getLogger("kubeloop.server.eviction")
 
 MAX_DISRUPTED_POD_SIZE = 2000
 _EVICT_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
-_MAX_RETRIES = 20
+_MAX_RETRIES = 20  # k/k registry/core/pod/storage/eviction.go EvictionsRetry: 20 steps
 
 
 def _is_ready(pod: dict[str, Any]) -> bool:

@@ -37,12 +37,11 @@ from kubeloop.api._validation import (
 from kubeloop.server._admission import AdmissionAttributes, run_admission
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
-from kubeloop.server._state import ServerState, namespace_key, object_key, renderer
+from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
 from kubeloop.store import GuardChanged, KeyExists, KeyNotFound, KeyValue, RevisionMismatch
 
 __all__ = ["WriteRequest", "create_object", "get_object", "request_form", "storage_form", "update_object"]
 
-_MAX_RETRIES = 1000  # GuaranteedUpdate retries until it wins; the cap only stops livelock
 _GENERATE_ATTEMPTS = 8
 _GUARD_ATTEMPTS = 16  # a namespace rewritten this often while one create commits is pathological
 
@@ -294,7 +293,7 @@ async def update_object(
     """
     info = req.info
     key = object_key(info, req.namespace, req.name)
-    for _ in range(_MAX_RETRIES):
+    for _ in range(GUARANTEED_UPDATE_RETRIES):
         kv = await state.store.get(key)
         if kv is None:
             if allow_create and not req.subresource:

@@ -21,9 +21,20 @@ from kubeloop.server._admission import Admission
 from kubeloop.server._strategy import GenericStrategy, strategy_for
 from kubeloop.store import Render, Store
 
-__all__ = ["ServerState", "Validator", "collection_prefix", "namespace_key", "object_key", "renderer"]
+__all__ = [
+    "GUARANTEED_UPDATE_RETRIES",
+    "ServerState",
+    "Validator",
+    "collection_prefix",
+    "namespace_key",
+    "object_key",
+    "renderer",
+]
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
+# A read-modify-write (update, delete) retries a lost compare-and-swap until it wins, as upstream's
+# GuaranteedUpdate does; the cap only stops a livelock.
+GUARANTEED_UPDATE_RETRIES = 1000
 # apimachinery pkg/util/rand: no vowels (no words), no confusable characters.
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATED_PREFIX = 63 - 5
