@@ -15,6 +15,10 @@ Guarantees:
 Conveniences for building test worlds by hand: :meth:`InProcessCluster.create` (an object of a kind
 by name, with labels, annotations, owners and finalizers), :meth:`InProcessCluster.get_or_none`,
 :meth:`~InProcessCluster.exists` / :meth:`~InProcessCluster.gone`, and :func:`owner_ref`.
+
+With ``inject_http_faults=True`` every client of the cluster reaches the server through a
+:class:`~kubeloop.testing.FaultyApp` (:attr:`InProcessCluster.http_faults`), which records requests,
+answers scripted errors and cuts watches; :attr:`InProcessCluster.app` stays the server itself.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kubeloop.client import Client
 from kubeloop.server import App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing._clock import FakeClock
+from kubeloop.testing._fault_app import ASGIApp, FaultyApp
 
 __all__ = ["InProcessCluster", "eventually", "owner_ref", "resource"]
 
@@ -102,6 +107,7 @@ class InProcessCluster:
         seed: int = 7,
         namespaces: Iterable[str] = (),
         default_namespace: str = "default",
+        inject_http_faults: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.clock: Clock = clock if clock is not None else FakeClock()
@@ -110,6 +116,8 @@ class InProcessCluster:
         self.default_namespace = default_namespace
         self._store: SqliteStore | None = None
         self._app: App | None = None
+        self._inject_http_faults = inject_http_faults
+        self._http_faults: FaultyApp | None = None
         self._client: Client | None = None
         self._clients: list[Client] = []
         self._tasks: list[asyncio.Task[Any]] = []
@@ -118,6 +126,17 @@ class InProcessCluster:
     def app(self) -> App:
         assert self._app is not None, "the cluster is not running"
         return self._app
+
+    @property
+    def http_faults(self) -> FaultyApp:
+        """The fault injector every client goes through (only with ``inject_http_faults=True``)."""
+        assert self._http_faults is not None, "the cluster runs without inject_http_faults=True"
+        return self._http_faults
+
+    @property
+    def _served(self) -> ASGIApp:
+        """What clients reach: the fault injector when there is one, else the server."""
+        return self._http_faults if self._http_faults is not None else self.app
 
     @property
     def store(self) -> SqliteStore:
@@ -134,7 +153,9 @@ class InProcessCluster:
         self._store = await SqliteStore.open(self.data_dir / "kubeloop.db")
         self._app = create_app(store=self._store, clock=self.clock, rng=random.Random(self._seed))
         await self._app.startup()
-        self._client = Client.from_asgi(self._app, clock=self.clock, default_namespace=self.default_namespace)
+        if self._inject_http_faults:
+            self._http_faults = FaultyApp(self._app, clock=self.clock)
+        self._client = Client.from_asgi(self._served, clock=self.clock, default_namespace=self.default_namespace)
         namespaces = resource("", "Namespace")
         for name in self._namespaces:
             with contextlib.suppress(AlreadyExists):
@@ -159,7 +180,7 @@ class InProcessCluster:
     def new_client(self, cls: type[C], **kwargs: Any) -> C:
         """Another client of the same server: ``Client``, or a subclass that injects faults."""
         kwargs.setdefault("default_namespace", self.default_namespace)
-        client = cast(C, cls.from_asgi(self.app, clock=self.clock, **kwargs))
+        client = cast(C, cls.from_asgi(self._served, clock=self.clock, **kwargs))
         self._clients.append(client)
         return client
 
