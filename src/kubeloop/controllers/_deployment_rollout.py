@@ -8,7 +8,8 @@ Rolling update (one step per sync; every write triggers the next sync through th
 - else scale old RSs down: never below ``replicas - maxUnavailable`` available pods, counting the
   new RS's *unavailable* pods against the budget (so a crash-looping new template can never eat
   the old, healthy capacity), first removing unhealthy old replicas, oldest RS first
-  (``reconcileOldReplicaSets``);
+  (``reconcileOldReplicaSets``); an old RS whose status still counts more available pods than its
+  size (just scaled down) has none, and is never scaled back up past ``maxSurge``;
 - when complete, delete old RSs beyond ``revisionHistoryLimit``.
 
 Recreate: scale every old RS to 0, wait until no old pod is left (``oldPodsRunning``), then create
@@ -90,7 +91,11 @@ async def _cleanup_unhealthy(ctl: DeploymentController, old_rss: list[Obj], d: O
         if total >= limit:
             break
         replicas, available = du.spec_replicas(rs), du.status_int(rs, "availableReplicas")
-        if replicas == 0 or replicas == available:
+        # available > replicas: the RS's status still counts pods of an earlier, larger size (the
+        # RS controller has not caught up with our last scale-down). Nothing is unhealthy then, and
+        # replicas - available < 0 would scale the old RS back *up*, past maxSurge; upstream refuses
+        # that scale with an error, we skip the RS.
+        if replicas == 0 or available >= replicas:
             continue
         count = min(limit - total, replicas - available)
         _, old_rss[i] = await ctl.scale_replicaset(rs, replicas - count, d)
