@@ -31,6 +31,7 @@ from kubeloop.api import (
     ApiError,
     NotFound,
     ResourceInfo,
+    controller_of,
     copy_json,
     label_selector_from_dict,
     parse_time,
@@ -39,6 +40,7 @@ from kubeloop.api import (
 from kubeloop.client import discover_resources
 from kubeloop.controllers._scheduler_resources import PDBS, PODS
 from kubeloop.controllers._workload_kinds import DEPLOYMENTS, REPLICASETS, STATEFULSETS
+from kubeloop.controllers._workload_pods import is_pod_ready
 from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result, set_condition
 
 __all__ = ["DELETION_TIMEOUT", "DisruptionController", "SyncFailed"]
@@ -48,20 +50,6 @@ DELETION_TIMEOUT = 120.0
 
 class SyncFailed(Exception):
     """The budget's status cannot be computed from what is observed."""
-
-
-def _controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") is True:
-            return dict(ref)
-    return None
-
-
-def _is_ready(pod: Mapping[str, Any]) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
 
 
 def _scaled(value: Any, total: int, *, what: str) -> int:
@@ -139,7 +127,7 @@ class DisruptionController:
         """getExpectedScale: the replicas of each distinct controller of the pods."""
         scales: dict[str, int] = {}
         for pod in pods:
-            ref = _controller_ref(pod)
+            ref = controller_of(pod)
             if ref is None:
                 raise SyncFailed(f'found no controller ref for pod "{pod["metadata"].get("name")}"')
             if str(ref.get("uid")) in scales:
@@ -147,7 +135,7 @@ class DisruptionController:
             namespace = pod["metadata"].get("namespace") or ""
             owner = self._owner(ref, namespace)
             if owner is not None and owner[0] == "ReplicaSet":
-                parent = _controller_ref(owner[1])
+                parent = controller_of(owner[1])
                 if parent is not None and parent.get("kind") == "Deployment":
                     owner = self._owner(parent, namespace) or owner
             if owner is not None:
@@ -205,7 +193,7 @@ class DisruptionController:
                 continue  # never deleted: it counts again (upstream logs a "NotDeleted" warning)
             disrupted[name] = stamp
             wake = expires if wake is None else min(wake, expires)
-        healthy = sum(1 for p in pods if _is_ready(p) and not p["metadata"].get("deletionTimestamp")
+        healthy = sum(1 for p in pods if is_pod_ready(p) and not p["metadata"].get("deletionTimestamp")
                       and p["metadata"]["name"] not in disrupted)
         allowed = max(0, healthy - desired) if expected > 0 else 0
         status = self._base(pdb)
