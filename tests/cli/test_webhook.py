@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -81,3 +82,18 @@ def test_print_config_names_the_url_and_the_ca_bundle(tmp_path: Path) -> None:
     assert config["kind"] == "ValidatingWebhookConfiguration"
     assert hook["clientConfig"]["url"] == "https://guard.example:9443/validate"
     assert hook["clientConfig"]["caBundle"] and hook["rules"][0]["operations"] == ["DELETE"]
+
+
+def test_webhook_on_a_busy_port_fails_with_a_one_line_reason_naming_the_port(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "kubeloop.cli", "webhook", "--port", str(port), "--address", "127.0.0.1",
+             "--cert-dir", str(tmp_path / "certs")], capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in errors[0]

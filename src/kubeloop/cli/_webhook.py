@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import signal
 import socket
@@ -83,16 +82,12 @@ def webhook(port: int, address: str, cert_dir: Path, print_url: str | None) -> N
             raise click.ClickException(f"no ca.crt in {cert_dir}: the caBundle is unknown")
         click.echo(json.dumps(webhook_configuration(url=print_url, ca_pem=ca.read_bytes()), indent=2))
         return
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    from kubeloop.cli._cluster import StartupError, _bind
+
     try:
-        sock.bind((address, port))
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise click.ClickException(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
-    sock.setblocking(False)
+        sock = _bind(address, port)
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         asyncio.run(_serve(sock, cert, key, ca))
     finally:
@@ -100,18 +95,10 @@ def webhook(port: int, address: str, cert_dir: Path, print_url: str | None) -> N
 
 
 async def _serve(sock: socket.socket, cert: Path, key: Path, ca: Path | None) -> None:
-    import uvicorn
-
+    from kubeloop.cli._cluster import _uvicorn_server
     from kubeloop.server import protection_webhook_app
 
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield  # our own handlers below give a clean exit 0
-
-    config = uvicorn.Config(protection_webhook_app, loop="none", lifespan="off", log_level="warning",
-                            access_log=False, ssl_certfile=str(cert), ssl_keyfile=str(key), server_header=False)
-    server = Server(config)
+    server = _uvicorn_server(protection_webhook_app, cert, key)  # our own signal handlers below: exit 0
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
