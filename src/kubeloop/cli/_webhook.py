@@ -96,6 +96,7 @@ def webhook(port: int, address: str, cert_dir: Path, print_url: str | None) -> N
 
 async def _serve(sock: socket.socket, cert: Path, key: Path, ca: Path | None) -> None:
     from kubeloop.cli._cluster import _uvicorn_server
+    from kubeloop.cli._kubeconfig import server_url
     from kubeloop.server import protection_webhook_app
 
     server = _uvicorn_server(protection_webhook_app, cert, key)  # our own signal handlers below: exit 0
@@ -110,9 +111,7 @@ async def _serve(sock: socket.socket, cert: Path, key: Path, ca: Path | None) ->
         serving.result()
         raise click.ClickException("the webhook server stopped during start-up")
     host, port = sock.getsockname()[:2]
-    shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    shown = f"[{shown}]" if ":" in shown else shown
-    click.echo(f"{READY_PREFIX}https://{shown}:{port}/validate", nl=True)
+    click.echo(f"{READY_PREFIX}{server_url(host, port)}/validate")
     if ca is not None:
         click.echo(f"CA bundle: {ca}")
     await stop.wait()
