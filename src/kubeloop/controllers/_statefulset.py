@@ -45,7 +45,6 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.controllers import _statefulset_util as su
-from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -53,7 +52,7 @@ from kubeloop.controllers._workload_claim import (
     claim_children,
     owners_selecting,
 )
-from kubeloop.controllers._workload_kinds import PODS, PVCS, STATEFULSETS, int_field
+from kubeloop.controllers._workload_kinds import PODS, PVCS, REVISIONS, STATEFULSETS, int_field
 from kubeloop.controllers._workload_pods import is_pod_active, is_pod_available, is_pod_ready
 from kubeloop.runtime import (
     OWNER_UID_INDEX,
@@ -69,7 +68,6 @@ from kubeloop.runtime import (
 
 __all__ = ["StatefulSetController"]
 
-REVISIONS = builtin("apps", "controllerrevisions")
 Obj = Mapping[str, Any]
 
 

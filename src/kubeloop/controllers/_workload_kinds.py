@@ -19,6 +19,7 @@ __all__ = [
     "PODS",
     "PVCS",
     "REPLICASETS",
+    "REVISIONS",
     "STATEFULSETS",
     "int_field",
 ]
@@ -29,6 +30,7 @@ CONTROLLER_MANAGER = "kube-controller-manager"
 REPLICASETS = builtin("apps", "replicasets")
 DEPLOYMENTS = builtin("apps", "deployments")
 STATEFULSETS = builtin("apps", "statefulsets")
+REVISIONS = builtin("apps", "controllerrevisions")
 
 
 def int_field(obj: Mapping[str, Any] | None, key: str, default: int = 0) -> int:
