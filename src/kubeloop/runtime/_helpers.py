@@ -49,6 +49,7 @@ from kubeloop.api import (
     is_being_deleted,
     name_of,
     namespace_of,
+    owner_reference,
     split_api_version,
 )
 from kubeloop.client import Client
@@ -126,16 +127,7 @@ def _reference(owner: Mapping[str, Any], *, controller: bool) -> dict[str, Any]:
         raise ValueError(
             "owner needs apiVersion, kind, metadata.name and metadata.uid (read it from the API first)"
         )
-    ref: dict[str, Any] = {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-    }
-    if controller:
-        ref["controller"] = True
-        ref["blockOwnerDeletion"] = True
-    return ref
+    return owner_reference(owner, controller=controller, block_owner_deletion=controller)
 
 
 def _upsert(obj: MutableMapping[str, Any], ref: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubeloop.api import metadata_of
 from kubeloop.runtime._handlers import Event
 
 __all__ = [
@@ -60,7 +61,7 @@ class _UpdateOnly(Predicate):
             return True
         if event.old_object is None:
             return False  # upstream: an update without an old object is malformed, drop it
-        return self.changed(_meta(event.old_object), _meta(event.object))
+        return self.changed(metadata_of(event.old_object), metadata_of(event.object))
 
     def changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         raise TypeError(f"{type(self).__name__} must define changed")
@@ -115,8 +116,3 @@ def any_of(*predicates: PredicateFn) -> Predicate:
 
 def negate(predicate: PredicateFn) -> Predicate:
     return _Combined("not", (predicate,))
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
