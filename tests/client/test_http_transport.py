@@ -244,6 +244,15 @@ async def test_more_concurrent_requests_than_connections_wait_for_one() -> None:
     assert len(state.requests) == 12
 
 
+async def test_a_request_waiting_for_a_connection_reuses_the_one_released_rather_than_reconnecting() -> None:
+    # At the bound, a released kept-alive connection is the waiter's to reuse: closing it to open a
+    # new one would cost a TCP (and TLS) handshake per request for as long as the pool stays full.
+    async with peer(echo_forever) as state, httpx.AsyncClient(transport=HTTP11Transport(max_connections=2), base_url=state.url) as http:
+        answers = await asyncio.gather(*(http.get(f"/r{i}") for i in range(12)))
+    assert [a.status_code for a in answers] == [200] * 12
+    assert state.connections == 2
+
+
 async def test_a_refused_connection_is_a_connection_failure() -> None:
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]

@@ -427,16 +427,13 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
     async def _acquire(self, key: tuple[str, str, int], timeouts: dict[str, Any]) -> _Connection:
         if self._closed:
             raise httpx.ConnectError("the transport is closed")
-        loop = asyncio.get_running_loop()
-        idle = self._idle.get(key)
-        now = loop.time()
-        while idle:
-            conn = idle.pop()
-            if not conn.closed and now - conn.idle_since < self._expiry:
+        while True:
+            # Checked again after every wait: the connection just released is usually this key's.
+            conn = self._take_idle(key)
+            if conn is not None:
                 return conn
-            conn.close()
-            self._open -= 1
-        while self._open >= self._max:
+            if self._open < self._max:
+                break
             if not self._close_one_idle():
                 await self._wait_for_slot(timeouts.get("pool"))
         self._open += 1
@@ -446,6 +443,18 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             self._open -= 1
             self._wake_one()
             raise
+
+    def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:
+        """The most recently idle connection to ``key`` still usable (expired ones are closed)."""
+        idle = self._idle.get(key)
+        now = asyncio.get_running_loop().time()
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and now - conn.idle_since < self._expiry:
+                return conn
+            conn.close()
+            self._open -= 1
+        return None
 
     async def _connect(self, key: tuple[str, str, int], timeout: float | None) -> _Connection:
         scheme, host, port = key
