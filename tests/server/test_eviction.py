@@ -227,3 +227,23 @@ async def test_protobuf_eviction_of_another_pod_is_a_bad_request(api: tuple[Clie
                                  content=protobuf_eviction("web-2", grace=0, dry_run=False), headers=headers)
     assert answer.status_code == 400
     assert answer.json()["message"] == "name in URL does not match name in Eviction object"
+
+
+async def test_eviction_preconditions_that_do_not_hold_are_a_conflict_naming_the_pod(api: tuple[Client, Any]) -> None:
+    client, app = api
+    pod = await running_pod(client, "web-1", phase="Pending", ready=False)
+    url = "/api/v1/namespaces/default/pods/web-1/eviction"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="https://x") as http:
+        wrong_uid = await http.post(url, json=eviction("web-1", preconditions={"uid": "other"}))
+        stale_rv = await http.post(url, json=eviction("web-1", preconditions={"resourceVersion": "1"}))
+    assert wrong_uid.status_code == 409
+    assert wrong_uid.json()["message"] == (
+        f'Operation cannot be fulfilled on Pod "web-1": the UID in the precondition (other) does not match the UID '
+        f"in record ({pod['metadata']['uid']}). The object might have been deleted and then recreated")
+    assert wrong_uid.json()["details"] == {"name": "web-1", "kind": "Pod"}
+    assert stale_rv.status_code == 409
+    assert stale_rv.json()["message"] == (
+        f'Operation cannot be fulfilled on Pod "web-1": the ResourceVersion in the precondition (1) does not match '
+        f"the ResourceVersion in record ({pod['metadata']['resourceVersion']}). The object might have been modified")
+    kept = await client.get(PODS, "web-1")  # neither the DisruptionTarget condition nor a deletion was written
+    assert kept["metadata"]["resourceVersion"] == pod["metadata"]["resourceVersion"]

@@ -40,7 +40,7 @@ from kubeloop.server._options import DeleteOptions
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, object_key, renderer
 from kubeloop.store import KeyNotFound, KeyValue, RevisionMismatch
 
-__all__ = ["COLLECTION_WORKERS", "DeleteResult", "delete_listed", "delete_object"]
+__all__ = ["COLLECTION_WORKERS", "DeleteResult", "check_preconditions", "delete_listed", "delete_object"]
 
 COLLECTION_WORKERS = 64
 
@@ -115,7 +115,8 @@ def gc_finalizers(options: DeleteOptions, finalizers: list[str]) -> tuple[bool, 
     return True, new
 
 
-def _check_preconditions(info: ResourceInfo, meta: dict[str, Any], options: DeleteOptions) -> None:
+def check_preconditions(info: ResourceInfo, meta: dict[str, Any], options: DeleteOptions) -> None:
+    """DeleteOptions.preconditions against the stored object: a 409 naming the kind, as upstream's."""
     name = str(meta.get("name") or "")
     uid = str(meta.get("uid") or "")
     rv = str(meta.get("resourceVersion") or "")
@@ -153,7 +154,7 @@ async def delete_object(
             raise not_found(info.plural, name, info.group)
         obj = orjson.loads(kv.value)
         meta = obj.setdefault("metadata", {})
-        _check_preconditions(info, meta, options)
+        check_preconditions(info, meta, options)
         attrs = AdmissionAttributes("DELETE", info, namespace if info.namespaced else "", name,
                                     user=user, dry_run=options.dry_run)
         await run_admission(state.admission, attrs, None, obj)

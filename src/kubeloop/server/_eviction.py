@@ -48,7 +48,7 @@ from kubeloop.api import (
     not_found,
 )
 from kubeloop.server._binding import bind_pod, set_pod_condition
-from kubeloop.server._delete import delete_object
+from kubeloop.server._delete import check_preconditions, delete_object
 from kubeloop.server._handlers import BodyDecoder
 from kubeloop.server._http import (
     Receive,
@@ -186,15 +186,9 @@ async def _mark_and_delete(state: ServerState, pods: ResourceInfo, pod: dict[str
         if kv is None:
             raise not_found("pods", name)
         latest = orjson.loads(kv.value)
-        meta = latest["metadata"]
-        if options.uid_precondition and options.uid_precondition != meta.get("uid"):
-            raise Conflict(f'Operation cannot be fulfilled on Pod "{name}": the UID in the precondition '
-                           f"({options.uid_precondition}) does not match the UID in record ({meta.get('uid')}). "
-                           "The object might have been deleted and then recreated")
-        if options.rv_precondition and options.rv_precondition != meta.get("resourceVersion"):
-            raise Conflict(f'Operation cannot be fulfilled on Pod "{name}": the ResourceVersion in the precondition '
-                           f"({options.rv_precondition}) does not match the ResourceVersion in record "
-                           f"({meta.get('resourceVersion')}). The object might have been modified")
+        # Upstream's getLatestPod skips an empty precondition; the delete below still checks it.
+        check_preconditions(pods, latest["metadata"], dataclasses.replace(
+            options, uid_precondition=options.uid_precondition or None, rv_precondition=options.rv_precondition or None))
         status = latest.setdefault("status", {})
         before = orjson.dumps(status)
         set_pod_condition(status, {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
