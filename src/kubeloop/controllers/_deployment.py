@@ -158,8 +158,8 @@ class DeploymentController(WorkloadController):
         return await self.write_status(d, status)
 
     def _is_scaling_event(self, d: Obj, rss: list[Obj]) -> bool:
-        new_rs = du.find_new_replica_set(d, rss)
-        for rs in [r for r in rss if r is not new_rs] + ([new_rs] if new_rs is not None else []):
+        """An active RS whose ``desired-replicas`` annotation is not ``spec.replicas`` (``isScalingEvent``)."""
+        for rs in rss:
             if du.spec_replicas(rs) <= 0:
                 continue
             desired = annotations_of(rs).get(du.DESIRED_REPLICAS)
