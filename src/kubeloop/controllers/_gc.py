@@ -49,6 +49,11 @@ from kubeloop.api import (
     NotFound,
     ResourceInfo,
     SystemClock,
+    has_finalizer,
+    is_being_deleted,
+    metadata_of,
+    owner_references,
+    uid_of,
 )
 from kubeloop.client import Client
 from kubeloop.controllers._gc_events import GcEvents
@@ -67,14 +72,6 @@ class _RestMappingError(Exception):
 
 class _NamespacedOwnerOfClusterScoped(Exception):
     """A cluster-scoped dependent names a namespaced owner kind: never resolvable, never retried."""
-
-
-def _finalizers(obj: dict[str, Any]) -> list[str]:
-    return list((obj.get("metadata") or {}).get("finalizers") or ())
-
-
-def _refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((obj.get("metadata") or {}).get("ownerReferences") or ())
 
 
 class GarbageCollector:
@@ -222,13 +219,13 @@ class GarbageCollector:
         latest = self._observed(resource, node) if first_attempt and not node.virtual else None
         if latest is None:
             latest = await self._get(resource, node.identity.namespace, node.identity.name)
-        if latest is None or (latest.get("metadata") or {}).get("uid") != node.uid:
+        if latest is None or uid_of(latest) != node.uid:
             self.graph.virtual_delete(node.identity)
             return True
         if node.deleting_dependents:
             await self._process_deleting_dependents(node, resource, latest)
             return False
-        owners = _refs(latest)
+        owners = owner_references(latest)
         if not owners:
             return False
         solid, dangling, waiting = await self._classify(node, owners)
@@ -243,10 +240,9 @@ class GarbageCollector:
                 latest = await self._unblock_owner_refs(resource, latest)
             await self._delete(resource, latest, "Foreground")
             return False
-        finalizers = _finalizers(latest)
-        if FINALIZER_ORPHAN_DEPENDENTS in finalizers:
+        if has_finalizer(latest, FINALIZER_ORPHAN_DEPENDENTS):
             policy = "Orphan"
-        elif FINALIZER_DELETE_DEPENDENTS in finalizers:
+        elif has_finalizer(latest, FINALIZER_DELETE_DEPENDENTS):
             policy = "Foreground"
         else:
             policy = "Background"
@@ -272,7 +268,7 @@ class GarbageCollector:
             owner = await self._live_owner(node, ref)
             if owner is None:
                 dangling.append(ref)
-            elif (owner.get("metadata") or {}).get("deletionTimestamp") and FINALIZER_DELETE_DEPENDENTS in _finalizers(owner):
+            elif is_being_deleted(owner) and has_finalizer(owner, FINALIZER_DELETE_DEPENDENTS):
                 waiting.append(ref)
             else:
                 solid.append(ref)
@@ -293,7 +289,7 @@ class GarbageCollector:
             self._report_cluster_scoped_dependent(node, ref)
             raise _NamespacedOwnerOfClusterScoped(str(node.identity))
         owner = await self._get(resource, node.identity.namespace, key.name)
-        if owner is None or (owner.get("metadata") or {}).get("uid") != key.uid:
+        if owner is None or uid_of(owner) != key.uid:
             self.graph.absent.add(key)
             return None
         return owner
@@ -304,12 +300,12 @@ class GarbageCollector:
         for dep in self.graph.dependents(owner):
             resource = self._resource(dep.identity.api_version, dep.identity.kind)
             latest = await self._get(resource, dep.identity.namespace, dep.identity.name)
-            if latest is None or (latest.get("metadata") or {}).get("uid") != dep.uid:
+            if latest is None or uid_of(latest) != dep.uid:
                 continue
             await self._patch_owner_refs(resource, latest, {owner.uid})
         resource = self._resource(owner.identity.api_version, owner.identity.kind)
         latest = await self._get(resource, owner.identity.namespace, owner.identity.name)
-        if latest is not None and (latest.get("metadata") or {}).get("uid") == owner.uid:
+        if latest is not None and uid_of(latest) == owner.uid:
             await self._remove_finalizer(resource, latest, FINALIZER_ORPHAN_DEPENDENTS)
         return False
 
@@ -323,7 +319,7 @@ class GarbageCollector:
 
     def _observed(self, resource: ResourceInfo, node: Node) -> dict[str, Any] | None:
         cached = self.monitors.cached(resource, node.identity.namespace, node.identity.name)
-        if cached is None or (cached.get("metadata") or {}).get("uid") != node.uid:
+        if cached is None or uid_of(cached) != node.uid:
             return None
         return cached
 
@@ -347,9 +343,9 @@ class GarbageCollector:
             return
         except Conflict:
             current = await self._get(resource, namespace, name)
-            if current is None or (current.get("metadata") or {}).get("uid") != uid:
+            if current is None or uid_of(current) != uid:
                 return
-            if _refs(current) != _refs(latest):
+            if owner_references(current) != owner_references(latest):
                 raise  # ownerReferences changed since the check: classify again
         try:
             await self._client.delete(resource, name, namespace=namespace or None, propagation_policy=policy,
@@ -359,18 +355,17 @@ class GarbageCollector:
 
     async def _patch_owner_refs(self, resource: ResourceInfo, latest: dict[str, Any], drop: set[str]) -> None:
         """``deleteOwnerRefJSONMergePatch``: the remaining references, conditional on uid and resourceVersion."""
-        remaining = [r for r in _refs(latest) if str(r.get("uid")) not in drop]
+        remaining = [r for r in owner_references(latest) if str(r.get("uid")) not in drop]
         await self._merge_patch(resource, latest, {"ownerReferences": remaining or None})
 
     async def _unblock_owner_refs(self, resource: ResourceInfo, latest: dict[str, Any]) -> dict[str, Any]:
-        refs = [{**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r for r in _refs(latest)]
+        refs = [{**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r for r in owner_references(latest)]
         return await self._merge_patch(resource, latest, {"ownerReferences": refs}) or latest
 
     async def _remove_finalizer(self, resource: ResourceInfo, latest: dict[str, Any], finalizer: str) -> None:
-        finalizers = _finalizers(latest)
-        if finalizer not in finalizers:
+        if not has_finalizer(latest, finalizer):
             return
-        remaining = [f for f in finalizers if f != finalizer]
+        remaining = [f for f in metadata_of(latest).get("finalizers") or () if f != finalizer]
         await self._merge_patch(resource, latest, {"finalizers": remaining or None})
 
     async def _merge_patch(

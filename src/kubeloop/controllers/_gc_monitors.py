@@ -76,7 +76,7 @@ class Monitors:
         entry = self.informers.get(_key(resource))
         if entry is None:
             return None
-        return entry[0].cache.get(f"{namespace}/{name}" if resource.namespaced and namespace else name)
+        return entry[0].cache.get_by_name(name, namespace if resource.namespaced else None)
 
     def deletable(self, discovery: Discovery) -> list[ResourceInfo]:
         """``GetDeletableResources``: preferred versions with delete, list and watch, minus ignored."""
