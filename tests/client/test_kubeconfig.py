@@ -97,6 +97,15 @@ async def test_inline_ca_client_certificate_and_token_reach_a_tls_server(
     assert got["cn"] == ["alice"]
 
 
+async def test_an_inline_client_certificate_may_take_its_key_from_a_file(
+    tls_server: str, pki: Pki, tmp_path: Path
+) -> None:
+    conf = kubeconfig(tls_server, cluster={"certificate-authority-data": b64(pki.ca_cert)},
+                      user={"client-certificate-data": b64(pki.client_cert), "client-key": str(pki.client_key)})
+    async with Client.from_kubeconfig(str(write(tmp_path / "config", conf))) as client:
+        assert (await client.get(CM, "a"))["cn"] == ["alice"]
+
+
 async def test_relative_certificate_files_and_token_file_resolve_against_the_kubeconfig(
     tls_server: str, pki: Pki, tmp_path: Path
 ) -> None:
@@ -213,6 +222,8 @@ def test_in_cluster_service_account_is_used_when_there_is_no_kubeconfig(
         (lambda c: c["users"][0].update({"user": {"auth-provider": {"name": "gcp"}}}), "auth-provider"),
         (lambda c: c["clusters"][0]["cluster"].update({"certificate-authority-data": "!!"}), "base64"),
         (lambda c: c["clusters"][0]["cluster"].update({"certificate-authority": "/nonexistent/ca"}), "TLS"),
+        # An inline client certificate without its key (it raised a TypeError).
+        (lambda c: c["users"][0]["user"].update({"client-certificate-data": "QQ=="}), "client-key-data or client-key"),
     ],
 )
 def test_unusable_kubeconfigs_are_config_errors(tmp_path: Path, mutate: Any, message: str) -> None:

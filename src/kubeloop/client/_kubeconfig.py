@@ -155,23 +155,23 @@ def _load_pem_pair(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
 
 
 def _load_client_cert(ctx: ssl.SSLContext, user: Any) -> None:
-    cert: bytes | None = _b64(user.client_cert_data, "client-certificate-data") if user.client_cert_data else None
-    key: bytes | None = _b64(user.client_key_data, "client-key-data") if user.client_key_data else None
-    if cert is None and key is None:
+    if not user.client_cert_data and not user.client_key_data:
         ctx.load_cert_chain(os.path.expanduser(user.client_cert), os.path.expanduser(user.client_key or user.client_cert))
         return
-    # ssl only loads certificates from files: write inline data to private temp files, load, delete.
-    with tempfile.TemporaryDirectory(prefix="kubeloop-tls-") as tmp:
-        cert_path = os.path.join(tmp, "cert.pem")
-        key_path = os.path.join(tmp, "key.pem")
-        with open(cert_path, "wb") as f:
-            f.write(cert if cert is not None else Path(os.path.expanduser(user.client_cert)).read_bytes())
-        if key is not None:
-            with open(key_path, "wb") as f:
-                f.write(key)
-        else:
-            key_path = os.path.expanduser(user.client_key)
-        ctx.load_cert_chain(cert_path, key_path)
+    # ssl only loads certificates from files: inline data goes through private temp files.
+    _load_pem_pair(
+        ctx, _pem(user.client_cert_data, user.client_cert, "client-certificate"),
+        _pem(user.client_key_data, user.client_key, "client-key"),
+    )  # fmt: skip
+
+
+def _pem(data: str | None, path: str | None, what: str) -> bytes:
+    """A PEM block from ``<what>-data`` (inline, base64) or else the ``<what>`` file."""
+    if data:
+        return _b64(data, f"{what}-data")
+    if not path:
+        raise ConfigError(f"{what}-data or {what} must be specified to use the clientCert authentication method")
+    return Path(os.path.expanduser(path)).read_bytes()
 
 
 def _auth(user: Any, *, clock: Clock | None, base_dir: Path | None) -> httpx.Auth | None:
