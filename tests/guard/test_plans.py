@@ -9,9 +9,15 @@ import pytest
 from kubeloop.api import NotFound
 from kubeloop.client import discover_resources
 from kubeloop.guard import (
+    DataAtRisk,
+    Entry,
+    Impact,
+    ObjectRef,
     PlanChanged,
     PlanStore,
+    Survivor,
     confirm_delete,
+    diff_impacts,
     preview_delete,
     resolve_resource,
     wait_for_impact,
@@ -92,3 +98,23 @@ async def test_unknown_kind_is_not_found_with_kubectls_message(cluster: Cluster)
     discovery = await discover_resources(cluster.client)
     with pytest.raises(NotFound, match='the server doesn\'t have a resource type "gizmos"'):
         resolve_resource(discovery.preferred, "gizmos")
+
+
+def test_diff_names_what_was_added_removed_and_modified_in_every_section() -> None:
+    def ref(name: str, rv: str = "1") -> ObjectRef:
+        return ObjectRef("", "v1", "Pod", "pods", "prod", name, f"uid-{name}", rv)
+
+    old = Impact(ref("t"), "background", deleted=(Entry(ref("t")), Entry(ref("gone"))),
+                 orphaned=(Entry(ref("o")),), surviving=(Survivor(ref("s"), (), ()),),
+                 data=(DataAtRisk(ref("d"), "1Gi", "deleted", ""),))
+    new = Impact(ref("t"), "background", deleted=(Entry(ref("t")), Entry(ref("new"))),
+                 orphaned=(Entry(ref("o", "2")),), surviving=(),
+                 data=(DataAtRisk(ref("d"), "1Gi", "deleted", ""), DataAtRisk(ref("e"), "1Gi", "released", "")))
+    assert diff_impacts(old, new).lines() == [
+        "+ deleted: pod/new -n prod (added)",
+        "- deleted: pod/gone -n prod (removed)",
+        "~ orphaned: pod/o -n prod (modified)",
+        "- surviving: pod/s -n prod (removed)",
+        "+ data: pod/e -n prod (added)",
+    ]
+    assert not diff_impacts(old, old)

@@ -18,13 +18,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from kubeloop.guard._model import Impact, ObjectRef
+from kubeloop.guard._model import DataAtRisk, Entry, Impact, ObjectRef, Survivor
 
 __all__ = ["ImpactDiff", "PlanStore", "default_plan_dir", "diff_impacts", "plan_id", "with_plan_id"]
 
@@ -66,16 +65,8 @@ class ImpactDiff:
 
 
 def _refs(impact: Impact, section: str) -> dict[str, ObjectRef]:
-    items: Iterable[ObjectRef]
-    if section == "deleted":
-        items = (e.ref for e in impact.deleted)
-    elif section == "orphaned":
-        items = (e.ref for e in impact.orphaned)
-    elif section == "surviving":
-        items = (s.ref for s in impact.surviving)
-    else:
-        items = (d.ref for d in impact.data)
-    return {r.uid: r for r in items}
+    items: tuple[Entry | Survivor | DataAtRisk, ...] = getattr(impact, section)
+    return {item.ref.uid: item.ref for item in items}
 
 
 def diff_impacts(old: Impact, new: Impact) -> ImpactDiff:
