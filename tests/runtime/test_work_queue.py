@@ -157,6 +157,34 @@ async def test_depth_above_the_bound_warns_once_and_counts_every_excess_add(
     assert metrics.sample("workqueue_depth_limit_exceeded_total", labels("busy")) == 3
 
 
+async def test_the_depth_warning_rearms_only_once_the_backlog_has_halved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    q: WorkQueue[int] = WorkQueue(name="busy", clock=FakeClock(), max_depth=4)
+
+    def warnings() -> int:
+        return len([r for r in caplog.records if "above its bound" in r.getMessage()])
+
+    async def drain_to(depth: int) -> None:
+        while q.depth > depth:
+            q.done(await q.get())
+
+    with caplog.at_level(logging.WARNING, logger="kubeloop.runtime.queue"):
+        for i in range(5):
+            q.add(i)
+        assert warnings() == 1
+        await drain_to(2)
+        q.add(10)  # depth 3: above half the bound, still the same backlog
+        for i in range(11, 13):
+            q.add(i)
+        assert q.depth == 5 and warnings() == 1
+        await drain_to(1)
+        q.add(20)  # depth 2, half the bound: the backlog has cleared
+        for i in range(21, 24):
+            q.add(i)
+        assert q.depth == 5 and warnings() == 2
+
+
 async def test_queue_metrics_follow_client_go_names_and_meaning() -> None:
     clock = FakeClock()
     metrics = Metrics()
