@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kubeloop.api import BUILTIN_RESOURCES, BadRequest, Conflict, NotFound, TooManyRequests
+from kubeloop.api import BUILTIN_RESOURCES, BadRequest, Conflict, Invalid, NotFound, TooManyRequests
 from kubeloop.client import Client
 from kubeloop.server import create_app
 from kubeloop.store import SqliteStore
@@ -87,6 +87,41 @@ async def test_binding_name_must_match_the_pod(api: tuple[Client, Any]) -> None:
     await client.create(PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
     with pytest.raises(BadRequest, match="name in URL does not match name in Binding object"):
         await client._json("POST", "/api/v1/namespaces/default/pods/p/binding", body=binding("q", "node-a"))
+
+
+async def test_binding_copies_annotations_and_dry_run_stores_nothing(api: tuple[Client, Any]) -> None:
+    client, _ = api
+    created = await client.create(PODS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    body = binding("p", "node-a")
+    body["metadata"]["annotations"] = {"scheduler": "mine"}
+    await client._json("POST", "/api/v1/namespaces/default/pods/p/binding?dryRun=All", body=body)
+    assert await client.get(PODS, "p") == created
+    await client.create(PODS, body, subresource="binding")
+    pod = await client.get(PODS, "p")
+    assert pod["metadata"]["annotations"] == {"scheduler": "mine"}
+    assert pod["spec"]["nodeName"] == "node-a"
+
+
+async def test_binding_refusals(api: tuple[Client, Any]) -> None:
+    client, _ = api
+    with pytest.raises(NotFound, match='pods "ghost" not found'):
+        await client.create(PODS, binding("ghost", "node-a"), subresource="binding")
+    pod = await client.create(PODS, {"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c", "image": "x"}], "schedulingGates": [{"name": "wait"}]}})
+    with pytest.raises(Conflict, match=r"pod p has non-empty \.spec\.schedulingGates"):
+        await client.create(PODS, binding("p", "node-a"), subresource="binding")
+    stale = binding("p", "node-a")
+    stale["metadata"]["resourceVersion"] = "1"
+    with pytest.raises(Conflict, match=r"the ResourceVersion in the precondition \(1\) does not match"):
+        await client.create(PODS, stale, subresource="binding")
+    other = binding("p", "node-a")
+    other["metadata"]["uid"] = "other"
+    with pytest.raises(Conflict, match=r"the UID in the precondition \(other\) does not match"):
+        await client.create(PODS, other, subresource="binding")
+    with pytest.raises(Invalid):
+        await client.create(PODS, {**binding("p", "node-a"), "target": {"kind": "Pod", "name": "x"}},
+                            subresource="binding")
+    assert await client.get(PODS, "p") == pod
 
 
 async def test_eviction_is_refused_with_429_when_the_budget_allows_no_disruption(api: tuple[Client, Any]) -> None:

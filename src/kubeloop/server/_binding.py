@@ -15,15 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from kubeloop.api import BadRequest, FieldError, ResourceInfo, conflict, format_time, invalid, not_found
-from kubeloop.server._state import ServerState, object_key, renderer
-from kubeloop.store import KeyNotFound, RevisionMismatch
+from kubeloop.server._state import ServerState, guaranteed_update, object_key
 
 __all__ = ["bind_pod", "set_pod_condition"]
-
-_MAX_RETRIES = 20
 
 
 def set_pod_condition(status: dict[str, Any], condition: dict[str, Any], now: float) -> None:
@@ -103,18 +98,7 @@ async def bind_pod(state: ServerState, pods: ResourceInfo, namespace: str, name:
     # condition change together in one compare-and-swap (the main-resource strategy would keep
     # status), retried when another writer wins the race.
     key = object_key(pods, namespace, name)
-    for _ in range(_MAX_RETRIES):
-        kv = await state.store.get(key)
-        if kv is None:
-            raise not_found(pods.plural, name, pods.group)
-        pod = assign(orjson.loads(kv.value))
-        if dry_run:
-            break
-        try:
-            await state.store.update(key, renderer(pod), expected_revision=kv.mod_revision)
-        except (RevisionMismatch, KeyNotFound):
-            continue
-        break
-    else:
+    if not await guaranteed_update(state.store, key, assign, missing=lambda: not_found(pods.plural, name, pods.group),
+                                   dry_run=dry_run):
         raise conflict(pods.plural, name, pods.group)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

@@ -62,7 +62,7 @@ from kubeloop.server._http import (
 )
 from kubeloop.server._options import DeleteOptions, parse_delete_options
 from kubeloop.server._requestinfo import truthy
-from kubeloop.server._state import ServerState, collection_prefix, object_key, renderer
+from kubeloop.server._state import ServerState, collection_prefix, guaranteed_update, object_key, renderer
 from kubeloop.store import KeyNotFound, RevisionMismatch
 
 __all__ = ["MAX_DISRUPTED_POD_SIZE", "PodSubresources", "evict_pod", "is_pod_subresource_post"]
@@ -158,21 +158,15 @@ def _set_condition(conditions: list[dict[str, Any]], type_: str, status: str, re
 
 
 async def _decrement(state: ServerState, key: str, pod_name: str, dry_run: bool) -> None:
-    for _ in range(_MAX_RETRIES):
-        kv = await state.store.get(key)
-        if kv is None:
-            raise NotFound(f"poddisruptionbudgets.policy \"{key.rsplit('/', 1)[-1]}\" not found")
-        pdb = _check_and_decrement(orjson.loads(kv.value), pod_name, state.clock.now(), dry_run)
-        if dry_run:
-            return
-        try:
-            await state.store.update(key, renderer(pdb), expected_revision=kv.mod_revision)
-        except (RevisionMismatch, KeyNotFound):
-            continue
-        return
     name = key.rsplit("/", 1)[-1]
-    raise ApiError(f"couldn't update PodDisruptionBudget \"{name}\" due to conflicts", reason="Timeout",
-                   details={"retryAfterSeconds": 10})
+
+    def decrement(pdb: dict[str, Any]) -> dict[str, Any]:
+        return _check_and_decrement(pdb, pod_name, state.clock.now(), dry_run)
+
+    if not await guaranteed_update(state.store, key, decrement, dry_run=dry_run, attempts=_MAX_RETRIES,
+                                   missing=lambda: NotFound(f'poddisruptionbudgets.policy "{name}" not found')):
+        raise ApiError(f"couldn't update PodDisruptionBudget \"{name}\" due to conflicts", reason="Timeout",
+                       details={"retryAfterSeconds": 10})
 
 
 async def _mark_and_delete(state: ServerState, pods: ResourceInfo, pod: dict[str, Any], options: DeleteOptions,

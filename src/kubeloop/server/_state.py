@@ -16,16 +16,17 @@ from typing import Any
 
 import orjson
 
-from kubeloop.api import Clock, FieldError, KindRegistry, ResourceInfo, builtin_schema
+from kubeloop.api import ApiError, Clock, FieldError, KindRegistry, ResourceInfo, builtin_schema
 from kubeloop.server._admission import Admission
 from kubeloop.server._strategy import GenericStrategy, strategy_for
-from kubeloop.store import Render, Store
+from kubeloop.store import KeyNotFound, Render, RevisionMismatch, Store
 
 __all__ = [
     "GUARANTEED_UPDATE_RETRIES",
     "ServerState",
     "Validator",
     "collection_prefix",
+    "guaranteed_update",
     "namespace_key",
     "object_key",
     "renderer",
@@ -67,6 +68,35 @@ def renderer(obj: dict[str, Any]) -> Render:
         return orjson.dumps(obj)
 
     return render
+
+
+async def guaranteed_update(
+    store: Store,
+    key: str,
+    mutate: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    missing: Callable[[], ApiError],
+    dry_run: bool = False,
+    attempts: int = GUARANTEED_UPDATE_RETRIES,
+) -> bool:
+    """Read ``key``, ``mutate`` the decoded object and compare-and-swap the result back, reading
+    afresh after a lost race: upstream's ``GuaranteedUpdate`` straight on storage (no strategy, no
+    admission), as subresources such as binding and eviction use it. An absent key raises
+    ``missing()``; errors ``mutate`` raises propagate; ``dry_run`` mutates once and stores nothing.
+    False when every one of ``attempts`` lost its race."""
+    for _ in range(attempts):
+        kv = await store.get(key)
+        if kv is None:
+            raise missing()
+        obj = mutate(orjson.loads(kv.value))
+        if dry_run:
+            return True
+        try:
+            await store.update(key, renderer(obj), expected_revision=kv.mod_revision)
+        except (RevisionMismatch, KeyNotFound):
+            continue
+        return True
+    return False
 
 
 # uuid.UUID(version=4): clear the variant and version bits, then set variant RFC 4122 and version 4.
