@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import orjson
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from kubeloop.server import App, User, secure
 from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
 from kubeloop.server._authz_rbac import RbacAuthorizer
-from kubeloop.server._http import Receive, Scope, Send
+from kubeloop.server._http import Receive, Scope, Send, query_params
 from kubeloop.server._requestinfo import SCOPE_KEY, parse_request_info, request_info
 
 ADMIN = User("kubernetes-admin", groups=("system:masters", "system:authenticated"))
@@ -141,3 +142,34 @@ def test_remembered_parses_answer_as_fresh_ones(requests: list[tuple[str, str, l
         query = {k: v for k, v in (("watch", watch), ("fieldSelector", selector)) if v}
         scope: dict[str, Any] = {"query_string": repr(query).encode()}
         assert request_info(scope, method, path, query) == parse_request_info(method, path, query)
+
+
+async def test_the_query_string_is_parsed_once_for_authorization_and_routing(
+    admin_and_bob: tuple[httpx.AsyncClient, httpx.AsyncClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kubeloop.server._authz as authz_module
+    import kubeloop.server._http as http_module
+
+    parsed: list[str] = []
+
+    def counting(qs: str, **kwargs: Any) -> dict[str, list[str]]:
+        parsed.append(qs)
+        return parse_qs(qs, **kwargs)
+
+    monkeypatch.setattr(http_module, "parse_qs", counting)
+    monkeypatch.setattr(authz_module, "parse_qs", counting)
+    _, bob = admin_and_bob
+    answer = await bob.get(f"{CONFIGMAPS}?fieldSelector=metadata.name%3Da&limit=5")
+    assert answer.status_code == 200
+    assert [item["metadata"]["name"] for item in answer.json()["items"]] == ["a"]
+    assert parsed == ["fieldSelector=metadata.name%3Da&limit=5"]
+
+
+def test_a_rewritten_query_string_is_parsed_again() -> None:
+    scope: dict[str, Any] = {"query_string": b"watch=1"}
+    first = query_params(scope)
+    assert first == {"watch": ["1"]}
+    assert query_params(scope) is first
+    scope["query_string"] = b"watch=0&limit=2"
+    assert query_params(scope) == {"watch": ["0"], "limit": ["2"]}
+    assert query_params({"query_string": b""}) == {}

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 
 from kubeloop.api import Forbidden, qualified_resource
 from kubeloop.server._authn import USER_SCOPE_KEY, User
-from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
+from kubeloop.server._http import ASGIApp, Receive, Scope, Send, query_params, send_error
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info, request_info
 
 __all__ = [
@@ -142,11 +142,9 @@ class AuthorizationMiddleware:
         if user.is_master:
             await self.app(scope, receive, send)
             return
-        query = scope.get("query_string", b"")
         path = scope.get("path", "/")
-        # Parsed once: the app routes by this same value (request_info keeps it in the scope).
-        info = request_info(scope, scope.get("method", "GET"), path,
-                            parse_qs(query.decode("latin-1"), keep_blank_values=True) if query else {})
+        # Parsed once: the app routes by this same value and reads the same query (both kept in the scope).
+        info = request_info(scope, scope.get("method", "GET"), path, query_params(scope))
         attributes = _attributes(user, path, info)
         decision = await self.authorizer.authorize(attributes)
         if not decision.allowed:

@@ -27,6 +27,7 @@ __all__ = [
     "Scope",
     "Send",
     "parse_accept",
+    "query_params",
     "send_bytes",
     "send_error",
     "send_json",
@@ -44,6 +45,8 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 JSON = "application/json"
 _JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
+# Where :func:`query_params` keeps a request's parsed query string in its ASGI scope.
+_QUERY_SCOPE_KEY = "kubeloop.query"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,22 @@ def parse_accept(header: str) -> list[MediaType]:
     return out
 
 
+def query_params(scope: Scope) -> dict[str, list[str]]:
+    """``scope["query_string"]`` parsed once per request: the parse is kept in the scope beside the
+    string it came from, so authorization and the app's :class:`Request` share it (a middleware that
+    rewrites the query string gets a fresh parse). Treat the result as read-only."""
+    qs: bytes = scope.get("query_string", b"")
+    if not qs:  # most requests have none
+        return {}
+    cached = scope.get(_QUERY_SCOPE_KEY)
+    if cached is not None and cached[0] == qs:
+        query: dict[str, list[str]] = cached[1]
+        return query
+    query = parse_qs(qs.decode("latin-1"), keep_blank_values=True)
+    scope[_QUERY_SCOPE_KEY] = (qs, query)
+    return query
+
+
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
@@ -99,8 +118,7 @@ class Request:
         """The query string's parameters (parsed on first use; most requests have none)."""
         query = self._query
         if query is None:
-            qs = self.scope.get("query_string", b"")
-            query = self._query = parse_qs(qs.decode("latin-1"), keep_blank_values=True) if qs else {}
+            query = self._query = query_params(self.scope)
         return query
 
     def param(self, name: str) -> str | None:
