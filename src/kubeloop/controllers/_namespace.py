@@ -42,6 +42,7 @@ from kubeloop.api import (
     NotFound,
     ResourceInfo,
     SystemClock,
+    is_being_deleted,
     parse_time,
 )
 from kubeloop.client import NAMESPACE_ALL, Client, discover_resources, with_verbs
@@ -119,9 +120,8 @@ class NamespaceController:
                 await self.informer.stop()
 
     def _enqueue(self, ns: dict[str, Any]) -> None:
-        meta = ns.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
-            self.controller.queue.add_after(Request("", str(meta.get("name"))), self.deletion_grace_period)
+        if is_being_deleted(ns):
+            self.controller.queue.add_after(Request.for_object(ns), self.deletion_grace_period)
 
     # -- one pass ---------------------------------------------------------------------------------
 
@@ -130,7 +130,7 @@ class NamespaceController:
             ns = await self._client.get(NAMESPACES, request.name)
         except NotFound:
             return
-        if not (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if not is_being_deleted(ns):
             return
         ns = await self._ensure_terminating(ns)
         if not (ns.get("spec") or {}).get("finalizers"):
