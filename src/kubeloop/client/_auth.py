@@ -98,11 +98,8 @@ class ExecCredential(httpx.Auth):
         self.client_certificate: tuple[bytes, bytes] | None = None  # (PEM certificate, PEM key)
 
     def _valid(self) -> bool:
-        if self._token is None:
-            return self.client_certificate is not None and (
-                self._expires_at is None or self._clock.now() < self._expires_at
-            )
-        return self._expires_at is None or self._clock.now() < self._expires_at
+        has_credential = self._token is not None or self.client_certificate is not None
+        return has_credential and (self._expires_at is None or self._clock.now() < self._expires_at)
 
     def _parse(self, output: bytes) -> None:
         try:

@@ -134,7 +134,7 @@ def _ssl_context(cluster: Any, user: Any) -> ssl.SSLContext:
         if cluster.insecure:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-        if user is not None and (user.client_cert or user.client_cert_data):
+        if _has_client_cert(user):
             _load_client_cert(ctx, user)
     except (OSError, ssl.SSLError, ValueError) as exc:
         raise ConfigError(f"cannot set up TLS for {cluster.server}: {exc}") from None
