@@ -16,7 +16,6 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
@@ -158,8 +157,3 @@ class AllowAll:
 
     async def authorize(self, attributes: Attributes) -> Decision:
         return Decision(True)
-
-
-def user_from_scope(scope: Mapping[str, object]) -> User | None:
-    user = scope.get(USER_SCOPE_KEY)
-    return user if isinstance(user, User) else None
