@@ -22,13 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 import kubeloop.api
-from kubeloop.api import ApiError, BadRequest, decode_protobuf_object
+from kubeloop.api import PROTOBUF_MEDIA_TYPE, ApiError, BadRequest, decode_protobuf_object
 from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
-from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_error, send_json
+from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, decode_json, send_error, send_json
 
 __all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
 
@@ -36,7 +34,6 @@ ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 _PATHS = (ACCESS_REVIEW_PATH, RULES_REVIEW_PATH, SELF_REVIEW_PATH)
-_PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 class SelfReviewMiddleware:
@@ -151,13 +148,10 @@ def _self_review(user: User) -> dict[str, Any]:
 
 
 def _decode(content_type: str, body: bytes) -> dict[str, Any]:
-    if content_type == _PROTOBUF:
+    if content_type == PROTOBUF_MEDIA_TYPE:
         decoded = decode_protobuf_object(body)
     else:
-        try:
-            decoded = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError as exc:
-            raise BadRequest(f"error decoding JSON body: {exc}") from None
+        decoded = decode_json(body) if body else {}
     if not isinstance(decoded, dict):
         raise BadRequest("the request body must be an object")
     return decoded
