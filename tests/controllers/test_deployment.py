@@ -9,7 +9,7 @@ import pytest
 
 from kubeloop.controllers._deployment_util import resolve_fenceposts
 
-from ._workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
+from ._workload_world import DEPLOYMENTS, NS, PODS, REPLICASETS, World, open_world, template
 
 CONTROLLERS = ("deployment", "replicaset")
 
@@ -297,4 +297,38 @@ async def test_a_hash_collision_bumps_collision_count_and_picks_another_name(tmp
 
 
 async def _pods(world: World, n: int) -> bool:
+    return len(await world.pods(app="web")) == n
+
+
+async def test_recreate_creates_new_pods_as_soon_as_the_last_terminating_old_pod_is_gone(tmp_path: Path) -> None:
+    # Bound pods terminate gracefully: the old ReplicaSet reports 0 replicas while they still exist,
+    # so only the pods' delete events can tell the Deployment that the way is clear.
+    bound = {**template("web"), "spec": {**template("web")["spec"], "nodeName": "node-a",
+                                         "terminationGracePeriodSeconds": 30}}  # fmt: skip
+    async with open_world(tmp_path, *CONTROLLERS) as world:
+        await world.client.create(DEPLOYMENTS, deployment(replicas=2, strategy={"type": "Recreate"}, template=bound))
+        await world.eventually(lambda: _count_pods(world, 2))
+        await world.ready_all(app="web")
+        await rolled_out(world)
+        new_template = {**bound, "spec": {**bound["spec"], "containers": [{"name": "c", "image": "nginx:1.26"}]}}
+        await world.client.patch(DEPLOYMENTS, "web", {"spec": {"template": new_template}}, namespace=NS)
+
+        async def old_pods_terminating() -> list[dict[str, Any]] | None:
+            pods = await world.items(PODS, {"matchLabels": {"app": "web"}})
+            old = (await replicasets(world))[0]
+            if len(pods) == 2 and all(p["metadata"].get("deletionTimestamp") for p in pods) and \
+                    (old.get("status") or {}).get("replicas", 0) == 0:  # fmt: skip
+                return pods
+            return None
+
+        terminating = await world.eventually(old_pods_terminating)
+        await world.settle()
+        assert len(await world.items(PODS, {"matchLabels": {"app": "web"}})) == 2, "new pods next to old ones"
+        for pod in terminating:  # the kubelet's final delete
+            await world.client.delete(PODS, pod["metadata"]["name"], namespace=NS, grace_period_seconds=0)
+        await world.eventually(lambda: _count_pods(world, 2))
+        assert {p["spec"]["containers"][0]["image"] for p in await world.pods(app="web")} == {"nginx:1.26"}
+
+
+async def _count_pods(world: World, n: int) -> bool:
     return len(await world.pods(app="web")) == n
