@@ -207,3 +207,17 @@ async def test_namespaces_are_labelled_with_their_name(client: httpx.AsyncClient
     assert r.json()["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team"
     default = (await client.get("/api/v1/namespaces/default")).json()
     assert default["metadata"]["labels"] == {"kubernetes.io/metadata.name": "default"}
+
+
+async def test_deletecollection_of_custom_resources_answers_at_the_requested_version(app: App, client: httpx.AsyncClient) -> None:
+    crd = copy.deepcopy(CRD)
+    v2 = copy.deepcopy(crd["spec"]["versions"][0])
+    v2.update(name="v2", storage=False)
+    crd["spec"]["versions"].append(v2)
+    await establish(app, client, crd, "v2")
+    for name in ("a", "b"):
+        assert (await client.post(V2, json=widget(name, "v2"))).status_code == 201
+    assert (await client.delete(f"{V2}/a")).json()["kind"] == "Status"  # custom kinds answer a Status
+    collection = await client.delete(V2)
+    assert collection.status_code == 200, collection.text
+    assert [i["apiVersion"] for i in collection.json()["items"]] == ["example.com/v2"]

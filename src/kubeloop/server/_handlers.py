@@ -286,7 +286,8 @@ class ResourceHandlers:
                                       user=request.user)
         head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
                              "metadata": {"resourceVersion": str(self.state.store.revision)}})
-        body_bytes = head[:-1] + b',"items":[' + b",".join(deleted) + b"]}"
+        items = b",".join(served_value(info, value) for value in deleted)
+        body_bytes = head[:-1] + b',"items":[' + items + b"]}"
         await send_bytes(send, 200, body_bytes, content_type=content_type)
 
     # -- answers -----------------------------------------------------------------------------------------
