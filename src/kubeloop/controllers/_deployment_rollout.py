@@ -23,7 +23,7 @@ the first).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api import annotations_of, uid_of
@@ -36,11 +36,11 @@ __all__ = ["rollout_recreate", "rollout_rolling", "sync"]
 Obj = Mapping[str, Any]
 
 
-def _active(rss: list[Obj | None]) -> list[Obj]:
+def _active(rss: Iterable[Obj | None]) -> list[Obj]:
     return [rs for rs in rss if rs is not None and du.spec_replicas(rs) > 0]
 
 
-def _total(rss: list[Obj | None]) -> int:
+def _total(rss: Iterable[Obj | None]) -> int:
     return sum(du.spec_replicas(rs) for rs in rss if rs is not None)
 
 
@@ -49,7 +49,7 @@ async def rollout_rolling(ctl: DeploymentController, d: dict[str, Any], rss: lis
     all_rss: list[Obj | None] = [*old_rss, new_rs]
     if new_rs is not None and await _reconcile_new(ctl, all_rss, new_rs, d):
         return await ctl.sync_rollout_status(all_rss, new_rs, d)
-    if await _reconcile_old(ctl, all_rss, _active(list(old_rss)), new_rs, d):
+    if await _reconcile_old(ctl, all_rss, _active(old_rss), new_rs, d):
         return await ctl.sync_rollout_status(all_rss, new_rs, d)
     if du.deployment_complete(d, d.get("status") or {}):
         await ctl.cleanup(old_rss, d)
@@ -71,7 +71,7 @@ async def _reconcile_new(ctl: DeploymentController, all_rss: list[Obj | None], n
 async def _reconcile_old(
     ctl: DeploymentController, all_rss: list[Obj | None], old_rss: list[Obj], new_rs: Obj | None, d: Obj
 ) -> bool:
-    if _total(list(old_rss)) == 0:
+    if _total(old_rss) == 0:
         return False
     all_pods = _total(all_rss)
     min_available = du.spec_replicas(d) - du.max_unavailable(d)
@@ -129,7 +129,7 @@ async def rollout_recreate(
     new_rs, old_rss = await ctl.get_all_replicasets(d, rss, create=False)
     all_rss: list[Obj | None] = [*old_rss, new_rs]
     scaled_down = False
-    for rs in _active(list(old_rss)):
+    for rs in _active(old_rss):
         changed, _ = await ctl.scale_replicaset(rs, 0, d)
         scaled_down = scaled_down or changed
     if scaled_down:
@@ -176,14 +176,14 @@ async def _scale(ctl: DeploymentController, d: Obj, new_rs: Obj | None, old_rss:
             await ctl.scale_replicaset(latest, replicas, d)
         return
     if _saturated(d, new_rs):
-        for rs in _active(list(old_rss)):
+        for rs in _active(old_rss):
             await ctl.scale_replicaset(rs, 0, d)
         return
     if ((d.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate":
         return  # proportional scaling is for rolling updates only
     active = _active([*old_rss, new_rs])
     allowed = replicas + du.max_surge(d) if replicas > 0 else 0
-    to_add = allowed - _total(list(active))
+    to_add = allowed - _total(active)
     if to_add > 0:  # larger first, then newer
         active.sort(key=lambda rs: (-du.spec_replicas(rs), -du.by_creation(rs)[0]))
     elif to_add < 0:  # larger first, then older
