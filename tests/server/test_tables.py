@@ -31,7 +31,8 @@ def _headers(table: dict[str, Any], wide: bool = False) -> list[str]:
     ("seconds", "text"),
     [(-5, "<invalid>"), (-1, "0s"), (59, "59s"), (119, "119s"), (150, "2m30s"), (180, "3m"), (900, "15m"),
      (3 * 3600 + 1200, "3h20m"), (10 * 3600, "10h"), (2 * 86400 + 5 * 3600, "2d5h"), (30 * 86400, "30d"),
-     (400 * 86400 * 2, "2y70d"), (9 * 365 * 86400, "9y")],
+     (400 * 86400 * 2, "2y70d"), (9 * 365 * 86400, "9y"), (120, "2m"), (3 * 3600, "3h"), (2 * 86400, "2d"),
+     (730 * 86400, "2y")],
 )
 def test_ages_read_like_kubectl(seconds: float, text: str) -> None:
     assert human_duration(seconds) == text

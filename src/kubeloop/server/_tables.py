@@ -52,25 +52,26 @@ def human_duration(seconds: float) -> str:
         return f"{s}s"
     minutes = s // 60
     if minutes < 10:
-        rest = s % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+        return _units(minutes, "m", s % 60, "s")
     if minutes < 180:
         return f"{minutes}m"
     hours = s // 3600
     if hours < 8:
-        m = minutes % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+        return _units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
     if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+        return _units(hours // 24, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
         return f"{hours // 24}d"
     if hours < 24 * 365 * 8:
-        d = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if d == 0 else f"{hours // 24 // 365}y{d}d"
+        return _units(hours // 24 // 365, "y", (hours // 24) % 365, "d")
     return f"{hours // 24 // 365}y"
+
+
+def _units(whole: int, unit: str, rest: int, rest_unit: str) -> str:
+    """``2m30s``, or ``2m`` when the smaller unit is zero."""
+    return f"{whole}{unit}{rest}{rest_unit}" if rest else f"{whole}{unit}"
 
 
 def _age(obj: Obj, now: float, path: tuple[str, ...] = ("metadata", "creationTimestamp")) -> str:
