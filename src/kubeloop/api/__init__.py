@@ -12,7 +12,14 @@ from kubeloop.api._apply import (
     server_side_apply,
 )
 from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
-from kubeloop.api._deletion import APPROVED_ANNOTATION, GC_IGNORED_RESOURCES, PROTECT_ANNOTATION
+from kubeloop.api._deletion import (
+    APPROVED_ANNOTATION,
+    GC_IGNORED_RESOURCES,
+    PROTECT_ANNOTATION,
+    approval_value,
+    is_protected,
+    kubectl_name,
+)
 from kubeloop.api._errors import (
     AlreadyExists,
     ApiError,
@@ -162,6 +169,7 @@ __all__ = [
     "apply_json_patch",
     "apply_merge_patch",
     "apply_strategic_merge_patch",
+    "approval_value",
     "builtin_schema",
     "check_field_selector",
     "conflict",
@@ -186,9 +194,11 @@ __all__ = [
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_protected",
     "is_qualified_name",
     "is_valid_label_value",
     "items_schema",
+    "kubectl_name",
     "label_selector_from_dict",
     "labels_of",
     "metadata_of",

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.api import ApiError, Clock, Conflict, ResourceInfo, SystemClock, Timeout
+from kubeloop.api import ApiError, Clock, Conflict, ResourceInfo, SystemClock, Timeout, approval_value
 from kubeloop.client import Client, Discovery, discover_resources
 from kubeloop.guard._graph import APPROVED_ANNOTATION
 from kubeloop.guard._impact import deletable_resources, preview_delete
@@ -84,7 +84,7 @@ async def confirm_delete(
         for entry in current.protected:
             ref = entry.ref
             patch = {"metadata": {"resourceVersion": ref.resource_version,
-                                  "annotations": {APPROVED_ANNOTATION: f"{plan}/{ref.uid}"}}}
+                                  "annotations": {APPROVED_ANNOTATION: approval_value(plan, ref.uid)}}}
             try:
                 done = await client.patch(_info(ref), ref.name, patch, namespace=ref.namespace or None)
             except Conflict:

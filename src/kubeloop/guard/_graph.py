@@ -33,6 +33,7 @@ from kubeloop.api import (
     GC_IGNORED_RESOURCES,
     PROTECT_ANNOTATION,
     ResourceInfo,
+    is_protected,
 )
 from kubeloop.guard._model import DataAtRisk, Entry, FinalizerNote, Impact, ObjectRef, Survivor
 
@@ -61,11 +62,6 @@ def object_ref(info: ResourceInfo, obj: Mapping[str, Any]) -> ObjectRef:
         namespace=str(meta.get("namespace") or "") if info.namespaced else "", name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""), resource_version=str(meta.get("resourceVersion") or ""),
     )  # fmt: skip
-
-
-def _protected(obj: Mapping[str, Any]) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(PROTECT_ANNOTATION, "")).lower() == "true"
 
 
 def _owner_refs(item: Listed) -> list[Mapping[str, Any]]:
@@ -156,7 +152,7 @@ def compute_impact(
         blocking = any(str(r["uid"]) == parent and r.get("blockOwnerDeletion") for r in _owner_refs(item))
         entries.append(Entry(
             ref=object_ref(item.info, item.obj), parent=parent, blocking=blocking,
-            finalizers=tuple(item.meta.get("finalizers") or ()), protected=_protected(item.obj),
+            finalizers=tuple(item.meta.get("finalizers") or ()), protected=is_protected(item.obj),
             being_deleted=bool(item.meta.get("deletionTimestamp")),
         ))  # fmt: skip
     orphaned: list[Entry] = []
@@ -176,7 +172,7 @@ def compute_impact(
             surviving.append(Survivor(ref, tuple(into), kept_by))
         else:
             orphaned.append(Entry(ref=ref, parent=into[0], finalizers=tuple(item.meta.get("finalizers") or ()),
-                                  protected=_protected(item.obj)))
+                                  protected=is_protected(item.obj)))
     notes = _finalizer_notes(graph, entries, cascade=cascade, is_namespace=is_namespace)
     data = _data_at_risk(graph, entries, cascade=cascade, volumes=volumes or {})
     warn = list(warnings)

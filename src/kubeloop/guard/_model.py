@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kubeloop.api import kubectl_name
+
 __all__ = ["DataAtRisk", "Entry", "FinalizerNote", "Impact", "ObjectRef", "Survivor"]
 
 
@@ -41,8 +43,7 @@ class ObjectRef:
     @property
     def display(self) -> str:
         """``deployment.apps/web``: the kubectl spelling."""
-        kind = f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
-        return f"{kind}/{self.name}"
+        return f"{kubectl_name(self.kind, self.group)}/{self.name}"
 
     @property
     def display_ns(self) -> str:

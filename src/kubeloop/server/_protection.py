@@ -37,7 +37,14 @@ from typing import Any
 
 import orjson
 
-from kubeloop.api import APPROVED_ANNOTATION, PROTECT_ANNOTATION, Forbidden
+from kubeloop.api import (
+    APPROVED_ANNOTATION,
+    PROTECT_ANNOTATION,
+    Forbidden,
+    approval_value,
+    is_protected,
+    kubectl_name,
+)
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.server._http import Receive, Scope, Send, send_bytes, send_json
 
@@ -52,21 +59,6 @@ __all__ = [
 ]
 
 _PLAN_ID = re.compile(r"^[0-9a-f]{16}$")
-
-
-def approval_value(plan_id: str, uid: str) -> str:
-    """The ``kubeloop.dev/delete-approved`` value that lets plan ``plan_id`` delete object ``uid``."""
-    return f"{plan_id}/{uid}"
-
-
-def is_protected(obj: Mapping[str, Any]) -> bool:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(PROTECT_ANNOTATION, "")).lower() == "true"
-
-
-def kubectl_name(kind: str, group: str) -> str:
-    """``deployment.apps``, ``namespace``: the KIND spelling ``kubeloop delete`` accepts."""
-    return f"{kind.lower()}.{group}" if group else kind.lower()
 
 
 def deletion_refusal(obj: Mapping[str, Any], *, kind: str, group: str) -> str | None:
