@@ -3,7 +3,7 @@
 :class:`InterceptedClient` wraps any :class:`~kubeloop.client.Client` (controller-runtime's
 ``interceptor.Funcs`` idea: fault injection by wrapping, not patching). It *is* a ``Client``, so it
 goes wherever one is expected (informers, managers, controllers). Reads pass through untouched;
-every write (create, update, patch, apply, scale, delete) is:
+every write (create, update, patch, apply, scale, delete, delete_collection) is:
 
 1. announced to ``before_write`` (an async hook; a test can use it to write the same object
    concurrently, so the controller's request really is stale and the server answers 409);
@@ -208,3 +208,8 @@ class InterceptedClient(Client):
         write = Write("delete", resource.plural, namespace, name)
         return await self._write(write, lambda: self.inner.delete(resource, name, namespace=namespace, **kwargs))
 
+    async def delete_collection(
+        self, resource: ResourceInfo, *, namespace: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        write = Write("deletecollection", resource.plural, namespace, "")
+        return await self._write(write, lambda: self.inner.delete_collection(resource, namespace=namespace, **kwargs))
