@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubeloop.api import KindRegistry, ResourceInfo
-from kubeloop.server._discovery import api_resource_list
+from kubeloop.server._discovery import api_group, api_group_list, api_resource_list
 from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
 
 KUBECTL_132 = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -66,3 +66,21 @@ def test_aggregated_subresources_match_legacy_discovery() -> None:
     listed = {r["name"] for r in legacy["resources"] if "/" in r["name"]}
     aggregated = {f"{r['resource']}/{s['subresource']}" for r in resources.values() for s in r.get("subresources", [])}
     assert aggregated == listed
+
+
+def test_both_discovery_forms_order_versions_alike_with_non_kubernetes_versions_last_alphabetically() -> None:
+    # apimachinery CompareKubeAwareVersionStrings: Kubernetes-like versions first (GA, beta, alpha,
+    # higher numbers first), then the others in lexicographic order, in either discovery document.
+    reg = KindRegistry()
+    for version in ("foo", "v1beta1", "bar", "v1"):
+        reg.add(ResourceInfo("example.com", version, "Widget", "widgets", "widget", True, custom=True))
+    expected = ["v1", "v1beta1", "bar", "foo"]
+    legacy = api_group(reg, "example.com")
+    assert legacy is not None
+    assert [v["version"] for v in legacy["versions"]] == expected
+    assert legacy["preferredVersion"]["version"] == "v1"
+    listed = next(g for g in api_group_list(reg)["groups"] if g["name"] == "example.com")
+    assert [v["version"] for v in listed["versions"]] == expected
+    doc = aggregated_discovery(reg, legacy=False, version="v2")
+    groups = {i["metadata"]["name"]: i for i in doc["items"]}
+    assert [v["version"] for v in groups["example.com"]["versions"]] == expected

@@ -9,11 +9,20 @@ helper registers them, so discovery always matches routing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kubeloop.api import KindRegistry, ResourceInfo
 
-__all__ = ["VERSION_INFO", "api_group", "api_group_list", "api_resource_list", "api_versions"]
+__all__ = [
+    "VERSION_INFO",
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "version_priority",
+    "versions_by_group",
+]
 
 VERSION_INFO: dict[str, str] = {
     "major": "1",
@@ -45,36 +54,39 @@ def _group_entry(name: str, versions: list[str]) -> dict[str, Any]:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
-def _versions_by_group(kinds: KindRegistry) -> dict[str, list[str]]:
+def versions_by_group(kinds: KindRegistry) -> dict[str, list[str]]:
+    """Every served group (the core group ``""`` too, groups in registration order) -> its versions,
+    preferred first."""
     groups: dict[str, list[str]] = {}
     for group, version in kinds.group_versions():
-        if group:
-            groups.setdefault(group, [])
-            if version not in groups[group]:
-                groups[group].append(version)
+        versions = groups.setdefault(group, [])
+        if version not in versions:
+            versions.append(version)
     for versions in groups.values():
-        versions.sort(key=_version_priority)
+        versions.sort(key=version_priority)
     return groups
 
 
-def _version_priority(version: str) -> tuple[int, int, int]:
-    """Kubernetes version priority: GA before beta before alpha, higher numbers first."""
-    import re
+_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
 
-    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """apimachinery ``CompareKubeAwareVersionStrings`` as a sort key: GA before beta before alpha,
+    higher numbers first; versions that are not Kubernetes-like last, alphabetically."""
+    m = _KUBE_VERSION.fullmatch(version)
     if not m:
-        return (3, 0, 0)
+        return (3, 0, 0, version)
     stage = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
-    return (stage, -int(m.group(1)), -int(m.group(3) or 0))
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0), version)
 
 
 def api_group_list(kinds: KindRegistry) -> dict[str, Any]:
-    groups = [_group_entry(g, vs) for g, vs in _versions_by_group(kinds).items()]
+    groups = [_group_entry(g, vs) for g, vs in versions_by_group(kinds).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def api_group(kinds: KindRegistry, group: str) -> dict[str, Any] | None:
-    versions = _versions_by_group(kinds).get(group)
+    versions = versions_by_group(kinds).get(group) if group else None
     if not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}

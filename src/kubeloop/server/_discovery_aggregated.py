@@ -10,11 +10,10 @@ Shapes: k8s-api ``apidiscovery/v2/types.go``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kubeloop.api import KindRegistry, ResourceInfo
-from kubeloop.server._discovery import _subresource_entry
+from kubeloop.server._discovery import _subresource_entry, versions_by_group
 
 __all__ = ["aggregated_discovery", "content_type", "negotiate_discovery"]
 
@@ -67,20 +66,12 @@ def _subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
     return {"subresource": sub, "responseKind": kind, "verbs": legacy["verbs"]}
 
 
-def _group_order(registry: KindRegistry) -> list[str]:
-    groups: dict[str, None] = {}
-    for group, _ in registry.group_versions():
-        if group:
-            groups.setdefault(group, None)
-    return list(groups)
-
-
 def aggregated_discovery(registry: KindRegistry, *, legacy: bool, version: str) -> dict[str, Any]:
     """The ``APIGroupDiscoveryList`` for ``/api`` (``legacy=True``: the core group) or ``/apis``."""
-    groups = [""] if legacy else _group_order(registry)
+    by_group = versions_by_group(registry)
+    groups = {"": by_group.get("", [])} if legacy else {g: vs for g, vs in by_group.items() if g}
     items = []
-    for group in groups:
-        versions = sorted({v for g, v in registry.group_versions() if g == group}, key=_version_priority)
+    for group, versions in groups.items():
         item_versions = [
             {
                 "version": v,
@@ -96,14 +87,3 @@ def aggregated_discovery(registry: KindRegistry, *, legacy: bool, version: str) 
         "metadata": {},
         "items": items,
     }
-
-
-def _version_priority(version: str) -> tuple[int, int, int, str]:
-    """Kubernetes version ordering (GA > beta > alpha, higher numbers first), for 'first is preferred'."""
-    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
-    if not m:
-        return (3, 0, 0, version)
-    major = int(m.group(1))
-    stage = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
-    minor = int(m.group(3) or 0)
-    return (stage, -major, -minor, version)
