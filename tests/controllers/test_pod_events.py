@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeloop.controllers import SimulationOptions
-from kubeloop.controllers._kubelet_events import go_duration
+from kubeloop.controllers._kubelet_profiles import go_duration
 from kubeloop.testing import resource
 
 from ._sim_world import NS, PODS, World, condition, open_world, pod

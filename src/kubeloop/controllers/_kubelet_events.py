@@ -27,26 +27,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.controllers._events import Severity
-from kubeloop.controllers._kubelet_profiles import FAULT
+from kubeloop.controllers._kubelet_profiles import FAULT, go_duration
 
-__all__ = ["KubeletEvent", "go_duration", "kubelet_events"]
+__all__ = ["KubeletEvent", "kubelet_events"]
 
 KubeletEvent = tuple[Severity, str, str]  # (type, reason, message)
-
-
-def go_duration(seconds: float) -> str:
-    """Go's ``time.Duration.String`` for a non-negative number of seconds (``0s``, ``1.5s``, ``2m0s``, ``250ms``)."""
-    if seconds <= 0:
-        return "0s"
-    if seconds < 1:
-        millis = seconds * 1000
-        return f"{millis:g}ms" if millis >= 1 else f"{seconds * 1e6:g}µs"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{round(secs, 9):g}s"
-    if hours:
-        return f"{int(hours)}h{int(minutes)}m{text}"
-    return f"{int(minutes)}m{text}" if minutes else text
 
 
 def _runs_started(entry: Mapping[str, Any] | None) -> int:

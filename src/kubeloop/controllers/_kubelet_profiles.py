@@ -39,7 +39,7 @@ from typing import Any
 
 from kubeloop.api import copy_json, format_time, parse_time
 
-__all__ = ["Behaviour", "SimulatedPod", "behaviour_of", "simulate_pod"]
+__all__ = ["Behaviour", "SimulatedPod", "behaviour_of", "go_duration", "simulate_pod"]
 
 FAULT = "kubeloop.dev/fault"
 FAULT_AFTER = "kubeloop.dev/fault-after-seconds"
@@ -97,10 +97,19 @@ def behaviour_of(pod: Mapping[str, Any], *, start_delay: float, ready_delay: flo
     return Behaviour(start, ready)
 
 
-def _go_duration(seconds: float) -> str:
-    whole = int(seconds)
-    minutes, secs = divmod(whole, 60)
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String`` for a non-negative number of seconds (``0s``, ``1.5s``, ``2m0s``, ``250ms``)."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1:
+        millis = seconds * 1000
+        return f"{millis:g}ms" if millis >= 1 else f"{seconds * 1e6:g}µs"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{round(secs, 9):g}s"
+    if hours:
+        return f"{int(hours)}h{int(minutes)}m{text}"
+    return f"{int(minutes)}m{text}" if minutes else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +202,7 @@ def simulate_pod(pod: Mapping[str, Any], now: float, *, node_ready: bool, host_i
         elif run.state == "backoff":
             entry["restartCount"] = run.index + 1
             entry["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": (
-                f"back-off {_go_duration(run.backoff)} restarting failed container={name} "
+                f"back-off {go_duration(run.backoff)} restarting failed container={name} "
                 f"pod={meta.get('name')}_{meta.get('namespace')}({uid})")}}
         else:
             entry.update(containerID=cid, state=_terminated(b.exit_code, run.started, run.finished, cid))
