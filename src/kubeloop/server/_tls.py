@@ -22,8 +22,13 @@ import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubeloop.api import InternalError
+
+if TYPE_CHECKING:  # cryptography is imported only when material is made (see the contract above)
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = ["TlsMaterial", "ensure_tls", "server_ssl_context"]
 
@@ -91,11 +96,24 @@ def _write_private(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+def _write_pair(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate, key_path: Path, cert_path: Path) -> None:
+    """The private key (PKCS#8, mode 0600) and the certificate, as PEM."""
+    from cryptography.hazmat.primitives import serialization
+
+    _write_private(
+        key_path,
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+    )
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
 def _make_ca(cert_path: Path, key_path: Path) -> None:
     import datetime
 
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
@@ -128,13 +146,7 @@ def _make_ca(cert_path: Path, key_path: Path) -> None:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    _write_private(
-        key_path,
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-    )
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_pair(key, cert, key_path, cert_path)
 
 
 def _make_serving(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_path: Path, sans: tuple[str, ...]) -> None:
@@ -173,10 +185,4 @@ def _make_serving(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_pa
         )
         .sign(ca_key, hashes.SHA256())
     )
-    _write_private(
-        key_path,
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
-    )
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_pair(key, cert, key_path, cert_path)
