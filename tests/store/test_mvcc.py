@@ -125,6 +125,20 @@ async def test_concurrent_compare_and_swap_increments_lose_no_update(store: Sqli
     assert kv is not None and kv.value == b"50"
 
 
+async def test_a_write_whose_caller_is_cancelled_is_still_committed(store: SqliteStore) -> None:
+    writing = asyncio.ensure_future(store.create("/r/a", value("a")))
+    await asyncio.sleep(0)  # queued, not yet committed
+    writing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await writing
+    watch = store.watch("/r/", after=0)
+    async with asyncio.timeout(10):
+        event = await anext(aiter(watch))
+    watch.close()
+    assert event.type == "PUT" and event.kv.value == b"a@1"
+    assert await store.get("/r/a") == event.kv
+
+
 async def test_a_render_that_fails_fails_only_its_own_write(store: SqliteStore) -> None:
     def boom(rev: int) -> bytes:
         raise ValueError("cannot encode")
