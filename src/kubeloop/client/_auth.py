@@ -101,7 +101,12 @@ class ExecCredential(httpx.Auth):
         has_credential = self._token is not None or self.client_certificate is not None
         return has_credential and (self._expires_at is None or self._clock.now() < self._expires_at)
 
-    def _parse(self, output: bytes) -> None:
+    def _parse(self, returncode: int | None, output: bytes, stderr: bytes) -> None:
+        """Take the credential from a finished plugin run (``_refresh``, ``prime``)."""
+        if returncode != 0:
+            raise ConfigError(
+                f"exec plugin {self._argv[0]} exited with {returncode}: {stderr.decode(errors='replace').strip()}"
+            )
         try:
             cred = json.loads(output)
             status = cred["status"]
@@ -148,11 +153,7 @@ class ExecCredential(httpx.Auth):
             out, err = await proc.communicate()
         except OSError as exc:
             raise ConfigError(f"exec plugin {self._argv[0]}: {exc}") from None
-        if proc.returncode != 0:
-            raise ConfigError(
-                f"exec plugin {self._argv[0]} exited with {proc.returncode}: {err.decode(errors='replace').strip()}"
-            )
-        self._parse(out)
+        self._parse(proc.returncode, out, err)
 
     def prime(self) -> None:
         """Run the plugin now, synchronously (at kubeconfig load), to learn a client certificate."""
@@ -163,12 +164,7 @@ class ExecCredential(httpx.Auth):
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ConfigError(f"exec plugin {self._argv[0]}: {exc}") from None
-        if done.returncode != 0:
-            raise ConfigError(
-                f"exec plugin {self._argv[0]} exited with {done.returncode}: "
-                f"{done.stderr.decode(errors='replace').strip()}"
-            )
-        self._parse(done.stdout)
+        self._parse(done.returncode, done.stdout, done.stderr)
 
     async def _token_now(self, *, force: bool = False) -> str | None:
         if self._lock is None:
