@@ -12,7 +12,7 @@ Guarantees:
 * **Keep-alive**: a connection goes back to the pool only after its response body was read to the
   end and both sides allow reuse; idle connections older than ``keepalive_expiry`` or closed by the
   server are never reused. At most ``max_connections`` are open at once; more requests wait for one
-  (``pool`` timeout).
+  (``pool`` timeout) and take a kept-alive connection released to their host before opening any.
 * **Bodies**: requests with a known length are sent with ``Content-Length`` in one write; streamed
   ones as ``Transfer-Encoding: chunked``. Responses may be ``Content-Length``, chunked, or (rarely)
   delimited by the server closing the connection.
