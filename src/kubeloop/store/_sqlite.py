@@ -101,32 +101,30 @@ class _Watch:
         return self
 
     async def __anext__(self) -> StoreEvent:
-        w = self._w
-        while not w.events:
-            if w.overflowed is not None:
-                self._raise_overflow()
-            if w.closed:
-                raise StopAsyncIteration
-            w.wake.clear()
-            await w.wake.wait()
-        return w.events.popleft()
+        if not self._w.events and not await self._wait():
+            raise StopAsyncIteration
+        return self._w.events.popleft()
 
     async def next_batch(self) -> list[StoreEvent]:
+        if not self._w.events and not await self._wait():
+            return []
+        batch = list(self._w.events)
+        self._w.events.clear()
+        return batch
+
+    async def _wait(self) -> bool:
+        """Until an event is pending (``True``) or the watch is closed (``False``); an overflow raises
+        :class:`Compacted` and closes the watch."""
         w = self._w
         while not w.events:
             if w.overflowed is not None:
-                self._raise_overflow()
+                self.close()
+                raise Compacted(w.overflowed, self._store.revision)
             if w.closed:
-                return []
+                return False
             w.wake.clear()
             await w.wake.wait()
-        batch = list(w.events)
-        w.events.clear()
-        return batch
-
-    def _raise_overflow(self) -> None:
-        self.close()
-        raise Compacted(self._w.overflowed or 0, self._store.revision)
+        return True
 
     def close(self) -> None:
         if not self._w.closed:
