@@ -33,6 +33,7 @@ __all__ = [
     "Decision",
     "RuleResolver",
     "forbidden_error",
+    "go_quote",
     "request_attributes",
 ]
 
@@ -96,14 +97,14 @@ def forbidden_error(attributes: Attributes, reason: str = "") -> Forbidden:
     """The 403 kube-apiserver answers for a denied request (``ForbiddenStatusError``)."""
     user = attributes.user.name
     if not attributes.resource_request:
-        text = f"User {_q(user)} cannot {attributes.verb} path {_q(attributes.path)}"
+        text = f"User {go_quote(user)} cannot {attributes.verb} path {go_quote(attributes.path)}"
     else:
         resource = attributes.resource
         if attributes.subresource:
             resource = f"{resource}/{attributes.subresource}"
-        text = f"User {_q(user)} cannot {attributes.verb} resource {_q(resource)} in API group {_q(attributes.api_group)}"
+        text = f"User {go_quote(user)} cannot {attributes.verb} resource {go_quote(resource)} in API group {go_quote(attributes.api_group)}"
         text += (
-            f" in the namespace {_q(attributes.namespace)}" if attributes.namespace else " at the cluster scope"
+            f" in the namespace {go_quote(attributes.namespace)}" if attributes.namespace else " at the cluster scope"
         )
     if reason:
         text = f"{text}: {reason}"
@@ -113,7 +114,7 @@ def forbidden_error(attributes: Attributes, reason: str = "") -> Forbidden:
     details: dict[str, str] = {"kind": attributes.resource}
     if attributes.name:
         details["name"] = attributes.name
-        message = f"{qualified} {_q(attributes.name)} is forbidden: {text}"
+        message = f"{qualified} {go_quote(attributes.name)} is forbidden: {text}"
     else:
         message = f"{qualified} is forbidden: {text}"
     if attributes.api_group:
@@ -121,7 +122,7 @@ def forbidden_error(attributes: Attributes, reason: str = "") -> Forbidden:
     return Forbidden(message, details=details)
 
 
-def _q(text: str) -> str:
+def go_quote(text: str) -> str:
     """Go's ``%q`` for the plain strings that appear in these messages."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

@@ -28,8 +28,15 @@ from typing import Any
 from kubeloop.api import Forbidden, not_found
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.server._authn import User
-from kubeloop.server._authz import Attributes
-from kubeloop.server._authz_rbac import RBAC_GROUP, RbacAuthorizer, RbacSnapshot, evaluate
+from kubeloop.server._authz import Attributes, go_quote
+from kubeloop.server._authz_rbac import (
+    RBAC_GROUP,
+    RbacAuthorizer,
+    RbacSnapshot,
+    evaluate,
+    policy_rules,
+    rule_strings,
+)
 
 __all__ = ["RbacEscalationCheck"]
 
@@ -58,7 +65,7 @@ class RbacEscalationCheck:
                 return
             if old is not None and old.get("rules") == obj.get("rules"):
                 return
-            rules = _rules(obj)
+            rules = policy_rules(obj)
         else:
             ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), Mapping) else {}
             assert isinstance(ref, Mapping)
@@ -68,13 +75,13 @@ class RbacEscalationCheck:
             role = snapshot.cluster_roles.get(name) if kind == "ClusterRole" else snapshot.roles.get((namespace, name))
             if role is None:
                 raise not_found(_ROLES.get(kind, "roles"), name, RBAC_GROUP)
-            rules = _rules(role)
+            rules = policy_rules(role)
         missing = [sub for rule in rules for sub in _breakdown(rule) if not _holds(snapshot, user, namespace, sub)]
         if missing:
-            groups = " ".join(_q(g) for g in user.groups)
+            groups = " ".join(go_quote(g) for g in user.groups)
             lines = "\n".join(sorted({_compact_string(r) for r in _compact(missing)}))
             message = (
-                f"user {_q(user.name)} (groups=[{groups}]) is attempting to grant RBAC permissions not currently held:\n"
+                f"user {go_quote(user.name)} (groups=[{groups}]) is attempting to grant RBAC permissions not currently held:\n"
                 f"{lines}"
             )
             resource = f"{info.plural}.{RBAC_GROUP}"
@@ -92,27 +99,17 @@ def _allowed(snapshot: RbacSnapshot, user: User, verb: str, resource: str, name:
     return evaluate(snapshot, attrs).allowed
 
 
-def _rules(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    rules = obj.get("rules")
-    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
-
-
-def _strings(rule: Mapping[str, Any], key: str) -> list[str]:
-    value = rule.get(key)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 def _breakdown(rule: Mapping[str, Any]) -> list[dict[str, list[str]]]:
     """One verb, group, resource and name per rule (``BreakdownRule``), in upstream's order."""
     out: list[dict[str, list[str]]] = []
-    names = _strings(rule, "resourceNames")
-    for group in _strings(rule, "apiGroups"):
-        for resource in _strings(rule, "resources"):
-            for verb in _strings(rule, "verbs"):
+    names = rule_strings(rule, "resourceNames")
+    for group in rule_strings(rule, "apiGroups"):
+        for resource in rule_strings(rule, "resources"):
+            for verb in rule_strings(rule, "verbs"):
                 base = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
                 out.extend([base | {"resourceNames": [n]} for n in names] if names else [base])
-    for url in _strings(rule, "nonResourceURLs"):
-        out.extend({"nonResourceURLs": [url], "verbs": [verb]} for verb in _strings(rule, "verbs"))
+    for url in rule_strings(rule, "nonResourceURLs"):
+        out.extend({"nonResourceURLs": [url], "verbs": [verb]} for verb in rule_strings(rule, "verbs"))
     return out
 
 
@@ -151,9 +148,5 @@ def _compact_string(rule: Mapping[str, list[str]]) -> str:
     for field, key in (("APIGroups", "apiGroups"), ("Resources", "resources"), ("NonResourceURLs", "nonResourceURLs"),
                        ("ResourceNames", "resourceNames"), ("Verbs", "verbs")):  # fmt: skip
         if rule.get(key):
-            parts.append(f"{field}:[{' '.join(_q(v) for v in rule[key])}]")
+            parts.append(f"{field}:[{' '.join(go_quote(v) for v in rule[key])}]")
     return "{" + ", ".join(parts) + "}"
-
-
-def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -32,7 +32,16 @@ from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, Decision
 from kubeloop.store import Store
 
-__all__ = ["RbacAuthorizer", "RbacSnapshot", "rule_allows", "store_lister", "store_rbac_authorizer"]
+__all__ = [
+    "RBAC_GROUP",
+    "RbacAuthorizer",
+    "RbacSnapshot",
+    "policy_rules",
+    "rule_allows",
+    "rule_strings",
+    "store_lister",
+    "store_rbac_authorizer",
+]
 
 Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
@@ -70,33 +79,34 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _strings(rule: Obj, key: str) -> Sequence[str]:
+def rule_strings(rule: Obj, key: str) -> Sequence[str]:
+    """The strings listed under ``key`` of a PolicyRule (anything else there is ignored)."""
     value = rule.get(key)
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def rule_allows(rule: Obj, attributes: Attributes) -> bool:
     """Whether one PolicyRule grants ``attributes`` (``RuleAllows``)."""
-    verbs = _strings(rule, "verbs")
+    verbs = rule_strings(rule, "verbs")
     if "*" not in verbs and attributes.verb not in verbs:
         return False
     if not attributes.resource_request:
         path = attributes.path
-        for url in _strings(rule, "nonResourceURLs"):
+        for url in rule_strings(rule, "nonResourceURLs"):
             if url == "*" or url == path or (url.endswith("*") and path.startswith(url[:-1])):
                 return True
         return False
-    groups = _strings(rule, "apiGroups")
+    groups = rule_strings(rule, "apiGroups")
     if "*" not in groups and attributes.api_group not in groups:
         return False
     combined = f"{attributes.resource}/{attributes.subresource}" if attributes.subresource else attributes.resource
-    resources = _strings(rule, "resources")
+    resources = rule_strings(rule, "resources")
     if not any(
         r == "*" or r == combined or (attributes.subresource and r == f"*/{attributes.subresource}")
         for r in resources
     ):
         return False
-    names = _strings(rule, "resourceNames")
+    names = rule_strings(rule, "resourceNames")
     return not names or attributes.name in names
 
 
@@ -183,18 +193,18 @@ class RbacAuthorizer:
             if namespace and bound == namespace and _applies_to(binding.get("subjects"), user, bound):
                 rules.extend(_role_rules(snapshot, binding, bound, errors))
         for rule in rules:
-            verbs = list(_strings(rule, "verbs"))
-            if _strings(rule, "resources"):
+            verbs = list(rule_strings(rule, "verbs"))
+            if rule_strings(rule, "resources"):
                 entry: dict[str, Any] = {
                     "verbs": verbs,
-                    "apiGroups": list(_strings(rule, "apiGroups")),
-                    "resources": list(_strings(rule, "resources")),
+                    "apiGroups": list(rule_strings(rule, "apiGroups")),
+                    "resources": list(rule_strings(rule, "resources")),
                 }
-                if _strings(rule, "resourceNames"):
-                    entry["resourceNames"] = list(_strings(rule, "resourceNames"))
+                if rule_strings(rule, "resourceNames"):
+                    entry["resourceNames"] = list(rule_strings(rule, "resourceNames"))
                 resource_rules.append(entry)
-            if _strings(rule, "nonResourceURLs"):
-                non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(_strings(rule, "nonResourceURLs"))})
+            if rule_strings(rule, "nonResourceURLs"):
+                non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(rule_strings(rule, "nonResourceURLs"))})
         return resource_rules, non_resource_rules
 
 
@@ -238,6 +248,11 @@ def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: li
         if missing not in errors:
             errors.append(missing)
         return []
+    return policy_rules(role)
+
+
+def policy_rules(role: Obj) -> list[Obj]:
+    """The PolicyRules of a Role or ClusterRole (entries that are not objects are ignored)."""
     rules = role.get("rules")
     return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.api import FieldError, invalid
+from kubeloop.server._authz import go_quote
+from kubeloop.server._authz_rbac import RBAC_GROUP
 from kubeloop.server._strategy import GenericStrategy
 
 __all__ = ["RbacStrategy", "path_segment_name_errors"]
-
-RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def path_segment_name_errors(name: str, prefix: bool = False) -> list[str]:
@@ -75,11 +75,7 @@ def _invalid_go(field: str, rendered: str, detail: str) -> FieldError:
 
 def _go_strings(values: Any) -> str:
     items = values if isinstance(values, list) else []
-    return "[]string{" + ", ".join(_quote(str(v)) for v in items) + "}"
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in items) + "}"
 
 
 def _default_subjects(obj: dict[str, Any]) -> None:
