@@ -134,3 +134,50 @@ async def test_self_review_body_over_the_request_limit_is_413() -> None:
         r = await c.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", content=b" " * (3 * 1024 * 1024 + 1))
     assert r.status_code == 413
     assert r.json()["reason"] == "RequestEntityTooLarge"
+
+
+async def test_impersonated_service_accounts_and_anonymous_get_upstreams_implicit_groups() -> None:
+    async with client("admin-token") as c:
+        sa = await c.get("/api", headers={"Impersonate-User": "system:serviceaccount:ns1:robot"})
+        named = await c.get("/api", headers=[("Impersonate-User", "system:serviceaccount:ns1:robot"),
+                                             ("Impersonate-Group", "team")])
+        anonymous = await c.get("/version", headers={"Impersonate-User": "system:anonymous"})
+        unauthenticated = await c.get("/version", headers=[("Impersonate-User", "eve"),
+                                                       ("Impersonate-Group", "system:unauthenticated")])
+    assert sa.json() == {"name": "system:serviceaccount:ns1:robot",
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:ns1", "system:authenticated"]}
+    assert named.json()["groups"] == ["team", "system:authenticated"]
+    assert anonymous.json() == {"name": "system:anonymous", "groups": ["system:unauthenticated"]}
+    assert unauthenticated.json()["groups"] == ["system:unauthenticated"]
+
+
+async def test_impersonating_a_service_account_is_checked_in_its_namespace() -> None:
+    async with client("bob-token") as c:
+        r = await c.get("/api", headers={"Impersonate-User": "system:serviceaccount:ns1:robot"})
+    assert r.status_code == 403
+    assert r.json()["message"] == (
+        'serviceaccounts "robot" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" '
+        'in API group "" in the namespace "ns1"'
+    )
+
+
+async def test_impersonating_groups_without_a_user_is_500() -> None:
+    async with client("admin-token") as c:
+        r = await c.get("/api", headers={"Impersonate-Group": "system:masters"})
+    assert r.status_code == 500
+    assert r.json()["message"] == "Internal error occurred: requested impersonation without impersonating a user"
+
+
+async def test_impersonation_headers_do_not_reach_the_app() -> None:
+    seen: list[list[bytes]] = []
+
+    async def record(scope: Any, receive: Any, send: Any) -> None:
+        seen.append([name.lower() for name, _ in scope["headers"]])
+        await echo_user(scope, receive, send)
+
+    app = secure(record, tokens=TOKENS, authorizer=RbacAuthorizer(lister=lister))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://k") as c:
+        r = await c.get("/api", headers=[("Authorization", "Bearer admin-token"), ("Impersonate-User", "bob"),
+                                         ("Impersonate-Extra-Scopes", "view")])
+    assert r.json()["name"] == "bob"
+    assert not any(name.startswith(b"impersonate-") for name in seen[0])
