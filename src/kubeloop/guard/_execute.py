@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeloop.api import ApiError, Clock, Conflict, ResourceInfo, SystemClock, Timeout, approval_value
+from kubeloop.api import ApiError, Clock, Conflict, ResourceInfo, SystemClock, Timeout, approval_value, uid_of
 from kubeloop.client import Client, Discovery, discover_resources
 from kubeloop.guard._graph import APPROVED_ANNOTATION
 from kubeloop.guard._impact import deletable_resources, preview_delete
@@ -126,11 +126,11 @@ async def remaining(client: Client, impact: Impact) -> list[ObjectRef]:
             for ref in refs:
                 with contextlib.suppress(ApiError):
                     got = await client.get(info, ref.name, namespace=namespace or None)
-                    if (got.get("metadata") or {}).get("uid") == ref.uid:
+                    if uid_of(got) == ref.uid:
                         out.append(ref)
             return out
         items, _ = await client.list_all(info, namespace=namespace or None)
-        present = {str((i.get("metadata") or {}).get("uid")) for i in items}
+        present = {uid_of(i) for i in items}
         return [r for r in refs if r.uid in present]
 
     batches = await asyncio.gather(*(one(key, ns, refs) for (key, ns), refs in groups.items()))

@@ -34,6 +34,10 @@ from kubeloop.api import (
     PROTECT_ANNOTATION,
     ResourceInfo,
     is_protected,
+    metadata_of,
+    name_of,
+    namespace_of,
+    uid_of,
 )
 from kubeloop.guard._model import DataAtRisk, Entry, FinalizerNote, Impact, ObjectRef, Survivor
 
@@ -52,15 +56,18 @@ class Listed:
 
     @property
     def meta(self) -> Mapping[str, Any]:
-        return self.obj.get("metadata") or {}
+        return metadata_of(self.obj)
+
+    @property
+    def uid(self) -> str:
+        return uid_of(self.obj)
 
 
 def object_ref(info: ResourceInfo, obj: Mapping[str, Any]) -> ObjectRef:
-    meta = obj.get("metadata") or {}
     return ObjectRef(
         group=info.group, version=info.version, kind=info.kind, plural=info.plural,
-        namespace=str(meta.get("namespace") or "") if info.namespaced else "", name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""), resource_version=str(meta.get("resourceVersion") or ""),
+        namespace=namespace_of(obj) if info.namespaced else "", name=name_of(obj), uid=uid_of(obj),
+        resource_version=str(metadata_of(obj).get("resourceVersion") or ""),
     )  # fmt: skip
 
 
@@ -72,8 +79,8 @@ class _Cascade:
     def __init__(self, target: Listed, objects: Iterable[Listed], alive_elsewhere: set[str]) -> None:
         self.by_uid: dict[str, Listed] = {}
         for item in objects:
-            self.by_uid.setdefault(str(item.meta.get("uid") or ""), item)
-        self.target_uid = str(target.meta.get("uid") or "")
+            self.by_uid.setdefault(item.uid, item)
+        self.target_uid = target.uid
         self.by_uid[self.target_uid] = target
         self.alive_elsewhere = alive_elsewhere
         self.deleted: dict[str, str] = {}  # uid -> tree parent uid
@@ -104,7 +111,7 @@ class _Cascade:
         while changed:
             changed = False
             for item in candidates:
-                uid = str(item.meta.get("uid"))
+                uid = item.uid
                 if uid in self.deleted:
                     continue
                 refs = _owner_refs(item)
@@ -158,7 +165,7 @@ def compute_impact(
     orphaned: list[Entry] = []
     surviving: list[Survivor] = []
     for item in candidates:
-        uid = str(item.meta.get("uid"))
+        uid = item.uid
         if uid in graph.deleted:
             continue
         refs = _owner_refs(item)

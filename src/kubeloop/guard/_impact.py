@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from kubeloop.api import ApiError, NotFound, ResourceInfo
+from kubeloop.api import ApiError, NotFound, ResourceInfo, uid_of
 from kubeloop.client import NAMESPACE_ALL, Client, Discovery, discover_resources, with_verbs
 from kubeloop.guard._graph import Listed, compute_impact
 from kubeloop.guard._model import Impact
@@ -60,7 +60,7 @@ async def preview_delete(
     warnings.extend(failures)
     objects = _dedupe(listed)
 
-    known = {str(o.meta.get("uid") or "") for o in objects}
+    known = {o.uid for o in objects}
     alive = await _owners_alive_elsewhere(client, discovery, objects, known)
     volumes: dict[str, Listed] = {}
     if any(o.info.group == "" and o.info.kind == "PersistentVolumeClaim" for o in objects):
@@ -100,7 +100,7 @@ def _dedupe(listed: list[Listed]) -> list[Listed]:
     seen: set[str] = set()
     out: list[Listed] = []
     for item in listed:
-        uid = str(item.meta.get("uid") or "")
+        uid = item.uid
         if uid and uid not in seen:
             seen.add(uid)
             out.append(item)
@@ -133,7 +133,7 @@ async def _owners_alive_elsewhere(
                 owner: dict[str, Any] = await client.get(info, name)
             except NotFound:
                 return
-        alive.update(uids & {str((owner.get("metadata") or {}).get("uid") or "")})
+        alive.update(uids & {uid_of(owner)})
 
     await asyncio.gather(*(check(*key, uids) for key, uids in wanted.items()))
     return alive
