@@ -18,12 +18,14 @@ Objects come through a ``lister(plural) -> objects`` callable, so the authorizer
 (the server's store, or a plain list in a test). With ``revision`` given, the four lists are read
 once per store revision and reused until it changes; with ``fingerprint`` too (the store-backed
 authorizer), a moved revision re-reads them only if an RBAC object was created, changed or deleted.
+Within one snapshot, the rules bound to a user (name and groups) in a namespace are collected once
+(:func:`bound_rules`), so a request checks only those rules, not every binding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -52,10 +54,16 @@ _RBAC_PLURALS = ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
 
 @dataclass(frozen=True, slots=True)
 class RbacSnapshot:
+    """One consistent set of RBAC objects. It never changes, so the rules bound to a user in a
+    namespace are worked out once per snapshot (:func:`bound_rules`) and kept in ``bound``."""
+
     roles: Mapping[tuple[str, str], Obj]  # (namespace, name) -> Role
     cluster_roles: Mapping[str, Obj]
     role_bindings: Sequence[Obj]
     cluster_role_bindings: Sequence[Obj]
+    bound: dict[tuple[str, tuple[str, ...], str], tuple[list[Obj], list[str]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(
@@ -182,16 +190,7 @@ class RbacAuthorizer:
         if user.is_master:
             resource_rules.append({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})
             non_resource_rules.append({"verbs": ["*"], "nonResourceURLs": ["*"]})
-        snapshot = await self.snapshot()
-        errors: list[str] = []
-        rules: list[Obj] = []
-        for binding in snapshot.cluster_role_bindings:
-            if _applies_to(binding.get("subjects"), user, ""):
-                rules.extend(_role_rules(snapshot, binding, "", errors))
-        for binding in snapshot.role_bindings:
-            bound = _meta(binding).get("namespace", "")
-            if namespace and bound == namespace and _applies_to(binding.get("subjects"), user, bound):
-                rules.extend(_role_rules(snapshot, binding, bound, errors))
+        rules, _ = bound_rules(await self.snapshot(), user, namespace)
         for rule in rules:
             verbs = list(rule_strings(rule, "verbs"))
             if rule_strings(rule, "resources"):
@@ -210,24 +209,38 @@ class RbacAuthorizer:
 
 def evaluate(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
     """The RBAC decision for ``attributes`` over one consistent set of RBAC objects."""
-    user = attributes.user
-    errors: list[str] = []
-    for binding in snapshot.cluster_role_bindings:
-        if not _applies_to(binding.get("subjects"), user, ""):
-            continue
-        rules = _role_rules(snapshot, binding, "", errors)
-        if any(rule_allows(rule, attributes) for rule in rules):
-            return Decision(True)
-    if attributes.namespace:
-        for binding in snapshot.role_bindings:
-            namespace = _meta(binding).get("namespace", "")
-            if namespace != attributes.namespace or not _applies_to(binding.get("subjects"), user, namespace):
-                continue
-            rules = _role_rules(snapshot, binding, namespace, errors)
-            if any(rule_allows(rule, attributes) for rule in rules):
-                return Decision(True)
+    rules, errors = bound_rules(snapshot, attributes.user, attributes.namespace)
+    if any(rule_allows(rule, attributes) for rule in rules):
+        return Decision(True)
     reason = f"RBAC: {_aggregate(errors)}" if errors else ""
     return Decision(False, reason)
+
+
+_BOUND_LIMIT = 4096
+
+
+def bound_rules(snapshot: RbacSnapshot, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
+    """The rules granted to ``user`` in ``namespace`` (cluster-wide only for ``""``): those of the
+    roles its ClusterRoleBindings name, then those of its RoleBindings in ``namespace``, in binding
+    order; and the missing roles met on the way (the denial reason). RBAC reads only the user's name
+    and groups, so the answer is remembered per snapshot by those and the namespace."""
+    key = (user.name, user.groups, namespace)
+    known = snapshot.bound.get(key)
+    if known is not None:
+        return known
+    errors: list[str] = []
+    rules: list[Obj] = []
+    for binding in snapshot.cluster_role_bindings:
+        if _applies_to(binding.get("subjects"), user, ""):
+            rules.extend(_role_rules(snapshot, binding, "", errors))
+    if namespace:
+        for binding in snapshot.role_bindings:
+            if _meta(binding).get("namespace", "") == namespace and _applies_to(binding.get("subjects"), user, namespace):
+                rules.extend(_role_rules(snapshot, binding, namespace, errors))
+    if len(snapshot.bound) >= _BOUND_LIMIT:  # bounded: users and namespaces come and go
+        snapshot.bound.clear()
+    snapshot.bound[key] = (rules, errors)
+    return rules, errors
 
 
 def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: list[str]) -> Sequence[Obj]:
