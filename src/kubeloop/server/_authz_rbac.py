@@ -95,8 +95,9 @@ def rule_strings(rule: Obj, key: str) -> Sequence[str]:
 
 def rule_allows(rule: Obj, attributes: Attributes) -> bool:
     """Whether one PolicyRule grants ``attributes`` (``RuleAllows``)."""
-    verbs = rule_strings(rule, "verbs")
-    if "*" not in verbs and attributes.verb not in verbs:
+    # Membership in the raw lists: an entry that is not a string never equals a verb, group or resource.
+    verbs = rule.get("verbs")
+    if not isinstance(verbs, list) or ("*" not in verbs and attributes.verb not in verbs):
         return False
     if not attributes.resource_request:
         path = attributes.path
@@ -104,15 +105,13 @@ def rule_allows(rule: Obj, attributes: Attributes) -> bool:
             if url == "*" or url == path or (url.endswith("*") and path.startswith(url[:-1])):
                 return True
         return False
-    groups = rule_strings(rule, "apiGroups")
-    if "*" not in groups and attributes.api_group not in groups:
+    groups = rule.get("apiGroups")
+    if not isinstance(groups, list) or ("*" not in groups and attributes.api_group not in groups):
         return False
-    combined = f"{attributes.resource}/{attributes.subresource}" if attributes.subresource else attributes.resource
-    resources = rule_strings(rule, "resources")
-    if not any(
-        r == "*" or r == combined or (attributes.subresource and r == f"*/{attributes.subresource}")
-        for r in resources
-    ):
+    resources = rule.get("resources")
+    sub = attributes.subresource
+    wanted = (f"{attributes.resource}/{sub}", f"*/{sub}") if sub else (attributes.resource,)
+    if not isinstance(resources, list) or ("*" not in resources and not any(w in resources for w in wanted)):
         return False
     names = rule_strings(rule, "resourceNames")
     return not names or attributes.name in names
