@@ -49,7 +49,6 @@ Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
-_RBAC_PLURALS = ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,15 +284,13 @@ def store_lister(store: Store) -> Lister:
 
 
 def store_fingerprint(store: Store) -> Callable[[], Awaitable[Hashable]]:
-    """(count, newest modification) per RBAC resource: any create or update raises a newest
-    modification to the store's latest revision, and a delete alone lowers a count."""
+    """(count, newest modification) of the RBAC objects, read in one range over the group's prefix:
+    a create or update that is still there raises the newest modification past every earlier one
+    (revisions only grow), and deletes alone lower the count."""
 
     async def fingerprint() -> Hashable:
-        marks = []
-        for plural in _RBAC_PLURALS:
-            items = (await store.range(f"/registry/{RBAC_GROUP}/{plural}/")).items
-            marks.append((len(items), max((kv.mod_revision for kv in items), default=0)))
-        return tuple(marks)
+        items = (await store.range(f"/registry/{RBAC_GROUP}/")).items
+        return len(items), max((kv.mod_revision for kv in items), default=0)
 
     return fingerprint
 
