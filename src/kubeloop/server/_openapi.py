@@ -157,9 +157,6 @@ class OpenAPIDocuments:
             return OpenAPIResponse(304, b"", tagged)
         return OpenAPIResponse(200, body, tagged)
 
-    def handles(self, path: str) -> bool:
-        return path == "/openapi/v3" or path.startswith("/openapi/v3/")
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI endpoint for ``/openapi/v3`` and below (GET and HEAD only)."""
         request = Request(scope, receive)
