@@ -116,3 +116,16 @@ def test_webhook_review_allows_approved_unprotected_and_non_delete_requests() ->
     assert review_response(review("DELETE", approved))["response"]["allowed"] is True
     assert review_response(review("DELETE", {"metadata": {"name": "team-a"}}))["response"]["allowed"] is True
     assert review_response(review("UPDATE", None))["response"]["allowed"] is True
+
+
+def test_webhook_refusal_names_the_resource_as_the_server_does() -> None:
+    old = {"metadata": {"name": "web", "namespace": "shop", "uid": "u1", "annotations": PROTECT}}
+    request = {"uid": "r-2", "operation": "DELETE", "name": "web", "namespace": "shop", "oldObject": old,
+               "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+               "resource": {"group": "apps", "version": "v1", "resource": "deployments"}}
+    answer = review_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    message = answer["response"]["status"]["message"]
+    assert message.startswith('deployments.apps "web" is forbidden: ')
+    assert "kubeloop delete deployment.apps/web -n shop" in message
+    core = review_response(review("DELETE", {"metadata": {"name": "team-a", "uid": "u1", "annotations": PROTECT}}))
+    assert core["response"]["status"]["message"].startswith('namespaces "team-a" is forbidden: ')

@@ -44,6 +44,7 @@ from kubeloop.api import (
     approval_value,
     is_protected,
     kubectl_name,
+    qualified_resource,
 )
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.server._http import Receive, Scope, Send, send_bytes, send_json
@@ -110,9 +111,7 @@ def review_response(review: Mapping[str, Any]) -> dict[str, Any]:
         reason = deletion_refusal(old, kind=str(kind.get("kind", "")), group=str(kind.get("group", "")))
         if reason is not None:
             resource = request.get("resource") or {}
-            plural = str(resource.get("resource", ""))
-            group = str(resource.get("group", ""))
-            qualified = f"{plural}.{group}" if group else plural
+            qualified = qualified_resource(str(resource.get("resource", "")), str(resource.get("group", "")))
             response["allowed"] = False
             response["status"] = {
                 "code": 403, "reason": "Forbidden", "status": "Failure",
