@@ -14,6 +14,7 @@ from typing import Any
 
 from kubeloop.api import KindRegistry, ResourceInfo
 from kubeloop.server._discovery import _subresource_entry, versions_by_group
+from kubeloop.server._http import parse_accept
 
 __all__ = ["aggregated_discovery", "content_type", "negotiate_discovery"]
 
@@ -22,10 +23,9 @@ _GROUP_VERSIONS = ("v2", "v2beta1")
 
 def negotiate_discovery(accept: str) -> str | None:
     """The aggregated discovery version the client asked for first (``v2``/``v2beta1``), or None for legacy."""
-    for part in accept.split(","):
-        fields = [p.strip() for p in part.split(";")]
-        params = dict(p.partition("=")[::2] for p in fields[1:])
-        if fields[0] in ("application/json", "application/*", "*/*") and not params:
+    for media in parse_accept(accept):
+        params = media.params
+        if media.is_json_like and not params:
             return None
         if (
             params.get("g") == "apidiscovery.k8s.io"
