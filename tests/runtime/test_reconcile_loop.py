@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -332,6 +333,25 @@ async def test_a_failing_handler_does_not_break_the_event_source() -> None:
     c._register(c.watches[0])
     source.added(obj("a"))  # must not raise into the informer
     assert c.queue.depth == 0
+
+
+async def test_a_delete_reported_as_a_tombstone_enqueues_the_object_it_wraps() -> None:
+    """client-go's ``DeletedFinalStateUnknown``: the last known object under ``.obj``; any mapping is an object."""
+
+    class Tombstone:
+        def __init__(self, obj: dict[str, Any]) -> None:
+            self.obj = obj
+
+    source = Source()
+    c = Controller("c", lambda req: asyncio.sleep(0), clock=FakeClock())
+    c.watch(source, EnqueueForObject())
+    c._register(c.watches[0])
+    on_delete = source.handlers[0][2]
+    on_delete(Tombstone(obj("gone")))
+    on_delete(MappingProxyType(obj("proxied")))
+    on_delete(object())  # neither: logged, never raised into the informer
+    assert c.queue.depth == 2
+    assert [await c.queue.get(), await c.queue.get()] == [Request("ns", "gone"), Request("ns", "proxied")]
 
 
 async def test_stop_lets_the_reconcile_in_hand_finish() -> None:

@@ -250,6 +250,8 @@ class Controller:
 
 def _unwrap(obj: Any) -> Mapping[str, Any]:
     """Informers may report a delete with a tombstone (client-go ``DeletedFinalStateUnknown``)."""
+    if type(obj) is dict:  # every event from an informer: skip the slower ABC check (watch fan-out)
+        return obj
     if isinstance(obj, Mapping):
         return obj
     inner = getattr(obj, "obj", None)
