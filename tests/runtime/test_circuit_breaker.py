@@ -114,6 +114,19 @@ async def test_after_the_cool_off_one_probe_goes_through_and_its_success_closes_
     assert transitions == {"open": 1, "half-open": 1, "closed": 1}
 
 
+async def test_with_a_success_threshold_probes_go_one_at_a_time_until_enough_have_succeeded() -> None:
+    clock, dep = FakeClock(), Dependency()
+    breaker = CircuitBreaker("db", failure_threshold=1, success_threshold=3, cool_off=30, clock=clock)
+    dep.down = True
+    await attempt(breaker, dep)
+    await clock.advance(30)
+    dep.down = False
+    assert [await attempt(breaker, dep) for _ in range(2)] == ["ok", "ok"]
+    assert breaker.state == "half-open"  # each success frees the probe slot for the next probe
+    assert await attempt(breaker, dep) == "ok"
+    assert breaker.state == "closed" and dep.calls == 4
+
+
 async def test_a_failed_probe_opens_the_circuit_for_another_full_cool_off() -> None:
     clock, dep = FakeClock(), Dependency()
     breaker = CircuitBreaker("db", failure_threshold=2, cool_off=30, clock=clock)

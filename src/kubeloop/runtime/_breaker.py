@@ -166,8 +166,6 @@ class CircuitBreaker:
                 self._successes += 1
                 if self._successes >= self.success_threshold:
                     await self._move("closed", on, "probe call succeeded; calls resume")
-                else:
-                    self._probing = False
             return
         self.last_error = exc
         if self._state == "half-open":
