@@ -39,6 +39,9 @@ async def api(tmp_path: Path) -> AsyncIterator[Client]:
 
 async def test_guard_and_server_agree_on_the_annotations() -> None:
     assert (guard.PROTECT_ANNOTATION, guard.APPROVED_ANNOTATION) == (PROTECT_ANNOTATION, APPROVED_ANNOTATION)
+    # Both now re-export kubeloop.api's names, so the line above holds by construction; what users type
+    # (and the webhook on a real cluster reads) is the documented spelling:
+    assert (PROTECT_ANNOTATION, APPROVED_ANNOTATION) == ("kubeloop.dev/protect", "kubeloop.dev/delete-approved")
 
 
 async def test_plain_delete_of_a_protected_namespace_is_forbidden_and_names_the_plan_step(api: Client) -> None:
