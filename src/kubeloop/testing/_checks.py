@@ -1,0 +1,271 @@
+"""The loop checks: idempotency, lost-update tolerance, hot loops (reconciliation pitfalls 5, 4 and 6).
+
+Each check runs in its own :class:`~kubeloop.testing._world.World` and measures the controller's
+own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraffic`):
+
+* **idempotency**: after the scenario converged (edits included), force resyncs (every primary
+  enqueued again when the controller is a ``Manager``'s, a restart of the controller, ten quiet
+  minutes of fake time) and count the controller's write requests: any write fails the check;
+* **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict;
+  then the scenario's edits are applied *while* the controller writes (the next edit lands just
+  before one of its writes), the update right after each edit is answered 409, and a concurrent
+  writer labels the child the controller is about to update (so its update is really stale). The
+  world must still converge to the latest spec, and the other writer's label must survive;
+* **hot-loop**: every write of the controller fails (500 by default) for two simulated minutes;
+  its request rate over the second minute must be at most ``max_retry_rate`` per primary object
+  (exponential backoff from 5 ms makes about one request in that minute), it must never have
+  retried hundreds of times at one fake instant, and once the dependency heals it must converge.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.api import NotFound
+from kubeloop.runtime import Request
+from kubeloop.testing._subject import CheckResult
+from kubeloop.testing._traffic import Conflicts, Exchange, Failing
+from kubeloop.testing._world import World
+
+__all__ = ["CONCURRENT_WRITER_LABEL", "Options", "check_hot_loop", "check_idempotency", "check_lost_update", "write_lines"]
+
+CONCURRENT_WRITER_LABEL = "kubeloop.dev/concurrent-writer"
+
+WorldFactory = Callable[[str], World]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Knobs of the checks (defaults suit controllers on ``kubeloop.runtime``'s default rate limiter)."""
+
+    converge_seconds: float = 60.0
+    conflict_rate: float = 0.5
+    failure_status: int = 500
+    failure_seconds: float = 120.0
+    max_retry_rate: float = 0.1  # requests per second per primary, over the last half of the failure
+    recovery_seconds: float = 600.0
+
+
+def write_lines(exchanges: Sequence[Exchange], *, limit: int = 8) -> list[str]:
+    """Evidence lines for requests: the request line and the start of its body."""
+    lines = []
+    for e in exchanges[:limit]:
+        body = bytes(e.body[:160]).decode(errors="replace")
+        lines.append(e.line() + (f" body={body}" if body else ""))
+    if len(exchanges) > limit:
+        lines.append(f"... and {len(exchanges) - limit} more")
+    return lines
+
+
+def _never_converged(check: str, problems: list[str], hint: str, extra: Sequence[str] = ()) -> CheckResult:
+    return CheckResult(
+        check, "failed", "the world never matched the scenario's expect", (*problems[:6], *extra), hint
+    )
+
+
+async def _converge_scenario(world: World, options: Options) -> list[str]:
+    world.start_controller()
+    await world.create_primaries()
+    problems = await world.converge(seconds=options.converge_seconds)
+    for edit in world.scenario.edits:
+        if problems:
+            break
+        await world.edit_primaries(edit)
+        problems = await world.converge(seconds=options.converge_seconds)
+    return problems
+
+
+# -- idempotency ---------------------------------------------------------------------------------
+
+
+async def check_idempotency(make_world: WorldFactory, options: Options) -> CheckResult:
+    name = "idempotency"
+    async with make_world(name) as world:
+        problems = await _converge_scenario(world, options)
+        if problems:
+            return _never_converged(name, problems, "reconcile must read the world and close the gap to the spec")
+        await world.drive(5.0, step=0.25)  # trailing status writes land before counting starts
+        mark = len(world.traffic.exchanges)
+        notes: list[str] = []
+        subject = world.controller
+        if subject.managers:
+            before = subject.reconciles() or 0
+            manager = subject.managers[-1]
+            for controller in manager.controllers.values():
+                for obj in world.primaries:
+                    meta = obj["metadata"]
+                    controller.enqueue(Request(meta.get("namespace", ""), meta["name"]))
+            await world.drive(5.0, step=0.1)
+            notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)")
+        await world.stop_controller()
+        world.start_controller()
+        await world.drive(30.0, step=0.25)  # a restart re-reconciles everything (after any lease expiry)
+        restarted = len(world.traffic.reads(since=mark))
+        reconciles = subject.reconciles()
+        notes.append(
+            "restarted: " + (f"{reconciles} reconcile(s)" if reconciles is not None else f"{restarted} read(s)")
+        )
+        await world.drive(600.0, step=10.0)
+        notes.append("then ten quiet minutes of fake time")
+        writes = world.traffic.writes(since=mark)
+        if writes:
+            return CheckResult(
+                name, "failed", f"{len(writes)} write(s) after convergence, with nothing to change",
+                (*notes, *write_lines(writes)),
+                "compare desired with observed state and write only the difference (create_or_update, "
+                "StatusWriter): a converged resync must make no writes",
+            )  # fmt: skip
+        return CheckResult(name, "passed", "no write after convergence", tuple(notes))
+
+
+# -- lost updates --------------------------------------------------------------------------------
+
+
+class _Race:
+    """Applies the scenario's edits mid-write; after each edit answers the next child update of every
+    primary with 409 (injected: no event follows it, so a swallowed 409 stays lost); then has a
+    concurrent writer label the child the controller is about to update (a real, server-side 409)."""
+
+    def __init__(self, world: World, edits: Sequence[Any]) -> None:
+        self.world = world
+        self.pending = list(edits)
+        self.conflicts_armed = 0
+        self.child_races = 1
+        self.applied = 0
+        self.touched: list[tuple[Any, str | None, str, str]] = []  # (resource, namespace, name, uid)
+        self.injected: list[Exchange] = []
+
+    async def next_edit(self) -> None:
+        await self.world.edit_primaries(self.pending.pop(0))
+        self.applied += 1
+        self.conflicts_armed = len(self.world.primaries)
+
+    def _child_update(self, exchange: Exchange) -> bool:
+        # Aimed at the children: a conflict on the primary's own status write loses no child update.
+        return exchange.method in ("PUT", "PATCH") and f"/{self.world.scenario.resource.plural}/" not in exchange.path
+
+    def conflict_rule(self, exchange: Exchange) -> int | None:
+        if self.conflicts_armed > 0 and self._child_update(exchange):
+            self.conflicts_armed -= 1
+            self.injected.append(exchange)
+            return 409
+        return None
+
+    async def before_write(self, exchange: Exchange) -> None:
+        if self.pending:
+            await self.next_edit()
+            return
+        if self.child_races <= 0 or not self._child_update(exchange):
+            return
+        target = await self.world.resolve_path(exchange.path)
+        if target is None:
+            return
+        info, namespace, obj_name = target
+        self.child_races -= 1
+        patch = {"metadata": {"labels": {CONCURRENT_WRITER_LABEL: str(len(self.touched) + 1)}}}
+        touched = await self.world.client.patch(info, obj_name, patch, namespace=namespace)
+        self.touched.append((info, namespace, obj_name, touched["metadata"]["uid"]))
+
+
+async def check_lost_update(make_world: WorldFactory, options: Options) -> CheckResult:
+    name = "lost-update"
+    hint = "on 409 Conflict re-read and retry (return the error so the queue backs off); never swallow it"
+    async with make_world(name) as world:
+        if not world.scenario.edits:
+            return CheckResult(name, "skipped", "the scenario has no edits: nothing can be lost",
+                               hint="give Scenario(edits=[...]) at least one spec change")  # fmt: skip
+        conflicts = Conflicts(options.conflict_rate, rng=random.Random(world.seed))
+        world.traffic.faults.append(conflicts)
+        world.start_controller()
+        await world.create_primaries()
+        problems = await world.converge(seconds=options.converge_seconds)
+        if problems:
+            lines = write_lines([e for e in world.traffic.exchanges if e.status == 409])
+            return _never_converged(name, problems, hint, [f"{conflicts.injected} update(s) answered 409", *lines])
+        race = _Race(world, world.scenario.edits)
+        world.traffic.faults.insert(0, race.conflict_rule)
+        world.traffic.before_write = race.before_write
+        await race.next_edit()
+        problems = await world.converge(seconds=options.converge_seconds)
+        await world.drive(2.0, step=0.1)
+        world.traffic.before_write = None
+        real = [e for e in world.traffic.exchanges if e.status == 409 and not e.injected]
+        evidence = [
+            f"{conflicts.injected + len(race.injected)} update(s) answered 409 by the grader, {len(real)} by the "
+            f"server after a concurrent write; {race.applied} edit(s), {race.applied - 1} of them while the controller wrote",
+        ]  # fmt: skip
+        if problems:
+            evidence += write_lines(race.injected + real)
+            return CheckResult(name, "failed", "an update was lost: the world does not match the latest spec",
+                               (*problems[:6], *evidence), hint)  # fmt: skip
+        for info, namespace, obj_name, uid in race.touched:
+            try:
+                live = await world.client.get(info, obj_name, namespace=namespace)
+            except NotFound:
+                continue
+            labels = live["metadata"].get("labels") or {}
+            if live["metadata"]["uid"] == uid and CONCURRENT_WRITER_LABEL not in labels:
+                where = f"{info.plural} {namespace + '/' if namespace else ''}{obj_name}"
+                return CheckResult(
+                    name, "failed", f"the concurrent writer's change to {where} was overwritten",
+                    (*evidence, f"label {CONCURRENT_WRITER_LABEL} missing from {where}", *write_lines(real)),
+                    "update the object you read (with its resourceVersion) or patch only your fields; "
+                    "never replace it blindly",
+                )  # fmt: skip
+        return CheckResult(name, "passed", "converged to the latest spec through 409s and concurrent edits",
+                           tuple(evidence))  # fmt: skip
+
+
+# -- hot loops -----------------------------------------------------------------------------------
+
+_WINDOWS = ((0.0, 1.0), (1.0, 10.0), (10.0, 60.0), (60.0, 120.0))
+
+
+async def check_hot_loop(make_world: WorldFactory, options: Options) -> CheckResult:
+    name = "hot-loop"
+    hint = "return the error (or raise TransientError) so the work queue backs off exponentially"
+    async with make_world(name) as world:
+        failing = Failing(options.failure_status, unless_path_contains="/events")
+        world.traffic.faults.append(failing)
+        world.start_controller()
+        await world.drive(1.0, step=0.1)  # informers synced before the clock starts
+        t0 = world.clock.monotonic()
+        await world.create_primaries()
+        total = options.failure_seconds
+        await world.drive_schedule([(0.5, 0.01), (4.5, 0.1), (15.0, 0.5), (total - 20.0, 2.0)])
+        requests = [e for e in world.traffic.exchanges if not e.is_watch and e.at >= t0]
+        failed = [e for e in requests if e.injected]
+        if not failed:
+            return CheckResult(name, "skipped", "the controller made no write, so no dependency could fail")
+        scale = total / _WINDOWS[-1][1]
+        counts = [
+            sum(1 for e in requests if lo * scale <= e.at - t0 < hi * scale) for lo, hi in _WINDOWS
+        ]
+        objects = max(1, len(world.primaries))
+        late_from = t0 + total / 2
+        late = [e for e in requests if e.at >= late_from]
+        rate = len(late) / (total / 2) / objects
+        evidence = [
+            f"every write answered {options.failure_status} for {total:.0f}s of fake time; "
+            + ", ".join(f"{c} request(s) in [{lo * scale:.0f}s, {hi * scale:.0f}s)"
+                        for c, (lo, hi) in zip(counts, _WINDOWS, strict=True)),
+            f"{rate:.3f} request(s)/s per object over the last {total / 2:.0f}s (limit {options.max_retry_rate})",
+        ]  # fmt: skip
+        if world.traffic.bursts:
+            evidence.append(f"{world.traffic.bursts} request(s) beyond 400 at one instant of fake time")
+        if world.traffic.bursts or rate > options.max_retry_rate:
+            return CheckResult(name, "failed", "the controller keeps retrying a failing dependency at a steady rate",
+                               (*evidence, *write_lines(late or requests, limit=5)), hint)  # fmt: skip
+        failing.active = False
+        problems = await world.converge(seconds=options.recovery_seconds, step=2.0)
+        if problems:
+            return CheckResult(
+                name, "failed", "backed off, but never recovered once the dependency healed",
+                (*evidence, *problems[:4]),
+                "a 5xx is transient: keep retrying with backoff (do not treat it as a permanent error)",
+            )  # fmt: skip
+        evidence.append("converged once the dependency healed")
+        return CheckResult(name, "passed", "the request rate fell off while the dependency failed", tuple(evidence))

@@ -1,0 +1,323 @@
+"""The conformance checks (``kubeloop.testing.grade``) on real controllers: the sample controller and a
+Widget controller pass every check, and each deliberately broken Widget controller fails exactly the
+check that targets its pitfall (idempotency, lost updates, hot loops, status honesty, ownership).
+
+Everything runs in-process on fake clocks: a whole grade takes a second or two of wall time.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeloop.api import Conflict, NotFound, ResourceInfo, is_being_deleted
+from kubeloop.client import Client
+from kubeloop.runtime import (
+    Builder,
+    GenerationChanged,
+    Manager,
+    PermanentError,
+    Request,
+    Result,
+    StatusWriter,
+    set_condition,
+    set_controller_reference,
+)
+from kubeloop.testing import ControllerUnderTest, Report, Scenario, grade, resource
+from kubeloop.testing._checks_claims import condition_problems
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+from configmap_mirror import MIRROR_LABEL, mirrored_data
+from configmap_mirror import setup as mirror_setup
+
+CONFIGMAPS = resource("", "ConfigMap")
+SECRETS = resource("", "Secret")
+WIDGETS = ResourceInfo(
+    "grade.kubeloop.dev", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True
+)
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.grade.kubeloop.dev"},
+    "spec": {
+        "group": "grade.kubeloop.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            }}},
+        }],
+    },
+}  # fmt: skip
+
+
+# -- a Widget controller, honest unless told which pitfall to fall into ---------------------------
+
+
+def widget_controller(*pitfalls: str) -> ControllerUnderTest:
+    """Each Widget gets a ConfigMap ``<name>-config`` with ``data.size``; status says Ready when it matches.
+
+    Pitfalls: ``always-write`` (updates the child on every reconcile), ``swallow-conflict`` (a 409
+    on the child is ignored), ``no-backoff`` (any error requeues after a fixed 50 ms),
+    ``early-status`` (Ready and observedGeneration written before the child), ``no-owner`` (children
+    without ownerReferences), ``adopt`` (takes over a ConfigMap someone else controls).
+    """
+    unknown = set(pitfalls) - {"always-write", "swallow-conflict", "no-backoff", "early-status", "no-owner", "adopt"}
+    assert not unknown, unknown
+
+    def setup(manager: Manager) -> None:
+        client = manager.client
+        widgets = manager.informer(WIDGETS).cache
+        configmaps = manager.informer(CONFIGMAPS).cache
+        status_writer = StatusWriter(client)
+
+        async def write_status(widget: dict[str, Any], ready: bool) -> None:
+            status = copy.deepcopy(widget.get("status") or {})
+            conditions = status.setdefault("conditions", [])
+            set_condition(
+                conditions, type="Ready", status="True" if ready else "False",
+                reason="ChildMatches" if ready else "ChildFailed", clock=manager.clock,
+            )  # fmt: skip
+            await status_writer.write(WIDGETS, widget, status)
+
+        async def sync_child(widget: dict[str, Any], request: Request) -> None:
+            desired = {"size": str(widget["spec"].get("size", 0))}
+            name = f"{request.name}-config"
+            child = configmaps.get(f"{request.namespace}/{name}")
+            if child is None:
+                body: dict[str, Any] = {"metadata": {"name": name, "namespace": request.namespace}, "data": desired}
+                if "no-owner" not in pitfalls:
+                    set_controller_reference(widget, body)
+                await client.create(CONFIGMAPS, body)
+                return
+            child = copy.deepcopy(child)
+            changed = child.get("data") != desired or "always-write" in pitfalls
+            if "adopt" in pitfalls:
+                refs = child["metadata"].get("ownerReferences") or []
+                if not any(r.get("uid") == widget["metadata"]["uid"] for r in refs):
+                    child["metadata"]["ownerReferences"] = []
+                    set_controller_reference(widget, child)
+                    changed = True
+            elif "no-owner" not in pitfalls:
+                try:
+                    set_controller_reference(widget, child)
+                except Exception as err:
+                    raise PermanentError(str(err)) from None
+            if not changed:
+                return
+            child["data"] = desired
+            try:
+                await client.update(CONFIGMAPS, child)
+            except Conflict:
+                if "swallow-conflict" in pitfalls:
+                    return
+                raise
+
+        async def reconcile(request: Request) -> Result | None:
+            widget = widgets.get(f"{request.namespace}/{request.name}")
+            if widget is None or is_being_deleted(widget):
+                return None
+            try:
+                if "early-status" in pitfalls:
+                    await write_status(widget, True)
+                    await sync_child(widget, request)
+                    return None
+                try:
+                    await sync_child(widget, request)
+                except PermanentError:
+                    raise
+                except Exception:
+                    await write_status(widget, False)
+                    raise
+                await write_status(widget, True)
+            except PermanentError:
+                raise
+            except Exception:
+                if "no-backoff" in pitfalls:
+                    return Result(requeue_after=0.05)
+                raise
+            return None
+
+        # Status writes do not wake it (GenerationChanged), as in most controller-runtime setups.
+        Builder(manager).named("widgets").for_(WIDGETS, GenerationChanged()).owns(CONFIGMAPS).build(reconcile)
+
+    return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
+
+
+async def widget_matches(client: Client, widget: dict[str, Any]) -> None:
+    meta = widget["metadata"]
+    try:
+        child = await client.get(CONFIGMAPS, f"{meta['name']}-config", namespace=meta["namespace"])
+    except NotFound:
+        raise AssertionError(f"ConfigMap {meta['name']}-config is missing") from None
+    want = str(widget["spec"].get("size", 0))
+    assert (child.get("data") or {}).get("size") == want, f"data.size is {child.get('data')}, spec.size {want}"
+
+
+WIDGET_SCENARIO = Scenario(
+    WIDGETS,
+    [{"apiVersion": "grade.kubeloop.dev/v1", "kind": "Widget", "metadata": {"name": f"w{i}"}, "spec": {"size": i}}
+     for i in (1, 2)],
+    widget_matches,
+    edits=[{"spec": {"size": 5}}, {"spec": {"size": 7}}],
+    namespace="shop",
+    crds=[WIDGET_CRD],
+)  # fmt: skip
+
+
+async def graded(controller: ControllerUnderTest | Callable[..., Any], tmp_path: Path, *checks: str,
+                 scenario: Scenario = WIDGET_SCENARIO) -> Report:  # fmt: skip
+    return await grade(controller, scenario, checks=checks or None, data_dir=tmp_path)
+
+
+# -- the sample controller and the honest Widget controller pass ----------------------------------
+
+
+async def mirror_matches(client: Client, configmap: dict[str, Any]) -> None:
+    meta = configmap["metadata"]
+    try:
+        secret = await client.get(SECRETS, meta["name"], namespace=meta["namespace"])
+    except NotFound:
+        raise AssertionError(f"Secret {meta['name']} is missing") from None
+    assert secret.get("data") == mirrored_data(configmap), f"Secret data {secret.get('data')}"
+
+
+MIRROR_SCENARIO = Scenario(
+    CONFIGMAPS,
+    [{"metadata": {"name": f"app{i}", "labels": {MIRROR_LABEL: "true"}}, "data": {"v": str(i)}} for i in range(2)],
+    mirror_matches,
+    edits=[{"data": {"v": "edited"}}, {"data": {"v": "again", "extra": "1"}}],
+    namespace="ns",
+)
+
+
+async def test_the_sample_controller_passes_every_check(tmp_path: Path) -> None:
+    report = await graded(ControllerUnderTest.manager(mirror_setup, name="configmap-mirror"), tmp_path,
+                          scenario=MIRROR_SCENARIO)  # fmt: skip
+    report.assert_passed()
+    assert [r.outcome for r in report.results] == ["passed"] * 5
+    assert "2 reconcile(s)" in report["idempotency"].evidence[0]  # the resync really reconciled
+    assert "answered 409" in report["lost-update"].evidence[0]
+    assert base64.b64encode(b"again").decode() != ""  # the data the scenario's expect compares
+
+
+async def test_an_honest_widget_controller_passes_every_check_with_real_status_claims(tmp_path: Path) -> None:
+    report = await graded(widget_controller(), tmp_path)
+    report.assert_passed()
+    assert [r.outcome for r in report.results] == ["passed"] * 5
+    assert report["status"].summary == "every status claim matched the world"
+    assert "0 claim(s)" not in report["status"].evidence[0]
+
+
+# -- each pitfall fails the check that targets it ------------------------------------------------
+
+
+async def test_a_controller_that_writes_on_every_reconcile_fails_idempotency(tmp_path: Path) -> None:
+    report = await graded(widget_controller("always-write"), tmp_path, "idempotency", "ownership")
+    result = report["idempotency"]
+    assert result.failed and "write(s) after convergence" in result.summary
+    assert any("PUT /api/v1/namespaces/shop/configmaps/w1-config" in line for line in result.evidence)
+    assert result.hint
+    assert report["ownership"].passed
+    assert report.failed() == ["idempotency"] and "[FAILED] idempotency" in report.render()
+
+
+async def test_a_controller_that_swallows_conflicts_loses_an_update(tmp_path: Path) -> None:
+    report = await graded(widget_controller("swallow-conflict"), tmp_path, "lost-update", "idempotency")
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert "does not match the latest spec" in result.summary
+    assert any("data.size is" in line and "spec.size 7" in line for line in result.evidence)
+    assert any("-> 409" in line for line in result.evidence)
+    assert report["idempotency"].passed
+
+
+async def test_a_controller_that_retries_at_a_fixed_short_interval_fails_hot_loop(tmp_path: Path) -> None:
+    report = await graded(widget_controller("no-backoff"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed and "steady rate" in result.summary
+    assert any("request(s)/s per object" in line for line in result.evidence)
+
+
+async def test_a_controller_that_retries_in_a_tight_loop_without_time_fails_hot_loop(tmp_path: Path) -> None:
+    async def tight_loop(client: Client) -> None:
+        while True:
+            try:
+                await client.create(CONFIGMAPS, {"metadata": {"name": "w1-config", "namespace": "shop"}})
+            except Exception:
+                continue  # no backoff, not even a yield to time
+
+    report = await graded(tight_loop, tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    (rate,) = [line for line in result.evidence if "request(s)/s per object" in line]
+    assert float(rate.split()[0]) > 1.0
+
+
+async def test_a_controller_that_claims_ready_before_acting_fails_status(tmp_path: Path) -> None:
+    report = await graded(widget_controller("early-status"), tmp_path, "status", "idempotency")
+    result = report["status"]
+    assert result.failed, result.render()
+    assert "claimed condition Ready=True" in result.summary
+    assert "is missing" in result.summary or "data.size is" in result.summary
+    assert any("/status -> 200" in line for line in result.evidence)
+    assert report["idempotency"].passed  # it converges and is quiet: only its claims lie
+
+
+async def test_a_controller_that_creates_children_without_owners_fails_ownership(tmp_path: Path) -> None:
+    report = await graded(widget_controller("no-owner"), tmp_path, "ownership")
+    result = report["ownership"]
+    assert result.failed and "0 controller ownerReference(s)" in result.summary
+
+
+async def test_a_controller_that_adopts_someone_elses_objects_fails_ownership(tmp_path: Path) -> None:
+    report = await graded(widget_controller("adopt"), tmp_path, "ownership")
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert "was adopted" in result.summary and "kubeloop-grade-other-owner" in result.summary
+
+
+# -- the rules themselves --------------------------------------------------------------------------
+
+
+def test_conditions_must_be_well_formed_and_move_their_transition_time_only_with_their_status() -> None:
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def widget(*conditions: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"uid": "u", "generation": 2}, "status": {"conditions": list(conditions)}}
+
+    t1, t2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
+    assert condition_problems(widget({"type": "Ready", "status": "False", "lastTransitionTime": t1}), seen) == []
+    assert condition_problems(widget({"type": "Ready", "status": "True", "lastTransitionTime": t2}), seen) == []
+    moved = condition_problems(widget({"type": "Ready", "status": "True", "lastTransitionTime": t1}), seen)
+    assert moved == [f"condition Ready: lastTransitionTime moved {t2} -> {t1} while status stayed True"]
+    stuck = condition_problems(widget({"type": "Ready", "status": "False", "lastTransitionTime": t1}), seen)
+    assert stuck == [f"condition Ready: status changed True -> False but lastTransitionTime stayed {t1}"]
+    bad = condition_problems(
+        widget({"type": "Ready", "status": "yes", "lastTransitionTime": "soon"}, {"type": "Ready", "status": "True",
+               "lastTransitionTime": t1, "observedGeneration": 3}, {"status": "True"}),
+        {},
+    )  # fmt: skip
+    assert bad == [
+        "condition Ready: status 'yes' is not True, False or Unknown",
+        "condition Ready: lastTransitionTime 'soon' is not an RFC 3339 time",
+        "condition Ready appears twice",
+        "condition Ready: observedGeneration 3 > metadata.generation 2",
+        "condition without a type: {'status': 'True'}",
+    ]
+
+
+def test_unknown_checks_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown check"):
+        import asyncio
+
+        asyncio.run(grade(widget_controller(), WIDGET_SCENARIO, checks=["speed"]))
