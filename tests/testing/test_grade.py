@@ -258,9 +258,22 @@ async def test_a_controller_that_retries_in_a_tight_loop_without_time_fails_hot_
 
     report = await graded(tight_loop, tmp_path, "hot-loop")
     result = report["hot-loop"]
-    assert result.failed, result.render()
-    (rate,) = [line for line in result.evidence if "request(s)/s per object" in line]
-    assert float(rate.split()[0]) > 1.0
+    assert result.failed and result.summary == "the controller retried without ever letting time pass"
+    assert "requests in one second of fake time" in result.evidence[0]
+
+
+async def test_a_controller_that_polls_the_server_without_pause_is_stopped_and_failed(tmp_path: Path) -> None:
+    async def poller(client: Client) -> None:
+        while True:  # waits for its ConfigMap by asking again and again, never letting time pass
+            try:
+                await client.get(CONFIGMAPS, "w1-config", namespace="shop")
+            except NotFound:
+                continue
+
+    report = await graded(poller, tmp_path, "idempotency")
+    result = report["idempotency"]
+    assert result.failed and result.summary == "the controller retried without ever letting time pass"
+    assert "requests in one second of fake time (the grader stops at 500)" in result.evidence[0]
 
 
 async def test_a_controller_that_claims_ready_before_acting_fails_status(tmp_path: Path) -> None:

@@ -63,12 +63,6 @@ class Exchange:
     def is_write(self) -> bool:
         return self.method in WRITE_METHODS
 
-    @property
-    def subresource(self) -> str:
-        """``status`` / ``scale`` for a subresource path, else ``""``."""
-        parts = self.path.rstrip("/").split("/")
-        return parts[-1] if len(parts) >= 2 and parts[-1] in ("status", "scale") and _is_item(parts) else ""
-
     def request_json(self) -> Any:
         return orjson.loads(self.body) if self.body else None
 
@@ -84,14 +78,6 @@ class Exchange:
         """``PUT /api/v1/namespaces/ns/secrets/app -> 409 (injected) at t=1.250s``, for evidence."""
         injected = " (injected)" if self.injected else ""
         return f"{self.method} {self.path} -> {self.status}{injected} at t={self.at:.3f}s"
-
-
-def _is_item(parts: list[str]) -> bool:
-    # /api/v1/namespaces/ns/secrets/app/status: the subresource follows a plural and a name.
-    core = parts[3:] if parts[1] == "api" else parts[4:]
-    if core[:1] == ["namespaces"] and len(core) >= 3:
-        core = core[2:]
-    return len(core) == 3
 
 
 FaultRule = Callable[[Exchange], "int | None"]
@@ -168,6 +154,16 @@ class ControllerTraffic:
     def writes(self, *, since: int = 0) -> list[Exchange]:
         """The writes from index ``since`` on (every answer, injected ones included)."""
         return [e for e in self.exchanges[since:] if e.is_write]
+
+    def recent(self, seconds: float) -> int:
+        """Requests (watches aside) that arrived in the last ``seconds`` of the clock's time."""
+        since = self.clock.monotonic() - seconds
+        count = 0
+        for e in reversed(self.exchanges):
+            if e.at < since:
+                break
+            count += not e.is_watch
+        return count
 
     def reads(self, *, since: int = 0) -> list[Exchange]:
         return [e for e in self.exchanges[since:] if not e.is_write and not e.is_watch]
