@@ -28,8 +28,9 @@ from kubeloop.runtime import LeaderElectionOptions, Manager
 __all__ = ["CheckResult", "ControllerUnderTest", "Expect", "Outcome", "Report", "Scenario"]
 
 Expect = Callable[[Client, dict[str, Any]], Awaitable[object]]
-"""``await expect(client, primary)``: raise ``AssertionError`` (or return ``False``) while the world
-does not yet match ``primary`` (the latest version of one primary object); anything else is a match."""
+"""``await expect(client, primary)``: raise ``AssertionError`` or ``NotFound`` (or return ``False``)
+while the world does not yet match ``primary`` (the latest version of one primary object); anything
+else is a match."""
 
 Outcome = Literal["passed", "failed", "skipped"]
 

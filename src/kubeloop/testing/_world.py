@@ -189,6 +189,8 @@ class World:
         where = f"{meta.get('namespace', '')}/{meta['name']}".lstrip("/")
         try:
             verdict = await self.scenario.expect(self.client, primary)
+        except NotFound as err:  # a child not there (yet): no match, not a grader failure
+            return [f"{self.scenario.resource.kind} {where}: {err.message}"]
         except AssertionError as err:
             return [f"{self.scenario.resource.kind} {where}: {err or 'expect failed'}"]
         if verdict is False:
