@@ -17,6 +17,11 @@ Guarantees:
   ``after_write`` after the server answered it but *before* the controller sees the answer: the
   grader uses the first to race a concurrent writer and the second to judge a status claim while
   the controller waits on it (the world is exactly as the controller left it);
+* leader election is the runtime's housekeeping, not reconcile traffic: requests for Leases, and
+  Events about Leases, are recorded (:attr:`Exchange.housekeeping`) but never faulted, never shown
+  to the hooks, and left out of
+  :meth:`ControllerTraffic.writes`, :meth:`~ControllerTraffic.reads` and
+  :meth:`~ControllerTraffic.recent`;
 * a controller that retries without ever yielding to time cannot stall the grader: past
   ``burst_limit`` requests at one fake instant, each further request first waits ``park`` seconds
   on the clock (the grader reports the burst; a controller with any backoff never reaches it).
@@ -37,9 +42,10 @@ import orjson
 from kubeloop.api import Clock
 from kubeloop.testing._fault_app import ASGIApp, HttpFault, Message, Receive, Scope, Send, _answer
 
-__all__ = ["WRITE_METHODS", "Conflicts", "ControllerTraffic", "Exchange", "Failing", "FaultRule"]
+__all__ = ["LEASES", "WRITE_METHODS", "Conflicts", "ControllerTraffic", "Exchange", "Failing", "FaultRule"]
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+LEASES = "/apis/coordination.k8s.io/"
 
 
 @dataclass(slots=True)
@@ -54,6 +60,7 @@ class Exchange:
     status: int = 0
     answer: bytearray = field(default_factory=bytearray, repr=False)
     injected: bool = False
+    housekeeping: bool = False
 
     @property
     def is_watch(self) -> bool:
@@ -62,6 +69,11 @@ class Exchange:
     @property
     def is_write(self) -> bool:
         return self.method in WRITE_METHODS
+
+    @property
+    def counts(self) -> bool:
+        """Reconcile traffic: not a watch, not leader election."""
+        return not self.is_watch and not self.housekeeping
 
     def request_json(self) -> Any:
         return orjson.loads(self.body) if self.body else None
@@ -153,26 +165,26 @@ class ControllerTraffic:
 
     def writes(self, *, since: int = 0) -> list[Exchange]:
         """The writes from index ``since`` on (every answer, injected ones included)."""
-        return [e for e in self.exchanges[since:] if e.is_write]
+        return [e for e in self.exchanges[since:] if e.is_write and not e.housekeeping]
 
     def recent(self, seconds: float) -> int:
-        """Requests (watches aside) that arrived in the last ``seconds`` of the clock's time."""
+        """Requests (watches and Leases aside) that arrived in the last ``seconds`` of the clock's time."""
         since = self.clock.monotonic() - seconds
         count = 0
         for e in reversed(self.exchanges):
             if e.at < since:
                 break
-            count += not e.is_watch
+            count += e.counts
         return count
 
     def reads(self, *, since: int = 0) -> list[Exchange]:
-        return [e for e in self.exchanges[since:] if not e.is_write and not e.is_watch]
+        return [e for e in self.exchanges[since:] if not e.is_write and e.counts]
 
     def created(self) -> list[dict[str, Any]]:
         """The objects the controller created: the server's answers to its accepted POSTs."""
         made = []
         for e in self.exchanges:
-            if e.method == "POST" and e.status == 201 and not e.injected:
+            if e.method == "POST" and e.status == 201 and not e.injected and not e.housekeeping:
                 obj = e.answer_json()
                 if isinstance(obj, dict) and obj.get("kind") not in (None, "Event", "Status"):
                     made.append(obj)
@@ -198,6 +210,10 @@ class ControllerTraffic:
                 exchange.body.extend(message.get("body", b""))
                 more = bool(message.get("more_body"))
             receive = _replay(bytes(exchange.body), receive)
+        exchange.housekeeping = _is_housekeeping(exchange)
+        if exchange.housekeeping:
+            await self.app(scope, receive, _recording(exchange, send))
+            return
         for rule in self.faults:
             status = rule(exchange)
             if status is not None:
@@ -231,6 +247,22 @@ class ControllerTraffic:
         if self._at_instant > self.burst_limit:
             self.bursts += 1
             await self.clock.sleep(self.park)
+
+
+def _is_housekeeping(exchange: Exchange) -> bool:
+    """A Lease request, or an Event about a Lease (leader election's "became leader")."""
+    if exchange.path.startswith(LEASES):
+        return True
+    if exchange.method != "POST" or not exchange.path.endswith("/events"):
+        return False
+    try:
+        event = orjson.loads(exchange.body)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(event, dict):
+        return False
+    about = event.get("involvedObject") or event.get("regarding") or {}
+    return isinstance(about, dict) and about.get("kind") == "Lease"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
