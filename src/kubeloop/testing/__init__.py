@@ -10,7 +10,7 @@ from kubeloop.testing._clock import FakeClock
 from kubeloop.testing._cluster import InProcessCluster, eventually, owner_ref, resource
 from kubeloop.testing._fault_app import FaultyApp, HttpFault, RecordedRequest
 from kubeloop.testing._faults import Faults, InterceptedClient, RandomFaults, Write
-from kubeloop.testing._grade import CHECKS, Options, grade
+from kubeloop.testing._grade import CHECKS, GradeOptions, grade
 from kubeloop.testing._subject import CheckResult, ControllerUnderTest, Expect, Report, Scenario
 from kubeloop.testing._traffic import Conflicts, ControllerTraffic, Exchange, Failing
 
@@ -26,10 +26,10 @@ __all__ = [
     "FakeClock",
     "Faults",
     "FaultyApp",
+    "GradeOptions",
     "HttpFault",
     "InProcessCluster",
     "InterceptedClient",
-    "Options",
     "RandomFaults",
     "RecordedRequest",
     "Report",

@@ -30,7 +30,7 @@ from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Conflicts, Exchange, Failing
 from kubeloop.testing._world import World
 
-__all__ = ["CONCURRENT_WRITER_LABEL", "Options", "check_hot_loop", "check_idempotency", "check_lost_update", "write_lines"]
+__all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "check_hot_loop", "check_idempotency", "check_lost_update", "write_lines"]
 
 CONCURRENT_WRITER_LABEL = "kubeloop.dev/concurrent-writer"
 
@@ -38,7 +38,7 @@ WorldFactory = Callable[[str], World]
 
 
 @dataclass(frozen=True, slots=True)
-class Options:
+class GradeOptions:
     """Knobs of the checks (defaults suit controllers on ``kubeloop.runtime``'s default rate limiter)."""
 
     converge_seconds: float = 60.0
@@ -66,7 +66,7 @@ def _never_converged(check: str, problems: list[str], hint: str, extra: Sequence
     )
 
 
-async def _converge_scenario(world: World, options: Options) -> list[str]:
+async def _converge_scenario(world: World, options: GradeOptions) -> list[str]:
     world.start_controller()
     await world.create_primaries()
     problems = await world.converge(seconds=options.converge_seconds)
@@ -81,7 +81,7 @@ async def _converge_scenario(world: World, options: Options) -> list[str]:
 # -- idempotency ---------------------------------------------------------------------------------
 
 
-async def check_idempotency(make_world: WorldFactory, options: Options) -> CheckResult:
+async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "idempotency"
     async with make_world(name) as world:
         problems = await _converge_scenario(world, options)
@@ -170,7 +170,7 @@ class _Race:
         self.touched.append((info, namespace, obj_name, touched["metadata"]["uid"]))
 
 
-async def check_lost_update(make_world: WorldFactory, options: Options) -> CheckResult:
+async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "lost-update"
     hint = "on 409 Conflict re-read and retry (return the error so the queue backs off); never swallow it"
     async with make_world(name) as world:
@@ -224,7 +224,7 @@ async def check_lost_update(make_world: WorldFactory, options: Options) -> Check
 _WINDOWS = ((0.0, 1.0), (1.0, 10.0), (10.0, 60.0), (60.0, 120.0))
 
 
-async def check_hot_loop(make_world: WorldFactory, options: Options) -> CheckResult:
+async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "hot-loop"
     hint = "return the error (or raise TransientError) so the work queue backs off exponentially"
     async with make_world(name) as world:

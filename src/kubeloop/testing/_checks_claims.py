@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeloop.api import NotFound, owner_reference
-from kubeloop.testing._checks import Options, WorldFactory, write_lines
+from kubeloop.testing._checks import GradeOptions, WorldFactory, write_lines
 from kubeloop.testing._cluster import resource
 from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Exchange, Failing
@@ -143,7 +143,7 @@ class _Judge:
                 self.requests.append(exchange)
 
 
-async def check_status(make_world: WorldFactory, options: Options) -> CheckResult:
+async def check_status(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "status"
     hint = ("set observedGeneration and Ready=True only after the children match the spec of that "
             "generation; move lastTransitionTime only when a condition's status changes (set_condition)")  # fmt: skip
@@ -221,7 +221,7 @@ def _copy_for_other_owner(child: Mapping[str, Any], owner: Mapping[str, Any]) ->
     return body
 
 
-async def check_ownership(make_world: WorldFactory, options: Options) -> CheckResult:
+async def check_ownership(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "ownership"
     evidence: list[str] = []
     async with make_world(name) as world:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from kubeloop.testing._checks import (
-    Options,
+    GradeOptions,
     WorldFactory,
     check_hot_loop,
     check_idempotency,
@@ -30,9 +30,9 @@ from kubeloop.testing._checks_claims import check_ownership, check_status
 from kubeloop.testing._subject import CheckResult, ControllerUnderTest, Report, Scenario
 from kubeloop.testing._world import HotLoop, World
 
-__all__ = ["CHECKS", "Options", "grade"]
+__all__ = ["CHECKS", "GradeOptions", "grade"]
 
-Check = Callable[[WorldFactory, Options], Awaitable[CheckResult]]
+Check = Callable[[WorldFactory, GradeOptions], Awaitable[CheckResult]]
 
 CHECKS: dict[str, Check] = {
     "idempotency": check_idempotency,
@@ -50,7 +50,7 @@ async def grade(
     checks: Iterable[str] | None = None,
     data_dir: str | Path | None = None,
     seed: int = 7,
-    options: Options | None = None,
+    options: GradeOptions | None = None,
 ) -> Report:
     """Grade ``controller`` (a :class:`ControllerUnderTest`, or an ``async def run(client[, clock])``)
     on ``scenario`` with the named ``checks`` (all by default); clusters live under ``data_dir``
@@ -60,7 +60,7 @@ async def grade(
     unknown = [c for c in chosen if c not in CHECKS]
     if unknown:
         raise ValueError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
-    opts = options if options is not None else Options()
+    opts = options if options is not None else GradeOptions()
     with contextlib.ExitStack() as stack:
         root = Path(data_dir) if data_dir is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
 
