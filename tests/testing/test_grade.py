@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import Conflict, NotFound, ResourceInfo, is_being_deleted
+from kubeloop.api import Conflict, NotFound, ResourceInfo, format_time, is_being_deleted
 from kubeloop.client import Client
 from kubeloop.runtime import (
     Builder,
@@ -68,10 +68,13 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
 
     Pitfalls: ``always-write`` (updates the child on every reconcile), ``swallow-conflict`` (a 409
     on the child is ignored), ``no-backoff`` (any error requeues after a fixed 50 ms),
-    ``early-status`` (Ready and observedGeneration written before the child), ``no-owner`` (children
-    without ownerReferences), ``adopt`` (takes over a ConfigMap someone else controls).
+    ``early-status`` (Ready and observedGeneration written before the child), ``restamp`` (every
+    status write stamps lastTransitionTime anew), ``blind-write`` (replaces the child with a fresh
+    body, no resourceVersion), ``no-owner`` (children without ownerReferences), ``adopt`` (takes
+    over a ConfigMap someone else controls).
     """
-    unknown = set(pitfalls) - {"always-write", "swallow-conflict", "no-backoff", "early-status", "no-owner", "adopt"}
+    known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt"}
+    unknown = set(pitfalls) - known
     assert not unknown, unknown
 
     def setup(manager: Manager) -> None:
@@ -87,6 +90,9 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                 conditions, type="Ready", status="True" if ready else "False",
                 reason="ChildMatches" if ready else "ChildFailed", clock=manager.clock,
             )  # fmt: skip
+            if "restamp" in pitfalls:
+                for condition in conditions:
+                    condition["lastTransitionTime"] = format_time(manager.clock.now())
             await status_writer.write(WIDGETS, widget, status)
 
         async def sync_child(widget: dict[str, Any], request: Request) -> None:
@@ -115,6 +121,9 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             if not changed:
                 return
             child["data"] = desired
+            if "blind-write" in pitfalls:
+                child = {"metadata": {"name": name, "namespace": request.namespace,
+                                      "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
             try:
                 await client.update(CONFIGMAPS, child)
             except Conflict:
@@ -242,6 +251,14 @@ async def test_a_controller_that_swallows_conflicts_loses_an_update(tmp_path: Pa
     assert report["idempotency"].passed
 
 
+async def test_a_controller_that_replaces_objects_blindly_loses_the_other_writers_update(tmp_path: Path) -> None:
+    report = await graded(widget_controller("blind-write"), tmp_path, "lost-update")
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert "the concurrent writer's change to configmaps shop/" in result.summary
+    assert any("label kubeloop.dev/concurrent-writer missing" in line for line in result.evidence)
+
+
 async def test_a_controller_that_retries_at_a_fixed_short_interval_fails_hot_loop(tmp_path: Path) -> None:
     report = await graded(widget_controller("no-backoff"), tmp_path, "hot-loop")
     result = report["hot-loop"]
@@ -285,6 +302,13 @@ async def test_a_controller_that_claims_ready_before_acting_fails_status(tmp_pat
     assert "is missing" in result.summary or "data.size is" in result.summary
     assert any("/status -> 200" in line for line in result.evidence)
     assert report["idempotency"].passed  # it converges and is quiet: only its claims lie
+
+
+async def test_a_controller_that_restamps_its_conditions_fails_status(tmp_path: Path) -> None:
+    report = await graded(widget_controller("restamp"), tmp_path, "status")
+    result = report["status"]
+    assert result.failed, result.render()
+    assert "condition Ready: lastTransitionTime moved" in result.summary and "while status stayed" in result.summary
 
 
 async def test_a_controller_that_creates_children_without_owners_fails_ownership(tmp_path: Path) -> None:
