@@ -47,6 +47,9 @@ class GradeOptions:
     failure_seconds: float = 120.0
     max_retry_rate: float = 0.1  # requests per second per primary, over the last half of the failure
     recovery_seconds: float = 600.0
+    # Built-in controllers running beside the one graded (names in kubeloop.controllers.BUILTIN_CONTROLLERS;
+    # call register_workload_controllers() first for "deployment", "replicaset", "statefulset").
+    builtins: tuple[str, ...] = ("garbage-collector", "namespace")
 
 
 def write_lines(exchanges: Sequence[Exchange], *, limit: int = 8) -> list[str]:

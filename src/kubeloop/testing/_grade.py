@@ -67,7 +67,7 @@ async def grade(
         def make_world(name: str) -> World:
             where = root / f"grade-{name}"
             where.mkdir(parents=True, exist_ok=True)
-            return World(where, subject, scenario, seed=seed)
+            return World(where, subject, scenario, seed=seed, builtins=opts.builtins)
 
         results = []
         for name in chosen:
@@ -76,8 +76,10 @@ async def grade(
                 result = await CHECKS[name](make_world, opts)
             except HotLoop as err:
                 result = CheckResult(
-                    name, "failed", "the controller retried without ever letting time pass", (str(err),),
-                    "back off between retries (return the error to the work queue); never loop on a failure",
+                    name, "failed", "hot loop: the controller kept sending requests while fake time stood still",
+                    (str(err),),
+                    "back off between retries (return the error to the work queue), and write only what differs "
+                    "from the live object, server defaults included (two writers undoing each other never stop)",
                 )  # fmt: skip
             results.append(result)
     return Report(subject.name, tuple(results))
