@@ -104,9 +104,10 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
             await world.drive(5.0, step=0.1)
             notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)")
         await world.stop_controller()
+        restart = len(world.traffic.exchanges)
         world.start_controller()
         await world.drive(30.0, step=0.25)  # a restart re-reconciles everything (after any lease expiry)
-        restarted = len(world.traffic.reads(since=mark))
+        restarted = len(world.traffic.reads(since=restart))
         reconciles = subject.reconciles()
         notes.append(
             "restarted: " + (f"{reconciles} reconcile(s)" if reconciles is not None else f"{restarted} read(s)")

@@ -12,7 +12,10 @@ faults. It holds:
 * the scenario's CRDs (served before anything starts) and its primary objects.
 
 Time moves only in :meth:`World.drive` / :meth:`World.converge`: wait until the server is quiet,
-then advance the fake clock one step; so backoffs, requeues and leases run in milliseconds.
+then advance the fake clock one step (at most 2 s, so a leader renews its Lease in time); so
+backoffs, requeues and leases run in milliseconds. Before each step the controller's recent
+traffic is checked: past a burst at one instant, or a request rate no reconcile needs (both
+scaled to the scenario), :class:`HotLoop` is raised and the check fails instead of spinning.
 """
 
 from __future__ import annotations
