@@ -26,6 +26,8 @@ __all__ = [
     "Request",
     "Scope",
     "Send",
+    "header_map",
+    "negotiation_of",
     "parse_accept",
     "query_params",
     "send_bytes",
@@ -47,6 +49,8 @@ _JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 # Where :func:`query_params` keeps a request's parsed query string in its ASGI scope.
 _QUERY_SCOPE_KEY = "kubeloop.query"
+# Where :func:`header_map` keeps a request's decoded headers in its ASGI scope.
+_HEADERS_SCOPE_KEY = "kubeloop.headers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +106,17 @@ class Request:
         self._receive = receive
         self.method: str = scope["method"]
         raw_path = scope.get("raw_path")
-        self.path: str = unquote(raw_path.decode("latin-1").split("?", 1)[0]) if raw_path else scope["path"]
+        if raw_path:
+            path = raw_path.decode("latin-1")
+            if "?" in path:
+                path = path.split("?", 1)[0]
+            self.path: str = unquote(path) if "%" in path else path
+        else:
+            self.path = scope["path"]
         self._query: dict[str, list[str]] | None = None
-        headers: dict[str, str] = {}
-        for k, v in scope.get("headers", ()):
-            name = k.decode("latin-1").lower()
-            value = v.decode("latin-1")
-            headers[name] = f"{headers[name]},{value}" if name in headers else value
-        self.headers = headers
+        self.headers = header_map(scope)
         self._body: bytes | None = None
-        self._accepts: list[MediaType] | None = None
+        self._negotiation: _Negotiation | None = None
 
     @property
     def query(self) -> dict[str, list[str]]:
@@ -162,36 +167,98 @@ class Request:
         self._body = b"".join(chunks)
         return self._body
 
+    def _negotiated(self) -> _Negotiation:
+        negotiation = self._negotiation
+        if negotiation is None:
+            negotiation = self._negotiation = negotiation_of(self.headers.get("accept", ""))
+        return negotiation
+
     def accepts(self) -> list[MediaType]:
         """The Accept header's entries, parsed once per request (treat the list as read-only)."""
-        accepts = self._accepts
-        if accepts is None:
-            accepts = self._accepts = parse_accept(self.headers.get("accept", ""))
-        return accepts
+        return self._negotiated().accepts
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
-        for media in self.accepts():
-            if media.params.get("as") == "Table" and media.params.get("g") == "meta.k8s.io":
-                return True
-            if media.is_json_like and "as" not in media.params:
-                return False
-        return False
+        return self._negotiated().wants_table
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        accepts = self.accepts()
-        if not accepts:
+        negotiation = self._negotiated()
+        media = negotiation.media if yaml_ok else negotiation.media_without_yaml
+        if media is None:
+            raise NotAcceptable(
+                "only the following media types are accepted: application/json, application/yaml, "
+                "application/vnd.kubernetes.protobuf"
+            )
+        return media
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """``scope["headers"]`` as one dict (names lower-cased, repeated headers joined with ``,``), made
+    once per request: it is kept in the scope beside the header list it came from, so the security
+    chain and the app's :class:`Request` share it (a middleware that replaces the list gets a fresh
+    map). Treat the result as read-only."""
+    raw: list[tuple[bytes, bytes]] = scope.get("headers", ())
+    cached = scope.get(_HEADERS_SCOPE_KEY)
+    if cached is not None and cached[0] is raw:
+        headers: dict[str, str] = cached[1]
+        return headers
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    if len(headers) != len(raw):  # a repeated name: join the values in order, as one header
+        headers = {}
+        for k, v in raw:
+            name = k.decode("latin-1").lower()
+            value = v.decode("latin-1")
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+    scope[_HEADERS_SCOPE_KEY] = (raw, headers)
+    return headers
+
+
+@dataclass(frozen=True, slots=True)
+class _Negotiation:
+    """What one Accept header value asks for, worked out once per distinct value."""
+
+    accepts: list[MediaType]
+    wants_table: bool
+    media: str | None  # the response media type, None for 406
+    media_without_yaml: str | None
+
+
+def _wants_table(accepts: list[MediaType]) -> bool:
+    for media in accepts:
+        if media.params.get("as") == "Table" and media.params.get("g") == "meta.k8s.io":
+            return True
+        if media.is_json_like and "as" not in media.params:
+            return False
+    return False
+
+
+def _negotiate(accepts: list[MediaType], *, yaml_ok: bool) -> str | None:
+    if not accepts:
+        return JSON
+    for media in accepts:
+        if media.is_json_like and media.params.get("as") in (None, "Table"):
             return JSON
-        for media in accepts:
-            if media.is_json_like and media.params.get("as") in (None, "Table"):
-                return JSON
-            if yaml_ok and media.type == "application/yaml" and "as" not in media.params:
-                return "application/yaml"
-        raise NotAcceptable(
-            "only the following media types are accepted: application/json, application/yaml, "
-            "application/vnd.kubernetes.protobuf"
-        )
+        if yaml_ok and media.type == "application/yaml" and "as" not in media.params:
+            return "application/yaml"
+    return None
+
+
+def negotiation_of(accept: str) -> _Negotiation:
+    """The negotiation for an ``Accept`` value; remembered in a bounded table (clients repeat theirs)."""
+    negotiation = _NEGOTIATIONS.get(accept)
+    if negotiation is None:
+        accepts = parse_accept(accept)
+        negotiation = _Negotiation(accepts, _wants_table(accepts), _negotiate(accepts, yaml_ok=True),
+                                   _negotiate(accepts, yaml_ok=False))
+        if len(_NEGOTIATIONS) >= _NEGOTIATIONS_LIMIT:
+            _NEGOTIATIONS.clear()
+        _NEGOTIATIONS[accept] = negotiation
+    return negotiation
+
+
+_NEGOTIATIONS: dict[str, _Negotiation] = {}
+_NEGOTIATIONS_LIMIT = 256
 
 
 async def send_bytes(
