@@ -9,7 +9,8 @@ authentication (401, as :class:`~kubeloop.server._authn.AuthenticationMiddleware
 still works alone; the chain runs the same checks (the same functions) in one layer, so a request pays
 for one ASGI hop, and the common request (the only ``Authorization`` header is ``Bearer <known token>``,
 no ``Impersonate-*`` header) is authenticated with one lookup in the request's header map
-(:func:`~kubeloop.server._http.header_map`, which the app's ``Request`` then reuses).
+(:func:`~kubeloop.server._http.header_map`, remembered per distinct header list, as the app's
+``Request`` reads it too).
 """
 
 from __future__ import annotations

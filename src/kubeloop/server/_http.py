@@ -49,8 +49,6 @@ _JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 # Where :func:`query_params` keeps a request's parsed query string in its ASGI scope.
 _QUERY_SCOPE_KEY = "kubeloop.query"
-# Where :func:`header_map` keeps a request's decoded headers in its ASGI scope.
-_HEADERS_SCOPE_KEY = "kubeloop.headers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,15 +192,26 @@ class Request:
 
 
 def header_map(scope: Scope) -> dict[str, str]:
-    """``scope["headers"]`` as one dict (names lower-cased, repeated headers joined with ``,``), made
-    once per request: it is kept in the scope beside the header list it came from, so the security
-    chain and the app's :class:`Request` share it (a middleware that replaces the list gets a fresh
-    map). Treat the result as read-only."""
+    """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
+    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
     raw: list[tuple[bytes, bytes]] = scope.get("headers", ())
-    cached = scope.get(_HEADERS_SCOPE_KEY)
-    if cached is not None and cached[0] is raw:
-        headers: dict[str, str] = cached[1]
-        return headers
+    # Clients repeat their headers request after request: the decoded map is remembered by the
+    # raw pairs (a bounded table; hashing and comparing them is C work, decoding each one is not).
+    try:
+        key = tuple(raw)
+        memo = _HEADER_MAPS.get(key)
+    except TypeError:  # pairs that are lists: decode without remembering
+        key, memo = None, None
+    if memo is None:
+        memo = _decode_headers(raw)
+        if key is not None:
+            if len(_HEADER_MAPS) >= _HEADER_MAPS_LIMIT:
+                _HEADER_MAPS.clear()
+            _HEADER_MAPS[key] = memo
+    return memo
+
+
+def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):  # a repeated name: join the values in order, as one header
         headers = {}
@@ -210,8 +219,11 @@ def header_map(scope: Scope) -> dict[str, str]:
             name = k.decode("latin-1").lower()
             value = v.decode("latin-1")
             headers[name] = f"{headers[name]},{value}" if name in headers else value
-    scope[_HEADERS_SCOPE_KEY] = (raw, headers)
     return headers
+
+
+_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
+_HEADER_MAPS_LIMIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
