@@ -65,7 +65,7 @@ class SecurityChain:
             master = user.is_master
         if not master and not await authorize_request(self.authorizer, scope, user, send):
             return
-        if kind == "http" and scope.get("method") == "POST" and is_self_review(scope):
+        if scope.get("method") == "POST" and is_self_review(scope):
             await self._reviews.answer(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -160,7 +160,8 @@ class ResourceHandlers:
             result = await list_objects(self.state, info, namespace, options)
             await self._answer_list(request, info, result, send)
         elif method == "POST":
-            self._require_verb(info, "create")
+            if "create" not in info.verbs:
+                raise _method_not_allowed()
             content_type = request.negotiate()
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
             obj = await self._decode_object(request, info, req)
@@ -175,7 +176,8 @@ class ResourceHandlers:
     async def _item(self, request: Request, info: ResourceInfo, namespace: str, name: str, method: str,
                     send: Send) -> None:
         if method == "GET":
-            if truthy(request.query.get("watch")):
+            query = request.query
+            if query and truthy(query.get("watch")):
                 self._require_verb(info, "watch")
                 query = dict(request.query)
                 selector = (query.get("fieldSelector") or [""])[0]
@@ -188,7 +190,8 @@ class ResourceHandlers:
                 options = parse_list_options(query, info, watch=True)
                 await self._watch(request, info, namespace, options, send)
                 return
-            self._require_verb(info, "get")
+            if "get" not in info.verbs:
+                raise _method_not_allowed()
             content_type = request.negotiate()
             kv = await get_object(self.state, info, namespace, name)
             await self._answer_object(request, info, 200, kv.value, send, content_type)

@@ -99,6 +99,8 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
+    __slots__ = ("_body", "_content_type", "_negotiation", "_query", "_receive", "headers", "method", "path", "scope")
+
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self._receive = receive
@@ -114,6 +116,7 @@ class Request:
         self._query: dict[str, list[str]] | None = None
         self.headers = header_map(scope)
         self._body: bytes | None = None
+        self._content_type: str | None = None
         self._negotiation: _Negotiation | None = None
 
     @property
@@ -138,9 +141,11 @@ class Request:
     @property
     def content_type(self) -> str:
         """The media type of the body without parameters; JSON when absent (Python client sends none)."""
-        raw = self.headers.get("content-type", "")
-        media = raw.split(";", 1)[0].strip().lower()
-        return media or JSON
+        media = self._content_type
+        if media is None:
+            raw = self.headers.get("content-type", "")
+            media = self._content_type = raw.split(";", 1)[0].strip().lower() or JSON
+        return media
 
     async def body(self) -> bytes:
         if self._body is not None:
@@ -181,7 +186,9 @@ class Request:
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self._negotiated()
+        negotiation = self._negotiation
+        if negotiation is None:
+            negotiation = self._negotiation = negotiation_of(self.headers.get("accept", ""))
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
