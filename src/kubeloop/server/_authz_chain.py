@@ -21,7 +21,7 @@ from kubeloop.api import Unauthorized
 from kubeloop.server._authn import USER_SCOPE_KEY, User, authenticate, canonical_bearer_headers
 from kubeloop.server._authz import Authorizer, authorize_request
 from kubeloop.server._authz_impersonate import impersonate, is_impersonating
-from kubeloop.server._authz_reviews import SelfReviewMiddleware, is_self_review
+from kubeloop.server._authz_reviews import SELF_REVIEW_PATHS, SelfReviewMiddleware
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, header_map, send_error
 
 __all__ = ["SecurityChain", "secure"]
@@ -38,7 +38,9 @@ class SecurityChain:
         self.authorizer = authorizer
         self._reviews = SelfReviewMiddleware(app, authorizer=authorizer)
         # Authorization header value -> (user, is a master): the spelling clients send.
-        self._bearer = {value: (user, user.is_master) for value, user in canonical_bearer_headers(self.tokens).items()}
+        self._bearer: dict[str | None, tuple[User, bool]] = {
+            value: (user, user.is_master) for value, user in canonical_bearer_headers(self.tokens).items()
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -46,7 +48,7 @@ class SecurityChain:
             await self.app(scope, receive, send)
             return
         headers = header_map(scope)
-        known = self._bearer.get(headers.get("authorization", ""))
+        known = self._bearer.get(headers.get("authorization"))
         if known is not None:
             user, master = known
         else:
@@ -56,16 +58,15 @@ class SecurityChain:
                 return
             user, master = found, found.is_master
         scope[USER_SCOPE_KEY] = user
-        # One C-level scan of the header names; a name that only contains the prefix after a newline
-        # takes the exact check.
-        if _IMPERSONATE_PREFIX in "\n" + "\n".join(headers) and is_impersonating(scope.get("headers", ())):
+        # A name that only contains the prefix after a newline takes the exact check, and passes.
+        if _IMPERSONATE_PREFIX in headers.names and is_impersonating(scope.get("headers", ())):
             if not await impersonate(self.authorizer, scope, send):
                 return
             user = scope[USER_SCOPE_KEY]
             master = user.is_master
         if not master and not await authorize_request(self.authorizer, scope, user, send):
             return
-        if scope.get("method") == "POST" and is_self_review(scope):
+        if scope.get("method") == "POST" and kind == "http" and scope.get("path") in SELF_REVIEW_PATHS:
             await self._reviews.answer(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -21,6 +21,7 @@ from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLa
 __all__ = [
     "MAX_BODY_BYTES",
     "ASGIApp",
+    "HeaderMap",
     "MediaType",
     "Receive",
     "Request",
@@ -198,7 +199,7 @@ class Request:
         return media
 
 
-def header_map(scope: Scope) -> dict[str, str]:
+def header_map(scope: Scope) -> HeaderMap:
     """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
     ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
     raw: list[tuple[bytes, bytes]] = scope.get("headers", ())
@@ -218,7 +219,18 @@ def header_map(scope: Scope) -> dict[str, str]:
     return memo
 
 
-def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+class HeaderMap(dict[str, str]):
+    """A request's headers by lower-cased name, with ``names``: ``"\n"`` before each name, joined
+    (so ``"\nimpersonate-" in names`` finds a name prefix in one scan)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, pairs: dict[str, str]) -> None:
+        super().__init__(pairs)
+        self.names = "".join("\n" + name for name in pairs)
+
+
+def _decode_headers(raw: list[tuple[bytes, bytes]]) -> HeaderMap:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):  # a repeated name: join the values in order, as one header
         headers = {}
@@ -226,10 +238,10 @@ def _decode_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
             name = k.decode("latin-1").lower()
             value = v.decode("latin-1")
             headers[name] = f"{headers[name]},{value}" if name in headers else value
-    return headers
+    return HeaderMap(headers)
 
 
-_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], dict[str, str]] = {}
+_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], HeaderMap] = {}
 _HEADER_MAPS_LIMIT = 1024
 
 
