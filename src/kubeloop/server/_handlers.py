@@ -65,6 +65,7 @@ def _method_not_allowed() -> MethodNotAllowed:
 class ResourceHandlers:
     def __init__(self, state: ServerState) -> None:
         self.state = state
+        self._kinds = state.kinds
         self.decoders: dict[str, BodyDecoder] = {}
         # A custom kind's additionalPrinterColumns (the CRD controller provides them).
         self.printer_columns: Callable[[ResourceInfo], list[dict[str, Any]] | None] | None = None
@@ -113,30 +114,31 @@ class ResourceHandlers:
     def handle(self, request: Request, ri: RequestInfo, send: Send) -> Awaitable[None]:
         """Answer a resource request: a URL or method that cannot be served raises here, before the
         returned awaitable (the verb's handler) runs; one coroutine frame less per request."""
-        info = self.state.kinds.get(ri.api_group, ri.api_version, ri.resource)
-        if info is None or len(ri.parts) > 3 or not ri.parts:
+        info = self._kinds.get(ri.api_group, ri.api_version, ri.resource)
+        parts = ri.parts
+        depth = len(parts)  # resource [name [subresource]]
+        if info is None or depth > 3 or not depth:
             raise _not_found()
-        namespaced_path = bool(ri.namespace) and ri.resource != "namespaces"
-        if namespaced_path and not info.namespaced:
-            raise _not_found()
-        name = ri.parts[1] if len(ri.parts) > 1 else ""
-        sub = ri.parts[2] if len(ri.parts) > 2 else ""
-        namespace = ri.namespace if info.namespaced else ""
+        namespace = ri.namespace
+        namespaced_path = bool(namespace) and ri.resource != "namespaces"
         method = request.method
-        if info.namespaced and not namespaced_path:
-            if name:
+        if not info.namespaced:
+            if namespaced_path:
+                raise _not_found()
+            namespace = ""
+        elif not namespaced_path:  # a namespaced kind's cluster-wide URL only lists and watches
+            if depth > 1:
                 raise _not_found()
             if method != "GET":
                 raise _method_not_allowed()
-        if sub and sub not in info.subresources:
-            raise _not_found()
-        if sub in ("eviction", "binding"):
-            raise _not_found()
-        if not name:
+        if depth == 1:
             return self._collection(request, info, namespace, method, send)
-        if not sub:
-            return self._item(request, info, namespace, name, method, send)
-        return self._subresource(request, info, namespace, name, sub, method, send)
+        if depth == 2:
+            return self._item(request, info, namespace, parts[1], method, send)
+        sub = parts[2]
+        if sub not in info.subresources or sub in ("eviction", "binding"):
+            raise _not_found()
+        return self._subresource(request, info, namespace, parts[1], sub, method, send)
 
     def _require_verb(self, info: ResourceInfo, verb: str) -> None:
         # Upstream registers no route for a verb the storage does not implement, so the answer is

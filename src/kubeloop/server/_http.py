@@ -100,7 +100,7 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
-    __slots__ = ("_body", "_content_type", "_negotiation", "_query", "_receive", "headers", "method", "path", "scope")
+    __slots__ = ("_body", "_content_type", "_query", "_receive", "headers", "method", "path", "scope")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
@@ -114,11 +114,11 @@ class Request:
             self.path: str = unquote(path) if "%" in path else path
         else:
             self.path = scope["path"]
-        self._query: dict[str, list[str]] | None = None
+        # Most requests have no query string: their (empty) parameters need no parse.
+        self._query: dict[str, list[str]] | None = None if scope.get("query_string") else {}
         self.headers = header_map(scope)
         self._body: bytes | None = None
         self._content_type: str | None = None
-        self._negotiation: _Negotiation | None = None
 
     @property
     def query(self) -> dict[str, list[str]]:
@@ -172,9 +172,10 @@ class Request:
         return self._body
 
     def _negotiated(self) -> _Negotiation:
-        negotiation = self._negotiation
+        headers = self.headers
+        negotiation = headers.negotiation
         if negotiation is None:
-            negotiation = self._negotiation = negotiation_of(self.headers.get("accept", ""))
+            negotiation = headers.negotiation = negotiation_of(headers.get("accept", ""))
         return negotiation
 
     def accepts(self) -> list[MediaType]:
@@ -187,9 +188,9 @@ class Request:
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self._negotiation
+        negotiation = self.headers.negotiation
         if negotiation is None:
-            negotiation = self._negotiation = negotiation_of(self.headers.get("accept", ""))
+            negotiation = self._negotiated()
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
@@ -223,11 +224,13 @@ class HeaderMap(dict[str, str]):
     """A request's headers by lower-cased name, with ``names``: ``"\n"`` before each name, joined
     (so ``"\nimpersonate-" in names`` finds a name prefix in one scan)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "negotiation")
 
     def __init__(self, pairs: dict[str, str]) -> None:
         super().__init__(pairs)
         self.names = "".join("\n" + name for name in pairs)
+        # The Accept header's negotiation, worked out on first use (:meth:`Request.negotiate`).
+        self.negotiation: _Negotiation | None = None
 
 
 def _decode_headers(raw: list[tuple[bytes, bytes]]) -> HeaderMap:
