@@ -60,6 +60,8 @@ log = logging.getLogger("kubeloop.server")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NOT_FOUND = "the server could not find the requested resource"
+_POD_SUBRESOURCE_PREFIX = "/api/v1/namespaces/"
+_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding")
 
 
 class App:
@@ -71,6 +73,7 @@ class App:
         self.ready: bool | Callable[[], bool] = True
         # (prefix, prefix + "/", handler, when)
         self._routes: list[tuple[str, str, ASGIApp, Callable[[Request], bool] | None]] = []
+        self._route_prefixes: tuple[str, ...] = ()  # every route's prefix: most paths match none
         self._handlers = ResourceHandlers(state)
         self._started = False
         self._start_lock: asyncio.Lock | None = None
@@ -78,8 +81,9 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
-        self.add_route("/api/v1/namespaces", PodSubresources(state, decoders=self.decoders),
-                       when=is_pod_subresource_post)
+        # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
+        # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
+        self._pod_subresources = PodSubresources(state, decoders=self.decoders)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
@@ -111,6 +115,7 @@ class App:
         """Serve ``prefix`` and everything below it with ``handler`` (an ASGI app); ``when`` narrows it."""
         prefix = prefix.rstrip("/") or "/"
         self._routes.append((prefix, prefix + "/", handler, when))
+        self._route_prefixes = (*self._route_prefixes, prefix)
 
     def is_ready(self) -> bool:
         return bool(self.ready() if callable(self.ready) else self.ready)
@@ -150,12 +155,18 @@ class App:
             await self.startup()
         request = Request(scope, receive)
         path = request.path
-        for prefix, below, handler, when in self._routes:
-            if (path == prefix or path.startswith(below)) and (when is None or when(request)):
-                await handler(scope, receive, send)
-                return
+        stripped = path.rstrip("/") or "/"
+        if (stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX)
+                and is_pod_subresource_post(request)):
+            await self._pod_subresources(scope, receive, send)
+            return
+        if path.startswith(self._route_prefixes):
+            for prefix, below, handler, when in self._routes:
+                if (path == prefix or path.startswith(below)) and (when is None or when(request)):
+                    await handler(scope, receive, send)
+                    return
+        path = stripped
         try:
-            path = path.rstrip("/") or "/"
             info = request_info(scope, request.method, path, request.query)
             if info.is_resource_request:
                 await self._handlers.handle(request, info, send)
