@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -189,3 +190,24 @@ async def test_resource_urls_are_routed_as_the_rules_say(
         got = f"{routed.cr_code.co_name} {frame.f_locals['namespace']!r}"
         routed.close()
     assert got == plain_route(app, method, ri)
+
+
+async def test_the_pod_eviction_and_binding_route_takes_exactly_its_paths(client: httpx.AsyncClient) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert (await client.post("/api/v1/namespaces/default/pods", json=pod)).status_code == 201
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+    answers = {}
+    for method, path in [
+        ("GET", "/api/v1/namespaces/default/pods/p/eviction"),  # the route's own 405
+        ("POST", "/api/v1/namespaces/default/configmaps/x/eviction"),  # not a pod: the resource handlers
+        ("POST", "/api/v1/namespaces/default/pods/p/binding/x"),
+        ("POST", "/api/v1/namespaces/default/pods/q/binding"),
+        ("POST", "/api/v1/namespaces/default/pods/p/eviction/"),  # the route: the trailing slash is trimmed
+        ("POST", "/api/v1/namespaces/default/pods/p/eviction"),  # the pod is gone
+    ]:
+        r = await client.request(method, path, json=eviction)
+        answers[(method, path)] = (r.status_code, r.json().get("reason"))
+    assert list(answers.values()) == [
+        (405, "MethodNotAllowed"), (404, "NotFound"), (404, "NotFound"), (400, "BadRequest"), (201, None),
+        (404, "NotFound"),
+    ]
