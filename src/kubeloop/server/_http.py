@@ -5,6 +5,10 @@ the upstream 3 MiB limit (413 beyond), and every answer goes out through :func:`
 Negotiation follows apiserver ``handlers/negotiation``: a missing Content-Type means JSON, an
 unknown one is 415; ``Accept`` absent, ``*/*``, ``application/*`` or ``application/json`` (with
 any parameters we can honour) means JSON, a list with nothing we can produce is 406.
+
+Per-request work is kept small: the decoded header map is remembered per distinct header list
+(:func:`header_map`; clients repeat theirs), the negotiation per distinct ``Accept`` value, and a
+body that arrives in one ASGI message is used as is. All of them are shared: treat them as read-only.
 """
 
 from __future__ import annotations
