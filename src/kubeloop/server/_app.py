@@ -60,6 +60,8 @@ log = logging.getLogger("kubeloop.server")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NOT_FOUND = "the server could not find the requested resource"
+_POD_SUBRESOURCE_PREFIX = "/api/v1/namespaces/"
+_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding")
 
 
 class App:
@@ -69,7 +71,9 @@ class App:
         self.state = state
         self.server_address = server_address
         self.ready: bool | Callable[[], bool] = True
-        self._routes: list[tuple[str, ASGIApp, Callable[[Request], bool] | None]] = []
+        # (prefix, prefix + "/", handler, when)
+        self._routes: list[tuple[str, str, ASGIApp, Callable[[Request], bool] | None]] = []
+        self._route_prefixes: tuple[str, ...] = ()  # every route's prefix: most paths match none
         self._handlers = ResourceHandlers(state)
         self._started = False
         self._start_lock: asyncio.Lock | None = None
@@ -77,8 +81,9 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
-        self.add_route("/api/v1/namespaces", PodSubresources(state, decoders=self.decoders),
-                       when=is_pod_subresource_post)
+        # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
+        # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
+        self._pod_subresources = PodSubresources(state, decoders=self.decoders)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
@@ -108,7 +113,9 @@ class App:
 
     def add_route(self, prefix: str, handler: ASGIApp, *, when: Callable[[Request], bool] | None = None) -> None:
         """Serve ``prefix`` and everything below it with ``handler`` (an ASGI app); ``when`` narrows it."""
-        self._routes.append((prefix.rstrip("/") or "/", handler, when))
+        prefix = prefix.rstrip("/") or "/"
+        self._routes.append((prefix, prefix + "/", handler, when))
+        self._route_prefixes = (*self._route_prefixes, prefix)
 
     def is_ready(self) -> bool:
         return bool(self.ready() if callable(self.ready) else self.ready)
@@ -140,20 +147,31 @@ class App:
 
     # -- ASGI ------------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
         if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
             return
         if not self._started:
             await self.startup()
         request = Request(scope, receive)
-        for prefix, handler, when in self._routes:
-            if (request.path == prefix or request.path.startswith(prefix + "/")) and (when is None or when(request)):
-                await handler(scope, receive, send)
-                return
+        path = request.path
+        stripped = path.rstrip("/") or "/"
+        if (stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX)
+                and is_pod_subresource_post(request)):
+            await self._pod_subresources(scope, receive, send)
+            return
+        if path.startswith(self._route_prefixes):
+            for prefix, below, handler, when in self._routes:
+                if (path == prefix or path.startswith(below)) and (when is None or when(request)):
+                    await handler(scope, receive, send)
+                    return
+        path = stripped
         try:
-            await self._dispatch(request, send)
+            info = request_info(scope, request.method, path, request.query)
+            if info.is_resource_request:
+                await self._handlers.handle(request, info, send)
+            else:
+                await self._dispatch(request, path, send)
         except ApiError as error:
             await send_error(send, error)
         except Exception as exc:  # every failure is a Status, never a dropped connection
@@ -176,8 +194,9 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _dispatch(self, request: Request, send: Send) -> None:
-        path = request.path.rstrip("/") or "/"
+    async def _dispatch(self, request: Request, path: str, send: Send) -> None:
+        """A request that is not for a resource: health, version, discovery (``path`` without a
+        trailing ``/``)."""
         if path in ("/healthz", "/livez") or path.startswith(("/healthz/", "/livez/")):
             await send_bytes(send, 200, b"ok", content_type="text/plain; charset=utf-8")
             return
@@ -190,10 +209,6 @@ class App:
             return
         if path == "/version":
             await send_json(send, 200, VERSION_INFO)
-            return
-        info = request_info(request.scope, request.method, path, request.query)
-        if info.is_resource_request:
-            await self._handlers.handle(request, info, send)
             return
         if request.method not in ("GET", "HEAD"):
             raise MethodNotAllowed("the server does not allow this method on the requested resource", details={})

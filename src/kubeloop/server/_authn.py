@@ -39,6 +39,8 @@ __all__ = [
     "USER_SCOPE_KEY",
     "AuthenticationMiddleware",
     "User",
+    "authenticate",
+    "canonical_bearer_headers",
     "ensure_token_file",
     "load_token_file",
 ]
@@ -85,6 +87,33 @@ def bearer_token(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def authenticate(tokens: Mapping[str, User], headers: Iterable[tuple[bytes, bytes]], path: str) -> User | None:
+    """The user a request runs as (``tokens`` maps token -> user), ``None`` when it gets 401."""
+    token = bearer_token(headers)
+    if token is None:
+        return ANONYMOUS if _is_public(path) else None
+    return tokens.get(token) if token else None
+
+
+def canonical_bearer_headers(tokens: Mapping[str, User]) -> dict[str, User]:
+    """``Authorization`` values -> user, for the one spelling clients send (``Bearer <token>``).
+
+    A request whose only ``Authorization`` header is one of these keys runs as its user, exactly as
+    :func:`authenticate` decides (each key is checked to parse back to its token, and no key holds a
+    ``,``, so headers joined from repeats never match); any other value takes :func:`authenticate`.
+    """
+    out: dict[str, User] = {}
+    for token, user in tokens.items():
+        value = f"Bearer {token}"
+        try:
+            raw = value.encode("latin-1")
+        except UnicodeEncodeError:
+            continue
+        if "," not in value and bearer_token([(b"authorization", raw)]) == token and token:
+            out[value] = user
+    return out
+
+
 class AuthenticationMiddleware:
     """Wraps ``app``; only authenticated requests (or anonymous ones on public paths) reach it."""
 
@@ -96,12 +125,7 @@ class AuthenticationMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        token = bearer_token(scope.get("headers", ()))
-        user: User | None
-        if token is None:
-            user = ANONYMOUS if _is_public(scope.get("path", "")) else None
-        else:
-            user = self.tokens.get(token) if token else None
+        user = authenticate(self.tokens, scope.get("headers", ()), scope.get("path", ""))
         if user is None:
             await send_error(send, Unauthorized("Unauthorized"))
             return

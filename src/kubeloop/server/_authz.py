@@ -32,6 +32,7 @@ __all__ = [
     "Authorizer",
     "Decision",
     "RuleResolver",
+    "authorize_request",
     "forbidden_error",
     "go_quote",
     "request_attributes",
@@ -139,18 +140,21 @@ class AuthorizationMiddleware:
             await self.app(scope, receive, send)
             return
         user: User = scope[USER_SCOPE_KEY]
-        if user.is_master:
+        if user.is_master or await authorize_request(self.authorizer, scope, user, send):
             await self.app(scope, receive, send)
-            return
-        path = scope.get("path", "/")
-        # Parsed once: the app routes by this same value and reads the same query (both kept in the scope).
-        info = request_info(scope, scope.get("method", "GET"), path, query_params(scope))
-        attributes = _attributes(user, path, info)
-        decision = await self.authorizer.authorize(attributes)
-        if not decision.allowed:
-            await send_error(send, forbidden_error(attributes, decision.reason))
-            return
-        await self.app(scope, receive, send)
+
+
+async def authorize_request(authorizer: Authorizer, scope: Scope, user: User, send: Send) -> bool:
+    """Whether ``authorizer`` lets ``user`` make the request of ``scope``; a denial is answered (403)."""
+    path = scope.get("path", "/")
+    # Parsed once: the app routes by this same value and reads the same query (both kept in the scope).
+    info = request_info(scope, scope.get("method", "GET"), path, query_params(scope))
+    attributes = _attributes(user, path, info)
+    decision = await authorizer.authorize(attributes)
+    if not decision.allowed:
+        await send_error(send, forbidden_error(attributes, decision.reason))
+        return False
+    return True
 
 
 class AllowAll:

@@ -17,6 +17,7 @@ An ASGI middleware placed between authentication and authorization, as kube-apis
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 from kubeloop.api import InternalError
@@ -24,7 +25,7 @@ from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, forbidden_error
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 
-__all__ = ["ImpersonationMiddleware"]
+__all__ = ["ImpersonationMiddleware", "impersonate", "is_impersonating"]
 
 _USER = b"impersonate-user"
 _GROUP = b"impersonate-group"
@@ -42,43 +43,52 @@ class ImpersonationMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-        if not any(name.lower().startswith(b"impersonate-") for name, _ in headers):
+        if not is_impersonating(scope.get("headers", ())) or await impersonate(self.authorizer, scope, send):
             await self.app(scope, receive, send)
-            return
-        username = ""
-        uid = ""
-        groups: list[str] = []
-        extra: dict[str, list[str]] = {}
-        kept: list[tuple[bytes, bytes]] = []
-        for name, raw in headers:
-            lower = name.lower()
-            value = raw.decode("latin-1").strip()
-            if lower == _USER:
-                username = value
-            elif lower == _GROUP:
-                groups.append(value)
-            elif lower == _UID:
-                uid = value
-            elif lower.startswith(_EXTRA):
-                key = unquote(lower[len(_EXTRA) :].decode("latin-1"))
-                extra.setdefault(key, []).append(value)
-            else:
-                kept.append((name, raw))
-        if not username:
-            await send_error(
-                send, InternalError("Internal error occurred: requested impersonation without impersonating a user")
-            )
-            return
-        requester: User = scope[USER_SCOPE_KEY]
-        for check in _checks(requester, username, groups, uid, extra):
-            decision = await self.authorizer.authorize(check)
-            if not decision.allowed:
-                await send_error(send, forbidden_error(check, decision.reason))
-                return
-        scope[USER_SCOPE_KEY] = _impersonated(username, uid, groups, extra)
-        scope["headers"] = kept
-        await self.app(scope, receive, send)
+
+
+def is_impersonating(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request carries any ``Impersonate-*`` header."""
+    return any(name.lower().startswith(b"impersonate-") for name, _ in headers)
+
+
+async def impersonate(authorizer: Authorizer, scope: Scope, send: Send) -> bool:
+    """Apply a request's impersonation headers to ``scope`` (user replaced, headers removed); or answer
+    the request (500 without a user to impersonate, 403 for a check ``authorizer`` denies) and say False."""
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    username = ""
+    uid = ""
+    groups: list[str] = []
+    extra: dict[str, list[str]] = {}
+    kept: list[tuple[bytes, bytes]] = []
+    for name, raw in headers:
+        lower = name.lower()
+        value = raw.decode("latin-1").strip()
+        if lower == _USER:
+            username = value
+        elif lower == _GROUP:
+            groups.append(value)
+        elif lower == _UID:
+            uid = value
+        elif lower.startswith(_EXTRA):
+            key = unquote(lower[len(_EXTRA) :].decode("latin-1"))
+            extra.setdefault(key, []).append(value)
+        else:
+            kept.append((name, raw))
+    if not username:
+        await send_error(
+            send, InternalError("Internal error occurred: requested impersonation without impersonating a user")
+        )
+        return False
+    requester: User = scope[USER_SCOPE_KEY]
+    for check in _checks(requester, username, groups, uid, extra):
+        decision = await authorizer.authorize(check)
+        if not decision.allowed:
+            await send_error(send, forbidden_error(check, decision.reason))
+            return False
+    scope[USER_SCOPE_KEY] = _impersonated(username, uid, groups, extra)
+    scope["headers"] = kept
+    return True
 
 
 def _checks(requester: User, username: str, groups: list[str], uid: str, extra: dict[str, list[str]]) -> list[Attributes]:

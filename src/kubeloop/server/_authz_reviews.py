@@ -28,12 +28,18 @@ from kubeloop.server._authn import USER_SCOPE_KEY, User
 from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
 from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, decode_json, send_error, send_json
 
-__all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SelfReviewMiddleware"]
+__all__ = ["ACCESS_REVIEW_PATH", "RULES_REVIEW_PATH", "SELF_REVIEW_PATH", "SELF_REVIEW_PATHS", "SelfReviewMiddleware", "is_self_review"]
 
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 RULES_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-_PATHS = (ACCESS_REVIEW_PATH, RULES_REVIEW_PATH, SELF_REVIEW_PATH)
+# Every path this middleware answers (a POST to one of them).
+SELF_REVIEW_PATHS = frozenset((ACCESS_REVIEW_PATH, RULES_REVIEW_PATH, SELF_REVIEW_PATH))
+
+
+def is_self_review(scope: Scope) -> bool:
+    """Whether a request is one of the self reviews (a POST to one of their paths)."""
+    return scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path", "") in SELF_REVIEW_PATHS
 
 
 class SelfReviewMiddleware:
@@ -42,10 +48,14 @@ class SelfReviewMiddleware:
         self.authorizer = authorizer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or scope.get("method") != "POST" or path not in _PATHS:
+        if is_self_review(scope):
+            await self.answer(scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a self review (a request :func:`is_self_review` accepts)."""
+        path = scope.get("path", "")
         user: User = scope[USER_SCOPE_KEY]
         try:
             request = Request(scope, receive)

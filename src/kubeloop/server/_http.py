@@ -5,6 +5,10 @@ the upstream 3 MiB limit (413 beyond), and every answer goes out through :func:`
 Negotiation follows apiserver ``handlers/negotiation``: a missing Content-Type means JSON, an
 unknown one is 415; ``Accept`` absent, ``*/*``, ``application/*`` or ``application/json`` (with
 any parameters we can honour) means JSON, a list with nothing we can produce is 406.
+
+Per-request work is kept small: the decoded header map is remembered per distinct header list
+(:func:`header_map`; clients repeat theirs), the negotiation per distinct ``Accept`` value, and a
+body that arrives in one ASGI message is used as is. All of them are shared: treat them as read-only.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLa
 __all__ = [
     "MAX_BODY_BYTES",
     "ASGIApp",
+    "HeaderMap",
     "MediaType",
     "Receive",
     "Request",
     "Scope",
     "Send",
+    "header_map",
+    "negotiation_of",
     "parse_accept",
     "query_params",
     "send_bytes",
@@ -97,21 +104,25 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
+    __slots__ = ("_body", "_content_type", "_query", "_receive", "headers", "method", "path", "scope")
+
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self._receive = receive
         self.method: str = scope["method"]
         raw_path = scope.get("raw_path")
-        self.path: str = unquote(raw_path.decode("latin-1").split("?", 1)[0]) if raw_path else scope["path"]
-        self._query: dict[str, list[str]] | None = None
-        headers: dict[str, str] = {}
-        for k, v in scope.get("headers", ()):
-            name = k.decode("latin-1").lower()
-            value = v.decode("latin-1")
-            headers[name] = f"{headers[name]},{value}" if name in headers else value
-        self.headers = headers
+        if raw_path:
+            path = raw_path.decode("latin-1")
+            if "?" in path:
+                path = path.split("?", 1)[0]
+            self.path: str = unquote(path) if "%" in path else path
+        else:
+            self.path = scope["path"]
+        # Most requests have no query string: their (empty) parameters need no parse.
+        self._query: dict[str, list[str]] | None = None if scope.get("query_string") else {}
+        self.headers = header_map(scope)
         self._body: bytes | None = None
-        self._accepts: list[MediaType] | None = None
+        self._content_type: str | None = None
 
     @property
     def query(self) -> dict[str, list[str]]:
@@ -135,9 +146,11 @@ class Request:
     @property
     def content_type(self) -> str:
         """The media type of the body without parameters; JSON when absent (Python client sends none)."""
-        raw = self.headers.get("content-type", "")
-        media = raw.split(";", 1)[0].strip().lower()
-        return media or JSON
+        media = self._content_type
+        if media is None:
+            raw = self.headers.get("content-type", "")
+            media = self._content_type = raw.split(";", 1)[0].strip().lower() or JSON
+        return media
 
     async def body(self) -> bytes:
         if self._body is not None:
@@ -145,10 +158,17 @@ class Request:
         declared = self.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+        message = await self._receive()
+        if not message.get("more_body", False) and message["type"] != "http.disconnect":
+            # The whole body in one message: what clients' small writes arrive as.
+            body: bytes = message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
+            self._body = body
+            return body
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await self._receive()
             if message["type"] == "http.disconnect":
                 break
             chunk = message.get("body", b"")
@@ -159,39 +179,132 @@ class Request:
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+            message = await self._receive()
         self._body = b"".join(chunks)
         return self._body
 
+    def _negotiated(self) -> _Negotiation:
+        headers = self.headers
+        negotiation = headers.negotiation
+        if negotiation is None:
+            negotiation = headers.negotiation = negotiation_of(headers.get("accept", ""))
+        return negotiation
+
     def accepts(self) -> list[MediaType]:
         """The Accept header's entries, parsed once per request (treat the list as read-only)."""
-        accepts = self._accepts
-        if accepts is None:
-            accepts = self._accepts = parse_accept(self.headers.get("accept", ""))
-        return accepts
+        return self._negotiated().accepts
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
-        for media in self.accepts():
-            if media.params.get("as") == "Table" and media.params.get("g") == "meta.k8s.io":
-                return True
-            if media.is_json_like and "as" not in media.params:
-                return False
-        return False
+        return self._negotiated().wants_table
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        accepts = self.accepts()
-        if not accepts:
+        negotiation = self.headers.negotiation
+        if negotiation is None:
+            negotiation = self._negotiated()
+        media = negotiation.media if yaml_ok else negotiation.media_without_yaml
+        if media is None:
+            raise NotAcceptable(
+                "only the following media types are accepted: application/json, application/yaml, "
+                "application/vnd.kubernetes.protobuf"
+            )
+        return media
+
+
+def header_map(scope: Scope) -> HeaderMap:
+    """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
+    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
+    raw: list[tuple[bytes, bytes]] = scope.get("headers", ())
+    # Clients repeat their headers request after request: the decoded map is remembered by the
+    # raw pairs (a bounded table; hashing and comparing them is C work, decoding each one is not).
+    try:
+        key = tuple(raw)
+        memo = _HEADER_MAPS.get(key)
+    except TypeError:  # pairs that are lists: decode without remembering
+        key, memo = None, None
+    if memo is None:
+        memo = _decode_headers(raw)
+        if key is not None:
+            if len(_HEADER_MAPS) >= _HEADER_MAPS_LIMIT:
+                _HEADER_MAPS.clear()
+            _HEADER_MAPS[key] = memo
+    return memo
+
+
+class HeaderMap(dict[str, str]):
+    """A request's headers by lower-cased name, with ``names``: ``"\n"`` before each name, joined
+    (so ``"\nimpersonate-" in names`` finds a name prefix in one scan)."""
+
+    __slots__ = ("names", "negotiation")
+
+    def __init__(self, pairs: dict[str, str]) -> None:
+        super().__init__(pairs)
+        self.names = "".join("\n" + name for name in pairs)
+        # The Accept header's negotiation, worked out on first use (:meth:`Request.negotiate`).
+        self.negotiation: _Negotiation | None = None
+
+
+def _decode_headers(raw: list[tuple[bytes, bytes]]) -> HeaderMap:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    if len(headers) != len(raw):  # a repeated name: join the values in order, as one header
+        headers = {}
+        for k, v in raw:
+            name = k.decode("latin-1").lower()
+            value = v.decode("latin-1")
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+    return HeaderMap(headers)
+
+
+_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], HeaderMap] = {}
+_HEADER_MAPS_LIMIT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Negotiation:
+    """What one Accept header value asks for, worked out once per distinct value."""
+
+    accepts: list[MediaType]
+    wants_table: bool
+    media: str | None  # the response media type, None for 406
+    media_without_yaml: str | None
+
+
+def _wants_table(accepts: list[MediaType]) -> bool:
+    for media in accepts:
+        if media.params.get("as") == "Table" and media.params.get("g") == "meta.k8s.io":
+            return True
+        if media.is_json_like and "as" not in media.params:
+            return False
+    return False
+
+
+def _negotiate(accepts: list[MediaType], *, yaml_ok: bool) -> str | None:
+    if not accepts:
+        return JSON
+    for media in accepts:
+        if media.is_json_like and media.params.get("as") in (None, "Table"):
             return JSON
-        for media in accepts:
-            if media.is_json_like and media.params.get("as") in (None, "Table"):
-                return JSON
-            if yaml_ok and media.type == "application/yaml" and "as" not in media.params:
-                return "application/yaml"
-        raise NotAcceptable(
-            "only the following media types are accepted: application/json, application/yaml, "
-            "application/vnd.kubernetes.protobuf"
-        )
+        if yaml_ok and media.type == "application/yaml" and "as" not in media.params:
+            return "application/yaml"
+    return None
+
+
+def negotiation_of(accept: str) -> _Negotiation:
+    """The negotiation for an ``Accept`` value; remembered in a bounded table (clients repeat theirs)."""
+    negotiation = _NEGOTIATIONS.get(accept)
+    if negotiation is None:
+        accepts = parse_accept(accept)
+        negotiation = _Negotiation(accepts, _wants_table(accepts), _negotiate(accepts, yaml_ok=True),
+                                   _negotiate(accepts, yaml_ok=False))
+        if len(_NEGOTIATIONS) >= _NEGOTIATIONS_LIMIT:
+            _NEGOTIATIONS.clear()
+        _NEGOTIATIONS[accept] = negotiation
+    return negotiation
+
+
+_NEGOTIATIONS: dict[str, _Negotiation] = {}
+_NEGOTIATIONS_LIMIT = 256
 
 
 async def send_bytes(

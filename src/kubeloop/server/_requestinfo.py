@@ -124,8 +124,11 @@ def request_info(scope: MutableMapping[str, Any], method: str, path: str, query:
     # The parse reads only the first watch and fieldSelector values of the query: with the method
     # and path they are its whole input, so requests to one URL (a controller's object, a
     # collection that is written to) share one immutable result.
-    watch, selector = query.get("watch"), query.get("fieldSelector")
-    memo_key = (method, path, watch[0] if watch else None, selector[0] if selector else None)
+    if query:
+        watch, selector = query.get("watch"), query.get("fieldSelector")
+        memo_key = (method, path, watch[0] if watch else None, selector[0] if selector else None)
+    else:
+        memo_key = (method, path, None, None)
     memo = _PARSED.get(memo_key)
     if memo is None:
         memo = parse_request_info(method, path, query)
