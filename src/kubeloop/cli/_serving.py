@@ -40,8 +40,7 @@ __all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "uvicorn_config"]
 # Corked bytes handed to the transport at once, whatever the turn: above uvicorn's own read high-water
 # mark, well below the TLS transport's write high-water mark (512 KiB), so flow control still engages.
 FLUSH_BYTES = 64 * 1024
-# Corked writes joined into one (one TLS record per 16 KiB); past this they go to ``writelines``, which
-# still sends once but saves copying a large body.
+# A write this large is not copied to join it to the ones before (TLS splits it into 16 KiB records anyway).
 JOIN_BYTES = 16 * 1024
 # How often (at most) idle keep-alive connections are looked for.
 IDLE_CHECK_SECONDS = 1.0
@@ -85,18 +84,20 @@ class CorkedTransport(asyncio.Transport):
         self.flush()
 
     def flush(self) -> None:
-        """Hand every corked write to the transport now."""
+        """Hand every corked write to the transport now, as one write."""
         pending = self._pending
         if not pending:
             return
-        if len(pending) == 1:
-            self._transport.write(pending[0])
-        elif self._pending_bytes <= JOIN_BYTES:
-            self._transport.write(b"".join(pending))
-        else:
-            self._transport.writelines(pending)
         self._pending = []
         self._pending_bytes = 0
+        if len(pending) == 1:
+            self._transport.write(pending[0])
+        elif len(last := pending[-1]) < JOIN_BYTES:
+            self._transport.write(b"".join(pending))
+        else:
+            # A large last write (a big body after its head) is not copied; the writes before it (less
+            # than FLUSH_BYTES together) are. Still one send.
+            self._transport.writelines([b"".join(pending[:-1]), last])
 
     def discard(self) -> None:
         """Drop corked writes: the connection is gone."""
