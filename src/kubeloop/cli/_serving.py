@@ -37,8 +37,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "uvicorn_config"]
 
-# Corked bytes handed to the transport at once, whatever the turn: above uvicorn's own read high-water
-# mark, well below the TLS transport's write high-water mark (512 KiB), so flow control still engages.
+# Corked bytes handed to the transport at once, whatever the turn: well below the TLS transport's write
+# high-water mark (512 KiB), so its flow control still engages as the bytes are written.
 FLUSH_BYTES = 64 * 1024
 # A write this large is not copied to join it to the ones before (TLS splits it into 16 KiB records anyway).
 JOIN_BYTES = 16 * 1024
