@@ -98,8 +98,11 @@ class Server:
 
 
 def serve_bare(body_file: str, cert: str, key: str, port: int) -> None:
-    """The baseline server: an ASGI endpoint that returns fixed bytes, under kubeloop's uvicorn settings."""
-    import uvicorn
+    """The baseline server: an ASGI endpoint that returns fixed bytes, served exactly as kubeloop serves
+    (``kubeloop.cli._cluster._uvicorn_server``: the same uvicorn settings and protocol class, uvloop)."""
+    import uvloop
+
+    from kubeloop.cli._cluster import _bind, _uvicorn_server
 
     body = Path(body_file).read_bytes()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -108,11 +111,8 @@ def serve_bare(body_file: str, cert: str, key: str, port: int) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    uvicorn.run(
-        app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", ws="none", lifespan="off",
-        log_level="warning", access_log=False, ssl_certfile=cert, ssl_keyfile=key, timeout_keep_alive=60,
-        server_header=False, date_header=True, proxy_headers=False,
-    )  # fmt: skip
+    server = _uvicorn_server(app, Path(cert), Path(key))
+    uvloop.run(server.serve(sockets=[_bind("127.0.0.1", port)]))
 
 
 # ---------------------------------------------------------------------------------------------- client

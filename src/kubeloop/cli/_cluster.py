@@ -297,32 +297,15 @@ def _tune_gc() -> None:
 def _uvicorn_server(app: Any, cert: Path, key: Path) -> Any:
     import uvicorn
 
+    from kubeloop.cli._serving import uvicorn_config
+
     class Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Any:
             # kubeloop installs its own handlers (clean exit 0); uvicorn's would re-raise the signal.
             yield
 
-    config = uvicorn.Config(
-        app,
-        loop="none",
-        http="httptools",
-        ws="none",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        ssl_certfile=str(cert),
-        ssl_keyfile=str(key),
-        timeout_keep_alive=60,
-        timeout_graceful_shutdown=2,
-        server_header=False,
-        date_header=True,
-        # kube-apiserver serves the connection's peer; uvicorn's X-Forwarded-* rewriting (trusted from
-        # 127.0.0.1 by default) would change scope["client"] and ["scheme"], which nothing reads,
-        # at a cost on every request.
-        proxy_headers=False,
-    )
-    return Server(config)
+    return Server(uvicorn_config(app, cert=cert, key=key))
 
 
 async def _build_app(

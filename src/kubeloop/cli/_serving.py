@@ -1,0 +1,260 @@
+"""How ``kubeloop up`` and ``kubeloop apiserver`` serve HTTPS: uvicorn's settings and protocol class.
+
+:func:`uvicorn_config` is the one place the uvicorn settings are written; the server and the benchmark's
+bare baseline both use it, so the two serve under exactly the same settings and protocol class.
+
+:class:`HttpProtocol` is uvicorn's own httptools protocol with three changes to how it meets the transport and the loop,
+passed through uvicorn's ``http`` setting; what it parses, what it answers and every byte it writes are
+uvicorn's:
+
+- **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
+  head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
+  TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
+  and handed to the transport once, by a callback scheduled with the first of them (``call_soon``: it
+  runs on the loop's next turn, before any timer and without waiting for I/O). Guarantees: bytes go out
+  in the order written; everything written before ``close()`` or ``write_eof()`` goes out before it;
+  a turn that writes more than :data:`FLUSH_BYTES` hands its writes over at once, so the transport's
+  flow control (``pause_writing``, which uvicorn's ``send`` waits on) sees them as it did uncorked;
+  after the connection is lost, corked bytes are dropped (the transport would drop them too).
+- **Responses completed flush at once**: when a response's last byte is written, its corked writes go
+  to the transport then, without waiting for the end of the turn.
+- **Keep-alive without a timer per response.** uvicorn arms a ``call_later`` timer when a response
+  completes and cancels it when the next request arrives: a libuv timer set up and torn down for every
+  request. Here a completed response records the loop time instead, and one check per server, every
+  :data:`IDLE_CHECK_SECONDS` (at most; a quarter of the timeout if that is shorter) while it has
+  connections, closes those idle for ``timeout_keep_alive`` seconds: the same rule, a connection
+  closing up to one check interval later. A timeout of 0 keeps uvicorn's own timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from pathlib import Path
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "uvicorn_config"]
+
+# Corked bytes handed to the transport at once, whatever the turn: well below the TLS transport's write
+# high-water mark (512 KiB), so its flow control still engages as the bytes are written.
+FLUSH_BYTES = 64 * 1024
+# A write this large is not copied to join it to the ones before (TLS splits it into 16 KiB records anyway).
+JOIN_BYTES = 16 * 1024
+# How often (at most) idle keep-alive connections are looked for.
+IDLE_CHECK_SECONDS = 1.0
+
+
+class CorkedTransport(asyncio.Transport):
+    """A transport that hands the writes of one event-loop turn to ``transport`` as one write."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        # Asked on every request: the transport's own methods, without a call through this one.
+        self.is_closing = transport.is_closing  # type: ignore[method-assign]
+        self.get_extra_info = transport.get_extra_info  # type: ignore[method-assign]
+        self._loop = loop
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._scheduled = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if type(data) is not bytes:
+            if not isinstance(data, (bytearray, memoryview)):
+                raise TypeError(f"data: expecting a bytes-like instance, got {type(data).__name__}")
+            data = bytes(data)  # the caller may reuse its buffer once write() returns
+        if not data:
+            return
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= FLUSH_BYTES:
+            self.flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._flush_soon)
+
+    def writelines(self, list_of_data: Any) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def _flush_soon(self) -> None:
+        self._scheduled = False
+        self.flush()
+
+    def flush(self) -> None:
+        """Hand every corked write to the transport now, as one write."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        self._pending_bytes = 0
+        if len(pending) == 1:
+            self._transport.write(pending[0])
+        elif len(last := pending[-1]) < JOIN_BYTES:
+            self._transport.write(b"".join(pending))
+        else:
+            # A large last write (a big body after its head) is not copied; the writes before it (less
+            # than FLUSH_BYTES together) are. Still one send.
+            self._transport.writelines([b"".join(pending[:-1]), last])
+
+    def discard(self) -> None:
+        """Drop corked writes: the connection is gone."""
+        self._pending = []
+        self._pending_bytes = 0
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self.discard()
+        self._transport.abort()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + self._pending_bytes
+
+
+class _IdleConnections:
+    """Closes a server's keep-alive connections idle for ``timeout`` seconds, checking every
+    :data:`IDLE_CHECK_SECONDS` (at most) while the server has connections."""
+
+    def __init__(self, server_state: Any, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self._connections: set[Any] = server_state.connections
+        self.loop = loop
+        self._timeout = timeout
+        self._interval = min(IDLE_CHECK_SECONDS, timeout / 4)
+        self.running = False
+
+    def start(self) -> None:
+        self.running = True
+        self.loop.call_later(self._interval, self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        for connection in list(self._connections):
+            idle_since = getattr(connection, "idle_since", None)
+            if idle_since is not None and now - idle_since >= self._timeout:
+                connection.timeout_keep_alive_handler()
+        if self._connections:
+            self.loop.call_later(self._interval, self._check)
+        else:
+            self.running = False
+
+
+_idle_connections: weakref.WeakKeyDictionary[Any, _IdleConnections] = weakref.WeakKeyDictionary()
+
+
+class HttpProtocol(HttpToolsProtocol):
+    """The protocol class for uvicorn's ``http`` setting: uvicorn's httptools protocol, corked, with one
+    keep-alive check per server instead of a timer per response (see the module docstring)."""
+
+    transport: CorkedTransport
+
+    def __init__(
+        self,
+        config: Any,
+        server_state: Any,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        # When the last response on this connection completed (loop time), while waiting for the next
+        # request; None while a request is in flight, as uvicorn's keep-alive timer is unarmed then.
+        self.idle_since: float | None = None
+        idle = None
+        if self.timeout_keep_alive > 0:
+            idle = _idle_connections.get(server_state)
+            if idle is None or idle.loop is not self.loop:
+                idle = _idle_connections[server_state] = _IdleConnections(
+                    server_state, self.loop, self.timeout_keep_alive
+                )
+        self._idle = idle
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(CorkedTransport(transport, self.loop))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport.discard()
+        super().connection_lost(exc)
+
+    def _unset_keepalive_if_required(self) -> None:
+        self.idle_since = None
+        if self.timeout_keep_alive_task is not None:  # uvicorn's timer (a timeout of 0)
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
+
+    def on_response_complete(self) -> None:
+        # The response is whole: send it now rather than at the end of the turn.
+        self.transport.flush()
+        idle = self._idle
+        if idle is None:
+            super().on_response_complete()
+            return
+        # uvicorn's on_response_complete, with the keep-alive deadline kept as a time the server's
+        # check reads instead of a timer armed and cancelled for every response.
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
+            self.idle_since = self.loop.time()
+            if not idle.running:
+                idle.start()
+
+
+def uvicorn_config(app: Any, *, cert: Path | str, key: Path | str) -> Any:
+    """The ``uvicorn.Config`` kubeloop serves with (and the benchmark's bare baseline)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        loop="none",
+        http=HttpProtocol,
+        ws="none",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+        timeout_keep_alive=60,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+        date_header=True,
+        # kube-apiserver serves the connection's peer; uvicorn's X-Forwarded-* rewriting (trusted from
+        # 127.0.0.1 by default) would change scope["client"] and ["scheme"], which nothing reads,
+        # at a cost on every request.
+        proxy_headers=False,
+    )

@@ -1,0 +1,329 @@
+"""The protocol kubeloop serves HTTPS with (`kubeloop.cli._serving`): uvicorn's httptools protocol whose
+writes are corked for one event-loop turn and whose keep-alive check is one per server.
+
+Every test runs a real uvicorn on a real port over TLS, as ``kubeloop apiserver`` does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import re
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+
+from kubeloop.cli._bootstrap import bootstrap
+from kubeloop.cli._cluster import _bind, _uvicorn_server
+from kubeloop.cli._serving import FLUSH_BYTES, HttpProtocol, uvicorn_config
+from kubeloop.server import TlsMaterial, create_app, ensure_tls
+from kubeloop.store import SqliteStore
+
+App = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def serving(app: App, tls: TlsMaterial, server: Any = None) -> AsyncIterator[tuple[int, Any]]:
+    """``app`` served by uvicorn with kubeloop's settings (or by ``server``) on a free port."""
+    sock = _bind("127.0.0.1", 0)
+    server = server or _uvicorn_server(app, tls.cert, tls.key)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.005)
+        yield sock.getsockname()[1], server
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+async def connect(port: int, tls: TlsMaterial) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    context = ssl.create_default_context(cafile=str(tls.ca_cert))
+    return await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+
+
+def fixed(body: bytes, *, extra: list[tuple[bytes, bytes]] | None = None) -> App:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *(extra or [])]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+class RecordCounter:
+    """A TLS client over a raw socket that counts the TLS records each response arrives in."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tls: TlsMaterial) -> None:
+        self.reader, self.writer = reader, writer
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_hostname="localhost")
+
+    async def handshake(self) -> None:
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._pump()
+        await self._flush()
+
+    async def request(self, raw: bytes, *, until: bytes) -> tuple[bytes, int]:
+        """Send ``raw``; read until the plaintext ends with ``until``; returns it and its record count."""
+        self.tls.write(raw)
+        await self._flush()
+        plain, records, wire = b"", 0, b""
+        while not plain.endswith(until):
+            chunk = await self.reader.read(65536)
+            assert chunk, "connection closed"
+            wire += chunk
+            while len(wire) >= 5 and len(wire) >= 5 + int.from_bytes(wire[3:5], "big"):
+                size = 5 + int.from_bytes(wire[3:5], "big")
+                self.incoming.write(wire[:size])
+                wire = wire[size:]
+                records += 1
+                with contextlib.suppress(ssl.SSLWantReadError):
+                    while data := self.tls.read(65536):
+                        plain += data
+        return plain, records
+
+    async def _pump(self) -> None:
+        await self._flush()
+        self.incoming.write(await self.reader.read(65536))
+
+    async def _flush(self) -> None:
+        if data := self.outgoing.read():
+            self.writer.write(data)
+            await self.writer.drain()
+
+
+async def test_a_responses_head_and_body_arrive_in_one_tls_record(tmp_path: Path) -> None:
+    tls = ensure_tls(tmp_path)
+    body = orjson.dumps({"kind": "ConfigMap", "data": {"k": "v" * 700}})
+    async with serving(fixed(body), tls) as (port, _):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        client = RecordCounter(reader, writer, tls)
+        async with asyncio.timeout(10):
+            await client.handshake()
+            # The first answer may share its read with the session tickets; count from the second.
+            await client.request(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", until=body)
+            for _ in range(3):
+                answer, records = await client.request(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", until=body)
+                assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\n" + body)
+                assert records == 1
+        writer.close()
+
+
+def _without_date(raw: bytes) -> bytes:
+    return re.sub(rb"date: [^\r]*\r\n", b"", raw)
+
+
+async def test_every_byte_is_uvicorns_own_for_random_responses(tmp_path: Path) -> None:
+    """The same app under uvicorn's own httptools protocol and under kubeloop's answers the same bytes
+    (the Date header aside), for random mixes of fixed-length, chunked, multi-part and empty responses."""
+    tls = ensure_tls(tmp_path)
+    rng = random.Random(20261129)
+    cases: list[tuple[int, list[tuple[bytes, bytes]], list[bytes]]] = []
+    for _ in range(40):
+        parts = [rng.randbytes(rng.choice([0, 1, 17, 600, 5000, 70_000])) for _ in range(rng.randint(1, 4))]
+        headers = [(b"content-type", b"application/json")]
+        if rng.random() < 0.6:
+            headers.append((b"content-length", b"%d" % sum(map(len, parts))))
+        if rng.random() < 0.2:
+            headers.append((b"x-kubernetes-pf-flowschema-uid", b"abc"))
+        cases.append((rng.choice([200, 201, 404, 409]), headers, parts))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        status, headers, parts = cases[int(scope["path"].strip("/"))]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        for n, part in enumerate(parts):
+            if n % 2:
+                await asyncio.sleep(0)  # some parts in a later turn
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def answers(server: Any) -> list[bytes]:
+        got = []
+        async with serving(app, tls, server) as (port, _):
+            for n in range(len(cases)):
+                reader, writer = await connect(port, tls)
+                writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
+                async with asyncio.timeout(10):
+                    got.append(_without_date(await reader.read()))
+                writer.close()
+        return got
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    assert await answers(_uvicorn_server(app, tls.cert, tls.key)) == await answers(uvicorn.Server(config))
+
+
+async def test_a_streamed_response_sends_each_part_before_the_next_is_produced(tmp_path: Path) -> None:
+    """A watch (chunked) and a streamed list (known length, many parts): the app only produces the next
+    part after the client has received the previous one, so corking that held parts back would hang."""
+    tls = ensure_tls(tmp_path)
+    received: asyncio.Queue[int] = asyncio.Queue()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        chunked = scope["path"] == "/watch"
+        headers = [(b"content-type", b"application/json")]
+        if not chunked:
+            headers.append((b"content-length", b"%d" % (5 * 8)))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for n in range(5):
+            await send({"type": "http.response.body", "body": b"part %2d\n" % n, "more_body": True})
+            assert await received.get() == n  # the client got part n
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async with serving(app, tls) as (port, _):
+        for path in (b"/watch", b"/list"):
+            reader, writer = await connect(port, tls)
+            writer.write(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+            seen = b""
+            async with asyncio.timeout(10):
+                for n in range(5):
+                    while b"part %2d\n" % n not in seen:
+                        seen += await reader.read(65536)
+                    received.put_nowait(n)
+            writer.close()
+
+
+async def test_the_real_api_streams_watch_events_before_the_watch_ends(tmp_path: Path) -> None:
+    tls = ensure_tls(tmp_path)
+    store = await SqliteStore.open(tmp_path / "db")
+    core = create_app(store=store)
+    await core.startup()
+    try:
+        await bootstrap(core)
+        async with serving(core, tls) as (port, _):
+            reader, writer = await connect(port, tls)
+            writer.write(b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")
+            other_reader, other = await connect(port, tls)
+            seen = b""
+            async with asyncio.timeout(20):
+                for n in range(3):
+                    body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}})
+                    other.write(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                    while b'"name":"c%d"' % n not in seen:  # the event, while the watch stays open
+                        seen += await reader.read(65536)
+            assert b"transfer-encoding: chunked" in seen
+            writer.close()
+            other.close()
+            del other_reader
+    finally:
+        await core.shutdown()
+        await store.close()
+
+
+async def test_the_real_api_answers_a_large_list_whole_and_identical_to_in_process(tmp_path: Path) -> None:
+    from kubeloop.cli._bootstrap import asgi_call
+
+    tls = ensure_tls(tmp_path)
+    store = await SqliteStore.open(tmp_path / "db")
+    core = create_app(store=store)
+    await core.startup()
+    try:
+        await bootstrap(core)
+        for n in range(300):
+            obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}, "data": {"k": "v" * 900}}
+            status, _ = await asgi_call(core, "POST", "/api/v1/namespaces/default/configmaps", obj)
+            assert status == 201
+        async with serving(core, tls) as (port, _):
+            reader, writer = await connect(port, tls)
+            writer.write(b"GET /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            async with asyncio.timeout(20):
+                raw = await reader.read()
+            writer.close()
+        head, _, body = raw.partition(b"\r\n\r\n")
+        length = int(re.search(rb"content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
+        assert len(body) == length > 300 * 900
+        listed = orjson.loads(body)
+        assert [item["metadata"]["name"] for item in listed["items"]] == sorted(f"c{n}" for n in range(300))
+    finally:
+        await core.shutdown()
+        await store.close()
+
+
+async def test_a_connection_the_server_closes_delivers_every_byte_written_first(tmp_path: Path) -> None:
+    tls = ensure_tls(tmp_path)
+    body = b"x" * 3000
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/close":  # the app asks for the close
+            await fixed(body, extra=[(b"connection", b"close")])(scope, receive, send)
+            return
+        # the app fails half-way: uvicorn closes the connection after what was sent
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6000")]})
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        raise RuntimeError("half-way")
+
+    async with serving(app, tls) as (port, _):
+        for path, expect in ((b"/close", b"connection: close\r\n\r\n" + body), (b"/fail", b"\r\n\r\n" + body)):
+            reader, writer = await connect(port, tls)
+            writer.write(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+            async with asyncio.timeout(10):
+                raw = await reader.read()  # to the end: the server closed
+            assert raw.startswith(b"HTTP/1.1 200 OK\r\n") and raw.endswith(expect)
+            writer.close()
+
+
+async def test_a_slow_reader_pauses_the_writer_and_loses_or_reorders_nothing(tmp_path: Path) -> None:
+    tls = ensure_tls(tmp_path)
+    parts = 200
+    part = 64 * 1024
+    buffered: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        [protocol] = server.server_state.connections
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"%d" % (parts * part))]})
+        for n in range(parts):
+            await send({"type": "http.response.body", "body": n.to_bytes(4, "big") * (part // 4), "more_body": True})
+            buffered.append(protocol.transport.get_write_buffer_size())
+        await send({"type": "http.response.body", "body": b""})
+
+    async with serving(app, tls) as (port, server):
+        reader, writer = await connect(port, tls)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.2)  # not reading: the server's buffers fill and it must wait
+        async with asyncio.timeout(30):
+            await reader.readuntil(b"\r\n\r\n")
+            body = await reader.readexactly(parts * part)
+        writer.close()
+    assert body == b"".join(n.to_bytes(4, "big") * (part // 4) for n in range(parts))
+    high_water, _ = (512 * 1024, None)  # uvloop's TLS write high-water mark
+    assert max(buffered) < high_water + FLUSH_BYTES + part  # uvicorn waited instead of buffering 12.5 MiB
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_the_timeout_and_a_busy_one_is_not(
+    tmp_path: Path,
+) -> None:
+    tls = ensure_tls(tmp_path)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            await asyncio.sleep(0.6)  # longer than the keep-alive timeout: a request in flight is not idle
+        await fixed(b"ok")(scope, receive, send)
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.timeout_keep_alive = 0.2
+    async with serving(app, tls, uvicorn.Server(config)) as (port, server):
+        reader, writer = await connect(port, tls)
+        async with asyncio.timeout(10):
+            writer.write(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await reader.readuntil(b"ok")).startswith(b"HTTP/1.1 200 OK")
+            [protocol] = server.server_state.connections
+            assert isinstance(protocol, HttpProtocol) and protocol.timeout_keep_alive_task is None
+            assert await reader.read() == b""  # then idle: closed by the server
+        writer.close()
+        async with asyncio.timeout(10):
+            while server.server_state.connections:
+                await asyncio.sleep(0.01)
