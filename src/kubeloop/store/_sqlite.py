@@ -2,16 +2,17 @@
 
 Layout (one table, as kine does): every write inserts a row ``(rev, key, type, create_rev, prev_rev,
 value)``; the current state is the newest row of each key whose type is PUT. ``meta`` keeps the
-latest revision and the compaction point so revisions keep increasing across restarts even when the
-newest rows were compacted away.
+compaction point and, written by each compaction, the latest revision, so revisions keep increasing
+across restarts even when the newest rows were compacted away.
 
 Writes (group commit): ``create``/``update``/``delete`` queue an operation and wait. One committer
 task takes every queued operation, checks each against the committed state plus the earlier
 operations of the same batch, assigns revisions in order, renders values, and writes the whole batch
 in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the commit is on disk
-when it returns). Only then is the in-memory index updated, watchers fed and callers answered, so
+when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only then is the in-memory index updated, watchers fed and callers answered, so
 no reader or watcher ever sees a write that could be lost in a crash. Operations arriving while a
-batch commits form the next batch: many writers share one fsync.
+batch commits form the next batch: many writers share one fsync. A queued write is committed even if
+its caller is cancelled meanwhile (the cancellation ends the wait, not the write).
 
 Reads are served from memory: a dict of current key-values plus a sorted key list for prefix ranges,
 and a ring of recent events (with each event's previous value) used both to resume watches and to
@@ -32,7 +33,6 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from kubeloop.store._protocol import (
     Compacted,
@@ -70,14 +70,18 @@ class StoreClosed(StoreError):
     """The store was closed; no further writes are accepted."""
 
 
-@dataclass(slots=True)
-class _Op:
-    kind: Literal["create", "update", "delete"]
-    key: str
-    render: Render | None
-    expected: int | None
-    future: asyncio.Future[KeyValue]
-    guard: tuple[str, int] | None = None
+# A queued write: (kind, key, render, expected revision, the caller's future, guard). A plain tuple:
+# one is built per write, on the hot path.
+_Op = tuple[int, str, Render | None, int | None, asyncio.Future[KeyValue], tuple[str, int] | None]
+_CREATE = 0
+_UPDATE = 1
+_DELETE_OP = 2
+_Row = tuple[int, str, int, int, int | None, bytes]
+# Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
+# transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
+_ROWS_PER_STATEMENT = 128
+_INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
+_MISSING = object()
 
 
 @dataclass(eq=False, slots=True)
@@ -136,6 +140,8 @@ class _Watch:
 class SqliteStore:
     """An etcd-shaped MVCC store on one SQLite file. Create with :meth:`open`."""
 
+    _loop: asyncio.AbstractEventLoop  # the loop open() ran on: writes and the committer live there
+
     def __init__(self, path: Path, *, history: int, watch_buffer: int) -> None:
         self._path = path
         self._history = history
@@ -148,10 +154,10 @@ class SqliteStore:
         self._revision = 0
         self._compacted = 0
         self._pending: list[_Op] = []
-        self._has_pending: asyncio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None  # the idle committer's wake-up
         self._committer: asyncio.Task[None] | None = None
         self._watchers: set[_Watcher] = set()
-        self._closed = False
+        self._closed = True  # until open() has started the committer
         self._closing: asyncio.Future[None] | None = None
         self.batches_committed = 0
         self.writes_committed = 0
@@ -165,13 +171,16 @@ class SqliteStore:
         store = cls(Path(path), history=history, watch_buffer=watch_buffer)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(store._executor, store._load)
-        store._has_pending = asyncio.Event()
+        store._loop = loop
+        store._closed = False
         store._committer = asyncio.create_task(store._commit_loop(), name="kubeloop-store-committer")
         return store
 
     def _load(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        # Statements are cached by text: every INSERT size up to _ROWS_PER_STATEMENT, plus the few others.
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
+                             cached_statements=2 * _ROWS_PER_STATEMENT)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(_SCHEMA)
@@ -214,8 +223,7 @@ class SqliteStore:
         stops the caller's wait, not the closing (a later ``close()`` waits for the same closing)."""
         if self._closing is None:
             self._closed = True
-            if self._has_pending is not None:
-                self._has_pending.set()
+            self._wake()
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
 
@@ -321,23 +329,38 @@ class SqliteStore:
     # ---------------------------------------------------------------- writes
 
     async def create(self, key: str, render: Render, *, guard: tuple[str, int] | None = None) -> KeyValue:
-        return await self._submit("create", key, render, None, guard)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_CREATE, key, render, None, future, guard))
+        self._wake()
+        # A cancelled caller cancels ``future`` only: the queued operation is still committed (the
+        # committer ignores whether anyone waits) and a committed write is never undone.
+        return await future
 
     async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue:
-        return await self._submit("update", key, render, expected_revision)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_UPDATE, key, render, expected_revision, future, None))
+        self._wake()
+        return await future
 
     async def delete(self, key: str, *, expected_revision: int | None, render: Render | None = None) -> KeyValue:
-        return await self._submit("delete", key, render, expected_revision)
-
-    async def _submit(self, kind: Literal["create", "update", "delete"], key: str, render: Render | None,
-                      expected: int | None, guard: tuple[str, int] | None = None) -> KeyValue:
-        if self._closed or self._has_pending is None:
+        if self._closed:
             raise StoreClosed("the store is closed")
-        future: asyncio.Future[KeyValue] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Op(kind, key, render, expected, future, guard))
-        self._has_pending.set()
-        # Shield: a caller that is cancelled must not un-write a write that may already be committed.
-        return await asyncio.shield(future)
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_DELETE_OP, key, render, expected_revision, future, None))
+        self._wake()
+        return await future
+
+    def _wake(self) -> None:
+        """Wake the committer for the operation just queued (once per batch, not once per write)."""
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def compact(self, revision: int) -> None:
         """Forget history at or below ``revision`` (clamped to the current revision)."""
@@ -360,6 +383,13 @@ class SqliteStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             bounds = {"c": revision, "p": self._compacted, "d": _DELETE}
+            # Commits do not write the latest revision anywhere but in their rows; the rows about to be
+            # dropped may include the newest ones (deletions), so the revision is recorded first.
+            db.execute(
+                "INSERT OR REPLACE INTO meta (name, value) SELECT 'revision', MAX("
+                "COALESCE((SELECT MAX(rev) FROM revisions), 0), "
+                "COALESCE((SELECT value FROM meta WHERE name = 'revision'), 0))"
+            )
             # Two statements, superseded rows first: the successors' prev_rev list is built before
             # anything is deleted (one statement with OR lets SQLite delete a deletion row before
             # reading its prev_rev).
@@ -376,11 +406,12 @@ class SqliteStore:
             raise
 
     async def _commit_loop(self) -> None:
-        assert self._has_pending is not None
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         while True:
-            await self._has_pending.wait()
-            self._has_pending.clear()
+            if not self._pending and not self._closed:
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiter = waiter
+                await waiter
             batch, self._pending = self._pending, []
             if not batch:
                 if self._closed:
@@ -390,18 +421,19 @@ class SqliteStore:
             failure: StoreError | None = None
             if rows:
                 try:
-                    await loop.run_in_executor(self._executor, self._write_rows, rows, self._revision + len(rows))
+                    await loop.run_in_executor(self._executor, self._write_rows, rows)
                 except Exception as exc:  # disk full, I/O error: nobody is acknowledged
                     failure = StoreError(f"commit failed: {exc}")
                 else:
                     self._apply(events)
-            for op, kv in answers:
-                if op.future.done():
-                    continue
-                if failure is None:
-                    op.future.set_result(kv)
-                else:
-                    op.future.set_exception(failure)
+            if failure is None:
+                for future, kv in answers:
+                    if not future.done():  # its caller was cancelled: the write stands all the same
+                        future.set_result(kv)
+            else:
+                for future, _ in answers:
+                    if not future.done():
+                        future.set_exception(failure)
             if failure is None and len(self._ring) > self._history * 11 // 10:
                 await self.compact(self._ring[-self._history].revision - 1)
             if self._closed and not self._pending:
@@ -409,64 +441,77 @@ class SqliteStore:
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[list[tuple[int, str, int, int, int | None, bytes]], list[StoreEvent], list[tuple[_Op, KeyValue]]]:
-        """Check each operation against committed state plus earlier ones in the batch; assign revisions."""
+    ) -> tuple[list[_Row], list[StoreEvent], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+        """Check each operation against committed state plus earlier ones in the batch; assign revisions.
+
+        Every queued operation is judged, including those whose caller has since been cancelled."""
         overlay: dict[str, KeyValue | None] = {}
-        rows: list[tuple[int, str, int, int, int | None, bytes]] = []
+        index = self._index
+        rows: list[_Row] = []
         events: list[StoreEvent] = []
-        answers: list[tuple[_Op, KeyValue]] = []
+        answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
         rev = self._revision
-        for op in batch:
-            if op.future.done():
-                continue
-            current = overlay[op.key] if op.key in overlay else self._index.get(op.key)
+        for kind, key, render, expected, future, guard in batch:
+            current = overlay.get(key, _MISSING)
+            if current is _MISSING:
+                current = index.get(key)
+            assert current is None or isinstance(current, KeyValue)
             try:
-                if op.kind == "create":
+                if kind == _CREATE:
                     if current is not None:
-                        raise KeyExists(op.key)
-                    if op.guard is not None:
-                        guard_key, guard_rev = op.guard
-                        held = overlay[guard_key] if guard_key in overlay else self._index.get(guard_key)
+                        raise KeyExists(key)
+                    if guard is not None:
+                        guard_key, guard_rev = guard
+                        held = overlay[guard_key] if guard_key in overlay else index.get(guard_key)
                         held_rev = held.mod_revision if held is not None else 0
                         if held_rev != guard_rev:
                             raise GuardChanged(guard_key, guard_rev, held_rev)
                 elif current is None:
-                    raise KeyNotFound(op.key)
-                elif op.expected is not None and current.mod_revision != op.expected:
-                    raise RevisionMismatch(op.key, op.expected, current.mod_revision)
-                next_rev = rev + 1
-                if op.render is not None:
-                    value = op.render(next_rev)
+                    raise KeyNotFound(key)
+                elif expected is not None and current.mod_revision != expected:
+                    raise RevisionMismatch(key, expected, current.mod_revision)
+                if render is not None:
+                    value = render(rev + 1)
                 else:
                     assert current is not None
                     value = current.value
             except Exception as exc:
-                op.future.set_exception(exc)
+                if not future.done():
+                    future.set_exception(exc)
                 continue
-            rev = next_rev
-            create_rev = rev if current is None else current.create_revision
-            kv = KeyValue(op.key, value, create_rev, rev)
-            prev_rev = current.mod_revision if current is not None else None
-            if op.kind == "delete":
-                rows.append((rev, op.key, _DELETE, create_rev, prev_rev, value))
-                events.append(StoreEvent("DELETE", kv, current))
-                overlay[op.key] = None
+            rev += 1
+            if current is None:
+                kv = KeyValue(key, value, rev, rev)
+                rows.append((rev, key, _PUT, rev, None, value))
+                events.append(StoreEvent("PUT", kv, None))
+                overlay[key] = kv
             else:
-                rows.append((rev, op.key, _PUT, create_rev, prev_rev, value))
-                events.append(StoreEvent("PUT", kv, current))
-                overlay[op.key] = kv
-            answers.append((op, kv))
+                kv = KeyValue(key, value, current.create_revision, rev)
+                if kind == _DELETE_OP:
+                    rows.append((rev, key, _DELETE, current.create_revision, current.mod_revision, value))
+                    events.append(StoreEvent("DELETE", kv, current))
+                    overlay[key] = None
+                else:
+                    rows.append((rev, key, _PUT, current.create_revision, current.mod_revision, value))
+                    events.append(StoreEvent("PUT", kv, current))
+                    overlay[key] = kv
+            answers.append((future, kv))
         return rows, events, answers
 
-    def _write_rows(self, rows: list[tuple[int, str, int, int, int | None, bytes]], revision: int) -> None:
+    def _write_rows(self, rows: list[_Row]) -> None:
+        """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
+        by itself, for a batch of up to ``_ROWS_PER_STATEMENT`` rows; an explicit transaction around
+        several statements for a larger one."""
         db = self._db
         assert db is not None
+        if len(rows) <= _ROWS_PER_STATEMENT:
+            db.execute(_insert_statement(len(rows)), [x for row in rows for x in row])
+            return
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(
-                "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES (?, ?, ?, ?, ?, ?)", rows
-            )
-            db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('revision', ?)", (revision,))
+            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+                chunk = rows[start : start + _ROWS_PER_STATEMENT]
+                db.execute(_insert_statement(len(chunk)), [x for row in chunk for x in row])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -503,3 +548,14 @@ class SqliteStore:
                     fed = True
             if fed:
                 w.wake.set()
+
+
+_INSERT_STATEMENTS: dict[int, str] = {}
+
+
+def _insert_statement(rows: int) -> str:
+    """The INSERT of ``rows`` rows (the same text each time, so SQLite's statement cache keeps it)."""
+    text = _INSERT_STATEMENTS.get(rows)
+    if text is None:
+        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join(["(?, ?, ?, ?, ?, ?)"] * rows)
+    return text
