@@ -14,7 +14,7 @@ no reader or watcher ever sees a write that could be lost in a crash. Operations
 batch commits form the next batch: many writers share one fsync. A queued write is committed even if
 its caller is cancelled meanwhile (the cancellation ends the wait, not the write).
 
-Reads are served from memory: a dict of current key-values plus a sorted key list for prefix ranges,
+Reads are served from memory: a dict of current key-values plus the keys in order for prefix ranges,
 and a ring of recent events (with each event's previous value) used both to resume watches and to
 read the state as of an older revision inside the window. Compaction drops rows superseded at or
 below the compaction revision, keeping for each key its newest version at or below it (as etcd), so
@@ -26,7 +26,6 @@ This module is a single state machine (the committer) with its read side, hence 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator
@@ -34,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubeloop.store._keys import SortedKeys
 from kubeloop.store._protocol import (
     Compacted,
     GuardChanged,
@@ -76,12 +76,13 @@ _Op = tuple[int, str, Render | None, int | None, asyncio.Future[KeyValue], tuple
 _CREATE = 0
 _UPDATE = 1
 _DELETE_OP = 2
-_Row = tuple[int, str, int, int, int | None, bytes]
+# A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
+_Params = list[int | str | bytes | None]
+_COLUMNS = 6
 # Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
 # transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
 _ROWS_PER_STATEMENT = 128
 _INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
-_MISSING = object()
 
 
 @dataclass(eq=False, slots=True)
@@ -149,7 +150,7 @@ class SqliteStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-sqlite")
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
-        self._keys: list[str] = []
+        self._keys = SortedKeys()
         self._ring: deque[StoreEvent] = deque()
         self._revision = 0
         self._compacted = 0
@@ -196,7 +197,7 @@ class SqliteStore:
         for key, typ, create_rev, rev, value in rows:
             if typ == _PUT:
                 self._index[key] = KeyValue(key, bytes(value), create_rev, rev)
-        self._keys = sorted(self._index)
+        self._keys = SortedKeys(self._index)
         # Rebuild the event ring: rows above the compaction point, each with its previous version.
         by_rev: dict[int, KeyValue] = {}
         recent = db.execute(
@@ -274,11 +275,7 @@ class SqliteStore:
         self._check_revision(revision)
         end = prefix + "\U0010ffff"
         if revision is None or revision >= self._revision:
-            lo = bisect.bisect_right(self._keys, start_after) if start_after and start_after >= prefix else \
-                bisect.bisect_left(self._keys, prefix)
-            hi = bisect.bisect_left(self._keys, end, lo)
-            count = hi - lo
-            keys = self._keys[lo:hi if limit is None else min(hi, lo + limit)]
+            keys, count = self._keys.select(prefix, end, after=start_after or None, limit=limit)
             return RangeResult([self._index[k] for k in keys], self._revision, len(keys) < count, count)
         state = self._state_at(revision, prefix, end, exact=False)
         keys = sorted(k for k in state if start_after is None or k > start_after)
@@ -292,9 +289,7 @@ class SqliteStore:
         if exact:
             state = {lo: self._index[lo]} if lo in self._index else {}
         else:
-            a = bisect.bisect_left(self._keys, lo)
-            b = bisect.bisect_left(self._keys, hi, a)
-            state = {k: self._index[k] for k in self._keys[a:b]}
+            state = {k: self._index[k] for k in self._keys.select(lo, hi)[0]}
         for event in reversed(self._ring):
             if event.revision <= revision:
                 break
@@ -441,21 +436,18 @@ class SqliteStore:
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[list[_Row], list[StoreEvent], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+    ) -> tuple[_Params, list[StoreEvent], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
         """Check each operation against committed state plus earlier ones in the batch; assign revisions.
 
         Every queued operation is judged, including those whose caller has since been cancelled."""
         overlay: dict[str, KeyValue | None] = {}
         index = self._index
-        rows: list[_Row] = []
+        rows: _Params = []
         events: list[StoreEvent] = []
         answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
         rev = self._revision
         for kind, key, render, expected, future, guard in batch:
-            current = overlay.get(key, _MISSING)
-            if current is _MISSING:
-                current = index.get(key)
-            assert current is None or isinstance(current, KeyValue)
+            current = overlay[key] if key in overlay else index.get(key)
             try:
                 if kind == _CREATE:
                     if current is not None:
@@ -482,36 +474,38 @@ class SqliteStore:
             rev += 1
             if current is None:
                 kv = KeyValue(key, value, rev, rev)
-                rows.append((rev, key, _PUT, rev, None, value))
+                rows += (rev, key, _PUT, rev, None, value)
                 events.append(StoreEvent("PUT", kv, None))
                 overlay[key] = kv
             else:
                 kv = KeyValue(key, value, current.create_revision, rev)
                 if kind == _DELETE_OP:
-                    rows.append((rev, key, _DELETE, current.create_revision, current.mod_revision, value))
+                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, value)
                     events.append(StoreEvent("DELETE", kv, current))
                     overlay[key] = None
                 else:
-                    rows.append((rev, key, _PUT, current.create_revision, current.mod_revision, value))
+                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, value)
                     events.append(StoreEvent("PUT", kv, current))
                     overlay[key] = kv
             answers.append((future, kv))
         return rows, events, answers
 
-    def _write_rows(self, rows: list[_Row]) -> None:
+    def _write_rows(self, rows: _Params) -> None:
         """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
         by itself, for a batch of up to ``_ROWS_PER_STATEMENT`` rows; an explicit transaction around
         several statements for a larger one."""
         db = self._db
         assert db is not None
-        if len(rows) <= _ROWS_PER_STATEMENT:
-            db.execute(_insert_statement(len(rows)), [x for row in rows for x in row])
+        count = len(rows) // _COLUMNS
+        if count <= _ROWS_PER_STATEMENT:
+            db.execute(_insert_statement(count), rows)
             return
         db.execute("BEGIN IMMEDIATE")
         try:
-            for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-                chunk = rows[start : start + _ROWS_PER_STATEMENT]
-                db.execute(_insert_statement(len(chunk)), [x for row in chunk for x in row])
+            step = _ROWS_PER_STATEMENT * _COLUMNS
+            for start in range(0, len(rows), step):
+                chunk = rows[start : start + step]
+                db.execute(_insert_statement(len(chunk) // _COLUMNS), chunk)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -523,13 +517,10 @@ class SqliteStore:
             key = event.kv.key
             if event.type == "PUT":
                 if key not in self._index:
-                    bisect.insort(self._keys, key)
+                    self._keys.add(key)
                 self._index[key] = event.kv
-            else:
-                self._index.pop(key, None)
-                i = bisect.bisect_left(self._keys, key)
-                if i < len(self._keys) and self._keys[i] == key:
-                    del self._keys[i]
+            elif self._index.pop(key, None) is not None:
+                self._keys.remove(key)
             self._ring.append(event)
         self._revision = events[-1].revision
         self.batches_committed += 1
