@@ -73,6 +73,7 @@ def test_concurrent_batches_match_the_model(batches: list[list[tuple[str, str, i
         model = _Model()
         store = await SqliteStore.open(path)
         watch = store.watch("/r/a", after=0)
+        everything = store.watch("/r/", after=0)  # a second watcher: one change fanned out to both
         try:
             for number, batch in enumerate(batches):
                 calls = []
@@ -94,14 +95,22 @@ def test_concurrent_batches_match_the_model(batches: list[list[tuple[str, str, i
                 if number == restart_at:
                     watch.close()
                     await store.close()
+                    while await everything.next_batch():  # what was pending, then the end: the store closed it
+                        pass
                     store = await SqliteStore.open(path)
                     await _check_reads(store, model)
                     watch = store.watch("/r/a", after=0)
+                    everything = store.watch("/r/", after=0)
             events: list[StoreEvent] = []
             while len(events) < sum(1 for _, kv, _ in model.events if kv.key.startswith("/r/a")):
                 events.extend(await watch.next_batch())
             assert [(e.type, e.kv, e.prev) for e in events] == [e for e in model.events if e[1].key.startswith("/r/a")]
+            events = []
+            while len(events) < len(model.events):
+                events.extend(await everything.next_batch())
+            assert [(e.type, e.kv, e.prev) for e in events] == model.events
         finally:
+            everything.close()
             watch.close()
             await store.close()
 

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from kubeloop.store._keys import SortedKeys
 from kubeloop.store._protocol import (
@@ -79,6 +80,9 @@ _DELETE_OP = 2
 # A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
 _Params = list[int | str | bytes | None]
 _COLUMNS = 6
+# A committed change as the store keeps it: (type, kv, prev). The public StoreEvent is built from it
+# only for a watcher that receives it: most writes in a busy server have no watcher under their key.
+_Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
 # Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
 # transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
 _ROWS_PER_STATEMENT = 128
@@ -151,7 +155,7 @@ class SqliteStore:
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
         self._keys = SortedKeys()
-        self._ring: deque[StoreEvent] = deque()
+        self._ring: deque[_Change] = deque()
         self._revision = 0
         self._compacted = 0
         self._pending: list[_Op] = []
@@ -217,7 +221,7 @@ class SqliteStore:
             prev = by_rev.get(prev_rev) if prev_rev is not None else None
             if typ == _PUT:
                 by_rev[rev] = kv
-            self._ring.append(StoreEvent("PUT" if typ == _PUT else "DELETE", kv, prev))
+            self._ring.append(("PUT" if typ == _PUT else "DELETE", kv, prev))
 
     async def close(self) -> None:
         """Commit what is queued, end every watch, close the database. Idempotent; cancelling a close
@@ -290,16 +294,16 @@ class SqliteStore:
             state = {lo: self._index[lo]} if lo in self._index else {}
         else:
             state = {k: self._index[k] for k in self._keys.select(lo, hi)[0]}
-        for event in reversed(self._ring):
-            if event.revision <= revision:
+        for _, kv, prev in reversed(self._ring):
+            if kv.mod_revision <= revision:
                 break
-            key = event.kv.key
+            key = kv.key
             if not (lo <= key < hi):
                 continue
-            if event.prev is None:
+            if prev is None:
                 state.pop(key, None)
             else:
-                state[key] = event.prev
+                state[key] = prev
         return state
 
     def watch(self, prefix: str, *, after: int) -> _Watch:
@@ -311,13 +315,13 @@ class SqliteStore:
         if after < self._revision:
             # Walk back from the newest event only as far as ``after``: a watch that resumes near the head
             # (the common case) costs what it replays, not the whole history window.
-            replay: list[StoreEvent] = []
-            for event in reversed(self._ring):
-                if event.revision <= after:
+            replay: list[_Change] = []
+            for change in reversed(self._ring):
+                if change[1].mod_revision <= after:
                     break
-                if event.kv.key.startswith(prefix):
-                    replay.append(event)
-            watcher.events.extend(reversed(replay))
+                if change[1].key.startswith(prefix):
+                    replay.append(change)
+            watcher.events.extend(StoreEvent(*change) for change in reversed(replay))
         self._watchers.add(watcher)
         return _Watch(self, watcher)
 
@@ -365,7 +369,7 @@ class SqliteStore:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._compact_db, revision)
         self._compacted = revision
-        while self._ring and self._ring[0].revision <= revision:
+        while self._ring and self._ring[0][1].mod_revision <= revision:
             self._ring.popleft()
 
     def _compact_db(self, revision: int) -> None:
@@ -412,7 +416,7 @@ class SqliteStore:
                 if self._closed:
                     return
                 continue
-            rows, events, answers = self._prepare(batch)
+            rows, changes, answers = self._prepare(batch)
             failure: StoreError | None = None
             if rows:
                 try:
@@ -420,7 +424,7 @@ class SqliteStore:
                 except Exception as exc:  # disk full, I/O error: nobody is acknowledged
                     failure = StoreError(f"commit failed: {exc}")
                 else:
-                    self._apply(events)
+                    self._apply(changes)
             if failure is None:
                 for future, kv in answers:
                     if not future.done():  # its caller was cancelled: the write stands all the same
@@ -430,20 +434,20 @@ class SqliteStore:
                     if not future.done():
                         future.set_exception(failure)
             if failure is None and len(self._ring) > self._history * 11 // 10:
-                await self.compact(self._ring[-self._history].revision - 1)
+                await self.compact(self._ring[-self._history][1].mod_revision - 1)
             if self._closed and not self._pending:
                 return
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[_Params, list[StoreEvent], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+    ) -> tuple[_Params, list[_Change], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
         """Check each operation against committed state plus earlier ones in the batch; assign revisions.
 
         Every queued operation is judged, including those whose caller has since been cancelled."""
         overlay: dict[str, KeyValue | None] = {}
         index = self._index
         rows: _Params = []
-        events: list[StoreEvent] = []
+        changes: list[_Change] = []
         answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
         rev = self._revision
         for kind, key, render, expected, future, guard in batch:
@@ -475,20 +479,20 @@ class SqliteStore:
             if current is None:
                 kv = KeyValue(key, value, rev, rev)
                 rows += (rev, key, _PUT, rev, None, value)
-                events.append(StoreEvent("PUT", kv, None))
+                changes.append(("PUT", kv, None))
                 overlay[key] = kv
             else:
                 kv = KeyValue(key, value, current.create_revision, rev)
                 if kind == _DELETE_OP:
                     rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, value)
-                    events.append(StoreEvent("DELETE", kv, current))
+                    changes.append(("DELETE", kv, current))
                     overlay[key] = None
                 else:
                     rows += (rev, key, _PUT, current.create_revision, current.mod_revision, value)
-                    events.append(StoreEvent("PUT", kv, current))
+                    changes.append(("PUT", kv, current))
                     overlay[key] = kv
             answers.append((future, kv))
-        return rows, events, answers
+        return rows, changes, answers
 
     def _write_rows(self, rows: _Params) -> None:
         """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
@@ -511,30 +515,38 @@ class SqliteStore:
             db.execute("ROLLBACK")
             raise
 
-    def _apply(self, events: list[StoreEvent]) -> None:
+    def _apply(self, changes: list[_Change]) -> None:
         """Make a committed batch visible: index, key list, ring, watchers (in revision order)."""
-        for event in events:
-            key = event.kv.key
-            if event.type == "PUT":
-                if key not in self._index:
+        index = self._index
+        for change in changes:
+            kind, kv, _ = change
+            key = kv.key
+            if kind == "PUT":
+                if key not in index:
                     self._keys.add(key)
-                self._index[key] = event.kv
-            elif self._index.pop(key, None) is not None:
+                index[key] = kv
+            elif index.pop(key, None) is not None:
                 self._keys.remove(key)
-            self._ring.append(event)
-        self._revision = events[-1].revision
+        self._ring.extend(changes)
+        self._revision = changes[-1][1].mod_revision
         self.batches_committed += 1
-        self.writes_committed += len(events)
+        self.writes_committed += len(changes)
+        if not self._watchers:
+            return
+        delivered: dict[int, StoreEvent] = {}  # one StoreEvent per change, shared by its watchers
         for w in list(self._watchers):
             fed = False
-            for event in events:
-                if event.kv.key.startswith(w.prefix):
+            for i, change in enumerate(changes):
+                if change[1].key.startswith(w.prefix):
                     if len(w.events) >= w.buffer_limit:
-                        w.overflowed = w.events[-1].revision if w.events else event.revision - 1
+                        w.overflowed = w.events[-1].revision if w.events else change[1].mod_revision - 1
                         w.events.clear()
                         self._watchers.discard(w)
                         fed = True
                         break
+                    event = delivered.get(i)
+                    if event is None:
+                        event = delivered[i] = StoreEvent(*change)
                     w.events.append(event)
                     fed = True
             if fed:
