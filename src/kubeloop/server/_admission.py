@@ -14,8 +14,7 @@ Built in: :class:`NamespaceLifecycle` (apiserver ``pkg/admission/plugin/namespac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import orjson
 
@@ -27,8 +26,11 @@ __all__ = ["Admission", "AdmissionAttributes", "NamespaceLifecycle", "run_admiss
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
 
-@dataclass(frozen=True, slots=True)
-class AdmissionAttributes:
+class AdmissionAttributes(NamedTuple):
+    """What is being admitted. Immutable; a named tuple rather than a frozen dataclass because one is
+    built per write and a frozen dataclass's construction (one ``object.__setattr__`` per field)
+    cost about 2% of a create."""
+
     operation: Operation
     resource: ResourceInfo
     namespace: str
