@@ -263,8 +263,10 @@ class SqliteStore:
             raise Compacted(revision, self._compacted)
 
     async def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
+        if revision is None:
+            return self._index.get(key)
         self._check_revision(revision)
-        if revision is None or revision >= self._revision:
+        if revision >= self._revision:
             return self._index.get(key)
         return self._state_at(revision, key, key + "\x00", exact=True).get(key)
 
