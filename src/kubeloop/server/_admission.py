@@ -94,7 +94,12 @@ class NamespaceLifecycle:
         kv = await self._store.get(f"/registry/core/namespaces/{attributes.namespace}")
         if kv is None:
             raise not_found("namespaces", attributes.namespace)
-        if self._is_terminating(attributes.namespace, kv.mod_revision, kv.value):
+        seen = self._terminating.get(attributes.namespace)
+        if seen is not None and seen[0] == kv.mod_revision:
+            terminating = seen[1]
+        else:
+            terminating = self._is_terminating(attributes.namespace, kv.mod_revision, kv.value)
+        if terminating:
             raise _forbidden(
                 attributes,
                 f"unable to create new content in namespace {attributes.namespace} because it is being terminated",
@@ -104,9 +109,7 @@ class NamespaceLifecycle:
             )
 
     def _is_terminating(self, name: str, revision: int, value: bytes) -> bool:
-        seen = self._terminating.get(name)
-        if seen is not None and seen[0] == revision:
-            return seen[1]
+        """Decode the namespace's version ``revision`` and remember whether it is terminating."""
         namespace = orjson.loads(value)
         phase = (namespace.get("status") or {}).get("phase")
         terminating = bool(phase == "Terminating" or (namespace.get("metadata") or {}).get("deletionTimestamp"))
