@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -253,3 +254,23 @@ async def test_the_revision_survives_a_restart_after_its_rows_were_compacted_awa
         assert (await s.create("/r/b", value("b"))).mod_revision == 3
     finally:
         await s.close()
+
+
+async def test_close_ends_the_sqlite_thread(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    await s.create("/r/a", value("a"))
+    thread = s._thread
+    assert thread.is_alive()
+    await s.close()
+    thread.join(10)  # a liveness guard: it ends once the close's last job is done
+    assert not thread.is_alive()
+
+
+async def test_a_store_that_cannot_open_leaves_no_thread_behind(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()  # a directory where the database file should be
+    before = {t for t in threading.enumerate() if t.name == "kubeloop-sqlite"}
+    with pytest.raises(sqlite3.Error):
+        await SqliteStore.open(tmp_path / "db")
+    for thread in {t for t in threading.enumerate() if t.name == "kubeloop-sqlite"} - before:
+        thread.join(10)
+        assert not thread.is_alive()

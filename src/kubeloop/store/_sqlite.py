@@ -26,13 +26,14 @@ This module is a single state machine (the committer) with its read side, hence 
 from __future__ import annotations
 
 import asyncio
+import queue
 import sqlite3
+import threading
 from collections import deque
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from kubeloop.store._keys import SortedKeys
 from kubeloop.store._protocol import (
@@ -80,6 +81,7 @@ _DELETE_OP = 2
 # A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
 _Params = list[int | str | bytes | None]
 _COLUMNS = 6
+_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
 # A committed change as the store keeps it: (type, kv, prev). The public StoreEvent is built from it
 # only for a watcher that receives it: most writes in a busy server have no watcher under their key.
 _Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
@@ -151,7 +153,9 @@ class SqliteStore:
         self._path = path
         self._history = history
         self._watch_buffer = watch_buffer
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-sqlite")
+        # The SQLite thread: every database call runs there, in order (the connection is not shared).
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve_jobs, name="kubeloop-sqlite", daemon=True)
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
         self._keys = SortedKeys()
@@ -174,9 +178,13 @@ class SqliteStore:
         """Open (creating if needed) the database at ``path``; ``history`` is how many recent revisions
         stay watchable and readable; ``watch_buffer`` how far one watcher may fall behind."""
         store = cls(Path(path), history=history, watch_buffer=watch_buffer)
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(store._executor, store._load)
-        store._loop = loop
+        store._loop = asyncio.get_running_loop()
+        store._thread.start()
+        try:
+            await store._on_thread(store._load)
+        except BaseException:
+            store._jobs.put(None)
+            raise
         store._closed = False
         store._committer = asyncio.create_task(store._commit_loop(), name="kubeloop-store-committer")
         return store
@@ -239,9 +247,35 @@ class SqliteStore:
             w.closed = True
             w.wake.set()
         self._watchers.clear()
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._close_db)
-        self._executor.shutdown(wait=True)
+        try:
+            await self._on_thread(self._close_db)
+        finally:
+            self._jobs.put(None)
+
+    async def _on_thread(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Run ``call(*args)`` on the SQLite thread and return its result (one queue hand-off each way;
+        an executor's futures, locks and idle-thread bookkeeping cost about as much again)."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._jobs.put((call, args, future))
+        return await future
+
+    def _serve_jobs(self) -> None:
+        """The SQLite thread's loop: each job in turn, its outcome handed to the event loop."""
+        loop = self._loop
+        while (job := self._jobs.get()) is not None:
+            call, args, future = job
+            try:
+                result = call(*args)
+            except BaseException as exc:  # handed to the waiting coroutine, which decides
+                try:
+                    loop.call_soon_threadsafe(_fail, future, exc)
+                except RuntimeError:  # the event loop is gone: nobody waits
+                    return
+            else:
+                try:
+                    loop.call_soon_threadsafe(_succeed, future, result)
+                except RuntimeError:
+                    return
 
     def _close_db(self) -> None:
         if self._db is not None:
@@ -368,8 +402,7 @@ class SqliteStore:
         revision = min(revision, self._revision)
         if revision <= self._compacted:
             return
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._compact_db, revision)
+        await self._on_thread(self._compact_db, revision)
         self._compacted = revision
         while self._ring and self._ring[0][1].mod_revision <= revision:
             self._ring.popleft()
@@ -422,7 +455,7 @@ class SqliteStore:
             failure: StoreError | None = None
             if rows:
                 try:
-                    await loop.run_in_executor(self._executor, self._write_rows, rows)
+                    await self._on_thread(self._write_rows, rows)
                 except Exception as exc:  # disk full, I/O error: nobody is acknowledged
                     failure = StoreError(f"commit failed: {exc}")
                 else:
@@ -564,3 +597,13 @@ def _insert_statement(rows: int) -> str:
     if text is None:
         text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join(["(?, ?, ?, ?, ?, ?)"] * rows)
     return text
+
+
+def _succeed(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # its waiter was cancelled: the work was done all the same
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
