@@ -7,8 +7,12 @@ import uuid
 
 import httpx
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kubeloop.api import KindRegistry, SystemClock
 from kubeloop.server import App
+from kubeloop.server._state import ServerState
 
 
 async def test_created_objects_get_version_4_uuids_from_the_seeded_rng(app: App, client: httpx.AsyncClient) -> None:
@@ -21,3 +25,12 @@ async def test_created_objects_get_version_4_uuids_from_the_seeded_rng(app: App,
         assert uid == str(uuid.UUID(int=expected.getrandbits(128), version=4))
         parsed = uuid.UUID(uid)
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**64))
+def test_uid_text_is_the_uuid_modules_for_the_same_bits(seed: int) -> None:
+    state = ServerState(store=None, clock=SystemClock(), kinds=KindRegistry(), rng=random.Random(seed))  # type: ignore[arg-type]
+    expected = random.Random(seed)
+    for _ in range(20):
+        assert state.new_uid() == str(uuid.UUID(int=expected.getrandbits(128), version=4))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -171,7 +172,7 @@ async def test_state_and_revisions_survive_a_restart(tmp_path: Path) -> None:
 def _failing_disk(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next commits fail as SQLite does when the disk is full or gone."""
 
-    def write_rows(rows: object, revision: int) -> None:
+    def write_rows(rows: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(store, "_write_rows", write_rows)
@@ -223,3 +224,53 @@ async def test_a_cancelled_close_still_closes_and_a_later_close_waits_for_it(tmp
         assert (await reopened.get("/r/a")) is not None
     finally:
         await reopened.close()
+
+
+async def test_a_batch_larger_than_one_statement_commits_whole_and_in_order(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    batches = s.batches_committed
+    kvs = await asyncio.gather(*(s.create(f"/r/{i:04}", value(str(i))) for i in range(300)))
+    assert s.batches_committed == batches + 1  # all 300 queued before the committer ran: one transaction
+    assert [kv.mod_revision for kv in kvs] == list(range(1, 301))
+    await s.close()
+    s = await SqliteStore.open(tmp_path / "db")
+    try:
+        items = (await s.range("/r/")).items
+        assert [(kv.key, kv.value) for kv in items] == [(f"/r/{i:04}", f"{i}@{i + 1}".encode()) for i in range(300)]
+        assert s.revision == 300
+    finally:
+        await s.close()
+
+
+async def test_the_revision_survives_a_restart_after_its_rows_were_compacted_away(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    await s.create("/r/a", value("a"))
+    await s.delete("/r/a", expected_revision=None)
+    await s.compact(s.revision)  # drops the deletion row, the newest row there was
+    await s.close()
+    s = await SqliteStore.open(tmp_path / "db")
+    try:
+        assert s.revision == 2
+        assert (await s.create("/r/b", value("b"))).mod_revision == 3
+    finally:
+        await s.close()
+
+
+async def test_close_ends_the_sqlite_thread(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db")
+    await s.create("/r/a", value("a"))
+    thread = s._thread
+    assert thread.is_alive()
+    await s.close()
+    thread.join(10)  # a liveness guard: it ends once the close's last job is done
+    assert not thread.is_alive()
+
+
+async def test_a_store_that_cannot_open_leaves_no_thread_behind(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()  # a directory where the database file should be
+    before = {t for t in threading.enumerate() if t.name == "kubeloop-sqlite"}
+    with pytest.raises(sqlite3.Error):
+        await SqliteStore.open(tmp_path / "db")
+    for thread in {t for t in threading.enumerate() if t.name == "kubeloop-sqlite"} - before:
+        thread.join(10)
+        assert not thread.is_alive()

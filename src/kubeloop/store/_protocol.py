@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 __all__ = [
     "Compacted",
@@ -95,17 +95,18 @@ class Compacted(StoreError):
         self.compacted = compacted
 
 
-@dataclass(frozen=True, slots=True)
-class KeyValue:
+class KeyValue(NamedTuple):
+    """One version of a key. Immutable (a named tuple: built once per write on the hot path, where a
+    frozen dataclass's construction cost several times as much; reads and watchers share it)."""
+
     key: str
     value: bytes
     create_revision: int
     mod_revision: int
 
 
-@dataclass(frozen=True, slots=True)
-class StoreEvent:
-    """One committed change. For ``DELETE``, ``kv`` holds the last value (re-rendered at the delete's revision
+class StoreEvent(NamedTuple):
+    """One committed change (immutable). For ``DELETE``, ``kv`` holds the last value (re-rendered at the delete's revision
     when the delete had a ``render``) and ``kv.mod_revision`` is the delete's revision."""
 
     type: Literal["PUT", "DELETE"]

@@ -2,18 +2,19 @@
 
 Layout (one table, as kine does): every write inserts a row ``(rev, key, type, create_rev, prev_rev,
 value)``; the current state is the newest row of each key whose type is PUT. ``meta`` keeps the
-latest revision and the compaction point so revisions keep increasing across restarts even when the
-newest rows were compacted away.
+compaction point and, written by each compaction, the latest revision, so revisions keep increasing
+across restarts even when the newest rows were compacted away.
 
 Writes (group commit): ``create``/``update``/``delete`` queue an operation and wait. One committer
 task takes every queued operation, checks each against the committed state plus the earlier
 operations of the same batch, assigns revisions in order, renders values, and writes the whole batch
 in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the commit is on disk
-when it returns). Only then is the in-memory index updated, watchers fed and callers answered, so
+when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only then is the in-memory index updated, watchers fed and callers answered, so
 no reader or watcher ever sees a write that could be lost in a crash. Operations arriving while a
-batch commits form the next batch: many writers share one fsync.
+batch commits form the next batch: many writers share one fsync. A queued write is committed even if
+its caller is cancelled meanwhile (the cancellation ends the wait, not the write).
 
-Reads are served from memory: a dict of current key-values plus a sorted key list for prefix ranges,
+Reads are served from memory: a dict of current key-values plus the keys in order for prefix ranges,
 and a ring of recent events (with each event's previous value) used both to resume watches and to
 read the state as of an older revision inside the window. Compaction drops rows superseded at or
 below the compaction revision, keeping for each key its newest version at or below it (as etcd), so
@@ -25,15 +26,16 @@ This module is a single state machine (the committer) with its read side, hence 
 from __future__ import annotations
 
 import asyncio
-import bisect
+import queue
 import sqlite3
+import threading
 from collections import deque
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from kubeloop.store._keys import SortedKeys
 from kubeloop.store._protocol import (
     Compacted,
     GuardChanged,
@@ -70,14 +72,23 @@ class StoreClosed(StoreError):
     """The store was closed; no further writes are accepted."""
 
 
-@dataclass(slots=True)
-class _Op:
-    kind: Literal["create", "update", "delete"]
-    key: str
-    render: Render | None
-    expected: int | None
-    future: asyncio.Future[KeyValue]
-    guard: tuple[str, int] | None = None
+# A queued write: (kind, key, render, expected revision, the caller's future, guard). A plain tuple:
+# one is built per write, on the hot path.
+_Op = tuple[int, str, Render | None, int | None, asyncio.Future[KeyValue], tuple[str, int] | None]
+_CREATE = 0
+_UPDATE = 1
+_DELETE_OP = 2
+# A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
+_Params = list[int | str | bytes | None]
+_COLUMNS = 6
+_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
+# A committed change as the store keeps it: (type, kv, prev). The public StoreEvent is built from it
+# only for a watcher that receives it: most writes in a busy server have no watcher under their key.
+_Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
+# Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
+# transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
+_ROWS_PER_STATEMENT = 128
+_INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
 
 
 @dataclass(eq=False, slots=True)
@@ -136,22 +147,26 @@ class _Watch:
 class SqliteStore:
     """An etcd-shaped MVCC store on one SQLite file. Create with :meth:`open`."""
 
+    _loop: asyncio.AbstractEventLoop  # the loop open() ran on: writes and the committer live there
+
     def __init__(self, path: Path, *, history: int, watch_buffer: int) -> None:
         self._path = path
         self._history = history
         self._watch_buffer = watch_buffer
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-sqlite")
+        # The SQLite thread: every database call runs there, in order (the connection is not shared).
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve_jobs, name="kubeloop-sqlite", daemon=True)
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
-        self._keys: list[str] = []
-        self._ring: deque[StoreEvent] = deque()
+        self._keys = SortedKeys()
+        self._ring: deque[_Change] = deque()
         self._revision = 0
         self._compacted = 0
         self._pending: list[_Op] = []
-        self._has_pending: asyncio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None  # the idle committer's wake-up
         self._committer: asyncio.Task[None] | None = None
         self._watchers: set[_Watcher] = set()
-        self._closed = False
+        self._closed = True  # until open() has started the committer
         self._closing: asyncio.Future[None] | None = None
         self.batches_committed = 0
         self.writes_committed = 0
@@ -163,15 +178,22 @@ class SqliteStore:
         """Open (creating if needed) the database at ``path``; ``history`` is how many recent revisions
         stay watchable and readable; ``watch_buffer`` how far one watcher may fall behind."""
         store = cls(Path(path), history=history, watch_buffer=watch_buffer)
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(store._executor, store._load)
-        store._has_pending = asyncio.Event()
+        store._loop = asyncio.get_running_loop()
+        store._thread.start()
+        try:
+            await store._on_thread(store._load)
+        except BaseException:
+            store._jobs.put(None)
+            raise
+        store._closed = False
         store._committer = asyncio.create_task(store._commit_loop(), name="kubeloop-store-committer")
         return store
 
     def _load(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        # Statements are cached by text: every INSERT size up to _ROWS_PER_STATEMENT, plus the few others.
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
+                             cached_statements=2 * _ROWS_PER_STATEMENT)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.executescript(_SCHEMA)
@@ -187,7 +209,7 @@ class SqliteStore:
         for key, typ, create_rev, rev, value in rows:
             if typ == _PUT:
                 self._index[key] = KeyValue(key, bytes(value), create_rev, rev)
-        self._keys = sorted(self._index)
+        self._keys = SortedKeys(self._index)
         # Rebuild the event ring: rows above the compaction point, each with its previous version.
         by_rev: dict[int, KeyValue] = {}
         recent = db.execute(
@@ -207,15 +229,14 @@ class SqliteStore:
             prev = by_rev.get(prev_rev) if prev_rev is not None else None
             if typ == _PUT:
                 by_rev[rev] = kv
-            self._ring.append(StoreEvent("PUT" if typ == _PUT else "DELETE", kv, prev))
+            self._ring.append(("PUT" if typ == _PUT else "DELETE", kv, prev))
 
     async def close(self) -> None:
         """Commit what is queued, end every watch, close the database. Idempotent; cancelling a close
         stops the caller's wait, not the closing (a later ``close()`` waits for the same closing)."""
         if self._closing is None:
             self._closed = True
-            if self._has_pending is not None:
-                self._has_pending.set()
+            self._wake()
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
 
@@ -226,9 +247,35 @@ class SqliteStore:
             w.closed = True
             w.wake.set()
         self._watchers.clear()
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._close_db)
-        self._executor.shutdown(wait=True)
+        try:
+            await self._on_thread(self._close_db)
+        finally:
+            self._jobs.put(None)
+
+    async def _on_thread(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Run ``call(*args)`` on the SQLite thread and return its result (one queue hand-off each way;
+        an executor's futures, locks and idle-thread bookkeeping cost about as much again)."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._jobs.put((call, args, future))
+        return await future
+
+    def _serve_jobs(self) -> None:
+        """The SQLite thread's loop: each job in turn, its outcome handed to the event loop."""
+        loop = self._loop
+        while (job := self._jobs.get()) is not None:
+            call, args, future = job
+            try:
+                result = call(*args)
+            except BaseException as exc:  # handed to the waiting coroutine, which decides
+                try:
+                    loop.call_soon_threadsafe(_fail, future, exc)
+                except RuntimeError:  # the event loop is gone: nobody waits
+                    return
+            else:
+                try:
+                    loop.call_soon_threadsafe(_succeed, future, result)
+                except RuntimeError:
+                    return
 
     def _close_db(self) -> None:
         if self._db is not None:
@@ -250,8 +297,10 @@ class SqliteStore:
             raise Compacted(revision, self._compacted)
 
     async def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
+        if revision is None:
+            return self._index.get(key)
         self._check_revision(revision)
-        if revision is None or revision >= self._revision:
+        if revision >= self._revision:
             return self._index.get(key)
         return self._state_at(revision, key, key + "\x00", exact=True).get(key)
 
@@ -266,11 +315,7 @@ class SqliteStore:
         self._check_revision(revision)
         end = prefix + "\U0010ffff"
         if revision is None or revision >= self._revision:
-            lo = bisect.bisect_right(self._keys, start_after) if start_after and start_after >= prefix else \
-                bisect.bisect_left(self._keys, prefix)
-            hi = bisect.bisect_left(self._keys, end, lo)
-            count = hi - lo
-            keys = self._keys[lo:hi if limit is None else min(hi, lo + limit)]
+            keys, count = self._keys.select(prefix, end, after=start_after or None, limit=limit)
             return RangeResult([self._index[k] for k in keys], self._revision, len(keys) < count, count)
         state = self._state_at(revision, prefix, end, exact=False)
         keys = sorted(k for k in state if start_after is None or k > start_after)
@@ -284,19 +329,17 @@ class SqliteStore:
         if exact:
             state = {lo: self._index[lo]} if lo in self._index else {}
         else:
-            a = bisect.bisect_left(self._keys, lo)
-            b = bisect.bisect_left(self._keys, hi, a)
-            state = {k: self._index[k] for k in self._keys[a:b]}
-        for event in reversed(self._ring):
-            if event.revision <= revision:
+            state = {k: self._index[k] for k in self._keys.select(lo, hi)[0]}
+        for _, kv, prev in reversed(self._ring):
+            if kv.mod_revision <= revision:
                 break
-            key = event.kv.key
+            key = kv.key
             if not (lo <= key < hi):
                 continue
-            if event.prev is None:
+            if prev is None:
                 state.pop(key, None)
             else:
-                state[key] = event.prev
+                state[key] = prev
         return state
 
     def watch(self, prefix: str, *, after: int) -> _Watch:
@@ -308,46 +351,60 @@ class SqliteStore:
         if after < self._revision:
             # Walk back from the newest event only as far as ``after``: a watch that resumes near the head
             # (the common case) costs what it replays, not the whole history window.
-            replay: list[StoreEvent] = []
-            for event in reversed(self._ring):
-                if event.revision <= after:
+            replay: list[_Change] = []
+            for change in reversed(self._ring):
+                if change[1].mod_revision <= after:
                     break
-                if event.kv.key.startswith(prefix):
-                    replay.append(event)
-            watcher.events.extend(reversed(replay))
+                if change[1].key.startswith(prefix):
+                    replay.append(change)
+            watcher.events.extend(StoreEvent(*change) for change in reversed(replay))
         self._watchers.add(watcher)
         return _Watch(self, watcher)
 
     # ---------------------------------------------------------------- writes
 
     async def create(self, key: str, render: Render, *, guard: tuple[str, int] | None = None) -> KeyValue:
-        return await self._submit("create", key, render, None, guard)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_CREATE, key, render, None, future, guard))
+        self._wake()
+        # A cancelled caller cancels ``future`` only: the queued operation is still committed (the
+        # committer ignores whether anyone waits) and a committed write is never undone.
+        return await future
 
     async def update(self, key: str, render: Render, *, expected_revision: int | None) -> KeyValue:
-        return await self._submit("update", key, render, expected_revision)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_UPDATE, key, render, expected_revision, future, None))
+        self._wake()
+        return await future
 
     async def delete(self, key: str, *, expected_revision: int | None, render: Render | None = None) -> KeyValue:
-        return await self._submit("delete", key, render, expected_revision)
-
-    async def _submit(self, kind: Literal["create", "update", "delete"], key: str, render: Render | None,
-                      expected: int | None, guard: tuple[str, int] | None = None) -> KeyValue:
-        if self._closed or self._has_pending is None:
+        if self._closed:
             raise StoreClosed("the store is closed")
-        future: asyncio.Future[KeyValue] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Op(kind, key, render, expected, future, guard))
-        self._has_pending.set()
-        # Shield: a caller that is cancelled must not un-write a write that may already be committed.
-        return await asyncio.shield(future)
+        future: asyncio.Future[KeyValue] = self._loop.create_future()
+        self._pending.append((_DELETE_OP, key, render, expected_revision, future, None))
+        self._wake()
+        return await future
+
+    def _wake(self) -> None:
+        """Wake the committer for the operation just queued (once per batch, not once per write)."""
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def compact(self, revision: int) -> None:
         """Forget history at or below ``revision`` (clamped to the current revision)."""
         revision = min(revision, self._revision)
         if revision <= self._compacted:
             return
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._compact_db, revision)
+        await self._on_thread(self._compact_db, revision)
         self._compacted = revision
-        while self._ring and self._ring[0].revision <= revision:
+        while self._ring and self._ring[0][1].mod_revision <= revision:
             self._ring.popleft()
 
     def _compact_db(self, revision: int) -> None:
@@ -360,6 +417,13 @@ class SqliteStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             bounds = {"c": revision, "p": self._compacted, "d": _DELETE}
+            # Commits do not write the latest revision anywhere but in their rows; the rows about to be
+            # dropped may include the newest ones (deletions), so the revision is recorded first.
+            db.execute(
+                "INSERT OR REPLACE INTO meta (name, value) SELECT 'revision', MAX("
+                "COALESCE((SELECT MAX(rev) FROM revisions), 0), "
+                "COALESCE((SELECT value FROM meta WHERE name = 'revision'), 0))"
+            )
             # Two statements, superseded rows first: the successors' prev_rev list is built before
             # anything is deleted (one statement with OR lets SQLite delete a deletion row before
             # reading its prev_rev).
@@ -376,130 +440,170 @@ class SqliteStore:
             raise
 
     async def _commit_loop(self) -> None:
-        assert self._has_pending is not None
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         while True:
-            await self._has_pending.wait()
-            self._has_pending.clear()
+            if not self._pending and not self._closed:
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiter = waiter
+                await waiter
             batch, self._pending = self._pending, []
             if not batch:
                 if self._closed:
                     return
                 continue
-            rows, events, answers = self._prepare(batch)
+            rows, changes, answers = self._prepare(batch)
             failure: StoreError | None = None
             if rows:
                 try:
-                    await loop.run_in_executor(self._executor, self._write_rows, rows, self._revision + len(rows))
+                    await self._on_thread(self._write_rows, rows)
                 except Exception as exc:  # disk full, I/O error: nobody is acknowledged
                     failure = StoreError(f"commit failed: {exc}")
                 else:
-                    self._apply(events)
-            for op, kv in answers:
-                if op.future.done():
-                    continue
-                if failure is None:
-                    op.future.set_result(kv)
-                else:
-                    op.future.set_exception(failure)
+                    self._apply(changes)
+            if failure is None:
+                for future, kv in answers:
+                    if not future.done():  # its caller was cancelled: the write stands all the same
+                        future.set_result(kv)
+            else:
+                for future, _ in answers:
+                    if not future.done():
+                        future.set_exception(failure)
             if failure is None and len(self._ring) > self._history * 11 // 10:
-                await self.compact(self._ring[-self._history].revision - 1)
+                await self.compact(self._ring[-self._history][1].mod_revision - 1)
             if self._closed and not self._pending:
                 return
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[list[tuple[int, str, int, int, int | None, bytes]], list[StoreEvent], list[tuple[_Op, KeyValue]]]:
-        """Check each operation against committed state plus earlier ones in the batch; assign revisions."""
+    ) -> tuple[_Params, list[_Change], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+        """Check each operation against committed state plus earlier ones in the batch; assign revisions.
+
+        Every queued operation is judged, including those whose caller has since been cancelled."""
         overlay: dict[str, KeyValue | None] = {}
-        rows: list[tuple[int, str, int, int, int | None, bytes]] = []
-        events: list[StoreEvent] = []
-        answers: list[tuple[_Op, KeyValue]] = []
+        index = self._index
+        rows: _Params = []
+        changes: list[_Change] = []
+        answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
         rev = self._revision
-        for op in batch:
-            if op.future.done():
-                continue
-            current = overlay[op.key] if op.key in overlay else self._index.get(op.key)
+        for kind, key, render, expected, future, guard in batch:
+            current = overlay[key] if key in overlay else index.get(key)
             try:
-                if op.kind == "create":
+                if kind == _CREATE:
                     if current is not None:
-                        raise KeyExists(op.key)
-                    if op.guard is not None:
-                        guard_key, guard_rev = op.guard
-                        held = overlay[guard_key] if guard_key in overlay else self._index.get(guard_key)
+                        raise KeyExists(key)
+                    if guard is not None:
+                        guard_key, guard_rev = guard
+                        held = overlay[guard_key] if guard_key in overlay else index.get(guard_key)
                         held_rev = held.mod_revision if held is not None else 0
                         if held_rev != guard_rev:
                             raise GuardChanged(guard_key, guard_rev, held_rev)
                 elif current is None:
-                    raise KeyNotFound(op.key)
-                elif op.expected is not None and current.mod_revision != op.expected:
-                    raise RevisionMismatch(op.key, op.expected, current.mod_revision)
-                next_rev = rev + 1
-                if op.render is not None:
-                    value = op.render(next_rev)
+                    raise KeyNotFound(key)
+                elif expected is not None and current.mod_revision != expected:
+                    raise RevisionMismatch(key, expected, current.mod_revision)
+                if render is not None:
+                    value = render(rev + 1)
                 else:
                     assert current is not None
                     value = current.value
             except Exception as exc:
-                op.future.set_exception(exc)
+                if not future.done():
+                    future.set_exception(exc)
                 continue
-            rev = next_rev
-            create_rev = rev if current is None else current.create_revision
-            kv = KeyValue(op.key, value, create_rev, rev)
-            prev_rev = current.mod_revision if current is not None else None
-            if op.kind == "delete":
-                rows.append((rev, op.key, _DELETE, create_rev, prev_rev, value))
-                events.append(StoreEvent("DELETE", kv, current))
-                overlay[op.key] = None
+            rev += 1
+            if current is None:
+                kv = KeyValue(key, value, rev, rev)
+                rows += (rev, key, _PUT, rev, None, value)
+                changes.append(("PUT", kv, None))
+                overlay[key] = kv
             else:
-                rows.append((rev, op.key, _PUT, create_rev, prev_rev, value))
-                events.append(StoreEvent("PUT", kv, current))
-                overlay[op.key] = kv
-            answers.append((op, kv))
-        return rows, events, answers
+                kv = KeyValue(key, value, current.create_revision, rev)
+                if kind == _DELETE_OP:
+                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, value)
+                    changes.append(("DELETE", kv, current))
+                    overlay[key] = None
+                else:
+                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, value)
+                    changes.append(("PUT", kv, current))
+                    overlay[key] = kv
+            answers.append((future, kv))
+        return rows, changes, answers
 
-    def _write_rows(self, rows: list[tuple[int, str, int, int, int | None, bytes]], revision: int) -> None:
+    def _write_rows(self, rows: _Params) -> None:
+        """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
+        by itself, for a batch of up to ``_ROWS_PER_STATEMENT`` rows; an explicit transaction around
+        several statements for a larger one."""
         db = self._db
         assert db is not None
+        count = len(rows) // _COLUMNS
+        if count <= _ROWS_PER_STATEMENT:
+            db.execute(_insert_statement(count), rows)
+            return
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(
-                "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES (?, ?, ?, ?, ?, ?)", rows
-            )
-            db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('revision', ?)", (revision,))
+            step = _ROWS_PER_STATEMENT * _COLUMNS
+            for start in range(0, len(rows), step):
+                chunk = rows[start : start + step]
+                db.execute(_insert_statement(len(chunk) // _COLUMNS), chunk)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
-    def _apply(self, events: list[StoreEvent]) -> None:
+    def _apply(self, changes: list[_Change]) -> None:
         """Make a committed batch visible: index, key list, ring, watchers (in revision order)."""
-        for event in events:
-            key = event.kv.key
-            if event.type == "PUT":
-                if key not in self._index:
-                    bisect.insort(self._keys, key)
-                self._index[key] = event.kv
-            else:
-                self._index.pop(key, None)
-                i = bisect.bisect_left(self._keys, key)
-                if i < len(self._keys) and self._keys[i] == key:
-                    del self._keys[i]
-            self._ring.append(event)
-        self._revision = events[-1].revision
+        index = self._index
+        for change in changes:
+            kind, kv, _ = change
+            key = kv.key
+            if kind == "PUT":
+                if key not in index:
+                    self._keys.add(key)
+                index[key] = kv
+            elif index.pop(key, None) is not None:
+                self._keys.remove(key)
+        self._ring.extend(changes)
+        self._revision = changes[-1][1].mod_revision
         self.batches_committed += 1
-        self.writes_committed += len(events)
+        self.writes_committed += len(changes)
+        if not self._watchers:
+            return
+        delivered: dict[int, StoreEvent] = {}  # one StoreEvent per change, shared by its watchers
         for w in list(self._watchers):
             fed = False
-            for event in events:
-                if event.kv.key.startswith(w.prefix):
+            for i, change in enumerate(changes):
+                if change[1].key.startswith(w.prefix):
                     if len(w.events) >= w.buffer_limit:
-                        w.overflowed = w.events[-1].revision if w.events else event.revision - 1
+                        w.overflowed = w.events[-1].revision if w.events else change[1].mod_revision - 1
                         w.events.clear()
                         self._watchers.discard(w)
                         fed = True
                         break
+                    event = delivered.get(i)
+                    if event is None:
+                        event = delivered[i] = StoreEvent(*change)
                     w.events.append(event)
                     fed = True
             if fed:
                 w.wake.set()
+
+
+_INSERT_STATEMENTS: dict[int, str] = {}
+
+
+def _insert_statement(rows: int) -> str:
+    """The INSERT of ``rows`` rows (the same text each time, so SQLite's statement cache keeps it)."""
+    text = _INSERT_STATEMENTS.get(rows)
+    if text is None:
+        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join(["(?, ?, ?, ?, ?, ?)"] * rows)
+    return text
+
+
+def _succeed(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # its waiter was cancelled: the work was done all the same
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)

@@ -1,0 +1,41 @@
+"""Admission plugins see what each write is (operation, resource, namespace, name, subresource, dry run)
+and cannot change it for the plugins after them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from kubeloop.server import App
+from kubeloop.server._admission import AdmissionAttributes
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[AdmissionAttributes] = []
+
+    async def __call__(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: Any) -> None:
+        self.seen.append(attributes)
+        with pytest.raises(AttributeError):
+            attributes.name = "other"  # type: ignore[misc]
+
+
+async def test_plugins_see_each_writes_attributes_and_cannot_change_them(app: App, client: httpx.AsyncClient) -> None:
+    recorder = Recorder()
+    app.admission.append(recorder)
+    assert (await client.post(CM, json={"metadata": {"name": "a"}})).status_code == 201
+    assert (await client.post(f"{CM}?dryRun=All", json={"metadata": {"name": "b"}})).status_code == 201
+    r = await client.patch(f"{CM}/a", json={"data": {"k": "v"}}, headers={"content-type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    assert (await client.delete(f"{CM}/a")).status_code == 200
+    seen = [(a.operation, a.resource.plural, a.namespace, a.name, a.subresource, a.dry_run) for a in recorder.seen]
+    assert seen == [
+        ("CREATE", "configmaps", "default", "a", "", False),
+        ("CREATE", "configmaps", "default", "b", "", True),
+        ("UPDATE", "configmaps", "default", "a", "", False),
+        ("DELETE", "configmaps", "default", "a", "", False),
+    ]
