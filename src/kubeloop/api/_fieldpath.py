@@ -300,58 +300,159 @@ def _added(new: Any, schema: Schema, path: Path, added: set[Path], struct_like: 
         added.add(path)
 
 
-def created_fields_v1(value: dict[str, Any], schema: Schema, *, unowned: frozenset[Path],
+def created_fields_v1(value: Mapping[str, Any], schema: Schema, *, unowned: frozenset[Path],
                       skip: frozenset[str]) -> dict[str, Any] | None:
     """``fields_v1`` of ``compare({}, value, schema).added`` without the paths in ``unowned`` and
     without the top-level fields in ``skip`` (elements such as ``"f:status"``), built in one walk
     without materialising the paths: what a create's single managedFields entry owns. ``None``
-    when the schema makes the root one atomic leaf (the caller then takes the general path)."""
-    resolved = resolve(schema)
-    shape = _shape(resolved)
+    when the schema makes the root one atomic leaf (the caller then takes the general path).
+
+    ``unowned`` is followed as a tree of path elements (:func:`_unowned_tree`), so only the
+    subtrees it reaches into pay for the membership test; below them every node is owned."""
+    shape = _shape(resolve(schema))
     if shape.atomic_map or not value:
         return None
+    tree = _unowned_tree(unowned)
+    known = shape.children
     out: dict[str, Any] = {}
+    node: dict[str, Any] | None
     for key in sorted(value):
         element = "f:" + key
         if element in skip:
             continue
-        child_schema, child_struct = shape.child(key)
-        node = _created(value[key], child_schema, (element,), child_struct, unowned)
+        item = value[key]
+        entry = tree.get(element)
+        if entry is None:
+            if isinstance(item, (dict, list)):
+                child_schema, child_struct = known.get(key) or shape.child(key)
+                node = _owned(item, child_schema, child_struct)
+            else:
+                node = {}
+        else:
+            member, below = entry
+            if isinstance(item, (dict, list)):
+                child_schema, child_struct = known.get(key) or shape.child(key)
+                node = _created(item, child_schema, child_struct, member, below)
+            else:
+                node = {} if member else None
         if node is not None:
             out[element] = node
-    return _reorder(out) if out else {}
+    return out  # the keys are all "f:" elements, added in sorted order: FieldsV1 order already
 
 
-def _created(value: Any, schema: Schema, path: Path, struct_like: bool, unowned: frozenset[Path]) -> dict[str, Any] | None:
-    """The FieldsV1 node of ``path`` for :func:`_added` of ``value``: ``{}`` for a member leaf, the
-    children (with ``"."`` first when ``path`` is itself a member), ``None`` when nothing is owned."""
-    member = path not in unowned
+# element -> (whether the path ending there is a member, the tree below it or None).
+_UnownedTree = dict[str, tuple[bool, "_UnownedTree | None"]]
+_unowned_trees: dict[int, tuple[frozenset[Path], _UnownedTree]] = {}
+
+
+def _unowned_tree(unowned: frozenset[Path]) -> _UnownedTree:
+    """``unowned`` as a tree of elements, by identity (callers pass the same few constant sets)."""
+    hit = _unowned_trees.get(id(unowned))
+    if hit is not None and hit[0] is unowned:
+        return hit[1]
+    tree = _build_unowned_tree(unowned, ())
+    if len(_unowned_trees) > 64:
+        _unowned_trees.clear()
+    _unowned_trees[id(unowned)] = (unowned, tree)
+    return tree
+
+
+def _build_unowned_tree(unowned: frozenset[Path], prefix: Path) -> _UnownedTree:
+    depth = len(prefix)
+    heads = sorted({p[depth] for p in unowned if len(p) > depth and p[:depth] == prefix})
+    tree: _UnownedTree = {}
+    for head in heads:
+        path = (*prefix, head)
+        deeper = any(len(p) > depth + 1 and p[: depth + 1] == path for p in unowned)
+        tree[head] = (path not in unowned, _build_unowned_tree(unowned, path) if deeper else None)
+    return tree
+
+
+def _created(value: dict[str, Any] | list[Any], schema: Schema, struct_like: bool, member: bool,
+             below: _UnownedTree | None) -> dict[str, Any] | None:
+    """The FieldsV1 node, for :func:`_added` of the non-scalar ``value``, of a path that is a member
+    or not (``member``) and has the unowned paths ``below`` under it: ``{}`` for a member leaf, the
+    children (with ``"."`` first when the path is itself a member), ``None`` when nothing is owned."""
+    if below is None:
+        return _owned(value, schema, struct_like) if member else _owned_below(value, schema)
+    children: dict[str, Any] = {}
+    node: dict[str, Any] | None
+    shape = _shape(schema)
     if isinstance(value, dict):
-        shape = _shape(schema)
         if shape.atomic_map or not value:
             return {} if member else None
-        children: dict[str, Any] = {}
+        known = shape.children
         for key in sorted(value):
-            child_schema, child_struct = shape.child(key)
+            item = value[key]
             element = "f:" + key
-            node = _created(value[key], child_schema, (*path, element), child_struct, unowned)
+            entry = below.get(element)
+            if entry is None:
+                if isinstance(item, (dict, list)):
+                    child_schema, child_struct = known.get(key) or shape.child(key)
+                    node = _owned(item, child_schema, child_struct)
+                else:
+                    node = {}
+            else:
+                child_member, child_below = entry
+                if isinstance(item, (dict, list)):
+                    child_schema, child_struct = known.get(key) or shape.child(key)
+                    node = _created(item, child_schema, child_struct, child_member, child_below)
+                else:
+                    node = {} if child_member else None
             if node is not None:
                 children[element] = node
-    elif isinstance(value, list):
-        shape = _shape(schema)
+    else:
         if shape.semantics == "atomic" or not value:
             return {} if member else None
-        children = {}
-        for element, item in _list_items(value, schema, shape).items():
-            node = _created(item, shape.items, (*path, element), False, unowned)
+        items = _list_items(value, schema, shape)
+        for element in sorted(items):
+            item = items[element]
+            entry = below.get(element)
+            child_member, child_below = (True, None) if entry is None else entry
+            if isinstance(item, (dict, list)):
+                node = _created(item, shape.items, False, child_member, child_below)
+            else:
+                node = {} if child_member else None
             if node is not None:
                 children[element] = node
-        children = _reorder(children)
-    else:
-        return {} if member else None
     if not struct_like and member:
         return {".": {}, **children} if children else {}
     return children or None
+
+
+def _owned_below(value: dict[str, Any] | list[Any], schema: Schema) -> dict[str, Any] | None:
+    """:func:`_created` of a path that is not a member but owns everything below it."""
+    node = _owned(value, schema, True)
+    return node or None
+
+
+def _owned(value: dict[str, Any] | list[Any], schema: Schema, struct_like: bool) -> dict[str, Any]:
+    """:func:`_created` of a member path with no unowned path below it (the common case: all of
+    ``spec``, ``data``, labels ...): no membership tests, scalars written in place."""
+    shape = _shape(schema)
+    children: dict[str, Any] = {}
+    if isinstance(value, dict):
+        if shape.atomic_map or not value:
+            return {}
+        known = shape.children
+        for key in sorted(value):
+            item = value[key]
+            if isinstance(item, (dict, list)):
+                child_schema, child_struct = known.get(key) or shape.child(key)
+                children["f:" + key] = _owned(item, child_schema, child_struct)
+            else:
+                children["f:" + key] = {}
+    else:
+        if shape.semantics == "atomic" or not value:
+            return {}
+        items = _list_items(value, schema, shape)
+        item_schema = shape.items
+        for element in sorted(items):
+            item = items[element]
+            children[element] = _owned(item, item_schema, False) if isinstance(item, (dict, list)) else {}
+    if not struct_like:
+        return {".": {}, **children} if children else {}
+    return children
 
 
 def _reorder(node: dict[str, Any]) -> dict[str, Any]:
