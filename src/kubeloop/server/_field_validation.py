@@ -104,7 +104,9 @@ def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[
     ``body`` cannot repeat a key (the decoded object has none, and the bytes are the same), so the
     second, slower parse is skipped. Any other body takes the full parse; the answer is the same.
     """
-    if directive == "Ignore" or not body.lstrip().startswith((b"{", b"[")):
+    if directive == "Ignore":
+        return []
+    if body[:1] not in (b"{", b"[") and not body.lstrip().startswith((b"{", b"[")):
         return []
     if decoded is not _UNSET:
         try:
