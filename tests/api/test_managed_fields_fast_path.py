@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,6 +244,13 @@ def test_the_create_path_of_managed_fields_after_update_equals_the_full_recomput
     frozen = copy.deepcopy(obj)
     fast = _outcome(lambda: managed_fields_after_update(None, obj, **kwargs))
     full = _outcome(lambda: _after_update(None, obj, fast=False, **kwargs))
+    if isinstance(full, tuple) and not isinstance(fast, tuple):
+        # The full computation also types the fields the entry cannot own (status through the main
+        # resource, spec through /status) and fails on a malformed list there; the create walk
+        # never looks at them (as before). Without them, the two agree.
+        reset = {"status": "spec", None: "status" if status_subresource else ""}.get(subresource, "")
+        trimmed = {k: v for k, v in obj.items() if k != reset}
+        full = _outcome(lambda: _after_update(None, trimmed, fast=False, **kwargs))
     assert fast == full  # the same bytes (FieldsV1 key order included), or the same error
     assert obj == frozen
 
@@ -256,7 +264,8 @@ def test_created_fields_v1_is_the_encoding_of_the_added_paths_minus_unowned_and_
         added = sorted(compare({}, obj, _ALL_SCHEMAS[schema]).added)
     except BadRequest:
         return
-    prefixes = sorted({path[:n] for path in added for n in range(1, len(path) + 1)} | set(_STRIPPED))
+    prefixes = sorted({path[:n] for path in added for n in range(1, len(path) + 1)} | set(_STRIPPED)
+                      | {("f:spec",), ("f:spec", "f:tags"), ("f:status",), ("f:status", "f:phase"), ("f:data", "f:a")})
     unowned = frozenset(data.draw(st.lists(st.sampled_from(prefixes), max_size=6)) if prefixes else ())
     skip = frozenset(data.draw(st.lists(st.sampled_from(["f:status", "f:spec", "f:metadata", "f:data"]), max_size=2)))
     tree = created_fields_v1(obj, _ALL_SCHEMAS[schema], unowned=unowned, skip=skip)
@@ -265,3 +274,17 @@ def test_created_fields_v1_is_the_encoding_of_the_added_paths_minus_unowned_and_
         return
     expected = fields_v1(p for p in added if p not in unowned and p[0] not in skip)
     assert tree is not None and orjson.dumps(tree) == orjson.dumps(expected)
+
+
+@pytest.mark.parametrize("obj", [
+    {"spec": 1, "status": "x", "data": {"a": 1, "b": {"c": 1}}, "list": [1, {"a": 1}]},
+    {"spec": {"tags": "t", "x": 1}, "status": {"phase": {"deep": 1}}, "data": {"a": {"b": 1}}},
+    {"spec": None, "status": [], "data": {}},
+])
+def test_created_fields_v1_leaves_out_unowned_scalars_whatever_lies_below_them(obj: dict[str, Any]) -> None:
+    unowned = frozenset({("f:spec",), ("f:spec", "f:tags"), ("f:status",), ("f:status", "f:phase", "f:deep"),
+                         ("f:data", "f:a"), ("f:data", "f:b", "f:c"), ("f:list", "i:1")})
+    for schema in (None, _CUSTOM):
+        added = compare({}, obj, schema).added
+        expected = fields_v1(p for p in added if p not in unowned)
+        assert orjson.dumps(created_fields_v1(obj, schema, unowned=unowned, skip=frozenset())) == orjson.dumps(expected)
