@@ -38,8 +38,8 @@ def _child(path: str, key: str) -> str:
 def prune_builtin_unknown_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
     """Drop undeclared fields of ``obj`` (in place) against built-in ``schema``; return their paths."""
     unknown: list[str] = []
-    if schema is not None:
-        _prune(obj, schema, "", unknown, True, _index_element)
+    if schema is not None and (plan := _plan(schema)) is not None:
+        _walk(obj, plan, "", unknown, True, _index_element)
     return unknown
 
 
@@ -96,7 +96,7 @@ def _walk(
                     sub = extra
                 if isinstance(item, (dict, list)):
                     below = _plan(sub)
-                    if below is not None:
+                    if below is not None and not _declared_scalars(item, below):
                         _walk(item, below, _child(path, key), unknown, mutate, element)
             if mutate and drop:
                 for key in drop:
@@ -114,6 +114,17 @@ def _walk(
             for i, item in enumerate(value):
                 if isinstance(item, (dict, list)):
                     _walk(item, below, path + element(item, i, schema), unknown, mutate, element)
+
+
+# The types of JSON scalars (exactly: a subclass of dict or list is not among them).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _declared_scalars(value: Any, plan: _Plan) -> bool:
+    """Whether ``value`` is an object of declared fields holding scalars (``metadata`` of most
+    writes): walking it finds nothing. Set operations, no loop in Python."""
+    return (type(value) is dict and plan.props is not None and plan.props.keys() >= value.keys()
+            and _SCALARS.issuperset(map(type, value.values())))
 
 
 class _Plan:

@@ -388,11 +388,15 @@ def validate_object_meta(
         errs.extend(FieldError.invalid(f"{field}.generateName", generate_name, m) for m in messages)
     if not name:
         errs.append(FieldError.required(f"{field}.name", "name or generateName is required"))
+    elif name_validator is name_is_dns1123_subdomain and len(name) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+        pass  # what the validator answers for a valid subdomain (most kinds' rule), without the calls
     elif messages := name_validator(name, False):
         errs.extend(FieldError.invalid(f"{field}.name", name, m) for m in messages)
     if namespaced:
         if not namespace:
             errs.append(FieldError.required(f"{field}.namespace"))
+        elif namespace in _valid_dns1123_labels:
+            pass
         elif messages := is_dns1123_label(namespace):
             errs.extend(FieldError.invalid(f"{field}.namespace", namespace, m) for m in messages)
     elif namespace:

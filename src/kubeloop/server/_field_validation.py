@@ -68,7 +68,7 @@ def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> lis
             paths.extend(prune(obj, schema))
     else:
         paths = prune_builtin_unknown_fields(obj, builtin_schema(info.group, info.version, info.kind))
-    return [f'unknown field "{p}"' for p in paths]
+    return [f'unknown field "{p}"' for p in paths] if paths else paths
 
 
 def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:
