@@ -302,6 +302,23 @@ def managed_fields_after_update(
     entry are decoded and re-encoded; the result equals the full recomputation (``fast=False``),
     which a test checks.
     """
+    if old is None:
+        # A create: one entry owning every field of ``new``, unless the client wrote entries of its
+        # own (then they are decoded and validated), as :func:`_after_update` decides.
+        meta = new.get("metadata")
+        raw = meta.get("managedFields") if isinstance(meta, dict) else None
+        if subresource is not None or raw is None or raw == [] or _is_reset(raw):
+            skip = _TOP_LEVEL_RESETS[_reset_prefixes(subresource, status_subresource)]
+            body = _view(new) if isinstance(meta, dict) and "managedFields" in meta else new
+            tree = created_fields_v1(body, schema, unowned=_STRIPPED, skip=skip)  # _created_entry, inlined
+            if tree is not None:
+                if not tree:
+                    return []
+                entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
+                                         "time": now, "fieldsType": "FieldsV1", "fieldsV1": tree}
+                if subresource:
+                    entry["subresource"] = subresource
+                return [entry]
     return _after_update(
         old, new, manager=manager, now=now, api_version=api_version, schema=schema, operation=operation,
         subresource=subresource, status_subresource=status_subresource, fast=True,
@@ -323,7 +340,9 @@ def _after_update(
     else:
         base = raw_old
         if fast and not base and not old_view:
-            created = _created_entry(new_view, schema, manager, operation, api_version, subresource, now, reset)
+            skip = _TOP_LEVEL_RESETS.get(reset)
+            created = None if skip is None else _created_entry(
+                new_view, schema, manager, operation, api_version, subresource, now, skip)
             if created is not None:
                 return created
         if fast and isinstance(base, list) and base and all(_is_stored_entry(e) for e in base):
@@ -337,14 +356,12 @@ def _after_update(
 
 
 def _created_entry(
-    new: dict[str, Any], schema: Any, manager: str, operation: str, api_version: str, subresource: str | None,
-    now: str, reset: tuple[Path, ...],
+    new: Mapping[str, Any], schema: Any, manager: str, operation: str, api_version: str, subresource: str | None,
+    now: str, skip: frozenset[str],
 ) -> list[dict[str, Any]] | None:
-    """:func:`_apply_update` from nothing (a create): one entry owning every field of ``new``, its
-    FieldsV1 built in one walk; ``None`` when that walk does not apply (the caller recomputes)."""
-    skip = _TOP_LEVEL_RESETS.get(reset)
-    if skip is None:
-        return None
+    """:func:`_apply_update` from nothing (a create): one entry owning every field of ``new`` but the
+    top-level ``skip`` ones (reset fields), its FieldsV1 built in one walk; ``None`` when that walk
+    does not apply (the caller recomputes)."""
     tree = created_fields_v1(new, schema, unowned=_STRIPPED, skip=skip)
     if tree is None:
         return None

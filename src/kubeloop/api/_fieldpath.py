@@ -182,7 +182,8 @@ def _leaf(old: Any, new: Any, path: Path, result: Comparison) -> None:
 class _Shape:
     """What :func:`_compare` needs of one resolved schema node, worked out once per node."""
 
-    __slots__ = ("atomic_map", "children", "declared", "extra", "items", "keys", "required", "schema", "semantics")
+    __slots__ = ("atomic_map", "children", "declared", "extra", "extra_kid", "items", "items_kid", "keys", "kids",
+                 "required", "schema", "semantics")
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
@@ -195,6 +196,10 @@ class _Shape:
         self.declared = frozenset(properties) if isinstance(properties, dict) else frozenset()
         self.extra: tuple[Schema, bool] = (property_schema(schema, _UNDECLARED), False)
         self.children: dict[str, tuple[Schema, bool]] = {}
+        # The same answers as shapes, for the create walk (filled on first use).
+        self.kids: dict[str, tuple[_Shape, bool]] = {}
+        self.extra_kid: tuple[_Shape, bool] | None = None
+        self.items_kid: _Shape | None = None
 
     def child(self, key: str) -> tuple[Schema, bool]:
         """(schema, struct-like) of field ``key``: declared fields are remembered, map keys share one."""
@@ -207,6 +212,25 @@ class _Shape:
         struct = key in self.required or bool(child_schema and isinstance(child_schema.get("properties"), dict))
         hit = self.children[key] = (child_schema, struct)
         return hit
+
+    def kid(self, key: str) -> tuple[_Shape, bool]:
+        """:meth:`child` with the schema's shape."""
+        hit = self.kids.get(key)
+        if hit is not None:
+            return hit
+        if key in self.declared:
+            schema, struct = self.child(key)
+            hit = self.kids[key] = (_shape(schema), struct)
+            return hit
+        if self.extra_kid is None:
+            self.extra_kid = (_shape(self.extra[0]), False)
+        return self.extra_kid
+
+    def item_kid(self) -> _Shape:
+        """The shape of the items of a list field."""
+        if self.items_kid is None:
+            self.items_kid = _shape(self.items)
+        return self.items_kid
 
 
 # A key no schema declares (NUL cannot appear in a field name the server accepts).
@@ -300,58 +324,185 @@ def _added(new: Any, schema: Schema, path: Path, added: set[Path], struct_like: 
         added.add(path)
 
 
-def created_fields_v1(value: dict[str, Any], schema: Schema, *, unowned: frozenset[Path],
+def created_fields_v1(value: Mapping[str, Any], schema: Schema, *, unowned: frozenset[Path],
                       skip: frozenset[str]) -> dict[str, Any] | None:
     """``fields_v1`` of ``compare({}, value, schema).added`` without the paths in ``unowned`` and
     without the top-level fields in ``skip`` (elements such as ``"f:status"``), built in one walk
     without materialising the paths: what a create's single managedFields entry owns. ``None``
-    when the schema makes the root one atomic leaf (the caller then takes the general path)."""
-    resolved = resolve(schema)
-    shape = _shape(resolved)
+    when the schema makes the root one atomic leaf (the caller then takes the general path).
+
+    ``unowned`` is followed as a tree of path elements (:class:`_Unowned`), so only the subtrees
+    it reaches into pay for the membership test; below them every node is owned."""
+    shape = _shape(resolve(schema))
     if shape.atomic_map or not value:
         return None
+    tree, skipped = _unowned_tree(unowned, skip)
+    fields, inert = tree.fields, tree.inert
+    kids = shape.kids
     out: dict[str, Any] = {}
+    node: dict[str, Any] | None
     for key in sorted(value):
-        element = "f:" + key
-        if element in skip:
+        if key in skipped:
             continue
-        child_schema, child_struct = shape.child(key)
-        node = _created(value[key], child_schema, (element,), child_struct, unowned)
+        item = value[key]
+        if not isinstance(item, (dict, list)):
+            if key not in inert:
+                entry = fields.get(key)
+                if entry is None or entry[0]:
+                    out["f:" + key] = {}
+            continue
+        kid, struct = kids.get(key) or shape.kid(key)
+        entry = fields.get(key)
+        if entry is None:
+            node = _owned(item, kid, struct)
+        elif entry[1] is not None and _all_inert(item, entry[1]):  # metadata with only server-set fields
+            node = {} if entry[0] and not struct else None
+        else:
+            node = _created(item, kid, struct, entry[0], entry[1])
         if node is not None:
-            out[element] = node
-    return _reorder(out) if out else {}
+            out["f:" + key] = node
+    return out
 
 
-def _created(value: Any, schema: Schema, path: Path, struct_like: bool, unowned: frozenset[Path]) -> dict[str, Any] | None:
-    """The FieldsV1 node of ``path`` for :func:`_added` of ``value``: ``{}`` for a member leaf, the
-    children (with ``"."`` first when ``path`` is itself a member), ``None`` when nothing is owned."""
-    member = path not in unowned
+# The types of JSON scalars (exactly: a subclass of dict or list is not among them).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _all_inert(value: Any, below: _Unowned) -> bool:
+    """Whether ``value`` is a non-empty map of scalars whose fields are all inert under ``below``
+    (then :func:`_created` finds no child to own); set operations, no loop in Python."""
+    return type(value) is dict and bool(value) and below.inert.issuperset(value) and _SCALARS.issuperset(
+        map(type, value.values()))  # the keys are all "f:" elements, added in sorted order: FieldsV1 order already
+
+
+class _Unowned:
+    """The unowned paths below one node, by path element: ``fields`` for ``f:`` elements (by field
+    name), ``others`` for list items; each maps to (whether the path there is a member, the
+    :class:`_Unowned` below it or ``None``). ``inert`` names the fields that are not members and
+    have nothing unowned below them: a scalar there is simply left out."""
+
+    __slots__ = ("fields", "inert", "others")
+
+    def __init__(self, unowned: frozenset[Path], prefix: Path) -> None:
+        depth = len(prefix)
+        heads = sorted({p[depth] for p in unowned if len(p) > depth and p[:depth] == prefix})
+        self.fields: dict[str, tuple[bool, _Unowned | None]] = {}
+        self.others: dict[str, tuple[bool, _Unowned | None]] = {}
+        inert: list[str] = []
+        for head in heads:
+            path = (*prefix, head)
+            deeper = any(len(p) > depth + 1 and p[: depth + 1] == path for p in unowned)
+            entry = (path not in unowned, _Unowned(unowned, path) if deeper else None)
+            if head.startswith("f:"):
+                self.fields[head[2:]] = entry
+                if entry == (False, None):
+                    inert.append(head[2:])
+            else:
+                self.others[head] = entry
+        self.inert = frozenset(inert)
+
+
+_unowned_trees: dict[tuple[int, int], tuple[frozenset[Path], frozenset[str], _Unowned, frozenset[str]]] = {}
+
+
+def _unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> tuple[_Unowned, frozenset[str]]:
+    """``unowned`` as a tree and ``skip`` as field names, by identity (callers pass the same few
+    constant sets)."""
+    hit = _unowned_trees.get((id(unowned), id(skip)))
+    if hit is not None and hit[0] is unowned and hit[1] is skip:
+        return hit[2], hit[3]
+    tree = _Unowned(unowned, ())
+    skipped = frozenset(element[2:] for element in skip if element.startswith("f:"))
+    if len(_unowned_trees) > 64:
+        _unowned_trees.clear()
+    _unowned_trees[(id(unowned), id(skip))] = (unowned, skip, tree, skipped)
+    return tree, skipped
+
+
+def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool, member: bool,
+             below: _Unowned | None) -> dict[str, Any] | None:
+    """The FieldsV1 node, for :func:`_added` of the non-scalar ``value``, of a path that is a member
+    or not (``member``) and has the unowned paths ``below`` under it: ``{}`` for a member leaf, the
+    children (with ``"."`` first when the path is itself a member), ``None`` when nothing is owned."""
+    if below is None:
+        if member:
+            return _owned(value, shape, struct_like)
+        return _owned(value, shape, True) or None
+    children: dict[str, Any] = {}
+    node: dict[str, Any] | None
     if isinstance(value, dict):
-        shape = _shape(schema)
         if shape.atomic_map or not value:
             return {} if member else None
-        children: dict[str, Any] = {}
+        fields, inert, kids = below.fields, below.inert, shape.kids
         for key in sorted(value):
-            child_schema, child_struct = shape.child(key)
-            element = "f:" + key
-            node = _created(value[key], child_schema, (*path, element), child_struct, unowned)
+            item = value[key]
+            if not isinstance(item, (dict, list)):
+                if key not in inert:
+                    entry = fields.get(key)
+                    if entry is None or entry[0]:
+                        children["f:" + key] = {}
+                continue
+            kid, struct = kids.get(key) or shape.kid(key)
+            entry = fields.get(key)
+            if entry is None:
+                node = _owned(item, kid, struct)
+            else:
+                node = _created(item, kid, struct, entry[0], entry[1])
             if node is not None:
-                children[element] = node
-    elif isinstance(value, list):
-        shape = _shape(schema)
+                children["f:" + key] = node
+    else:
         if shape.semantics == "atomic" or not value:
             return {} if member else None
-        children = {}
-        for element, item in _list_items(value, schema, shape).items():
-            node = _created(item, shape.items, (*path, element), False, unowned)
+        items = _list_items(value, shape.schema, shape)
+        item_shape = shape.item_kid()
+        others = below.others
+        for element in sorted(items):
+            item = items[element]
+            entry = others.get(element)
+            child_member, child_below = (True, None) if entry is None else entry
+            if isinstance(item, (dict, list)):
+                node = _created(item, item_shape, False, child_member, child_below)
+            else:
+                node = {} if child_member else None
             if node is not None:
                 children[element] = node
-        children = _reorder(children)
-    else:
-        return {} if member else None
     if not struct_like and member:
         return {".": {}, **children} if children else {}
     return children or None
+
+
+def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) -> dict[str, Any]:
+    """:func:`_created` of a member path with no unowned path below it (the common case: all of
+    ``spec``, ``data``, labels ...): no membership tests, scalars written in place."""
+    children: dict[str, Any] = {}
+    if isinstance(value, dict):
+        if shape.atomic_map or not value:
+            return {}
+        if _SCALARS.issuperset(map(type, value.values())):  # a map of scalars (labels, data ...)
+            if not struct_like:
+                children["."] = {}
+            for key in sorted(value):
+                children["f:" + key] = {}
+            return children
+        kids = shape.kids
+        for key in sorted(value):
+            item = value[key]
+            if isinstance(item, (dict, list)):
+                kid, struct = kids.get(key) or shape.kid(key)
+                children["f:" + key] = _owned(item, kid, struct)
+            else:
+                children["f:" + key] = {}
+    else:
+        if shape.semantics == "atomic" or not value:
+            return {}
+        items = _list_items(value, shape.schema, shape)
+        item_shape = shape.item_kid()
+        for element in sorted(items):
+            item = items[element]
+            children[element] = _owned(item, item_shape, False) if isinstance(item, (dict, list)) else {}
+    if not struct_like:
+        return {".": {}, **children} if children else {}
+    return children
 
 
 def _reorder(node: dict[str, Any]) -> dict[str, Any]:

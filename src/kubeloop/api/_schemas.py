@@ -122,8 +122,21 @@ def definition_name_for(group: str, version: str, kind: str) -> str | None:
 
 def builtin_schema(group: str, version: str, kind: str) -> dict[str, Any] | None:
     """The JSON schema of a built-in kind, or ``None`` for kinds upstream 1.32 does not define."""
+    key = (group, version, kind)
+    try:
+        return _by_kind[key]  # every write asks, for one of a few dozen kinds
+    except KeyError:
+        pass
     name = definition_name_for(group, version, kind)
-    return None if name is None else _load().get(name)
+    schema = None if name is None else _load().get(name)
+    if len(_by_kind) > 10_000:  # the keys come from request URLs and bodies: never grow without bound
+        _by_kind.clear()
+    _by_kind[key] = schema
+    return schema
+
+
+# builtin_schema's answers (the definitions never change once loaded).
+_by_kind: dict[tuple[str, str, str], dict[str, Any] | None] = {}
 
 
 def ref_name(ref: str) -> str:

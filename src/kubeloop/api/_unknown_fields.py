@@ -38,8 +38,8 @@ def _child(path: str, key: str) -> str:
 def prune_builtin_unknown_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
     """Drop undeclared fields of ``obj`` (in place) against built-in ``schema``; return their paths."""
     unknown: list[str] = []
-    if schema is not None:
-        _prune(obj, schema, "", unknown, True, _index_element)
+    if schema is not None and (plan := _plan(schema)) is not None:
+        _walk(obj, plan, "", unknown, True, _index_element)
     return unknown
 
 
@@ -71,56 +71,100 @@ def _prune(
     value: Any, node: Mapping[str, Any], path: str, unknown: list[str], mutate: bool,
     element: Callable[[Any, int, Mapping[str, Any]], str],
 ) -> None:
-    schema, props, extra, items = _parts(node)
+    plan = _plan(node)
+    if plan is not None:
+        _walk(value, plan, path, unknown, mutate, element)
+
+
+def _walk(
+    value: Any, plan: _Plan, path: str, unknown: list[str], mutate: bool,
+    element: Callable[[Any, int, Mapping[str, Any]], str],
+) -> None:
     if isinstance(value, dict):
+        props, extra = plan.props, plan.extra
         if props is not None:
-            drop: list[str] = []
+            drop: list[str] | None = None
             for key, item in value.items():
                 sub = props.get(key)
-                if sub is not None:
-                    if isinstance(item, (dict, list)):
-                        _prune(item, sub, _child(path, key), unknown, mutate, element)
-                elif extra is not None:
-                    if isinstance(item, (dict, list)):
-                        _prune(item, extra, _child(path, key), unknown, mutate, element)
-                else:
-                    unknown.append(_child(path, key))
-                    drop.append(key)
-            if mutate:
+                if sub is None:
+                    if extra is None:
+                        unknown.append(_child(path, key))
+                        if drop is None:
+                            drop = []
+                        drop.append(key)
+                        continue
+                    sub = extra
+                if isinstance(item, (dict, list)):
+                    below = _plan(sub)
+                    if below is not None and not _declared_scalars(item, below):
+                        _walk(item, below, _child(path, key), unknown, mutate, element)
+            if mutate and drop:
                 for key in drop:
                     del value[key]
         elif extra is not None:
-            for key, item in value.items():
+            below = _plan(extra)
+            if below is not None:
+                for key, item in value.items():
+                    if isinstance(item, (dict, list)):
+                        _walk(item, below, _child(path, key), unknown, mutate, element)
+    elif isinstance(value, list) and plan.items is not None:
+        below = _plan(plan.items)
+        if below is not None:
+            schema = plan.schema
+            for i, item in enumerate(value):
                 if isinstance(item, (dict, list)):
-                    _prune(item, extra, _child(path, key), unknown, mutate, element)
-    elif isinstance(value, list) and items is not None:
-        for i, item in enumerate(value):
-            if isinstance(item, (dict, list)):
-                _prune(item, items, path + element(item, i, schema), unknown, mutate, element)
+                    _walk(item, below, path + element(item, i, schema), unknown, mutate, element)
 
 
-_Parts = tuple[dict[str, Any], "dict[str, Any] | None", "dict[str, Any] | None", "dict[str, Any] | None"]
-# (resolved schema, properties, additionalProperties, items) by node identity, the node kept in
-# the value so that an id reused after garbage collection is never mistaken for it.
-_parts_memo: dict[int, tuple[Mapping[str, Any], _Parts]] = {}
+# The types of JSON scalars (exactly: a subclass of dict or list is not among them).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _parts(node: Mapping[str, Any]) -> _Parts:
-    hit = _parts_memo.get(id(node))
+def _declared_scalars(value: Any, plan: _Plan) -> bool:
+    """Whether ``value`` is an object of declared fields holding scalars (``metadata`` of most
+    writes): walking it finds nothing. Set operations, no loop in Python."""
+    return (type(value) is dict and plan.props is not None and plan.props.keys() >= value.keys()
+            and _SCALARS.issuperset(map(type, value.values())))
+
+
+class _Plan:
+    """What :func:`_walk` needs of one schema node: its resolved form, declared properties,
+    ``additionalProperties`` and ``items`` (each ``None`` when absent or not a schema)."""
+
+    __slots__ = ("extra", "items", "node", "props", "schema")
+
+    def __init__(self, node: Mapping[str, Any]) -> None:
+        self.node = node
+        self.schema = _resolve(node)
+        props, extra, items = self.schema.get("properties"), self.schema.get("additionalProperties"), self.schema.get("items")
+        self.props: dict[str, Any] | None = props if isinstance(props, dict) else None
+        self.extra: dict[str, Any] | None = extra if isinstance(extra, dict) else None
+        self.items: dict[str, Any] | None = items if isinstance(items, dict) else None
+
+    @property
+    def leaf(self) -> bool:
+        """Walking any value against this node finds and changes nothing."""
+        return self.props is None and self.extra is None and self.items is None
+
+
+# Plans by node identity, ``None`` for a node under which nothing can be unknown (no declared
+# properties anywhere below it: string maps such as labels and ConfigMap data, free-form values);
+# the node is kept in the value so that an id reused after garbage collection is never mistaken for it.
+_plans: dict[int, tuple[Mapping[str, Any], _Plan | None]] = {}
+
+
+def _plan(node: Mapping[str, Any]) -> _Plan | None:
+    hit = _plans.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    schema = _resolve(node)
-    props, extra, items = schema.get("properties"), schema.get("additionalProperties"), schema.get("items")
-    parts: _Parts = (
-        schema,
-        props if isinstance(props, dict) else None,
-        extra if isinstance(extra, dict) else None,
-        items if isinstance(items, dict) else None,
-    )
-    if len(_parts_memo) > 100_000:  # CRD schemas come and go; never grow without bound
-        _parts_memo.clear()
-    _parts_memo[id(node)] = (node, parts)
-    return parts
+    plan: _Plan | None = _Plan(node)
+    assert plan is not None
+    if plan.props is None and all(below is None or _Plan(below).leaf for below in (plan.extra, plan.items)):
+        plan = None  # a map or list of leaves: every key is accepted and nothing below is walked
+    if len(_plans) > 100_000:  # CRD schemas come and go; never grow without bound
+        _plans.clear()
+    _plans[id(node)] = (node, plan)
+    return plan
 
 
 class _Pairs(dict[str, Any]):

@@ -103,11 +103,37 @@ def _max_len_error(length: int) -> str:
 
 
 def _blen(value: str) -> int:
-    return len(value.encode("utf-8", "surrogatepass"))
+    # isascii is a flag check on CPython's compact strings: no copy for the common case.
+    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+
+
+# Each ``is_*`` check tries the pattern first: a match is ASCII, so its UTF-8 length is ``len`` and
+# a valid value (nearly every one) costs one match. The error list, order included, is unchanged.
+
+
+# Label keys and values, annotation keys, finalizers and namespaces repeat from object to object:
+# the valid ones seen last are remembered (a bounded set of strings; validity depends on the text only).
+_valid_qualified_names: set[str] = set()
+_valid_label_values: set[str] = set()
+_valid_dns1123_labels: set[str] = set()
+_REMEMBERED = 4096
+
+
+def _remember(valid: set[str], value: str) -> None:
+    if len(valid) >= _REMEMBERED:
+        valid.clear()
+    valid.add(value)
 
 
 def is_dns1123_label(value: str) -> list[str]:
     """Problems with ``value`` as an RFC 1123 label (namespace names), empty when valid."""
+    if value in _valid_dns1123_labels:
+        return []
+    if _DNS1123_LABEL_RE.fullmatch(value):
+        if len(value) > 63:
+            return [_max_len_error(63)]
+        _remember(_valid_dns1123_labels, value)
+        return []
     errs: list[str] = []
     if _blen(value) > 63:
         errs.append(_max_len_error(63))
@@ -121,6 +147,8 @@ def is_dns1123_label(value: str) -> list[str]:
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """Problems with ``value`` as an RFC 1123 subdomain (most object names), empty when valid."""
+    if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        return [] if len(value) <= 253 else [_max_len_error(253)]
     errs: list[str] = []
     if _blen(value) > 253:
         errs.append(_max_len_error(253))
@@ -131,6 +159,8 @@ def is_dns1123_subdomain(value: str) -> list[str]:
 
 def is_dns1035_label(value: str) -> list[str]:
     """Problems with ``value`` as an RFC 1035 label (Service names), empty when valid."""
+    if _DNS1035_LABEL_RE.fullmatch(value):
+        return [] if len(value) <= 63 else [_max_len_error(63)]
     errs: list[str] = []
     if _blen(value) > 63:
         errs.append(_max_len_error(63))
@@ -141,6 +171,16 @@ def is_dns1035_label(value: str) -> list[str]:
 
 def is_qualified_name(value: str) -> list[str]:
     """Problems with ``value`` as ``[prefix/]name`` (label keys, finalizers), empty when valid."""
+    if value in _valid_qualified_names:
+        return []
+    if len(value) <= 63 and _QUALIFIED_NAME_RE.fullmatch(value):
+        _remember(_valid_qualified_names, value)  # no prefix, a valid name part
+        return []
+    prefix, slash, name = value.partition("/")
+    if (slash and len(name) <= 63 and _QUALIFIED_NAME_RE.fullmatch(name) and len(prefix) <= 253
+            and _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
+        _remember(_valid_qualified_names, value)  # a valid prefix and a valid name part
+        return []
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -168,6 +208,13 @@ def is_qualified_name(value: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """Problems with ``value`` as a label value (empty is valid), empty when valid."""
+    if value in _valid_label_values:
+        return []
+    if _LABEL_VALUE_RE.fullmatch(value):
+        if len(value) > 63:
+            return [_max_len_error(63)]
+        _remember(_valid_label_values, value)
+        return []
     errs: list[str] = []
     if _blen(value) > 63:
         errs.append(_max_len_error(63))
@@ -202,20 +249,28 @@ def name_is_dns1035_label(name: str, prefix: bool) -> list[str]:
 
 def validate_labels(labels: Mapping[str, Any] | None, field: str = "metadata.labels") -> list[FieldError]:
     errs: list[FieldError] = []
-    for key in sorted(labels or {}):
-        value = (labels or {})[key]
-        errs.extend(FieldError.invalid(field, key, m) for m in is_qualified_name(key))
-        errs.extend(FieldError.invalid(field, value, m) for m in is_valid_label_value(str(value)))
+    if not labels:
+        return errs
+    for key in sorted(labels):
+        value = labels[key]
+        if messages := is_qualified_name(key):
+            errs.extend(FieldError.invalid(field, key, m) for m in messages)
+        if messages := is_valid_label_value(value if type(value) is str else str(value)):
+            errs.extend(FieldError.invalid(field, value, m) for m in messages)
     return errs
 
 
 def validate_annotations(annotations: Mapping[str, Any] | None, field: str = "metadata.annotations") -> list[FieldError]:
     errs: list[FieldError] = []
+    if not annotations:
+        return errs
     total = 0
-    for key in sorted(annotations or {}):
+    for key in sorted(annotations):
         # Keys are qualified names, except that case does not matter.
-        errs.extend(FieldError.invalid(field, key, m) for m in is_qualified_name(key.lower()))
-        total += _blen(key) + _blen(str((annotations or {})[key]))
+        if messages := is_qualified_name(key.lower()):
+            errs.extend(FieldError.invalid(field, key, m) for m in messages)
+        value = annotations[key]
+        total += _blen(key) + _blen(value if type(value) is str else str(value))
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(FieldError.too_long(field, TOTAL_ANNOTATION_SIZE_LIMIT))
     return errs
@@ -225,7 +280,8 @@ def validate_finalizers(finalizers: Sequence[str] | None, field: str = "metadata
     errs: list[FieldError] = []
     items = list(finalizers or [])
     for name in items:
-        errs.extend(FieldError.invalid(field, name, m) for m in is_qualified_name(name))
+        if messages := is_qualified_name(name):
+            errs.extend(FieldError.invalid(field, name, m) for m in messages)
     if FINALIZER_ORPHAN_DEPENDENTS in items and FINALIZER_DELETE_DEPENDENTS in items:
         errs.append(FieldError.invalid(
             field, items,
@@ -328,19 +384,21 @@ def validate_object_meta(
     generate_name = str(meta.get("generateName") or "")
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "")
-    if generate_name:
-        errs.extend(FieldError.invalid(f"{field}.generateName", generate_name, m)
-                    for m in name_validator(generate_name, True))
+    if generate_name and (messages := name_validator(generate_name, True)):
+        errs.extend(FieldError.invalid(f"{field}.generateName", generate_name, m) for m in messages)
     if not name:
         errs.append(FieldError.required(f"{field}.name", "name or generateName is required"))
-    else:
-        errs.extend(FieldError.invalid(f"{field}.name", name, m) for m in name_validator(name, False))
+    elif name_validator is name_is_dns1123_subdomain and len(name) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+        pass  # what the validator answers for a valid subdomain (most kinds' rule), without the calls
+    elif messages := name_validator(name, False):
+        errs.extend(FieldError.invalid(f"{field}.name", name, m) for m in messages)
     if namespaced:
         if not namespace:
             errs.append(FieldError.required(f"{field}.namespace"))
-        else:
-            errs.extend(FieldError.invalid(f"{field}.namespace", namespace, m)
-                        for m in name_is_dns1123_label(namespace, False))
+        elif namespace in _valid_dns1123_labels:
+            pass
+        elif messages := is_dns1123_label(namespace):
+            errs.extend(FieldError.invalid(f"{field}.namespace", namespace, m) for m in messages)
     elif namespace:
         errs.append(FieldError.forbidden(f"{field}.namespace", "not allowed on this type"))
     generation = meta.get("generation")
@@ -441,6 +499,55 @@ def _check_string_map(value: Any, field: str, errs: list[FieldError]) -> None:
             errs.append(_type_error(f"{field}[{key}]", item, "string"))
 
 
+# What :func:`_well_typed` accepts per metadata field without looking further (``None`` is fine
+# everywhere); labels, annotations, finalizers and ownerReferences need a look inside.
+_META_SCALAR_TYPES: dict[str, type] = {
+    **dict.fromkeys(_META_STRINGS, str), **dict.fromkeys(_META_INTEGERS, int), "managedFields": list,
+}
+
+
+def _well_typed(obj: dict[str, Any]) -> bool:
+    """A sufficient test that :func:`type_errors` finds nothing, one pass over the fields present
+    (exact types only: anything unusual takes the full check, which reports in its fixed order)."""
+    if "apiVersion" in obj and type(obj["apiVersion"]) is not str:
+        return False
+    if "kind" in obj and type(obj["kind"]) is not str:
+        return False
+    meta = obj.get("metadata")
+    if meta is None:
+        return True
+    if type(meta) is not dict:
+        return False
+    for key, value in meta.items():
+        if value is None:
+            continue
+        expected = _META_SCALAR_TYPES.get(key)
+        if expected is not None:
+            if type(value) is not expected:
+                return False
+        elif key in ("labels", "annotations"):
+            if type(value) is not dict or not all(type(item) is str for item in value.values()):
+                return False
+        elif key == "finalizers":
+            if type(value) is not list or not all(type(item) is str for item in value):
+                return False
+        elif key == "ownerReferences":
+            if type(value) is not list:
+                return False
+            for ref in value:
+                if type(ref) is not dict:
+                    return False
+                for name in _OWNER_STRINGS:
+                    item = ref.get(name)
+                    if item is not None and type(item) is not str:
+                        return False
+                for name in _OWNER_BOOLS:
+                    item = ref.get(name)
+                    if item is not None and type(item) is not bool:
+                        return False
+    return True
+
+
 def type_errors(obj: Any) -> list[FieldError]:
     """Wrong JSON types where every object has a fixed shape: the object itself, ``apiVersion``,
     ``kind`` and ``metadata`` (strings, integers, string maps, string lists, ownerReferences).
@@ -450,6 +557,10 @@ def type_errors(obj: Any) -> list[FieldError]:
     """
     if not isinstance(obj, dict):
         return [_type_error("", obj, "object")]
+    return [] if _well_typed(obj) else _all_type_errors(obj)
+
+
+def _all_type_errors(obj: dict[str, Any]) -> list[FieldError]:
     errs: list[FieldError] = []
     for key in ("apiVersion", "kind"):
         if key in obj and not isinstance(obj[key], str):

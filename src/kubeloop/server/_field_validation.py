@@ -68,7 +68,7 @@ def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> lis
             paths.extend(prune(obj, schema))
     else:
         paths = prune_builtin_unknown_fields(obj, builtin_schema(info.group, info.version, info.kind))
-    return [f'unknown field "{p}"' for p in paths]
+    return [f'unknown field "{p}"' for p in paths] if paths else paths
 
 
 def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:
@@ -104,7 +104,9 @@ def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[
     ``body`` cannot repeat a key (the decoded object has none, and the bytes are the same), so the
     second, slower parse is skipped. Any other body takes the full parse; the answer is the same.
     """
-    if directive == "Ignore" or not body.lstrip().startswith((b"{", b"[")):
+    if directive == "Ignore":
+        return []
+    if body[:1] not in (b"{", b"[") and not body.lstrip().startswith((b"{", b"[")):
         return []
     if decoded is not _UNSET:
         try:

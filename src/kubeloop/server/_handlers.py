@@ -80,7 +80,7 @@ class ResourceHandlers:
         body = await request.body()
         media = request.content_type
         if media == "application/json":
-            if not body.strip():
+            if not body or body.isspace():  # what ``not body.strip()`` says, without copying the body
                 raise BadRequest("Object 'Kind' is missing in ''")
             return decode_json(body)
         if media in ("application/yaml", "application/x-yaml"):

@@ -1,0 +1,171 @@
+"""The validation fast paths (pattern first, remembered valid values, the one-pass type test) give
+exactly what the straightforward checks give: the same messages in the same order, or none."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeloop.api import (
+    FieldError,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+    type_errors,
+    validate_annotations,
+    validate_finalizers,
+    validate_labels,
+    validate_object_meta,
+)
+from kubeloop.api import _validation as v
+
+# -- the straightforward checks, as validation.go writes them (length first, then the pattern) --------
+
+
+def _blen(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def _ref_label(value: str) -> list[str]:
+    errs = [v._max_len_error(63)] if _blen(value) > 63 else []
+    if not re.fullmatch(v._DNS1123_LABEL_FMT, value):
+        if re.fullmatch(v._DNS1123_SUBDOMAIN_FMT, value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(v._regex_error(v._DNS1123_LABEL_MSG, v._DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def _ref_subdomain(value: str) -> list[str]:
+    errs = [v._max_len_error(253)] if _blen(value) > 253 else []
+    if not re.fullmatch(v._DNS1123_SUBDOMAIN_FMT, value):
+        errs.append(v._regex_error(v._DNS1123_SUBDOMAIN_MSG, v._DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def _ref_1035(value: str) -> list[str]:
+    errs = [v._max_len_error(63)] if _blen(value) > 63 else []
+    if not re.fullmatch(v._DNS1035_LABEL_FMT, value):
+        errs.append(v._regex_error(v._DNS1035_LABEL_MSG, v._DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def _ref_qualified(value: str) -> list[str]:
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in _ref_subdomain(prefix))
+    else:
+        return [
+            "a qualified name "
+            + v._regex_error(v._QUALIFIED_NAME_MSG, v._QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _blen(name) > 63:
+        errs.append("name part " + v._max_len_error(63))
+    if not re.fullmatch(v._QUALIFIED_NAME_FMT, name):
+        errs.append("name part " + v._regex_error(v._QUALIFIED_NAME_MSG, v._QUALIFIED_NAME_FMT, "MyName", "my.name",
+                                                  "123-abc"))
+    return errs
+
+
+def _ref_label_value(value: str) -> list[str]:
+    errs = [v._max_len_error(63)] if _blen(value) > 63 else []
+    if not re.fullmatch(v._LABEL_VALUE_FMT, value):
+        errs.append(v._regex_error(v._LABEL_VALUE_MSG, v._LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+# Text near the boundaries: the alphabet of the patterns, the separators, upper case, non-ASCII,
+# and lengths around 63 and 253.
+_PIECE = st.sampled_from(["a", "z", "0", "9", "-", ".", "_", "/", "A", "é", " ", "\n", "x" * 30, "y" * 62])
+_TEXT = st.lists(_PIECE, max_size=12).map("".join) | st.sampled_from(
+    ["", "a" * 63, "a" * 64, "a." * 126 + "a", "a." * 127, "example.com/" + "n" * 63, "example.com/" + "n" * 64,
+     "é" * 32, "a/b/c", "/a", "a/", "app.kubernetes.io/name", "kubernetes.io/metadata.name"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=4))
+def test_name_and_label_checks_give_the_straightforward_answers(values: list[str]) -> None:
+    for _ in range(2):  # the second round answers from the remembered valid values
+        for value in values:
+            assert is_dns1123_label(value) == _ref_label(value)
+            assert is_dns1123_subdomain(value) == _ref_subdomain(value)
+            assert is_dns1035_label(value) == _ref_1035(value)
+            assert is_qualified_name(value) == _ref_qualified(value)
+            assert is_valid_label_value(value) == _ref_label_value(value)
+
+
+def test_remembered_values_stay_bounded() -> None:
+    for i in range(3 * v._REMEMBERED):
+        assert is_valid_label_value(f"v{i}") == []
+    assert len(v._valid_label_values) <= v._REMEMBERED
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_TEXT, _TEXT | st.integers(0, 3), max_size=4), st.lists(_TEXT, max_size=3))
+def test_labels_annotations_and_finalizers_report_what_the_checks_report(labels: dict[str, Any],
+                                                                          finalizers: list[str]) -> None:
+    expected = []
+    for key in sorted(labels):
+        expected += [FieldError.invalid("metadata.labels", key, m) for m in _ref_qualified(key)]
+        expected += [FieldError.invalid("metadata.labels", labels[key], m) for m in _ref_label_value(str(labels[key]))]
+    assert validate_labels(labels) == expected
+    expected = [FieldError.invalid("metadata.annotations", key, m) for key in sorted(labels)
+                for m in _ref_qualified(key.lower())]
+    assert validate_annotations(labels) == expected
+    expected = [FieldError.invalid("metadata.finalizers", f, m) for f in finalizers for m in _ref_qualified(f)]
+    assert validate_finalizers(finalizers) == expected
+
+
+_SCALAR = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=False) | st.sampled_from(["", "a"])
+_VALUE = _SCALAR | st.lists(_SCALAR, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), _SCALAR, max_size=2)
+_REF = st.fixed_dictionaries({}, optional={k: _VALUE for k in ("apiVersion", "kind", "name", "uid", "controller",
+                                                                  "blockOwnerDeletion", "other")})
+_META_KEYS = [*v._META_STRINGS, *v._META_INTEGERS, "labels", "annotations", "finalizers", "ownerReferences",
+              "managedFields", "other"]
+_META = st.dictionaries(st.sampled_from(_META_KEYS),
+                        _VALUE | st.lists(_REF, max_size=2) | st.dictionaries(st.sampled_from(["k"]), _VALUE),
+                        max_size=6)
+_OBJECT = st.fixed_dictionaries({}, optional={"apiVersion": _VALUE, "kind": _VALUE, "metadata": _META | _VALUE})
+
+
+@settings(max_examples=600, deadline=None)
+@given(_OBJECT)
+def test_the_one_pass_type_test_only_passes_objects_without_type_errors(obj: dict[str, Any]) -> None:
+    full = v._all_type_errors(obj)
+    if v._well_typed(obj):
+        assert full == []
+    assert type_errors(obj) == full
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"name": _TEXT, "namespace": _TEXT}, optional={"generateName": _TEXT}))
+def test_object_meta_reports_every_name_problem(meta: dict[str, Any]) -> None:
+    expected = []
+    if meta.get("generateName"):
+        prefix = meta["generateName"]
+        masked = prefix[:-2] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+        expected += [FieldError.invalid("metadata.generateName", prefix, m) for m in _ref_subdomain(masked)]
+    if not meta["name"]:
+        expected.append(FieldError.required("metadata.name", "name or generateName is required"))
+    else:
+        expected += [FieldError.invalid("metadata.name", meta["name"], m) for m in _ref_subdomain(meta["name"])]
+    if not meta["namespace"]:
+        expected.append(FieldError.required("metadata.namespace"))
+    else:
+        expected += [FieldError.invalid("metadata.namespace", meta["namespace"], m) for m in _ref_label(meta["namespace"])]
+    assert validate_object_meta(meta, namespaced=True) == expected
