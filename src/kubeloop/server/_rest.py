@@ -214,9 +214,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     name = str(meta["name"])
+    guard, namespace_state = await _namespace_guard(state, info, req.namespace)
     attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                user=req.user, dry_run=req.options.dry_run)
-    guard = await _namespace_guard(state, info, req.namespace)
+                                user=req.user, dry_run=req.options.dry_run, namespace_state=namespace_state)
     await run_admission(state.admission, attrs, obj, None)
     record_manager(state, req, obj, None)
     if req.options.dry_run:
@@ -243,9 +243,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             if guard_attempt == _GUARD_ATTEMPTS:
                 raise conflict(info.plural, name, info.group,
                                "the namespace kept changing while the object was created; please retry") from None
-            guard = await _namespace_guard(state, info, req.namespace)
+            guard, namespace_state = await _namespace_guard(state, info, req.namespace)
             attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                        user=req.user, dry_run=False)
+                                        user=req.user, dry_run=False, namespace_state=namespace_state)
             await run_admission(state.admission, attrs, obj, None)
     error = already_exists(info.plural, name, info.group)
     if generate:
@@ -256,18 +256,21 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     raise error
 
 
-async def _namespace_guard(state: ServerState, info: ResourceInfo, namespace: str) -> tuple[str, int] | None:
-    """The namespace's key at the revision admission is about to judge, for the store's guarded create.
+async def _namespace_guard(
+    state: ServerState, info: ResourceInfo, namespace: str
+) -> tuple[tuple[str, int] | None, tuple[KeyValue | None] | None]:
+    """The namespace's key at the revision admission is about to judge, for the store's guarded create,
+    and that read itself (``AdmissionAttributes.namespace_state``): one store read serves both.
 
     Upstream leaves a window between the NamespaceLifecycle check and the write (its namespace controller
     waits ``namespaceDeletionGracePeriod`` so late creations become visible); committing the create only
     while the namespace is still at the revision that was admitted closes the window here.
     """
     if not info.namespaced or not namespace:
-        return None
+        return None, None
     key = namespace_key(namespace)
     kv = await state.store.get(key)
-    return key, kv.mod_revision if kv is not None else 0
+    return (key, kv.mod_revision if kv is not None else 0), (kv,)
 
 
 def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

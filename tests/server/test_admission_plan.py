@@ -1,0 +1,130 @@
+"""Admission runs each plugin for exactly the operations and resources it declares it handles, calls a
+plugin's synchronous ``admit`` in place of its coroutine, notices plugins added or removed at any time,
+and judges a create's namespace from the one read the server made for its guarded create."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from kubeloop.api import ResourceInfo
+from kubeloop.server import App
+from kubeloop.server._admission import AdmissionAttributes, NamespaceLifecycle, run_admission
+from kubeloop.store import SqliteStore
+
+CM = "/api/v1/namespaces/default/configmaps"
+SECRETS = "/api/v1/namespaces/default/secrets"
+MERGE = {"content-type": "application/merge-patch+json"}
+
+
+class CreatesOfConfigMaps:
+    """Declares it handles CREATE of configmaps only; records every call, sync and async alike."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.called: list[tuple[str, str, str]] = []
+
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        self.asked.append((operation, resource.plural))
+        return operation == "CREATE" and resource.plural == "configmaps"
+
+    async def __call__(self, attributes: AdmissionAttributes, obj: Any, old: Any) -> None:
+        raise AssertionError("admit is called in place of __call__")
+
+    def admit(self, attributes: AdmissionAttributes, obj: Any, old: Any) -> Awaitable[None] | None:
+        self.called.append((attributes.operation, attributes.resource.plural, attributes.name))
+        return None
+
+
+class Everything:
+    """No ``handles``: called for every write."""
+
+    def __init__(self) -> None:
+        self.called: list[tuple[str, str, str]] = []
+
+    async def __call__(self, attributes: AdmissionAttributes, obj: Any, old: Any) -> None:
+        self.called.append((attributes.operation, attributes.resource.plural, attributes.name))
+
+
+def _configmaps(app: App) -> ResourceInfo:
+    info = app.state.kinds.get("", "v1", "configmaps")
+    assert info is not None
+    return info
+
+
+async def _writes(client: httpx.AsyncClient, suffix: str) -> None:
+    for base in (CM, SECRETS):
+        assert (await client.post(base, json={"metadata": {"name": f"a{suffix}"}})).status_code == 201
+        r = await client.patch(f"{base}/a{suffix}", json={"metadata": {"labels": {"x": "y"}}}, headers=MERGE)
+        assert r.status_code == 200, r.text
+        assert (await client.delete(f"{base}/a{suffix}")).status_code == 200
+
+
+async def test_a_plugin_runs_for_exactly_the_operations_it_handles(app: App, client: httpx.AsyncClient) -> None:
+    picky, every = CreatesOfConfigMaps(), Everything()
+    app.admission.extend([picky, every])
+    await _writes(client, "1")
+    await _writes(client, "2")
+    assert picky.called == [("CREATE", "configmaps", "a1"), ("CREATE", "configmaps", "a2")]
+    assert every.called == [(op, plural, f"a{n}") for n in "12" for plural in ("configmaps", "secrets")
+                            for op in ("CREATE", "UPDATE", "DELETE")]
+    # Asked once per (operation, resource), not once per write.
+    assert sorted(picky.asked) == sorted({(op, p) for op in ("CREATE", "UPDATE", "DELETE")
+                                          for p in ("configmaps", "secrets")})
+
+
+async def test_plugins_added_or_removed_later_are_seen_by_the_next_write(app: App, client: httpx.AsyncClient) -> None:
+    assert (await client.post(CM, json={"metadata": {"name": "before"}})).status_code == 201
+    picky = CreatesOfConfigMaps()
+    app.admission.append(picky)
+    assert (await client.post(CM, json={"metadata": {"name": "after"}})).status_code == 201
+    app.admission.remove(picky)
+    assert (await client.post(CM, json={"metadata": {"name": "removed"}})).status_code == 201
+    app.admission.insert(0, picky)
+    assert (await client.post(CM, json={"metadata": {"name": "inserted"}})).status_code == 201
+    del app.admission[0]
+    assert (await client.post(CM, json={"metadata": {"name": "deleted"}})).status_code == 201
+    chain = app.admission
+    chain += [picky]
+    assert (await client.post(CM, json={"metadata": {"name": "added"}})).status_code == 201
+    assert [name for _, _, name in picky.called] == ["after", "inserted", "added"]
+
+
+async def test_a_plain_list_chain_runs_the_same_plugins(app: App) -> None:
+    picky, every = CreatesOfConfigMaps(), Everything()
+    configmaps = _configmaps(app)
+    for operation in ("CREATE", "UPDATE", "DELETE"):
+        attrs = AdmissionAttributes(operation, configmaps, "default", "x")
+        await run_admission([picky, every], attrs, {}, None)
+    assert picky.called == [("CREATE", "configmaps", "x")]
+    assert [op for op, _, _ in every.called] == ["CREATE", "UPDATE", "DELETE"]
+
+
+@pytest.mark.parametrize("phase", ["missing", "Active", "Terminating", "deleting"])
+async def test_namespace_lifecycle_judges_a_passed_read_as_it_judges_its_own(
+    app: App, store: SqliteStore, phase: str
+) -> None:
+    key = "/registry/core/namespaces/team"
+    if phase != "missing":
+        meta: dict[str, Any] = {"name": "team"}
+        if phase == "deleting":
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        body = {"metadata": meta, "status": {"phase": "Terminating" if phase == "Terminating" else "Active"}}
+        await store.create(key, lambda revision: orjson.dumps(body))
+    configmaps = _configmaps(app)
+    outcomes: list[tuple[type[Exception], str, Any] | None] = []
+    for passed in (False, True):
+        plugin = NamespaceLifecycle(store)
+        state = (await store.get(key),) if passed else None
+        attrs = AdmissionAttributes("CREATE", configmaps, "team", "x", namespace_state=state)
+        try:
+            await plugin(attrs, {}, None)
+            outcomes.append(None)
+        except Exception as error:
+            outcomes.append((type(error), str(error), getattr(error, "details", None)))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] is None) == (phase == "Active")
