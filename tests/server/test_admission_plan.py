@@ -13,7 +13,14 @@ import pytest
 
 from kubeloop.api import ResourceInfo
 from kubeloop.server import App
-from kubeloop.server._admission import AdmissionAttributes, NamespaceLifecycle, run_admission
+from kubeloop.server._admission import (
+    Admission,
+    AdmissionAttributes,
+    AdmissionChain,
+    NamespaceLifecycle,
+    admit,
+    run_admission,
+)
 from kubeloop.store import SqliteStore
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -128,3 +135,57 @@ async def test_namespace_lifecycle_judges_a_passed_read_as_it_judges_its_own(
             outcomes.append((type(error), str(error), getattr(error, "details", None)))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0] is None) == (phase == "Active")
+
+
+class Named:
+    """Records its name in ``log``; waits first when ``waits`` (a coroutine plugin), else runs as ``admit``."""
+
+    def __init__(self, name: str, log: list[str], *, waits: bool, refuses: bool = False) -> None:
+        self.name, self.log, self.waits, self.refuses = name, log, waits, refuses
+
+    async def __call__(self, attributes: AdmissionAttributes, obj: Any, old: Any) -> None:
+        raise AssertionError("admit is called in place of __call__")
+
+    def admit(self, attributes: AdmissionAttributes, obj: Any, old: Any) -> Awaitable[None] | None:
+        if self.waits:
+            return self._wait()
+        self._run()
+        return None
+
+    async def _wait(self) -> None:
+        self.log.append(f"{self.name}:waited")
+        self._run()
+
+    def _run(self) -> None:
+        self.log.append(self.name)
+        if self.refuses:
+            raise PermissionError(self.name)
+
+
+@pytest.mark.parametrize("shape", ["sss", "sws", "wsw", "www", "swr", "rws", "wrs"])
+async def test_the_chain_runs_in_order_whether_plugins_wait_or_not(app: App, shape: str) -> None:
+    """``admit`` (plain call, awaiting only from the first plugin that waits) and ``run_admission`` agree,
+    over a plain list and an :class:`AdmissionChain`."""
+    attrs = AdmissionAttributes("CREATE", _configmaps(app), "default", "x")
+    expected: list[str] = []
+    for i, c in enumerate(shape):
+        expected += [f"p{i}:waited", f"p{i}"] if c == "w" else [f"p{i}"]
+        if c == "r":
+            expected.append("refused")
+            break
+    for chain_type in (list, AdmissionChain):
+        for general in (False, True):
+            log: list[str] = []
+            chain: list[Admission] = chain_type(
+                Named(f"p{i}", log, waits=c == "w", refuses=c == "r") for i, c in enumerate(shape))
+            try:
+                if general:
+                    await run_admission(chain, attrs, {}, None)
+                else:
+                    pending = admit(chain, attrs, {}, None)
+                    assert (pending is None) == ("w" not in shape.split("r")[0])
+                    if pending is not None:
+                        await pending
+            except PermissionError:
+                log.append("refused")
+            assert log == expected, (chain_type, general)

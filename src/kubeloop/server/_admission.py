@@ -35,7 +35,7 @@ import orjson
 from kubeloop.api import Forbidden, ResourceInfo, not_found
 from kubeloop.store import KeyValue, Store
 
-__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "NamespaceLifecycle", "run_admission"]
+__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "NamespaceLifecycle", "admit", "run_admission"]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
@@ -162,14 +162,42 @@ async def run_admission(
     old: dict[str, Any] | None,
 ) -> None:
     """Run the plugins that handle this operation and resource, in order."""
+    pending = admit(plugins, attributes, obj, old)
+    if pending is not None:
+        await pending
+
+
+def admit(
+    plugins: Sequence[Admission],
+    attributes: AdmissionAttributes,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> Awaitable[None] | None:
+    """:func:`run_admission` as a plain call: ``None`` when every plugin finished without waiting,
+    else an awaitable that finishes the first plugin that must wait and runs the rest after it."""
     if isinstance(plugins, AdmissionChain):
         plan = plugins.plan(attributes.operation, attributes.resource)
     else:
         plan = _plan(plugins, attributes.operation, attributes.resource)
-    for step in plan:
+    for index, step in enumerate(plan):
         pending = step(attributes, obj, old)
         if pending is not None:
-            await pending
+            return _finish(pending, plan[index + 1:], attributes, obj, old)
+    return None
+
+
+async def _finish(
+    pending: Awaitable[None],
+    rest: _Plan,
+    attributes: AdmissionAttributes,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> None:
+    await pending
+    for step in rest:
+        more = step(attributes, obj, old)
+        if more is not None:
+            await more
 
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
