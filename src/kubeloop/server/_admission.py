@@ -97,6 +97,8 @@ class AdmissionChain(list[Admission]):
             plans = self._plans[operation] = {}
         entry = plans.get(id(resource))
         if entry is None or entry[0] is not resource:
+            if len(plans) >= 4096:  # bounded: a CRD's update makes a new ResourceInfo
+                plans.clear()
             entry = plans[id(resource)] = (resource, _plan(self, operation, resource))
         return entry[1]
 
