@@ -4,7 +4,9 @@ and judges a create's namespace from the one read the server made for its guarde
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,7 +14,7 @@ import orjson
 import pytest
 
 from kubeloop.api import ResourceInfo
-from kubeloop.server import App
+from kubeloop.server import App, create_app
 from kubeloop.server._admission import (
     Admission,
     AdmissionAttributes,
@@ -21,7 +23,8 @@ from kubeloop.server._admission import (
     admit,
     run_admission,
 )
-from kubeloop.store import SqliteStore
+from kubeloop.store import KeyValue, SqliteStore
+from kubeloop.testing import FakeClock
 
 CM = "/api/v1/namespaces/default/configmaps"
 SECRETS = "/api/v1/namespaces/default/secrets"
@@ -189,3 +192,38 @@ async def test_the_chain_runs_in_order_whether_plugins_wait_or_not(app: App, sha
             except PermissionError:
                 log.append("refused")
             assert log == expected, (chain_type, general)
+
+
+class CountingStore(SqliteStore):
+    """The real store, counting reads of each key."""
+
+    reads: dict[str, int]
+
+    async def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return await super().get(key, revision=revision)
+
+
+async def test_a_create_reads_its_namespace_once_and_namespace_lifecycle_still_refuses(tmp_path: Path) -> None:
+    store = await CountingStore.open(tmp_path / "db")
+    assert isinstance(store, CountingStore)
+    store.reads = {}
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(7))
+    await app.startup()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kubeloop") as client:
+            assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})).status_code == 201
+            store.reads.clear()
+            r = await client.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "a"}})
+            assert r.status_code == 201, r.text
+            assert store.reads.get("/registry/core/namespaces/team") == 1
+            r = await client.post("/api/v1/namespaces/nowhere/configmaps", json={"metadata": {"name": "a"}})
+            assert r.status_code == 404, r.text
+            assert r.json()["message"] == 'namespaces "nowhere" not found'
+            assert (await client.delete("/api/v1/namespaces/team")).status_code == 200
+            r = await client.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "b"}})
+            assert r.status_code == 403, r.text
+            assert "because it is being terminated" in r.json()["message"]
+    finally:
+        await app.shutdown()
+        await store.close()
