@@ -8,20 +8,34 @@ mutate the new object in place, or reject the request by raising an
 example). ``dryRun`` requests run admission too; plugins with side effects must look at
 ``attributes.dry_run``.
 
+Two optional members make a plugin cheap on the hot path, without changing what it decides:
+
+- ``handles(operation, resource) -> bool``: whether the plugin can act on that operation of that
+  resource at all. It is asked once per (operation, resource) for a given chain, and a plugin that
+  answers ``False`` is not called for it. A plugin without ``handles`` is called for everything.
+- ``admit(attributes, obj, old) -> Awaitable[None] | None``: the same check as ``__call__``, called
+  as a plain function; it returns ``None`` when it finished without waiting, or an awaitable to
+  await when it must (``__call__`` is then not used).
+
+A chain is an :class:`AdmissionChain` (a list; any change to it drops the cached plans). For a
+namespaced CREATE, the server reads the namespace once (the version its guarded create commits
+against) and passes that read in ``attributes.namespace_state``; :class:`NamespaceLifecycle` judges
+that same version instead of reading the store again.
+
 Built in: :class:`NamespaceLifecycle` (apiserver ``pkg/admission/plugin/namespace/lifecycle``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Literal, NamedTuple, Protocol, SupportsIndex
 
 import orjson
 
 from kubeloop.api import Forbidden, ResourceInfo, not_found
-from kubeloop.store import Store
+from kubeloop.store import KeyValue, Store
 
-__all__ = ["Admission", "AdmissionAttributes", "NamespaceLifecycle", "run_admission"]
+__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "NamespaceLifecycle", "admit", "run_admission"]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
@@ -38,6 +52,9 @@ class AdmissionAttributes(NamedTuple):
     subresource: str = ""
     user: Any = None
     dry_run: bool = False
+    # For a namespaced CREATE: the namespace as the server read it for this attempt, as a 1-tuple
+    # (``(None,)`` when it does not exist); ``None`` when the caller did not read it.
+    namespace_state: tuple[KeyValue | None] | None = None
 
 
 class Admission(Protocol):
@@ -46,14 +63,143 @@ class Admission(Protocol):
     ) -> None: ...
 
 
+_Step = Callable[[AdmissionAttributes, "dict[str, Any] | None", "dict[str, Any] | None"], "Awaitable[None] | None"]
+# The plugins that run, each as the runner calls it (its ``admit``, else the plugin itself).
+_Plan = tuple[_Step, ...]
+
+
+def _plan(plugins: Iterable[Admission], operation: Operation, resource: ResourceInfo) -> _Plan:
+    """The plugins that handle ``operation`` on ``resource``, in chain order, each as it is called."""
+    steps: list[_Step] = []
+    for plugin in plugins:
+        handles = getattr(plugin, "handles", None)
+        if handles is not None and not handles(operation, resource):
+            continue
+        admit = getattr(plugin, "admit", None)
+        steps.append(admit if admit is not None else plugin)
+    return tuple(steps)
+
+
+class AdmissionChain(list[Admission]):
+    """The server's admission plugins, in order; caches which of them run per (operation, resource).
+
+    A plain list otherwise: every mutating method drops the cache, so a plugin appended at any time
+    is seen by the next request."""
+
+    def __init__(self, plugins: Iterable[Admission] = ()) -> None:
+        super().__init__(plugins)
+        # operation -> id(resource) -> (resource, plan); the resource is kept so its id stays unique.
+        self._plans: dict[str, dict[int, tuple[ResourceInfo, _Plan]]] = {}
+
+    def plan(self, operation: Operation, resource: ResourceInfo) -> _Plan:
+        plans = self._plans.get(operation)
+        if plans is None:
+            plans = self._plans[operation] = {}
+        entry = plans.get(id(resource))
+        if entry is None or entry[0] is not resource:
+            if len(plans) >= 4096:  # bounded: a CRD's update makes a new ResourceInfo
+                plans.clear()
+            entry = plans[id(resource)] = (resource, _plan(self, operation, resource))
+        return entry[1]
+
+    def _changed(self) -> None:
+        self._plans.clear()
+
+    def append(self, plugin: Admission) -> None:
+        super().append(plugin)
+        self._changed()
+
+    def extend(self, plugins: Iterable[Admission]) -> None:
+        super().extend(plugins)
+        self._changed()
+
+    def insert(self, index: SupportsIndex, plugin: Admission) -> None:
+        super().insert(index, plugin)
+        self._changed()
+
+    def remove(self, plugin: Admission) -> None:
+        super().remove(plugin)
+        self._changed()
+
+    def pop(self, index: SupportsIndex = -1) -> Admission:
+        plugin = super().pop(index)
+        self._changed()
+        return plugin
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        super().sort(*args, **kwargs)
+        self._changed()
+
+    def reverse(self) -> None:
+        super().reverse()
+        self._changed()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        super().__setitem__(index, value)
+        self._changed()
+
+    def __delitem__(self, index: Any) -> None:
+        super().__delitem__(index)
+        self._changed()
+
+    def __iadd__(self, plugins: Iterable[Admission]) -> AdmissionChain:  # type: ignore[override,misc]
+        super().__iadd__(plugins)
+        self._changed()
+        return self
+
+    def __imul__(self, count: SupportsIndex) -> AdmissionChain:
+        super().__imul__(count)
+        self._changed()
+        return self
+
+
 async def run_admission(
     plugins: Sequence[Admission],
     attributes: AdmissionAttributes,
     obj: dict[str, Any] | None,
     old: dict[str, Any] | None,
 ) -> None:
-    for plugin in plugins:
-        await plugin(attributes, obj, old)
+    """Run the plugins that handle this operation and resource, in order."""
+    pending = admit(plugins, attributes, obj, old)
+    if pending is not None:
+        await pending
+
+
+def admit(
+    plugins: Sequence[Admission],
+    attributes: AdmissionAttributes,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> Awaitable[None] | None:
+    """:func:`run_admission` as a plain call: ``None`` when every plugin finished without waiting,
+    else an awaitable that finishes the first plugin that must wait and runs the rest after it."""
+    if isinstance(plugins, AdmissionChain):
+        plan = plugins.plan(attributes.operation, attributes.resource)
+    else:
+        plan = _plan(plugins, attributes.operation, attributes.resource)
+    for index, step in enumerate(plan):
+        pending = step(attributes, obj, old)
+        if pending is not None:
+            return _finish(pending, plan[index + 1:], attributes, obj, old)
+    return None
+
+
+async def _finish(
+    pending: Awaitable[None],
+    rest: _Plan,
+    attributes: AdmissionAttributes,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+) -> None:
+    await pending
+    for step in rest:
+        more = step(attributes, obj, old)
+        if more is not None:
+            await more
 
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -81,17 +227,38 @@ class NamespaceLifecycle:
         # key never changes, so a namespace is decoded once per write to it, not once per create in it.
         self._terminating: dict[str, tuple[int, bool]] = {}
 
+    def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
+        if resource.group == "" and resource.plural == "namespaces":
+            return operation == "DELETE"
+        return operation == "CREATE" and resource.namespaced
+
     async def __call__(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None:
+        pending = self.admit(attributes, obj, old)
+        if pending is not None:
+            await pending
+
+    def admit(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> Awaitable[None] | None:
         info = attributes.resource
         if info.group == "" and info.plural == "namespaces":
             if attributes.operation == "DELETE" and attributes.name in IMMORTAL_NAMESPACES:
                 raise _forbidden(attributes, "this namespace may not be deleted")
-            return
+            return None
         if attributes.operation != "CREATE" or not info.namespaced or not attributes.namespace:
-            return
-        kv = await self._store.get(f"/registry/core/namespaces/{attributes.namespace}")
+            return None
+        state = attributes.namespace_state
+        if state is None:
+            return self._read_and_judge(attributes)
+        self._judge(attributes, state[0])
+        return None
+
+    async def _read_and_judge(self, attributes: AdmissionAttributes) -> None:
+        self._judge(attributes, await self._store.get(f"/registry/core/namespaces/{attributes.namespace}"))
+
+    def _judge(self, attributes: AdmissionAttributes, kv: KeyValue | None) -> None:
         if kv is None:
             raise not_found("namespaces", attributes.namespace)
         seen = self._terminating.get(attributes.namespace)

@@ -22,10 +22,10 @@ held only through a ``*`` of the user's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
-from kubeloop.api import Forbidden, not_found
+from kubeloop.api import Forbidden, ResourceInfo, not_found
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, go_quote
@@ -49,15 +49,33 @@ class RbacEscalationCheck:
     def __init__(self, authorizer: RbacAuthorizer) -> None:
         self._authorizer = authorizer
 
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        return resource.group == RBAC_GROUP and operation != "DELETE"
+
     async def __call__(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None:
+        pending = self.admit(attributes, obj, old)
+        if pending is not None:
+            await pending
+
+    def admit(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> Awaitable[None] | None:
+        """``None`` when the write needs no check (not RBAC, no object, a subresource, a master);
+        otherwise the check, which reads the authorizer's snapshot."""
         info = attributes.resource
         user = attributes.user
         if info.group != RBAC_GROUP or obj is None or attributes.subresource or not isinstance(user, User):
-            return
+            return None
         if user.is_master:
-            return
+            return None
+        return self._check(attributes, obj, old, user)
+
+    async def _check(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None, user: User
+    ) -> None:
+        info = attributes.resource
         snapshot = await self._authorizer.snapshot()
         namespace = attributes.namespace
         if info.kind in _ROLES:

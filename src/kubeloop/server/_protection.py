@@ -41,6 +41,7 @@ from kubeloop.api import (
     APPROVED_ANNOTATION,
     PROTECT_ANNOTATION,
     Forbidden,
+    ResourceInfo,
     approval_value,
     is_protected,
     kubectl_name,
@@ -86,7 +87,15 @@ def deletion_refusal(obj: Mapping[str, Any], *, kind: str, group: str) -> str | 
 class DeletionProtection:
     """The admission plugin: refuses DELETE of a protected object that carries no valid approval (403)."""
 
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        return operation == "DELETE"
+
     async def __call__(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        self.admit(attributes, obj, old)
+
+    def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None:
         if attributes.operation != "DELETE" or old is None or attributes.subresource:

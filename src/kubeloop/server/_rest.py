@@ -34,7 +34,7 @@ from kubeloop.api._validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from kubeloop.server._admission import AdmissionAttributes, run_admission
+from kubeloop.server._admission import AdmissionAttributes, admit, run_admission
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
@@ -214,10 +214,19 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     name = str(meta["name"])
-    attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                user=req.user, dry_run=req.options.dry_run)
-    guard = await _namespace_guard(state, info, req.namespace)
-    await run_admission(state.admission, attrs, obj, None)
+    namespace = req.namespace if info.namespaced else ""
+    if namespace:  # _namespace_guard, inline: one read serves the guarded create and NamespaceLifecycle
+        ns_key = namespace_key(namespace)
+        namespace_kv = await state.store.get(ns_key)
+        guard: tuple[str, int] | None = (ns_key, namespace_kv.mod_revision if namespace_kv is not None else 0)
+        namespace_state: tuple[KeyValue | None] | None = (namespace_kv,)
+    else:
+        guard = namespace_state = None
+    attrs = AdmissionAttributes("CREATE", info, namespace, name,
+                                user=req.user, dry_run=req.options.dry_run, namespace_state=namespace_state)
+    pending = admit(state.admission, attrs, obj, None)
+    if pending is not None:
+        await pending
     record_manager(state, req, obj, None)
     if req.options.dry_run:
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
@@ -243,9 +252,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             if guard_attempt == _GUARD_ATTEMPTS:
                 raise conflict(info.plural, name, info.group,
                                "the namespace kept changing while the object was created; please retry") from None
-            guard = await _namespace_guard(state, info, req.namespace)
+            guard, namespace_state = await _namespace_guard(state, info, req.namespace)
             attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                        user=req.user, dry_run=False)
+                                        user=req.user, dry_run=False, namespace_state=namespace_state)
             await run_admission(state.admission, attrs, obj, None)
     error = already_exists(info.plural, name, info.group)
     if generate:
@@ -256,18 +265,21 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     raise error
 
 
-async def _namespace_guard(state: ServerState, info: ResourceInfo, namespace: str) -> tuple[str, int] | None:
-    """The namespace's key at the revision admission is about to judge, for the store's guarded create.
+async def _namespace_guard(
+    state: ServerState, info: ResourceInfo, namespace: str
+) -> tuple[tuple[str, int] | None, tuple[KeyValue | None] | None]:
+    """The namespace's key at the revision admission is about to judge, for the store's guarded create,
+    and that read itself (``AdmissionAttributes.namespace_state``): one store read serves both.
 
     Upstream leaves a window between the NamespaceLifecycle check and the write (its namespace controller
     waits ``namespaceDeletionGracePeriod`` so late creations become visible); committing the create only
     while the namespace is still at the revision that was admitted closes the window here.
     """
     if not info.namespaced or not namespace:
-        return None
+        return None, None
     key = namespace_key(namespace)
     kv = await state.store.get(key)
-    return key, kv.mod_revision if kv is not None else 0
+    return (key, kv.mod_revision if kv is not None else 0), (kv,)
 
 
 def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import ApiError, Clock, FieldError, KindRegistry, ResourceInfo, builtin_schema
-from kubeloop.server._admission import Admission
+from kubeloop.server._admission import Admission, AdmissionChain
 from kubeloop.server._strategy import GenericStrategy, strategy_for
 from kubeloop.store import KeyNotFound, Render, RevisionMismatch, Store
 
@@ -110,7 +110,7 @@ class ServerState:
     clock: Clock
     kinds: KindRegistry
     rng: random.Random
-    admission: list[Admission] = field(default_factory=list)
+    admission: list[Admission] = field(default_factory=AdmissionChain)
     # Extra validation per (group, kind), e.g. a CRD's openAPIV3Schema (the CRD helper fills it).
     validators: dict[tuple[str, str], Validator] = field(default_factory=dict)
     strategies: dict[tuple[str, str], GenericStrategy] = field(default_factory=dict)
