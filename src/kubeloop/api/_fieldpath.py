@@ -36,6 +36,7 @@ __all__ = [
     "Path",
     "compare",
     "created_fields_v1",
+    "created_tree",
     "fields_v1",
     "is_atomic_map",
     "item_element",
@@ -43,6 +44,7 @@ __all__ = [
     "parse_fields_v1",
     "path_string",
     "to_field_set",
+    "unowned_tree",
 ]
 
 Path = tuple[str, ...]
@@ -333,10 +335,22 @@ def created_fields_v1(value: Mapping[str, Any], schema: Schema, *, unowned: froz
 
     ``unowned`` is followed as a tree of path elements (:class:`_Unowned`), so only the subtrees
     it reaches into pay for the membership test; below them every node is owned."""
+    tree, skipped = _unowned_tree(unowned, skip)
+    return created_tree(value, schema, tree, skipped)
+
+
+def unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> tuple[_Unowned, frozenset[str]]:
+    """``unowned`` and ``skip`` prepared once for :func:`created_tree` (a caller with constant sets
+    keeps the answer)."""
+    return _unowned_tree(unowned, skip)
+
+
+def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned, skipped: frozenset[str]) -> dict[str, Any] | None:
+    """:func:`created_fields_v1` with its sets prepared by :func:`unowned_tree`: positional, for
+    the per-create hot path."""
     shape = _shape(resolve(schema))
     if shape.atomic_map or not value:
         return None
-    tree, skipped = _unowned_tree(unowned, skip)
     fields, inert = tree.fields, tree.inert
     kids = shape.kids
     out: dict[str, Any] = {}
