@@ -129,7 +129,7 @@ def _declared_scalars(value: Any, plan: _Plan) -> bool:
     props = plan.props
     if type(value) is not dict or props is None:
         return False
-    for key, item in value.items():  # a few fields: a plain loop beats building sets
+    for key, item in value.items():  # noqa: SIM110 - a few fields: a loop beats a generator or sets
         if key not in props or type(item) not in _SCALARS:
             return False
     return True
