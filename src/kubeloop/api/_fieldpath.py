@@ -384,9 +384,14 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _all_inert(value: Any, below: _Unowned) -> bool:
     """Whether ``value`` is a non-empty map of scalars whose fields are all inert under ``below``
-    (then :func:`_created` finds no child to own); set operations, no loop in Python."""
-    return type(value) is dict and bool(value) and below.inert.issuperset(value) and _SCALARS.issuperset(
-        map(type, value.values()))  # the keys are all "f:" elements, added in sorted order: FieldsV1 order already
+    (then :func:`_created` finds no child to own); a plain loop over a few fields."""
+    if type(value) is not dict or not value:
+        return False
+    inert = below.inert
+    for key, item in value.items():  # noqa: SIM110 - cheaper than a generator or building sets
+        if key not in inert or type(item) not in _SCALARS:
+            return False
+    return True
 
 
 class _Unowned:
@@ -485,6 +490,13 @@ def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool
     return children or None
 
 
+def _scalar_values(value: dict[str, Any]) -> bool:
+    for item in value.values():  # noqa: SIM110 - cheaper than a generator or building a set
+        if type(item) not in _SCALARS:
+            return False
+    return True
+
+
 def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) -> dict[str, Any]:
     """:func:`_created` of a member path with no unowned path below it (the common case: all of
     ``spec``, ``data``, labels ...): no membership tests, scalars written in place."""
@@ -492,7 +504,7 @@ def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) 
     if isinstance(value, dict):
         if shape.atomic_map or not value:
             return {}
-        if _SCALARS.issuperset(map(type, value.values())):  # a map of scalars (labels, data ...)
+        if _scalar_values(value):  # a map of scalars (labels, data ...)
             if not struct_like:
                 children["."] = {}
             for key in sorted(value):
