@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeloop.api import BadRequest, builtin_schema, decode_managed_fields, record_update, server_side_apply
-from kubeloop.api._apply import _STRIPPED, _after_update, managed_fields_after_update
+from kubeloop.api._apply import (
+    _STRIPPED,
+    _after_update,
+    managed_fields_after_update,
+    managed_fields_on_create,
+)
 from kubeloop.api._fieldpath import compare, created_fields_v1, fields_v1
 
 DEPLOY = builtin_schema("apps", "v1", "Deployment")
@@ -252,6 +257,29 @@ def test_the_create_path_of_managed_fields_after_update_equals_the_full_recomput
         trimmed = {k: v for k, v in obj.items() if k != reset}
         full = _outcome(lambda: _after_update(None, trimmed, fast=False, **kwargs))
     assert fast == full  # the same bytes (FieldsV1 key order included), or the same error
+    assert obj == frozen
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OBJECTS, st.sampled_from(sorted(_ALL_SCHEMAS)), st.booleans(), _MANAGED)
+def test_managed_fields_on_create_equals_the_create_path_and_the_full_recomputation(
+    obj: dict[str, Any], schema: str, status_subresource: bool, managed: Any,
+) -> None:
+    if managed is not None:
+        obj["metadata"]["managedFields"] = managed
+    kwargs: dict[str, Any] = {"manager": "m", "now": "2024-01-01T00:00:00Z", "api_version": "v1",
+                              "schema": _ALL_SCHEMAS[schema], "status_subresource": status_subresource}
+    frozen = copy.deepcopy(obj)
+    positional = _outcome(lambda: managed_fields_on_create(obj, "m", "2024-01-01T00:00:00Z", "v1",
+                                                           _ALL_SCHEMAS[schema], status_subresource))
+    general = _outcome(lambda: managed_fields_after_update(None, obj, **kwargs))
+    assert positional == general
+    full = _outcome(lambda: _after_update(None, obj, fast=False, operation="Update", subresource=None, **kwargs))
+    if isinstance(full, tuple) and not isinstance(positional, tuple):
+        trimmed = {k: v for k, v in obj.items() if k != ("status" if status_subresource else "")}
+        full = _outcome(lambda: _after_update(None, trimmed, fast=False, operation="Update", subresource=None,
+                                              **kwargs))
+    assert positional == full
     assert obj == frozen
 
 

@@ -35,10 +35,12 @@ from kubeloop.api._fieldpath import (
     Path,
     compare,
     created_fields_v1,
+    created_tree,
     fields_v1,
     parse_fields_v1,
     path_string,
     to_field_set,
+    unowned_tree,
 )
 from kubeloop.api._ssa_merge import merge_applied, remove_paths
 from kubeloop.api._strategic import deep_copy_json
@@ -48,6 +50,7 @@ __all__ = [
     "decode_managed_fields",
     "default_field_manager",
     "managed_fields_after_update",
+    "managed_fields_on_create",
     "record_update",
     "server_side_apply",
 ]
@@ -323,6 +326,36 @@ def managed_fields_after_update(
         old, new, manager=manager, now=now, api_version=api_version, schema=schema, operation=operation,
         subresource=subresource, status_subresource=status_subresource, fast=True,
     )
+
+
+def managed_fields_on_create(
+    new: Mapping[str, Any], manager: str, now: str, api_version: str, schema: Mapping[str, Any] | None,
+    status_subresource: bool,
+) -> list[dict[str, Any]]:
+    """``managed_fields_after_update(None, new, manager=manager, now=now, api_version=api_version,
+    schema=schema, status_subresource=status_subresource)`` (a create through the main resource),
+    positional and with its constant sets prepared once: every create pays for this call. The
+    common body (``metadata`` an object without ``managedFields``) is one walk; anything else takes
+    the general path. A test checks both give the same answer."""
+    meta = new.get("metadata")
+    if type(meta) is dict and "managedFields" not in meta:
+        tree, skipped = _CREATE_TREES[status_subresource]
+        fields = created_tree(new, schema, tree, skipped)
+        if fields is not None:
+            if not fields:
+                return []
+            return [{"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
+                     "fieldsType": "FieldsV1", "fieldsV1": fields}]
+    return managed_fields_after_update(
+        None, new, manager=manager, now=now, api_version=api_version, schema=schema,
+        status_subresource=status_subresource,
+    )
+
+
+# managed_fields_on_create's unowned tree and skipped top-level fields, by status_subresource.
+_CREATE_TREES = {
+    status: unowned_tree(_STRIPPED, _TOP_LEVEL_RESETS[_reset_prefixes(None, status)]) for status in (True, False)
+}
 
 
 def _after_update(

@@ -36,6 +36,7 @@ __all__ = [
     "Path",
     "compare",
     "created_fields_v1",
+    "created_tree",
     "fields_v1",
     "is_atomic_map",
     "item_element",
@@ -43,6 +44,7 @@ __all__ = [
     "parse_fields_v1",
     "path_string",
     "to_field_set",
+    "unowned_tree",
 ]
 
 Path = tuple[str, ...]
@@ -333,10 +335,22 @@ def created_fields_v1(value: Mapping[str, Any], schema: Schema, *, unowned: froz
 
     ``unowned`` is followed as a tree of path elements (:class:`_Unowned`), so only the subtrees
     it reaches into pay for the membership test; below them every node is owned."""
+    tree, skipped = _unowned_tree(unowned, skip)
+    return created_tree(value, schema, tree, skipped)
+
+
+def unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> tuple[_Unowned, frozenset[str]]:
+    """``unowned`` and ``skip`` prepared once for :func:`created_tree` (a caller with constant sets
+    keeps the answer)."""
+    return _unowned_tree(unowned, skip)
+
+
+def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned, skipped: frozenset[str]) -> dict[str, Any] | None:
+    """:func:`created_fields_v1` with its sets prepared by :func:`unowned_tree`: positional, for
+    the per-create hot path."""
     shape = _shape(resolve(schema))
     if shape.atomic_map or not value:
         return None
-    tree, skipped = _unowned_tree(unowned, skip)
     fields, inert = tree.fields, tree.inert
     kids = shape.kids
     out: dict[str, Any] = {}
@@ -370,9 +384,14 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _all_inert(value: Any, below: _Unowned) -> bool:
     """Whether ``value`` is a non-empty map of scalars whose fields are all inert under ``below``
-    (then :func:`_created` finds no child to own); set operations, no loop in Python."""
-    return type(value) is dict and bool(value) and below.inert.issuperset(value) and _SCALARS.issuperset(
-        map(type, value.values()))  # the keys are all "f:" elements, added in sorted order: FieldsV1 order already
+    (then :func:`_created` finds no child to own); a plain loop over a few fields."""
+    if type(value) is not dict or not value:
+        return False
+    inert = below.inert
+    for key, item in value.items():  # noqa: SIM110 - cheaper than a generator or building sets
+        if key not in inert or type(item) not in _SCALARS:
+            return False
+    return True
 
 
 class _Unowned:
@@ -471,6 +490,13 @@ def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool
     return children or None
 
 
+def _scalar_values(value: dict[str, Any]) -> bool:
+    for item in value.values():  # noqa: SIM110 - cheaper than a generator or building a set
+        if type(item) not in _SCALARS:
+            return False
+    return True
+
+
 def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) -> dict[str, Any]:
     """:func:`_created` of a member path with no unowned path below it (the common case: all of
     ``spec``, ``data``, labels ...): no membership tests, scalars written in place."""
@@ -478,7 +504,7 @@ def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) 
     if isinstance(value, dict):
         if shape.atomic_map or not value:
             return {}
-        if _SCALARS.issuperset(map(type, value.values())):  # a map of scalars (labels, data ...)
+        if _scalar_values(value):  # a map of scalars (labels, data ...)
             if not struct_like:
                 children["."] = {}
             for key in sorted(value):

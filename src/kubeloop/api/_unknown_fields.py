@@ -84,20 +84,23 @@ def _walk(
         props, extra = plan.props, plan.extra
         if props is not None:
             drop: list[str] | None = None
+            kids = plan.kids
             for key, item in value.items():
-                sub = props.get(key)
-                if sub is None:
-                    if extra is None:
-                        unknown.append(_child(path, key))
-                        if drop is None:
-                            drop = []
-                        drop.append(key)
-                        continue
-                    sub = extra
-                if isinstance(item, (dict, list)):
-                    below = _plan(sub)
-                    if below is not None and not _declared_scalars(item, below):
-                        _walk(item, below, _child(path, key), unknown, mutate, element)
+                below = kids.get(key, _UNSEEN)
+                if below is _UNSEEN:
+                    sub = props.get(key)
+                    if sub is None:
+                        if extra is None:
+                            unknown.append(_child(path, key))
+                            if drop is None:
+                                drop = []
+                            drop.append(key)
+                            continue
+                        below = _plan(extra)
+                    else:
+                        below = kids[key] = _plan(sub)  # declared keys only: bounded by the schema
+                if below is not None and isinstance(item, (dict, list)) and not _declared_scalars(item, below):
+                    _walk(item, below, _child(path, key), unknown, mutate, element)
             if mutate and drop:
                 for key in drop:
                     del value[key]
@@ -122,19 +125,31 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _declared_scalars(value: Any, plan: _Plan) -> bool:
     """Whether ``value`` is an object of declared fields holding scalars (``metadata`` of most
-    writes): walking it finds nothing. Set operations, no loop in Python."""
-    return (type(value) is dict and plan.props is not None and plan.props.keys() >= value.keys()
-            and _SCALARS.issuperset(map(type, value.values())))
+    writes): walking it finds nothing."""
+    props = plan.props
+    if type(value) is not dict or props is None:
+        return False
+    for key, item in value.items():  # noqa: SIM110 - a few fields: a loop beats a generator or sets
+        if key not in props or type(item) not in _SCALARS:
+            return False
+    return True
+
+
+_UNSEEN: Any = object()
 
 
 class _Plan:
     """What :func:`_walk` needs of one schema node: its resolved form, declared properties,
-    ``additionalProperties`` and ``items`` (each ``None`` when absent or not a schema)."""
+    ``additionalProperties`` and ``items`` (each ``None`` when absent or not a schema), and the
+    plans of its declared properties (``kids``)."""
 
-    __slots__ = ("extra", "items", "node", "props", "schema")
+    __slots__ = ("extra", "items", "kids", "node", "props", "schema")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.node = node
+        # The plans of the declared properties met so far (filled as :func:`_walk` meets them;
+        # not eagerly, since schemas are recursive).
+        self.kids: dict[str, _Plan | None] = {}
         self.schema = _resolve(node)
         props, extra, items = self.schema.get("properties"), self.schema.get("additionalProperties"), self.schema.get("items")
         self.props: dict[str, Any] | None = props if isinstance(props, dict) else None

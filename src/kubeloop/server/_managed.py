@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import format_time
-from kubeloop.api._apply import default_field_manager, managed_fields_after_update
+from kubeloop.api._apply import default_field_manager, managed_fields_after_update, managed_fields_on_create
 from kubeloop.server._state import ServerState
 
 __all__ = ["record_manager_hook"]
@@ -24,10 +24,16 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
         info = req.info
         manager = req.options.field_manager or default_field_manager(req.user_agent)
         subresource = req.subresource if req.subresource in ("status", "scale") else None
-        managed = managed_fields_after_update(
-            old, obj, manager=manager, now=format_time(state.clock.now()), api_version=info.api_version,
-            schema=state.schema(info), subresource=subresource, status_subresource=info.status_subresource,
-        )
+        if old is None and subresource is None:  # a create: the positional entry point
+            managed = managed_fields_on_create(
+                obj, manager, format_time(state.clock.now()), info.api_version, state.schema(info),
+                info.status_subresource,
+            )
+        else:
+            managed = managed_fields_after_update(
+                old, obj, manager=manager, now=format_time(state.clock.now()), api_version=info.api_version,
+                schema=state.schema(info), subresource=subresource, status_subresource=info.status_subresource,
+            )
         meta = obj.setdefault("metadata", {})
         if managed:
             # Unchanged entries are shared with ``old``, which the write path only reads and serialises.
