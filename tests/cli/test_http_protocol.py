@@ -48,6 +48,20 @@ async def connect(port: int, tls: TlsMaterial) -> tuple[asyncio.StreamReader, as
     return await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
 
 
+@contextlib.asynccontextmanager
+async def real_api(tmp_path: Path) -> AsyncIterator[Any]:
+    """kubeloop's own app on a fresh SQLite store, started and bootstrapped; shut down after."""
+    store = await SqliteStore.open(tmp_path / "db")
+    core = create_app(store=store)
+    await core.startup()
+    try:
+        await bootstrap(core)
+        yield core
+    finally:
+        await core.shutdown()
+        await store.close()
+
+
 def fixed(body: bytes, *, extra: list[tuple[bytes, bytes]] | None = None) -> App:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *(extra or [])]
@@ -197,41 +211,29 @@ async def test_a_streamed_response_sends_each_part_before_the_next_is_produced(t
 
 async def test_the_real_api_streams_watch_events_before_the_watch_ends(tmp_path: Path) -> None:
     tls = ensure_tls(tmp_path)
-    store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
-    await core.startup()
-    try:
-        await bootstrap(core)
-        async with serving(core, tls) as (port, _):
-            reader, writer = await connect(port, tls)
-            writer.write(b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")
-            other_reader, other = await connect(port, tls)
-            seen = b""
-            async with asyncio.timeout(20):
-                for n in range(3):
-                    body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}})
-                    other.write(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
-                                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-                    while b'"name":"c%d"' % n not in seen:  # the event, while the watch stays open
-                        seen += await reader.read(65536)
-            assert b"transfer-encoding: chunked" in seen
-            writer.close()
-            other.close()
-            del other_reader
-    finally:
-        await core.shutdown()
-        await store.close()
+    async with real_api(tmp_path) as core, serving(core, tls) as (port, _):
+        reader, writer = await connect(port, tls)
+        writer.write(b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")
+        other_reader, other = await connect(port, tls)
+        seen = b""
+        async with asyncio.timeout(20):
+            for n in range(3):
+                body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}})
+                other.write(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                while b'"name":"c%d"' % n not in seen:  # the event, while the watch stays open
+                    seen += await reader.read(65536)
+        assert b"transfer-encoding: chunked" in seen
+        writer.close()
+        other.close()
+        del other_reader
 
 
 async def test_the_real_api_answers_a_large_list_whole_and_identical_to_in_process(tmp_path: Path) -> None:
     from kubeloop.cli._bootstrap import asgi_call
 
     tls = ensure_tls(tmp_path)
-    store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
-    await core.startup()
-    try:
-        await bootstrap(core)
+    async with real_api(tmp_path) as core:
         for n in range(300):
             obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{n}"}, "data": {"k": "v" * 900}}
             status, _ = await asgi_call(core, "POST", "/api/v1/namespaces/default/configmaps", obj)
@@ -247,9 +249,6 @@ async def test_the_real_api_answers_a_large_list_whole_and_identical_to_in_proce
         assert len(body) == length > 300 * 900
         listed = orjson.loads(body)
         assert [item["metadata"]["name"] for item in listed["items"]] == sorted(f"c{n}" for n in range(300))
-    finally:
-        await core.shutdown()
-        await store.close()
 
 
 async def test_a_connection_the_server_closes_delivers_every_byte_written_first(tmp_path: Path) -> None:
