@@ -421,6 +421,11 @@ def test_conditions_must_be_well_formed_and_move_their_transition_time_only_with
     ]
 
 
+def test_a_scenarios_options_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Scenario(CONFIGMAPS, [], mirror_matches, [{"data": {"v": "1"}}])  # type: ignore[misc]
+
+
 def test_unknown_checks_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown check"):
         import asyncio

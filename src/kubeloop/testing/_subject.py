@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from kubeloop.api import Clock, ResourceInfo
@@ -113,6 +113,7 @@ class Scenario:
     resource: ResourceInfo
     objects: Sequence[Mapping[str, Any]]
     expect: Expect
+    _: KW_ONLY
     edits: Sequence[Mapping[str, Any]] = ()
     namespace: str = "default"
     crds: Sequence[Mapping[str, Any]] = ()
