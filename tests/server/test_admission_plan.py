@@ -104,6 +104,36 @@ async def test_plugins_added_or_removed_later_are_seen_by_the_next_write(app: Ap
     assert [name for _, _, name in picky.called] == ["after", "inserted", "added"]
 
 
+MUTATIONS: dict[str, Any] = {
+    "append": lambda c, p: c.append(p),
+    "extend": lambda c, p: c.extend([p]),
+    "insert": lambda c, p: c.insert(0, p),
+    "iadd": lambda c, p: c.__iadd__([p]),
+    "imul": lambda c, p: c.__imul__(2),
+    "setitem": lambda c, p: c.__setitem__(0, p),
+    "setslice": lambda c, p: c.__setitem__(slice(0, 1), [p]),
+    "delitem": lambda c, p: c.__delitem__(0),
+    "remove": lambda c, p: c.remove(c[0]),
+    "pop": lambda c, p: c.pop(),
+    "clear": lambda c, p: c.clear(),
+    "sort": lambda c, p: c.sort(key=lambda plugin: type(plugin).__name__),
+    "reverse": lambda c, p: c.reverse(),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_every_list_mutation_drops_the_cached_plans(app: App, mutation: str) -> None:
+    configmaps = _configmaps(app)
+    first, second = Everything(), CreatesOfConfigMaps()
+    chain = AdmissionChain([first, second])
+    for operation in ("CREATE", "DELETE"):
+        chain.plan(operation, configmaps)  # cached before the change
+    MUTATIONS[mutation](chain, Everything())
+    for operation in ("CREATE", "DELETE"):
+        fresh = AdmissionChain(list(chain)).plan(operation, configmaps)
+        assert chain.plan(operation, configmaps) == fresh, mutation
+
+
 async def test_a_plain_list_chain_runs_the_same_plugins(app: App) -> None:
     picky, every = CreatesOfConfigMaps(), Everything()
     configmaps = _configmaps(app)
