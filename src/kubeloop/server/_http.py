@@ -200,9 +200,7 @@ class Request:
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self.headers.negotiation
-        if negotiation is None:
-            negotiation = self._negotiated()
+        negotiation = self._negotiated()
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
