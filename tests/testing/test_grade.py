@@ -7,6 +7,8 @@ Everything runs in-process on fake clocks: a whole grade takes a second or two o
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import sys
 from collections.abc import Callable
@@ -280,6 +282,21 @@ async def test_a_controller_that_retries_in_a_tight_loop_without_time_fails_hot_
     result = report["hot-loop"]
     assert result.failed and result.summary.startswith("hot loop:")
     assert "requests in one second of fake time" in result.evidence[0]
+
+
+async def test_a_single_burst_at_one_instant_fails_hot_loop_and_names_the_limit(tmp_path: Path) -> None:
+    async def burster(client: Client, clock: Any) -> None:
+        # One request past the burst limit (100 for two primaries), all at one fake instant.
+        await asyncio.gather(*(client.list(CONFIGMAPS, namespace="shop") for _ in range(101)))
+        await clock.sleep(5.0)
+        with contextlib.suppress(Exception):
+            await client.create(CONFIGMAPS, {"metadata": {"name": "w1-config", "namespace": "shop"}})
+        await clock.sleep(3600.0)
+
+    report = await graded(burster, tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert "1 request(s) beyond 100 at one instant of fake time" in result.evidence, result.render()
 
 
 async def test_a_controller_that_polls_the_server_without_pause_is_stopped_and_failed(tmp_path: Path) -> None:

@@ -259,7 +259,9 @@ async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> Che
             f"{rate:.3f} request(s)/s per object over the last {total / 2:.0f}s (limit {options.max_retry_rate})",
         ]  # fmt: skip
         if world.traffic.bursts:
-            evidence.append(f"{world.traffic.bursts} request(s) beyond 400 at one instant of fake time")
+            evidence.append(
+                f"{world.traffic.bursts} request(s) beyond {world.traffic.burst_limit} at one instant of fake time"
+            )
         if world.traffic.bursts or rate > options.max_retry_rate:
             return CheckResult(name, "failed", "the controller keeps retrying a failing dependency at a steady rate",
                                (*evidence, *write_lines(late or requests, limit=5)), hint)  # fmt: skip
