@@ -75,9 +75,10 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     ``early-status`` (Ready and observedGeneration written before the child), ``restamp`` (every
     status write stamps lastTransitionTime anew), ``blind-write`` (replaces the child with a fresh
     body, no resourceVersion), ``no-owner`` (children without ownerReferences), ``adopt`` (takes
-    over a ConfigMap someone else controls).
+    over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes).
     """
-    known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt"}
+    known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
+             "child-finalizer"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -107,6 +108,8 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                 body: dict[str, Any] = {"metadata": {"name": name, "namespace": request.namespace}, "data": desired}
                 if "no-owner" not in pitfalls:
                     set_controller_reference(widget, body)
+                if "child-finalizer" in pitfalls:
+                    body["metadata"]["finalizers"] = ["grade.kubeloop.dev/keep"]
                 await client.create(CONFIGMAPS, body)
                 return
             child = copy.deepcopy(child)
@@ -299,6 +302,47 @@ async def test_a_single_burst_at_one_instant_fails_hot_loop_and_names_the_limit(
     assert "1 request(s) beyond 100 at one instant of fake time" in result.evidence, result.render()
 
 
+async def test_a_controller_that_gives_up_on_a_failing_dependency_fails_hot_loop(tmp_path: Path) -> None:
+    async def gives_up(client: Client, clock: Any) -> None:
+        await clock.sleep(5.0)
+        with contextlib.suppress(Exception):  # one try, then never again
+            await client.create(CONFIGMAPS, {"metadata": {"name": "w1-config", "namespace": "shop"}})
+        await clock.sleep(3600.0)
+
+    report = await graded(gives_up, tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed and result.summary == "backed off, but never recovered once the dependency healed"
+    assert any("ConfigMap w1-config is missing" in line for line in result.evidence)
+
+
+async def test_a_status_ahead_of_the_generation_fails_status(tmp_path: Path) -> None:
+    async def ahead(client: Client, clock: Any) -> None:
+        await clock.sleep(1.0)
+        for widget in (await client.list(WIDGETS, namespace="shop"))["items"]:
+            status = {"status": {"observedGeneration": widget["metadata"]["generation"] + 1}}
+            await client.patch(WIDGETS, widget["metadata"]["name"], status, namespace="shop", subresource="status")
+        await clock.sleep(3600.0)
+
+    report = await graded(ahead, tmp_path, "status")
+    result = report["status"]
+    assert result.failed, result.render()
+    assert result.summary == "Widget shop/w1: status.observedGeneration 2 > metadata.generation 1"
+
+
+async def test_an_observed_generation_claimed_before_acting_fails_status(tmp_path: Path) -> None:
+    async def claims_only(client: Client, clock: Any) -> None:  # no conditions: observedGeneration is the claim
+        await clock.sleep(1.0)
+        for widget in (await client.list(WIDGETS, namespace="shop"))["items"]:
+            await StatusWriter(client).write(WIDGETS, widget, {})
+        await clock.sleep(3600.0)
+
+    report = await graded(claims_only, tmp_path, "status")
+    result = report["status"]
+    assert result.failed, result.render()
+    assert "claimed status.observedGeneration=1 (the current generation) while" in result.summary
+    assert "ConfigMap w1-config is missing" in result.summary
+
+
 async def test_a_controller_that_polls_the_server_without_pause_is_stopped_and_failed(tmp_path: Path) -> None:
     async def poller(client: Client) -> None:
         while True:  # waits for its ConfigMap by asking again and again, never letting time pass
@@ -334,6 +378,14 @@ async def test_a_controller_that_creates_children_without_owners_fails_ownership
     report = await graded(widget_controller("no-owner"), tmp_path, "ownership")
     result = report["ownership"]
     assert result.failed and "0 controller ownerReference(s)" in result.summary
+
+
+async def test_children_that_outlive_their_owner_fail_ownership(tmp_path: Path) -> None:
+    report = await graded(widget_controller("child-finalizer"), tmp_path, "ownership")
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert result.summary == "children survived the deletion of their owner"
+    assert any("ConfigMap shop/w1-config ownerReferences=" in line for line in result.evidence)
 
 
 async def test_a_controller_that_adopts_someone_elses_objects_fails_ownership(tmp_path: Path) -> None:
