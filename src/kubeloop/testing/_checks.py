@@ -30,7 +30,7 @@ from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Conflicts, Exchange, Failing
 from kubeloop.testing._world import World
 
-__all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "check_hot_loop", "check_idempotency", "check_lost_update", "write_lines"]
+__all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "check_hot_loop", "check_idempotency", "check_lost_update", "converge_with_edits", "write_lines"]
 
 CONCURRENT_WRITER_LABEL = "kubeloop.dev/concurrent-writer"
 
@@ -72,6 +72,12 @@ def _never_converged(check: str, problems: list[str], hint: str, extra: Sequence
 async def _converge_scenario(world: World, options: GradeOptions) -> list[str]:
     world.start_controller()
     await world.create_primaries()
+    return await converge_with_edits(world, options)
+
+
+async def converge_with_edits(world: World, options: GradeOptions) -> list[str]:
+    """Converge, then apply each of the scenario's edits and converge again; the problems left
+    (``[]``: the latest spec is matched), stopping at the first convergence that fails."""
     problems = await world.converge(seconds=options.converge_seconds)
     for edit in world.scenario.edits:
         if problems:

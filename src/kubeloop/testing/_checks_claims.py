@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeloop.api import ApiError, NotFound, owner_reference
-from kubeloop.testing._checks import GradeOptions, WorldFactory, write_lines
+from kubeloop.testing._checks import GradeOptions, WorldFactory, converge_with_edits, write_lines
 from kubeloop.testing._cluster import resource
 from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Exchange, Failing
@@ -161,12 +161,7 @@ async def check_status(make_world: WorldFactory, options: GradeOptions) -> Check
         # Writes to the primaries themselves (status) always worked; only the children failed.
         creates = [e for e in world.traffic.exchanges if e.injected]
         children_down.active = False
-        problems = await world.converge(seconds=options.converge_seconds)
-        for edit in world.scenario.edits:
-            if problems:
-                break
-            await world.edit_primaries(edit)
-            problems = await world.converge(seconds=options.converge_seconds)
+        problems = await converge_with_edits(world, options)
         await world.drive(5.0, step=0.25)
         for obj in await world.current_primaries():
             if obj is not None:
