@@ -54,7 +54,7 @@ class HotLoop(Exception):
 
 
 class World:
-    """``async with World(dir, controller, scenario, seed=...) as world:`` (see the module docstring)."""
+    """``async with World(dir, controller, scenario, seed=..., builtins=...) as world:`` (see the module docstring)."""
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class World:
         scenario: Scenario,
         *,
         seed: int,
-        builtins: Sequence[str] = ("garbage-collector", "namespace"),
+        builtins: Sequence[str],
     ) -> None:
         self.clock = FakeClock()
         self.controller = controller
@@ -76,7 +76,7 @@ class World:
             default_namespace=scenario.namespace, inject_http_faults=True,
         )  # fmt: skip
         self._traffic: ControllerTraffic | None = None
-        self.max_per_second = 500
+        self.max_per_second = max(500, _RATE_PER_OBJECT * len(scenario.objects))
         self._running: tuple[asyncio.Task[None], Client] | None = None
         self._discovery: Discovery | None = None
         self.primaries: list[dict[str, Any]] = []
@@ -93,11 +93,10 @@ class World:
 
     async def __aenter__(self) -> World:
         await self.cluster.__aenter__()
-        objects = len(self.scenario.objects)
         self._traffic = ControllerTraffic(
-            self.cluster.http_faults, clock=self.clock, burst_limit=max(100, _BURST_PER_OBJECT * objects)
-        )
-        self.max_per_second = max(500, _RATE_PER_OBJECT * objects)
+            self.cluster.http_faults, clock=self.clock,
+            burst_limit=max(100, _BURST_PER_OBJECT * len(self.scenario.objects)),
+        )  # fmt: skip
         try:
             await self._start_builtins()
             for crd in self.scenario.crds:
