@@ -490,6 +490,27 @@ def test_conditions_must_be_well_formed_and_move_their_transition_time_only_with
     ]
 
 
+async def test_checks_with_nothing_to_measure_are_skipped_and_do_not_fail_the_grade(tmp_path: Path) -> None:
+    async def idle(client: Client, clock: Any) -> None:  # reads nothing, writes nothing
+        await clock.sleep(3600.0)
+
+    async def anything(client: Client, primary: dict[str, Any]) -> None:
+        return None
+
+    scenario = Scenario(CONFIGMAPS, [{"metadata": {"name": "a"}}], anything, namespace="shop")  # no edits
+    report = await grade(idle, scenario, data_dir=tmp_path)
+    assert [(r.check, r.outcome) for r in report.results] == [
+        ("idempotency", "passed"), ("lost-update", "skipped"), ("hot-loop", "skipped"), ("status", "passed"),
+        ("ownership", "skipped"),
+    ], report.render()  # fmt: skip
+    assert report["lost-update"].summary == "the scenario has no edits: nothing can be lost"
+    assert report["hot-loop"].summary == "the controller made no write, so no dependency could fail"
+    assert report["ownership"].summary == "the controller created no object"
+    assert report["status"].summary == "the controller made no status claim"
+    assert report.passed and report.failed() == []
+    report.assert_passed()
+
+
 def test_a_scenarios_options_are_keyword_only() -> None:
     with pytest.raises(TypeError):
         Scenario(CONFIGMAPS, [], mirror_matches, [{"data": {"v": "1"}}])  # type: ignore[misc]
