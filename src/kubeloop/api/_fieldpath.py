@@ -351,9 +351,15 @@ def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned, skipp
     shape = _shape(resolve(schema))
     if shape.atomic_map or not value:
         return None
-    fields, inert = tree.fields, tree.inert
-    kids = shape.kids
-    out: dict[str, Any] = {}
+    return _created_fields(value, shape, tree, skipped)
+
+
+def _created_fields(value: Mapping[str, Any], shape: _Shape, below: _Unowned, skipped: frozenset[str]
+                    ) -> dict[str, Any]:
+    """The ``f:`` children :func:`_created` gives the non-empty, non-atomic map ``value`` with the
+    unowned paths ``below`` under it, leaving out the fields named in ``skipped``."""
+    fields, inert, kids = below.fields, below.inert, shape.kids
+    children: dict[str, Any] = {}
     node: dict[str, Any] | None
     for key in sorted(value):
         if key in skipped:
@@ -363,23 +369,24 @@ def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned, skipp
             if key not in inert:
                 entry = fields.get(key)
                 if entry is None or entry[0]:
-                    out["f:" + key] = {}
+                    children["f:" + key] = {}
             continue
         kid, struct = kids.get(key) or shape.kid(key)
         entry = fields.get(key)
         if entry is None:
             node = _owned(item, kid, struct)
-        elif entry[1] is not None and _all_inert(item, entry[1]):  # metadata with only server-set fields
-            node = {} if entry[0] and not struct else None
+        elif entry[1] is not None and not kid.atomic_map and _all_inert(item, entry[1]):
+            node = {} if entry[0] and not struct else None  # metadata with only server-set fields
         else:
             node = _created(item, kid, struct, entry[0], entry[1])
         if node is not None:
-            out["f:" + key] = node
-    return out
+            children["f:" + key] = node
+    return children
 
 
 # The types of JSON scalars (exactly: a subclass of dict or list is not among them).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NO_FIELDS: frozenset[str] = frozenset()
 
 
 def _all_inert(value: Any, below: _Unowned) -> bool:
@@ -452,23 +459,7 @@ def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool
     if isinstance(value, dict):
         if shape.atomic_map or not value:
             return {} if member else None
-        fields, inert, kids = below.fields, below.inert, shape.kids
-        for key in sorted(value):
-            item = value[key]
-            if not isinstance(item, (dict, list)):
-                if key not in inert:
-                    entry = fields.get(key)
-                    if entry is None or entry[0]:
-                        children["f:" + key] = {}
-                continue
-            kid, struct = kids.get(key) or shape.kid(key)
-            entry = fields.get(key)
-            if entry is None:
-                node = _owned(item, kid, struct)
-            else:
-                node = _created(item, kid, struct, entry[0], entry[1])
-            if node is not None:
-                children["f:" + key] = node
+        children = _created_fields(value, shape, below, _NO_FIELDS)
     else:
         if shape.semantics == "atomic" or not value:
             return {} if member else None
