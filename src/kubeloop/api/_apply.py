@@ -305,23 +305,6 @@ def managed_fields_after_update(
     entry are decoded and re-encoded; the result equals the full recomputation (``fast=False``),
     which a test checks.
     """
-    if old is None:
-        # A create: one entry owning every field of ``new``, unless the client wrote entries of its
-        # own (then they are decoded and validated), as :func:`_after_update` decides.
-        meta = new.get("metadata")
-        raw = meta.get("managedFields") if isinstance(meta, dict) else None
-        if subresource is not None or raw is None or raw == [] or _is_reset(raw):
-            skip = _TOP_LEVEL_RESETS[_reset_prefixes(subresource, status_subresource)]
-            body = _view(new) if isinstance(meta, dict) and "managedFields" in meta else new
-            tree = created_fields_v1(body, schema, unowned=_STRIPPED, skip=skip)  # _created_entry, inlined
-            if tree is not None:
-                if not tree:
-                    return []
-                entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                                         "time": now, "fieldsType": "FieldsV1", "fieldsV1": tree}
-                if subresource:
-                    entry["subresource"] = subresource
-                return [entry]
     return _after_update(
         old, new, manager=manager, now=now, api_version=api_version, schema=schema, operation=operation,
         subresource=subresource, status_subresource=status_subresource, fast=True,
