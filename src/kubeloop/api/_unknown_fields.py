@@ -51,8 +51,8 @@ def undeclared_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
     their keys, as smd prints them (``.spec.template.spec.containers[name="c"].foo``).
     """
     unknown: list[str] = []
-    if schema is not None:
-        _prune(obj, schema, "", unknown, False, _smd_element)
+    if schema is not None and (plan := _plan(schema)) is not None:
+        _walk(obj, plan, "", unknown, False, _smd_element)
     return ["." + p for p in unknown]
 
 
@@ -65,15 +65,6 @@ def _smd_element(item: Any, i: int, schema: Mapping[str, Any]) -> str:
     if schema.get("x-kubernetes-list-type") == "map" and isinstance(keys, list) and isinstance(item, dict):
         return "[" + ",".join(f"{k}={json.dumps(item.get(k), separators=(',', ':'))}" for k in keys) + "]"
     return f"[{i}]"
-
-
-def _prune(
-    value: Any, node: Mapping[str, Any], path: str, unknown: list[str], mutate: bool,
-    element: Callable[[Any, int, Mapping[str, Any]], str],
-) -> None:
-    plan = _plan(node)
-    if plan is not None:
-        _walk(value, plan, path, unknown, mutate, element)
 
 
 def _walk(
@@ -143,10 +134,9 @@ class _Plan:
     ``additionalProperties`` and ``items`` (each ``None`` when absent or not a schema), and the
     plans of its declared properties (``kids``)."""
 
-    __slots__ = ("extra", "items", "kids", "node", "props", "schema")
+    __slots__ = ("extra", "items", "kids", "props", "schema")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
-        self.node = node
         # The plans of the declared properties met so far (filled as :func:`_walk` meets them;
         # not eagerly, since schemas are recursive).
         self.kids: dict[str, _Plan | None] = {}
@@ -172,14 +162,13 @@ def _plan(node: Mapping[str, Any]) -> _Plan | None:
     hit = _plans.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    plan: _Plan | None = _Plan(node)
-    assert plan is not None
-    if plan.props is None and all(below is None or _Plan(below).leaf for below in (plan.extra, plan.items)):
-        plan = None  # a map or list of leaves: every key is accepted and nothing below is walked
+    plan = _Plan(node)
+    # A map or list of leaves: every key is accepted and nothing below is walked.
+    leaves = plan.props is None and all(below is None or _Plan(below).leaf for below in (plan.extra, plan.items))
     if len(_plans) > 100_000:  # CRD schemas come and go; never grow without bound
         _plans.clear()
-    _plans[id(node)] = (node, plan)
-    return plan
+    _plans[id(node)] = (node, None if leaves else plan)
+    return None if leaves else plan
 
 
 class _Pairs(dict[str, Any]):
