@@ -7,6 +7,7 @@ import bisect
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeloop.store import _keys
 from kubeloop.store._keys import SortedKeys
 
 _KEYS = st.text(alphabet="abc/", max_size=6)
@@ -26,6 +27,35 @@ def _model_select(keys: list[str], lo: str, hi: str, after: str | None, limit: i
     st.lists(_KEYS, max_size=200),
 )
 def test_adds_removes_and_selections_match_one_sorted_list(
+    ops: list[tuple[bool, str]], reads: list[tuple[str, str, str | None, int | None]], initial: list[str]
+) -> None:
+    _check_against_one_sorted_list(ops, reads, initial)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), _KEYS), max_size=300),
+    st.lists(st.tuples(_KEYS, _KEYS, st.none() | _KEYS, st.none() | st.integers(0, 40)), min_size=1, max_size=20),
+    st.lists(_KEYS, max_size=50),
+)
+def test_with_tiny_chunks_every_multi_chunk_path_matches_one_sorted_list(
+    ops: list[tuple[bool, str]], reads: list[tuple[str, str, str | None, int | None]], initial: list[str]
+) -> None:
+    """The same check with chunks of at most four keys: splits, emptied chunks and selections that
+    span many chunks happen in nearly every example (with the real size they need thousands of keys)."""
+    present = {key for add, key in ops if add} | set(initial)
+    # Besides the drawn reads: from before and after each key, to the end and to the next letters.
+    spans = [(lo, hi, after, limit) for after in sorted(present) for lo, hi in (("", "\U0010ffff"), ("a", "c"))
+             for limit in (None, 3)]
+    load = _keys._LOAD
+    _keys._LOAD = 2
+    try:
+        _check_against_one_sorted_list(ops, reads + spans, initial)
+    finally:
+        _keys._LOAD = load
+
+
+def _check_against_one_sorted_list(
     ops: list[tuple[bool, str]], reads: list[tuple[str, str, str | None, int | None]], initial: list[str]
 ) -> None:
     keys = SortedKeys(set(initial))
