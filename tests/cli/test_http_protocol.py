@@ -14,12 +14,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httptools
 import orjson
 import uvicorn
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeloop.cli._bootstrap import bootstrap
 from kubeloop.cli._cluster import _bind, _uvicorn_server
-from kubeloop.cli._serving import FLUSH_BYTES, HttpProtocol, uvicorn_config
+from kubeloop.cli._serving import FLUSH_BYTES, HttpProtocol, split_target, uvicorn_config
 from kubeloop.server import TlsMaterial, create_app, ensure_tls
 from kubeloop.store import SqliteStore
 
@@ -326,3 +329,139 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_timeout_and_a_b
         async with asyncio.timeout(10):
             while server.server_state.connections:
                 await asyncio.sleep(0.01)
+
+
+# ---------------------------------------------------------------------------------------------- requests
+
+
+def _observed(scope: dict[str, Any]) -> dict[str, Any]:
+    """What an app sees of a request, without what differs between two servers and connections."""
+    seen = {k: v for k, v in scope.items() if k not in ("client", "server", "state", "asgi")}
+    seen["headers"] = [tuple(h) for h in scope["headers"]]
+    return seen
+
+
+# Raw requests, each sent as the listed writes (a pause between them), on one connection.
+REQUESTS: list[list[bytes]] = [
+    [b"GET /api/v1/pods?limit=5&watch=1 HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /a%20b/%2Fc?x=%20 HTTP/1.1\r\nHost: x\r\nX-Mixed-Case: Value\r\n\r\n"],
+    [b"GET /? HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET http://example.com/abs/path?q=1 HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"a\": 1}\n"],
+    [b"POST /split HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234", b"56789"],
+    [b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", b"4\r\ndefg\r\n0\r\n\r\n"],
+    [b"POST /continue HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n", b"body"],
+    [b"POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + b"b" * 100_000, b"c" * 100_000],
+    [b"HEAD /head HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /pipelined/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /pipelined/2 HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /error HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /silent HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /bad-header HTTP/1.1\r\nHost: x\r\n\r\n"],
+    [b"GET /old HTTP/1.0\r\nHost: x\r\n\r\n"],
+]
+
+
+async def test_requests_reach_the_app_and_are_answered_exactly_as_under_uvicorns_own_protocol(tmp_path: Path) -> None:
+    """The same requests under uvicorn's httptools protocol and under kubeloop's: the app sees the same
+    scope and the same receive() messages, and the client the same bytes (the Date header aside), for
+    bodies whole, split, chunked and large (flow control), 100-continue, HEAD, HTTP/1.0, pipelining, an
+    absolute URL, percent-encoding, and apps that fail, answer nothing or send a bad header."""
+    tls = ensure_tls(tmp_path)
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        messages = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if not message.get("more_body"):
+                break
+        seen.append((_observed(scope), messages))
+        path = scope["path"]
+        if path == "/error":
+            raise RuntimeError("the app fails")
+        if path == "/silent":
+            return
+        if path == "/bad-header":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"x-bad", b"a\r\nb")]})
+            return
+        body = orjson.dumps({"path": path, "size": sum(len(m.get("body", b"")) for m in messages)})
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"Content-Type", b"application/json"), (b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+        after = await receive()  # once the response is complete
+        seen.append(after)
+
+    async def run(server: Any) -> tuple[list[bytes], list[Any]]:
+        seen.clear()
+        answers = []
+        async with serving(app, tls, server) as (port, _):
+            for writes in REQUESTS:
+                reader, writer = await connect(port, tls)
+                for n, data in enumerate(writes):
+                    if n:
+                        await asyncio.sleep(0.05)
+                    writer.write(data)
+                    await writer.drain()
+                async with asyncio.timeout(10):
+                    answer = b""
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        async with asyncio.timeout(0.3):  # what arrives before the connection idles
+                            while chunk := await reader.read(65536):
+                                answer += chunk
+                answers.append(_without_date(answer))
+                writer.close()
+        return answers, list(seen)
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    theirs = await run(uvicorn.Server(config))
+    ours = await run(_uvicorn_server(app, tls.cert, tls.key))
+    assert ours[1] == theirs[1]
+    assert ours[0] == theirs[0]
+    assert any(b"100 Continue" in answer for answer in ours[0])
+    assert sum(answer.count(b"HTTP/1.1 200 OK") for answer in ours[0]) == 13  # all but the three failing apps
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="/?#=&%:@!$'()*+,;-._~abcAZ09", max_size=30).map(lambda s: ("/" + s).encode()))
+def test_a_request_target_splits_as_httptools_parse_url_splits_it(target: bytes) -> None:
+    try:
+        parsed = httptools.parse_url(target)
+    except httptools.HttpParserInvalidURLError:
+        return  # not a target llhttp lets through
+    assert split_target(target) == (parsed.path, parsed.query or b"")
+
+
+async def test_a_body_the_app_has_not_asked_for_pauses_reading_past_uvicorns_high_water_mark(tmp_path: Path) -> None:
+    from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
+
+    tls = ensure_tls(tmp_path)
+    go = asyncio.Event()
+    size = 8 * HIGH_WATER_LIMIT
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await go.wait()
+        body = b""
+        while True:
+            message = await receive()
+            body += message["body"]
+            if not message["more_body"]:
+                break
+        assert body == bytes(range(256)) * (size // 256)
+        await fixed(b"%d" % len(body))(scope, receive, send)
+
+    async with serving(app, tls) as (port, server):
+        reader, writer = await connect(port, tls)
+        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % size + bytes(range(256)) * (size // 256))
+        async with asyncio.timeout(10):
+            while not server.server_state.connections:
+                await asyncio.sleep(0.01)
+            [protocol] = server.server_state.connections
+            while not protocol.flow.read_paused:  # the buffered body passed the mark: reading stops
+                await asyncio.sleep(0.01)
+            assert HIGH_WATER_LIMIT < protocol.cycle.body_size < size
+            go.set()
+            answer = await reader.readuntil(b"%d" % size)
+        assert answer.startswith(b"HTTP/1.1 200 OK")
+        writer.close()

@@ -3,10 +3,15 @@
 :func:`uvicorn_config` is the one place the uvicorn settings are written; the server and the benchmark's
 bare baseline both use it, so the two serve under exactly the same settings and protocol class.
 
-:class:`HttpProtocol` is uvicorn's own httptools protocol with three changes to how it meets the transport and the loop,
-passed through uvicorn's ``http`` setting; what it parses, what it answers and every byte it writes are
-uvicorn's:
+:class:`HttpProtocol` is uvicorn's own httptools protocol with four changes to how it meets the transport,
+the loop and the app, passed through uvicorn's ``http`` setting; what it parses, what it hands the app and
+every byte it writes are uvicorn's (a test sends the same requests through both and compares):
 
+- **A leaner request cycle.** The per-request callbacks and the app's ``receive``/``send``
+  (:class:`~kubeloop.cli._serving_cycle.RequestCycle`) do uvicorn's work in fewer steps: the scope is
+  built once the head is parsed, no ``asyncio.Event`` per request, the body handed over as received,
+  headers checked in one pass, the origin-form target split without ``httptools.parse_url``
+  (:func:`split_target`). WebSockets are not served (``ws="none"``), so no upgrade checks.
 - **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
   head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
   TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
@@ -29,11 +34,17 @@ uvicorn's:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import httptools
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from kubeloop.cli._serving_cycle import RequestCycle
 
 __all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "uvicorn_config"]
 
@@ -199,13 +210,114 @@ class HttpProtocol(HttpToolsProtocol):
                     server_state, self.loop, self.timeout_keep_alive
                 )
         self._idle = idle
+        if self.ws_protocol_class is not None:
+            raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
+        self._fresh_context = bool(config.reset_contextvars)
+        self._http_version = "1.1"
+        self._method = ""
+
+    # ---------------------------------------------------------------- one request (uvicorn's callbacks)
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.expect_100_continue = False
+        self.headers = []
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        parser = self.parser
+        http_version = parser.get_http_version()
+        method = parser.get_method().decode("ascii")
+        raw_path, query = split_target(self.url)
+        path = raw_path.decode("ascii")
+        if "%" in path:
+            path = unquote(path)
+        root_path = self.root_path
+        if root_path:
+            path = root_path + path
+            raw_path = root_path.encode("ascii") + raw_path
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
+            "http_version": http_version,
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,
+            "root_path": root_path,
+            "headers": self.headers,
+            "state": self.app_state.copy(),
+            "method": method,
+            "path": path,
+            "raw_path": raw_path,
+            "query_string": query,
+        }
+        self.scope = scope  # type: ignore[assignment]
+        limit = self.limit_concurrency
+        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+            app = service_unavailable
+            self.logger.warning("Exceeded concurrency limit.")
+        else:
+            app = self.app
+        existing = self.cycle
+        cycle = self.cycle = RequestCycle(  # type: ignore[assignment]
+            self,
+            scope,
+            keep_alive=http_version != "1.0" and parser.should_keep_alive(),
+            expect_100_continue=self.expect_100_continue,
+        )
+        if existing is None or existing.response_complete:
+            self._start_asgi_task(cycle, app)
+        else:  # a pipelined request waits for the one before it
+            self.flow.pause_reading()
+            self.pipeline.appendleft((cycle, app))  # type: ignore[arg-type]
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if self._fresh_context:
+            task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
+        else:
+            task = self.loop.create_task(cycle.run_asgi(app))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    def on_body(self, body: bytes) -> None:
+        cycle: RequestCycle = self.cycle  # type: ignore[assignment]
+        if cycle.response_complete:
+            return
+        cycle.chunks.append(body)
+        cycle.body_size += len(body)
+        if cycle.body_size > HIGH_WATER_LIMIT:
+            self.flow.pause_reading()
+        cycle.notify()
+
+    def on_message_complete(self) -> None:
+        cycle: RequestCycle = self.cycle  # type: ignore[assignment]
+        if cycle.response_complete:
+            return
+        cycle.more_body = False
+        cycle.notify()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CorkedTransport(transport, self.loop))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport.discard()
-        super().connection_lost(exc)
+        self.connections.discard(self)
+        cycle: RequestCycle | None = self.cycle  # type: ignore[assignment]
+        if cycle is not None:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+            cycle.notify()
+        if self.flow is not None:
+            self.flow.resume_writing()
+        if exc is None:
+            self.transport.close()
+            self._unset_keepalive_if_required()
+        self.parser = None  # type: ignore[assignment]
 
     def _unset_keepalive_if_required(self) -> None:
         self.idle_since = None
@@ -233,6 +345,17 @@ class HttpProtocol(HttpToolsProtocol):
             self.idle_since = self.loop.time()
             if not idle.running:
                 idle.start()
+
+
+def split_target(url: bytes) -> tuple[bytes, bytes]:
+    """A request target's path and query, as ``httptools.parse_url`` splits it: directly for the
+    origin form (``/path?query``) without a fragment, which is what clients send; through
+    ``parse_url`` otherwise (absolute form, a fragment)."""
+    if url[:1] == b"/" and b"#" not in url:
+        path, _, query = url.partition(b"?")
+        return path, query
+    parsed = httptools.parse_url(url)
+    return parsed.path, parsed.query or b""
 
 
 def uvicorn_config(app: Any, *, cert: Path | str, key: Path | str) -> Any:

@@ -1,0 +1,271 @@
+"""One HTTP request and its response under :class:`~kubeloop.cli._serving.HttpProtocol`: the ASGI
+``receive`` and ``send`` an app gets, with uvicorn's behaviour and fewer steps.
+
+:class:`RequestCycle` answers exactly as uvicorn's ``httptools_impl.RequestResponseCycle`` does: the same
+messages to the app, the same bytes written (status line, default headers, the app's headers lowercased
+and checked, ``connection: close`` and ``transfer-encoding: chunked`` added by the same rules, chunk
+framing, ``100 Continue``), the same errors for an app that breaks the ASGI rules, the same flow control.
+What it leaves out is work, not behaviour:
+
+- **No ``asyncio.Event`` per request.** A request's body usually arrives with its head, before the app
+  first calls ``receive``; the cycle keeps a flag, and a future only while the app waits for more.
+- **The body is handed over as received**: one chunk as it is, several joined once (uvicorn copies into
+  a ``bytearray`` and copies again into ``bytes``).
+- **Headers are checked in one pass.** uvicorn runs two regular expressions per header; here one
+  expression checks the whole header block, and only a block that fails is checked header by header,
+  to raise uvicorn's own error. The server's default headers (``date``) are rendered and checked once
+  per value, not once per response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+__all__ = ["HEADER_BLOCK_RE", "RequestCycle", "default_head", "header_lines"]
+
+# A block of ``name: value\r\n`` lines, each name free of what HEADER_RE forbids and each value free of
+# what HEADER_VALUE_RE forbids. A name cannot hold ``:`` or a space and a value cannot hold ``\r`` or
+# ``\n``, so the block splits into lines one way only: it matches exactly when every header passes
+# uvicorn's two checks (an empty name passes them, as it does here).
+HEADER_BLOCK_RE = re.compile(
+    b'(?:[^\\x00-\\x1f\\x7f()<>@,;:\\[\\]={} \\t\\\\"]*: [^\\x00-\\x08\\x0a-\\x1f\\x7f]*\\r\\n)*'
+)
+
+_DISCONNECT = {"type": "http.disconnect"}
+# Header names whose value changes how the response is framed or whether the connection stays open.
+_FRAMING = (b"content-length", b"transfer-encoding", b"connection")
+
+_default_heads: dict[int, tuple[list[tuple[bytes, bytes]], bytes, list[tuple[bytes, bytes]]]] = {}
+
+
+def default_head(defaults: list[tuple[bytes, bytes]]) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+    """The server's default headers (uvicorn's ``server_state.default_headers``) as header lines,
+    checked as uvicorn checks them, and those of them that frame the response (lowered). Remembered
+    per list: uvicorn builds a new list when the date changes. Raises uvicorn's ``RuntimeError`` for a
+    header it would refuse."""
+    known = _default_heads.get(id(defaults))
+    if known is not None and known[0] is defaults:
+        return known[1], known[2]
+    lowered = [(name.lower(), value) for name, value in defaults]
+    head = header_lines(lowered, defaults)
+    framing = [header for header in lowered if header[0] in _FRAMING]
+    _default_heads.clear()  # one date at a time; the list it was built from is kept alive with it
+    _default_heads[id(defaults)] = (defaults, head, framing)
+    return head, framing
+
+
+def header_lines(lowered: list[tuple[bytes, bytes]], original: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """``name: value\\r\\n`` for each lowered header, after uvicorn's checks on the ``original`` ones."""
+    block = b"".join([b"%s: %s\r\n" % header for header in lowered])
+    if HEADER_BLOCK_RE.fullmatch(block) is None:
+        for name, value in original:  # uvicorn's own checks, for its own error
+            if HEADER_RE.search(name):
+                raise RuntimeError("Invalid HTTP header name.")
+            if HEADER_VALUE_RE.search(value):
+                raise RuntimeError("Invalid HTTP header value.")
+    return block
+
+
+class RequestCycle:
+    """One request's ASGI ``receive``/``send`` (see the module docstring)."""
+
+    __slots__ = (
+        "_ready",
+        "_waiter",
+        "body_size",
+        "chunked_encoding",
+        "chunks",
+        "disconnected",
+        "expected_content_length",
+        "keep_alive",
+        "more_body",
+        "on_response",
+        "protocol",
+        "response_complete",
+        "response_started",
+        "scope",
+        "transport",
+        "waiting_for_100_continue",
+    )
+
+    def __init__(self, protocol: Any, scope: dict[str, Any], *, keep_alive: bool, expect_100_continue: bool) -> None:
+        self.protocol = protocol
+        self.scope = scope
+        self.transport: asyncio.Transport = protocol.transport
+        self.on_response: Callable[[], None] | None = protocol.on_response_complete
+        # Connection state
+        self.disconnected = False
+        self.keep_alive = keep_alive
+        self.waiting_for_100_continue = expect_100_continue
+        # Request state: the body received and not yet handed to the app
+        self.chunks: list[bytes] = []
+        self.body_size = 0
+        self.more_body = True
+        # uvicorn's message_event: set when there is something new for receive() to report
+        self._ready = False
+        self._waiter: asyncio.Future[None] | None = None
+        # Response state
+        self.response_started = False
+        self.response_complete = False
+        self.chunked_encoding: bool | None = None
+        self.expected_content_length = 0
+
+    def notify(self) -> None:
+        """uvicorn's ``message_event.set()``: wake a waiting ``receive``."""
+        self._ready = True
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def run_asgi(self, app: Any) -> None:
+        logger: logging.Logger = self.protocol.logger
+        try:
+            result = await app(self.scope, self.receive, self.send)
+        except BaseException as exc:
+            logger.error("Exception in ASGI application\n", exc_info=exc)
+            if not self.response_started:
+                await self.send_500_response()
+            else:
+                self.transport.close()
+        else:
+            if result is not None:
+                logger.error("ASGI callable should return None, but returned '%s'.", result)
+                self.transport.close()
+            elif not self.response_started and not self.disconnected:
+                logger.error("ASGI callable returned without starting response.")
+                await self.send_500_response()
+            elif not self.response_complete and not self.disconnected:
+                logger.error("ASGI callable returned without completing response.")
+                self.transport.close()
+        finally:
+            self.on_response = None
+
+    async def send_500_response(self) -> None:
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": 500,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", b"21"),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await self.send({"type": "http.response.body", "body": b"Internal Server Error", "more_body": False})
+
+    async def send(self, message: Any) -> None:
+        flow: FlowControl = self.protocol.flow
+        if flow.write_paused and not self.disconnected:
+            await flow.drain()
+        if self.disconnected:
+            return
+        if not self.response_started:
+            if message["type"] != "http.response.start":
+                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{message['type']}'.")
+            self._start(message)
+        elif not self.response_complete:
+            if message["type"] != "http.response.body":
+                raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{message['type']}'.")
+            self._body(message.get("body", b""), message.get("more_body", False))
+        else:
+            raise RuntimeError(f"Unexpected ASGI message '{message['type']}' sent, after response already completed.")
+
+    def _start(self, message: Any) -> None:
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        status_code = message["status"]
+        protocol = self.protocol
+        if protocol.access_log:
+            scope = self.scope
+            protocol.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d',
+                get_client_addr(scope),  # type: ignore[arg-type]
+                scope["method"],
+                get_path_with_query_string(scope),  # type: ignore[arg-type]
+                scope["http_version"],
+                status_code,
+            )
+        defaults, default_framing = default_head(protocol.server_state.default_headers)
+        own = message.get("headers", ())
+        lowered = [(name.lower(), value) for name, value in own]
+        has_connection_close = False
+        framing = [header for header in lowered if header[0] in _FRAMING]
+        if default_framing:
+            framing = default_framing + framing
+        if framing:
+            for name, value in framing:
+                if name == b"content-length":
+                    if self.chunked_encoding is None:
+                        self.expected_content_length = int(value.decode())
+                        self.chunked_encoding = False
+                elif name == b"transfer-encoding":
+                    if value.lower() == b"chunked":
+                        self.expected_content_length = 0
+                        self.chunked_encoding = True
+                elif b"close" in [token.lower().strip() for token in value.split(b",")]:
+                    self.keep_alive = False
+                    has_connection_close = True
+        head = [STATUS_LINE[status_code], defaults, header_lines(lowered, own)]
+        if not self.keep_alive and not has_connection_close:
+            head.append(b"connection: close\r\n")
+        if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
+            self.chunked_encoding = True
+            head.append(b"transfer-encoding: chunked\r\n")
+        head.append(b"\r\n")
+        self.transport.write(b"".join(head))
+
+    def _body(self, body: bytes, more_body: bool) -> None:
+        if self.scope["method"] == "HEAD":
+            self.expected_content_length = 0
+        elif self.chunked_encoding:
+            content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
+            if not more_body:
+                content.append(b"0\r\n\r\n")
+            self.transport.write(b"".join(content))
+        else:
+            if len(body) > self.expected_content_length:
+                raise RuntimeError("Response content longer than Content-Length")
+            self.expected_content_length -= len(body)
+            self.transport.write(body)
+        if not more_body:
+            if self.expected_content_length != 0:
+                raise RuntimeError("Response content shorter than Content-Length")
+            self.response_complete = True
+            self.notify()
+            if not self.keep_alive:
+                self.transport.close()
+            if self.on_response is not None:
+                self.on_response()
+
+    async def receive(self) -> dict[str, Any]:
+        if self.waiting_for_100_continue and not self.transport.is_closing():
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.waiting_for_100_continue = False
+        if not self.disconnected and not self.response_complete:
+            flow: FlowControl = self.protocol.flow
+            if flow.read_paused:
+                flow.resume_reading()
+            if not self._ready:
+                waiter = self._waiter
+                if waiter is None or waiter.done():
+                    waiter = self._waiter = self.protocol.loop.create_future()
+                await waiter
+            self._ready = False
+        if self.disconnected or self.response_complete:
+            return dict(_DISCONNECT)
+        chunks = self.chunks
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.chunks = []
+        self.body_size = 0
+        return {"type": "http.request", "body": body, "more_body": self.more_body}
