@@ -202,3 +202,19 @@ async def test_a_running_kubelet_stays_ready_across_a_large_fake_clock_jump(tmp_
             node = await world.get(NODES, name, None)
             assert _ready(node) and not _taints(node)
         assert _ready(await world.get(PODS, "web"))
+
+
+async def test_cordon_taints_the_node_unschedulable_and_uncordon_removes_it(tmp_path: Path) -> None:
+    # doNoScheduleTaintingPass: spec.unschedulable -> node.kubernetes.io/unschedulable:NoSchedule.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.client.patch(NODES, NODE, {"spec": {"unschedulable": True}})
+        node = await _node_when(world, lambda n: _taints(n))
+        assert _taints(node) == {("node.kubernetes.io/unschedulable", "NoSchedule"): format_time(world.clock.now())}
+        await world.create(PODS, pod("web"))
+        web = await _pod_when(world, "web", lambda p: p["spec"].get("nodeName"))
+        assert web["spec"]["nodeName"] == "kubeloop-node-2"
+        # A taint of the user's own is kept as it is.
+        own = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+        await world.client.patch(NODES, NODE, {"spec": {"unschedulable": None, "taints": [*node["spec"]["taints"], own]}})
+        node = await _node_when(world, lambda n: set(_taints(n)) == {("dedicated", "NoSchedule")})
+        assert node["spec"]["taints"] == [own]
