@@ -92,6 +92,8 @@ async def test_stopped_kubelet_makes_the_node_unknown_after_the_50s_node_monitor
         await world.settle()
         assert ("Normal", "NodeNotReady", "node-controller", f"Node {NODE} status is now: NodeNotReady") in (
             await _events(world, "default", "Node", NODE))
+        # Declared Unknown once: nothing more is written while the kubelet stays down.
+        assert await world.quiet_writes() == 0
 
 
 async def test_pods_on_an_unreachable_node_go_unready_then_are_evicted_after_the_300s_default_toleration(

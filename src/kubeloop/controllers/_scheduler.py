@@ -190,7 +190,7 @@ class Scheduler:
             return Result(requeue_after=self.unschedulable_retry)
         volumes = self._pod_volumes(pod)
         available = [pv for pv in self.volumes.cache.list() if not (pv.get("spec") or {}).get("claimRef")
-                     and (pv.get("status") or {}).get("phase") in ("Available", None)]
+                     and (pv.get("status") or {}).get("phase") in ("Available", None)] if volumes.delayed else []
         reasons: dict[str, int] = {}
         best: tuple[float, int, str] | None = None
         bindings: dict[str, Bindings] = {}
