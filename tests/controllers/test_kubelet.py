@@ -148,9 +148,12 @@ async def test_graceful_delete_stops_the_pod_then_removes_it_after_the_grace_per
 
 
 async def test_not_ready_node_makes_its_pods_unready_and_evicts_them_after_the_timeout(tmp_path: Path) -> None:
-    async with open_world(tmp_path, SimulationOptions(nodes=1, not_ready_eviction_seconds=300)) as world:
-        await world.create(PODS, pod("web", terminationGracePeriodSeconds=0))
-        await world.create(PODS, pod("stays", tolerations=[
+    # Two nodes: with every node of the cluster not ready, upstream's node lifecycle controller taints none
+    # NoExecute (its all-zones-fully-disrupted mode), so a one-node cluster would evict nothing.
+    on_node_1 = {"kubernetes.io/hostname": "kubeloop-node-1"}
+    async with open_world(tmp_path, SimulationOptions(nodes=2, not_ready_eviction_seconds=300)) as world:
+        await world.create(PODS, pod("web", terminationGracePeriodSeconds=0, nodeSelector=on_node_1))
+        await world.create(PODS, pod("stays", nodeSelector=on_node_1, tolerations=[
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]))
         await _status(world, "web", _ready)
         await _status(world, "stays", _ready)

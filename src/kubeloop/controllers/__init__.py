@@ -9,6 +9,7 @@ from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._kubelet import KubeletSimulator
 from kubeloop.controllers._namespace import NamespaceController
+from kubeloop.controllers._node_lifecycle import NodeLifecycleController
 from kubeloop.controllers._nodes import NodeSimulator, SimulationOptions
 from kubeloop.controllers._nodes_registry import SimulatedCluster, add_simulated_cluster
 from kubeloop.controllers._pdb import DisruptionController
@@ -34,6 +35,7 @@ __all__ = [
     "GarbageCollector",
     "KubeletSimulator",
     "NamespaceController",
+    "NodeLifecycleController",
     "NodeSimulator",
     "PersistentVolumeController",
     "ReplicaSetController",

@@ -12,10 +12,20 @@ change on the injected clock. Status is only ever derived from that simulation, 
   and, once its grace period has run out on the clock (or ``termination_delay`` after the delete,
   when configured), removed with a final delete with ``gracePeriodSeconds=0`` and a UID precondition,
   as the kubelet's status manager does.
-- A NotReady node: its pods are not ready (the node lifecycle controller's ``MarkPodsNotReady``);
-  after ``not_ready_eviction_seconds`` from the ``node.kubernetes.io/not-ready:NoExecute`` taint (or
-  the pod's own ``tolerationSeconds`` for it) they are deleted (taint-based eviction); a pod that
-  tolerates the taint forever stays.
+- A NotReady node: its containers are not ready (the kubelet still runs and says so).
+- A node whose kubelet is stopped (fault ``kubelet-stopped``, :mod:`._nodes`): nothing is written for
+  its pods (no status, no final delete: a pod deleted meanwhile stays Terminating until the kubelet
+  comes back), except the eviction below. Marking its pods not ready is the node lifecycle
+  controller's part (:mod:`._node_lifecycle`).
+- Taint-based eviction (the ``taint-eviction-controller``, ``pkg/controller/tainteviction``): on a
+  node with NoExecute taints, a pod that does not tolerate one of them is deleted at once; one that
+  tolerates them all is deleted when the shortest ``tolerationSeconds`` among the tolerations used
+  has run out, counted from when the node got its first NoExecute taint (kept while the taints
+  change, as upstream keeps a scheduled eviction), and stays if none has one. Before the delete
+  the pod gets the ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``) and a
+  ``TaintManagerEviction`` Event from ``taint-eviction-controller``. The API server gives every pod 300 s tolerations of the
+  ``not-ready`` and ``unreachable`` taints (DefaultTolerationSeconds admission); a pod admitted
+  without one (by another API server) is given ``not_ready_eviction_seconds`` for those two.
 - Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
   ``Killing``, ``Unhealthy``; :mod:`._kubelet_events`), from component ``kubelet``, only after a
   status write that shows the change succeeded, through an :class:`._events.EventSink` the manager
@@ -29,17 +39,22 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api import NotFound, parse_time
+from kubeloop.api import NotFound, copy_json, format_time, parse_time
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._kubelet_events import kubelet_events
 from kubeloop.controllers._kubelet_profiles import behaviour_of, simulate_pod
 from kubeloop.controllers._nodes import (
+    NODE_NAME_INDEX,
     NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
     SimulationOptions,
+    is_kubelet_stopped,
     is_node_ready,
     is_simulated,
     node_internal_ip,
+    node_name_of_pod,
 )
+from kubeloop.controllers._scheduler_fit import tolerates
 from kubeloop.controllers._scheduler_resources import NODES, PODS
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
@@ -47,39 +62,41 @@ __all__ = ["NODE_NAME_INDEX", "KubeletSimulator"]
 
 log = logging.getLogger("kubeloop.controllers.kubelet")
 
-NODE_NAME_INDEX = "spec.nodeName"
-
-
-def _node_name(pod: Mapping[str, Any]) -> list[str]:
-    name = (pod.get("spec") or {}).get("nodeName")
-    return [str(name)] if name else []
-
 
 def _readiness_changed(event: Event) -> bool:
     if event.type != "update" or event.old_object is None:
         return True
     old, new = event.old_object, event.object
     return is_node_ready(old) != is_node_ready(new) or is_simulated(old) != is_simulated(new) or (
-        (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints"))
+        (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")) or (
+        is_kubelet_stopped(old) != is_kubelet_stopped(new))
 
 
-def _tolerates_not_ready(toleration: Mapping[str, Any]) -> bool:
-    """v1 Toleration.ToleratesTaint for ``node.kubernetes.io/not-ready:NoExecute`` (empty value)."""
-    if toleration.get("effect") not in (None, "", "NoExecute"):
-        return False
-    key = toleration.get("key") or ""
-    if toleration.get("operator") == "Exists":
-        return key in ("", NOT_READY_TAINT)
-    return key == NOT_READY_TAINT and not toleration.get("value")
+def _no_execute_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, dict)
+            and t.get("effect") == "NoExecute"]
 
 
-def _eviction_after(pod: Mapping[str, Any], default: float) -> float | None:
-    """Seconds a pod stays on a not-ready node: its toleration's ``tolerationSeconds``, else ``default``."""
-    for toleration in (pod.get("spec") or {}).get("tolerations") or ():
-        if _tolerates_not_ready(toleration):
+def _eviction_after(pod: Mapping[str, Any], taints: list[dict[str, Any]], default: float) -> float | None:
+    """Seconds a pod stays on a node with NoExecute ``taints``; None: for ever.
+
+    ``GetMatchingTolerations`` then ``getMinTolerationTime``: every taint must be tolerated (else 0),
+    and the shortest ``tolerationSeconds`` among the matching tolerations wins."""
+    tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or () if isinstance(t, dict)]
+    shortest: float | None = None
+    for taint in taints:
+        used = [t for t in tolerations if tolerates([t], taint)]
+        if not used:
+            if taint.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT):
+                used = [{"tolerationSeconds": default}]  # what DefaultTolerationSeconds would have given
+            else:
+                return 0.0
+        for toleration in used:
             seconds = toleration.get("tolerationSeconds")
-            return None if seconds is None else max(0.0, float(seconds))
-    return default
+            if seconds is not None:
+                value = max(0.0, float(seconds))
+                shortest = value if shortest is None else min(shortest, value)
+    return shortest
 
 
 class KubeletSimulator:
@@ -91,11 +108,14 @@ class KubeletSimulator:
         self.clock = manager.clock
         self.options = options or SimulationOptions()
         self.pods = manager.informer(PODS)
-        self.pods.add_indexers({NODE_NAME_INDEX: _node_name})
+        self.pods.add_indexers({NODE_NAME_INDEX: node_name_of_pod})
         self.nodes = manager.informer(NODES)
         self.events = EventSink(self.client, component="kubelet", clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
+        self.eviction_events = EventSink(self.client, component="taint-eviction-controller", clock=self.clock)
+        manager.add(self.eviction_events, needs_leader_election=False)
         self._reserved: dict[str, str] = {}  # pod IP -> pod uid, for IPs written but maybe not cached yet
+        self._tainted: dict[tuple[str, str], tuple[str, float]] = {}  # pod -> (uid, on a NoExecute node since)
         self.controller = (
             Builder(manager).named("kubeloop-kubelet").for_(PODS)
             .watches(NODES, EnqueueMapped(self._pods_on), _readiness_changed)
@@ -109,6 +129,7 @@ class KubeletSimulator:
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         if pod is None:
+            self._tainted.pop((request.namespace, request.name), None)
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.cache.get_by_name(str(node_name)) if node_name else None
@@ -122,16 +143,13 @@ class KubeletSimulator:
         now = self.clock.now()
         node_ready = is_node_ready(node)
         evict_at: float | None = None
-        if not node_ready and not deleting:
-            evict_at = self._evict_at(pod, node, now)
+        if not deleting:
+            evict_at = self._evict_at(pod, node)
             if evict_at is not None and now >= evict_at:
-                log.info("evicting %s/%s from not-ready node %s", request.namespace, request.name, node_name)
-                try:
-                    await self.client.delete(PODS, request.name, namespace=request.namespace,
-                                             preconditions={"uid": meta.get("uid")})
-                except NotFound:
-                    pass
+                await self._evict(pod, str(node_name), now)
                 return None
+        if is_kubelet_stopped(node):
+            return Result(requeue_after=max(0.001, evict_at - now)) if evict_at is not None else None
         sim = simulate_pod(
             pod, now, node_ready=node_ready, host_ip=node_internal_ip(node), pod_ip=self._pod_ip(pod, node),
             start_delay=self.options.container_start_delay, ready_delay=self.options.readiness_delay,
@@ -154,15 +172,56 @@ class KubeletSimulator:
         wakes = [t for t in (sim.wake_at, evict_at) if t is not None]
         return Result(requeue_after=max(0.001, min(wakes) - now)) if wakes else None
 
-    def _evict_at(self, pod: Mapping[str, Any], node: Mapping[str, Any], now: float) -> float | None:
-        after = _eviction_after(pod, self.options.not_ready_eviction_seconds)
+    def _evict_at(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> float | None:
+        """When the taint-eviction controller deletes ``pod`` from ``node``; None: never."""
+        taints = _no_execute_taints(node)
+        if not taints:
+            meta = pod.get("metadata") or {}
+            self._tainted.pop((str(meta.get("namespace") or ""), str(meta.get("name") or "")), None)
+            return None
+        after = _eviction_after(pod, taints, self.options.not_ready_eviction_seconds)
         if after is None:
             return None
-        since = now
-        for taint in (node.get("spec") or {}).get("taints") or ():
-            if taint.get("key") == NOT_READY_TAINT and taint.get("effect") == "NoExecute" and taint.get("timeAdded"):
-                since = parse_time(taint["timeAdded"])
-        return since + after
+        return self._tainted_since(pod, taints) + after
+
+    def _tainted_since(self, pod: Mapping[str, Any], taints: list[dict[str, Any]]) -> float:
+        """Since when the pod has been on a node with NoExecute taints, without a break.
+
+        Upstream keeps a pod's scheduled eviction while taints change (the not-ready taint swapped for
+        the unreachable one keeps the first deadline); this remembers the first moment the same way,
+        and starts from the earliest ``timeAdded`` after a restart."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        uid = str(meta.get("uid") or "")
+        seen = self._tainted.get(key)
+        if seen is not None and seen[0] == uid:
+            return seen[1]
+        added = [parse_time(t["timeAdded"]) for t in taints if t.get("timeAdded")]
+        since = min(added) if added else self.clock.now()
+        self._tainted[key] = (uid, since)
+        return since
+
+    async def _evict(self, pod: dict[str, Any], node_name: str, now: float) -> None:
+        """``addConditionAndDeletePod``: the DisruptionTarget condition, an Event, then the delete."""
+        meta = pod["metadata"]
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        log.info("evicting %s/%s from node %s (NoExecute taint)", namespace, name, node_name)
+        status = copy_json(pod.get("status") or {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
+        conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": format_time(now), "reason": "DeletionByTaintManager",
+                           "message": "Taint manager: deleting due to NoExecute taint"})
+        status["conditions"] = conditions
+        try:
+            await self.client.update(PODS, {**pod, "status": status}, namespace=namespace, subresource="status")
+        except NotFound:
+            return
+        self.eviction_events.emit(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}",
+                                  api_version="v1", kind="Pod")
+        try:
+            await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": meta.get("uid")})
+        except NotFound:
+            pass
 
     def _pod_ip(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         existing = (pod.get("status") or {}).get("podIP")

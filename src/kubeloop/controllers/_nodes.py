@@ -1,8 +1,7 @@
-"""Simulated nodes: registration, status, heartbeats (Leases) and the node ``not-ready`` fault.
+"""Simulated nodes: registration, status and heartbeats (Leases), and the node faults.
 
 :class:`NodeSimulator` plays the node half of a kubelet for every Node annotated
-``kubeloop.dev/simulated: "true"`` (kwok's ``--manage-nodes-with-annotation-selector``) and the node
-lifecycle controller's taints for them:
+``kubeloop.dev/simulated: "true"`` (kwok's ``--manage-nodes-with-annotation-selector``):
 
 - On start it registers ``options.nodes`` nodes named ``kubeloop-node-1`` ... with capacity and
   allocatable (cpu, memory, pods, ephemeral-storage), labels (``kubernetes.io/hostname``, os, arch,
@@ -12,10 +11,16 @@ lifecycle controller's taints for them:
   renewed every ``lease_renew_interval`` (10 s); the status is written when a condition changes or
   when ``lastHeartbeatTime`` is older than ``status_report_interval`` (5 min,
   ``nodeStatusReportFrequency``). Between those moments nothing is written.
-- Fault: annotation ``kubeloop.dev/fault: not-ready`` makes ``Ready`` False (``KubeletNotReady``) and
-  adds the ``node.kubernetes.io/not-ready`` NoSchedule and NoExecute taints (the node lifecycle
-  controller's); removing the annotation makes it Ready again and removes those taints. What happens
-  to pods on a not-ready node is the kubelet simulator's part (:mod:`._kubelet`).
+- Faults, by the node annotation ``kubeloop.dev/fault``:
+
+  - ``not-ready``: the kubelet posts ``Ready`` False (``KubeletNotReady``); removing the annotation
+    makes it post True again.
+  - ``kubelet-stopped``: the kubelet is down: it neither renews its Lease nor posts status, and
+    (:mod:`._kubelet`) does nothing for its pods. The node lifecycle controller
+    (:mod:`._node_lifecycle`) then declares the node ``Unknown`` and taints it ``unreachable``.
+    Removing the annotation starts the kubelet again: it renews the Lease and posts Ready True.
+
+  The taints that follow from the conditions are the node lifecycle controller's.
 """
 
 from __future__ import annotations
@@ -40,14 +45,20 @@ from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result
 
 __all__ = [
     "FAULT_ANNOTATION",
+    "KUBELET_STOPPED",
     "NODE_LEASE_NAMESPACE",
+    "NODE_NAME_INDEX",
     "NOT_READY_TAINT",
     "SIMULATED_ANNOTATION",
+    "UNREACHABLE_TAINT",
     "NodeSimulator",
     "SimulationOptions",
+    "is_kubelet_stopped",
     "is_node_ready",
     "is_simulated",
     "node_internal_ip",
+    "node_name_of_pod",
+    "ready_status",
 ]
 
 log = logging.getLogger("kubeloop.controllers.nodes")
@@ -56,6 +67,9 @@ SIMULATED_ANNOTATION = "kubeloop.dev/simulated"
 FAULT_ANNOTATION = "kubeloop.dev/fault"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+KUBELET_STOPPED = "kubelet-stopped"  # the fault that stops a node's kubelet
+NODE_NAME_INDEX = "spec.nodeName"  # pods by the node they are bound to
 KUBELET_VERSION = "v1.32.0"
 
 
@@ -76,7 +90,9 @@ class SimulationOptions:
     # Pods: seconds from the kubelet seeing a pod to its containers running, then to Ready.
     container_start_delay: float = 0.0
     readiness_delay: float = 0.0
-    # Seconds a NotReady node keeps pods that do not tolerate it (DefaultTolerationSeconds).
+    # Seconds a pod with no toleration of the not-ready or unreachable NoExecute taint stays on such a node.
+    # kubeloop's API server gives every pod 300 s tolerations of both (DefaultTolerationSeconds admission),
+    # so this concerns only pods admitted by a server without that plugin.
     not_ready_eviction_seconds: float = 300.0
     # Seconds containers take to stop after a delete; None waits out the whole grace period.
     termination_delay: float | None = None
@@ -89,11 +105,26 @@ def is_simulated(node: Mapping[str, Any] | None) -> bool:
     return bool(node) and ((node or {}).get("metadata") or {}).get("annotations", {}).get(SIMULATED_ANNOTATION) == "true"
 
 
-def is_node_ready(node: Mapping[str, Any] | None) -> bool:
+def ready_status(node: Mapping[str, Any] | None) -> str | None:
+    """The Ready condition's status (``True``, ``False``, ``Unknown``), None when there is none."""
     for condition in ((node or {}).get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
+            return str(condition.get("status"))
+    return None
+
+
+def is_node_ready(node: Mapping[str, Any] | None) -> bool:
+    return ready_status(node) == "True"
+
+
+def is_kubelet_stopped(node: Mapping[str, Any] | None) -> bool:
+    return bool(((node or {}).get("metadata") or {}).get("annotations", {}).get(FAULT_ANNOTATION) == KUBELET_STOPPED)
+
+
+def node_name_of_pod(pod: Mapping[str, Any]) -> list[str]:
+    """The index function of :data:`NODE_NAME_INDEX`."""
+    name = (pod.get("spec") or {}).get("nodeName")
+    return [str(name)] if name else []
 
 
 def node_internal_ip(node: Mapping[str, Any] | None) -> str:
@@ -170,19 +201,8 @@ def desired_conditions(node: Mapping[str, Any], now: float, *, heartbeat: bool) 
     return out
 
 
-def desired_taints(node: Mapping[str, Any], now: float) -> list[dict[str, Any]]:
-    taints = [t for t in (node.get("spec") or {}).get("taints") or () if t.get("key") != NOT_READY_TAINT]
-    if not is_node_ready(node):
-        old = {(t.get("key"), t.get("effect")): t for t in (node.get("spec") or {}).get("taints") or ()}
-        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
-        no_exec = old.get((NOT_READY_TAINT, "NoExecute")) or {}
-        taints.append({"key": NOT_READY_TAINT, "effect": "NoExecute",
-                       "timeAdded": no_exec.get("timeAdded") or format_time(now)})
-    return taints
-
-
 class NodeSimulator:
-    """Registers simulated nodes, keeps their status and leases fresh, and applies node faults."""
+    """Registers simulated nodes, keeps their status and leases fresh (unless their kubelet is stopped)."""
 
     def __init__(self, manager: Manager, options: SimulationOptions | None = None) -> None:
         self.client: Client = manager.client
@@ -212,11 +232,10 @@ class NodeSimulator:
                 except AlreadyExists:
                     pass
             return None
-        if not is_simulated(node):
+        if not is_simulated(node) or is_kubelet_stopped(node):
             return None
         now = self.clock.now()
         node = await self._sync_status(node, now)
-        await self._sync_taints(node, now)
         lease_due = await self._renew_lease(node, now)
         status_due = self._status_due(node, now)
         return Result(requeue_after=max(0.001, min(lease_due, status_due) - now))
@@ -233,15 +252,6 @@ class NodeSimulator:
         if status == node.get("status"):
             return node
         return await self.client.update(NODES, {**node, "status": status}, subresource="status")
-
-    async def _sync_taints(self, node: dict[str, Any], now: float) -> None:
-        taints = desired_taints(node, now)
-        if taints == ((node.get("spec") or {}).get("taints") or []):
-            return
-        spec = {**(node.get("spec") or {}), "taints": taints}
-        if not taints:
-            spec.pop("taints")
-        await self.client.update(NODES, {**node, "spec": spec})
 
     async def _renew_lease(self, node: Mapping[str, Any], now: float) -> float:
         name = node["metadata"]["name"]

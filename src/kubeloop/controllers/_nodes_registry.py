@@ -1,7 +1,7 @@
 """Registers the simulated cluster's controllers as built-ins, and builds them all at once.
 
-Names (kube-controller-manager's where one exists): ``node-simulator``, ``kubelet-simulator``,
-``scheduler``, ``persistentvolume-binder``, ``storage-protection``, ``disruption``. Importing this
+Names (kube-controller-manager's where one exists): ``node-simulator``, ``nodelifecycle``,
+``kubelet-simulator``, ``scheduler``, ``persistentvolume-binder``, ``storage-protection``, ``disruption``. Importing this
 module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`, so ``kubeloop
 controller-manager`` and ``kubeloop up`` run them. Each factory builds its controllers on the
 manager (which registers them there) and returns a :class:`Built` handle: it runs nothing itself
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubeloop.controllers._kubelet import KubeletSimulator
+from kubeloop.controllers._node_lifecycle import NodeLifecycleController
 from kubeloop.controllers._nodes import NodeSimulator, SimulationOptions
 from kubeloop.controllers._pdb import DisruptionController
 from kubeloop.controllers._registry import register_builtin
@@ -45,6 +46,7 @@ class Built:
 @dataclass(frozen=True)
 class SimulatedCluster:
     nodes: NodeSimulator
+    lifecycle: NodeLifecycleController
     kubelet: KubeletSimulator
     scheduler: Scheduler
     volumes: PersistentVolumeController
@@ -56,7 +58,8 @@ def add_simulated_cluster(manager: Manager, options: SimulationOptions | None = 
     """Build every simulated-cluster controller on ``manager`` (before it runs)."""
     options = options or SimulationOptions()
     return SimulatedCluster(
-        nodes=NodeSimulator(manager, options), kubelet=KubeletSimulator(manager, options),
+        nodes=NodeSimulator(manager, options), lifecycle=NodeLifecycleController(manager),
+        kubelet=KubeletSimulator(manager, options),
         scheduler=Scheduler(manager), volumes=PersistentVolumeController(manager),
         protection=VolumeProtectionController(manager), disruption=DisruptionController(manager),
     )
@@ -64,6 +67,10 @@ def add_simulated_cluster(manager: Manager, options: SimulationOptions | None = 
 
 def _node_simulator(manager: Manager) -> Built:
     return Built(NodeSimulator(manager).controller)
+
+
+def _nodelifecycle(manager: Manager) -> Built:
+    return Built(NodeLifecycleController(manager).controller)
 
 
 def _kubelet_simulator(manager: Manager) -> Built:
@@ -90,6 +97,7 @@ def _disruption(manager: Manager) -> Built:
 
 FACTORIES: dict[str, Callable[[Manager], Built]] = {
     "node-simulator": _node_simulator,
+    "nodelifecycle": _nodelifecycle,
     "kubelet-simulator": _kubelet_simulator,
     "scheduler": _scheduler,
     "persistentvolume-binder": _persistentvolume_binder,

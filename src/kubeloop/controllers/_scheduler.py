@@ -13,6 +13,14 @@ committed (requests of non-terminal pods bound to it), and a pod this scheduler 
 Before any node is tried, the pod's claims must be usable (the VolumeBinding plugin's PreFilter): a
 claim that is missing or being deleted, or an unbound claim whose class binds ``Immediate``, keeps
 the pod pending with upstream's message; the pod is tried again when one of its claims changes.
+Per node, the VolumeBinding filter (:mod:`._scheduler_volumes`) checks bound volumes' node affinity
+and finds volumes for unbound ``WaitForFirstConsumer`` claims. When the chosen node needs volume
+binding, PreBind runs first: matched volumes are pre-bound to their claims (``claimRef``), the other
+claims get ``volume.kubernetes.io/selected-node`` (the volume controller then provisions), and the
+pod, held on that node meanwhile, is bound once every claim is Bound; after ``bind_timeout``
+(600 s, the plugin's ``bindTimeoutSeconds``) without that, the node is given up, the pod gets
+``PodScheduled`` False ``SchedulerError`` "running PreBind plugin "VolumeBinding": binding volumes:
+context deadline exceeded" (and that FailedScheduling Event) and is scheduled afresh a second later.
 
 A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
 message (written only when it changes); it is tried again when nodes change or capacity is freed
@@ -39,10 +47,13 @@ from kubeloop.controllers._scheduler_resources import (
     NODES,
     PODS,
     PVCS,
+    PVS,
     STORAGE_CLASSES,
     parse_quantity,
     pod_requests,
 )
+from kubeloop.controllers._scheduler_volumes import Bindings, PodVolumes, find_pod_volumes
+from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE, is_delayed_binding
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -76,15 +87,18 @@ class Scheduler:
     """Binds pods to nodes. Build it on a manager before it runs."""
 
     def __init__(self, manager: Manager, *, scheduler_name: str = "default-scheduler",
-                 unschedulable_retry: float = 300.0) -> None:
+                 unschedulable_retry: float = 300.0, bind_timeout: float = 600.0) -> None:
         self.client = manager.client
         self.clock = manager.clock
         self.scheduler_name = scheduler_name
         self.unschedulable_retry = unschedulable_retry
+        self.bind_timeout = bind_timeout
         self.pods = manager.informer(PODS)
         self.nodes = manager.informer(NODES)
         self.claims = manager.informer(PVCS)
         self.classes = manager.informer(STORAGE_CLASSES)
+        self.volumes = manager.informer(PVS)
+        self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
         self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
         self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
         self._usage: dict[str, dict[str, float]] = {}
@@ -95,7 +109,8 @@ class Scheduler:
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
             .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
-            .watches(PVCS, EnqueueMapped(self._waiting_in_namespace)).build(self)
+            .watches(PVCS, EnqueueMapped(self._waiting_in_namespace))
+            .watches(PVS, EnqueueMapped(lambda _pv: self._waiting())).build(self)
         )
         self.pods.add_handler(self._observe, lambda old, new: self._observe(new), self._forget)
 
@@ -130,6 +145,7 @@ class Scheduler:
     def _forget(self, pod: dict[str, Any]) -> None:
         key = _key(pod)
         self._pending.discard(key)
+        self._prebound.pop(key, None)
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
@@ -156,7 +172,11 @@ class Scheduler:
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         key = (request.namespace, request.name)
-        if pod is None or not _wants_scheduling(pod, self.scheduler_name) or key in self._assumed:
+        if pod is None or not _wants_scheduling(pod, self.scheduler_name):
+            return None
+        if key in self._prebound:
+            return await self._finish_prebind(pod, key)
+        if key in self._assumed:
             return None
         wanted = pod_requests(pod)
         nodes = sorted(self.nodes.cache.list(), key=lambda n: str(n["metadata"]["name"]))
@@ -168,11 +188,18 @@ class Scheduler:
                             " helpful for scheduling.")
             await self._mark_unschedulable(pod, message)
             return Result(requeue_after=self.unschedulable_retry)
+        volumes = self._pod_volumes(pod)
+        available = [pv for pv in self.volumes.cache.list() if not (pv.get("spec") or {}).get("claimRef")
+                     and (pv.get("status") or {}).get("phase") in ("Available", None)] if volumes.delayed else []
         reasons: dict[str, int] = {}
         best: tuple[float, int, str] | None = None
+        bindings: dict[str, Bindings] = {}
         for node in nodes:
             name = str(node["metadata"]["name"])
             failures = fit_failures(pod, node, self._usage.get(name, {}), self._count.get(name, 0), wanted)
+            if not failures:
+                volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
+                failures = [volume_failure] if volume_failure else []
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
             if failures:
@@ -186,20 +213,94 @@ class Scheduler:
         node_name = best[2]
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
+        chosen = bindings.get(node_name) or Bindings()
+        if chosen.static or chosen.provision:
+            try:
+                await self._prebind(chosen, node_name)
+            except Exception:
+                self._unassume(key)  # a claim or volume changed under us: schedule afresh
+                raise
+            self._prebound[key] = (node_name, self.clock.now())
+            return Result(requeue_after=self.bind_timeout)
+        return await self._bind(pod, key, node_name)
+
+    async def _bind(self, pod: Mapping[str, Any], key: _Key, node_name: str) -> Result | None:
+        namespace, name = key
         binding = {"apiVersion": "v1", "kind": "Binding",
-                   "metadata": {"name": request.name, "namespace": request.namespace,
-                                "uid": pod["metadata"].get("uid")},
+                   "metadata": {"name": name, "namespace": namespace, "uid": pod["metadata"].get("uid")},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         try:
-            await self.client.create(PODS, binding, namespace=request.namespace, subresource="binding")
+            await self.client.create(PODS, binding, namespace=namespace, subresource="binding")
         except (Conflict, NotFound):
             self._unassume(key)  # bound by someone else, deleted, or recreated: the informer will tell
             return None
         except Exception:
             self._unassume(key)
             raise
-        self._event(pod, "Normal", "Scheduled", f"Successfully assigned {request.namespace}/{request.name} to {node_name}")
+        self._event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node_name}")
         return None
+
+    # -- volume binding -------------------------------------------------------------------------------
+
+    def _pod_volumes(self, pod: Mapping[str, Any]) -> PodVolumes:
+        """The pod's bound claims' volumes and its unbound delayed-binding claims (PreFilter passed)."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        bound: list[dict[str, Any]] = []
+        delayed: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            claim = self.claims.cache.get_by_name(str(name), namespace) if name else None
+            if claim is None:
+                continue
+            volume_name = (claim.get("spec") or {}).get("volumeName")
+            if volume_name:
+                pv = self.volumes.cache.get_by_name(str(volume_name))
+                if pv is not None:
+                    bound.append(pv)
+                continue
+            class_name = (claim.get("spec") or {}).get("storageClassName")
+            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
+            if is_delayed_binding(storage_class):
+                delayed.append((claim, storage_class))
+        return PodVolumes(tuple(bound), tuple(delayed))
+
+    async def _prebind(self, chosen: Bindings, node_name: str) -> None:
+        """``BindPodVolumes``' API updates: pre-bind matched volumes, annotate claims to provision."""
+        for pv, claim in chosen.static:
+            meta = claim["metadata"]
+            claim_ref = {"kind": "PersistentVolumeClaim", "namespace": meta.get("namespace"), "name": meta.get("name"),
+                         "uid": meta.get("uid"), "apiVersion": "v1", "resourceVersion": meta.get("resourceVersion")}
+            annotations = {**(pv["metadata"].get("annotations") or {}), BOUND_BY_CONTROLLER: "yes"}
+            await self.client.update(PVS, {**pv, "metadata": {**pv["metadata"], "annotations": annotations},
+                                           "spec": {**pv["spec"], "claimRef": claim_ref}})
+        for claim in chosen.provision:
+            meta = claim["metadata"]
+            if (meta.get("annotations") or {}).get(SELECTED_NODE) == node_name:
+                continue
+            await self.client.patch(PVCS, str(meta["name"]), {"metadata": {
+                "annotations": {SELECTED_NODE: node_name}, "resourceVersion": meta.get("resourceVersion")}},
+                namespace=str(meta.get("namespace") or ""))
+
+    async def _finish_prebind(self, pod: Mapping[str, Any], key: _Key) -> Result | None:
+        """PreBind's wait: bind the pod once all its claims are Bound; give the node up after the timeout."""
+        node_name, since = self._prebound[key]
+        namespace = key[0]
+        claims = [self.claims.cache.get_by_name(str(v["persistentVolumeClaim"]["claimName"]), namespace)
+                  for v in (pod.get("spec") or {}).get("volumes") or ()
+                  if (v.get("persistentVolumeClaim") or {}).get("claimName")]
+        if all(c is not None and (c.get("spec") or {}).get("volumeName")
+               and (c.get("status") or {}).get("phase") == "Bound" for c in claims):
+            del self._prebound[key]
+            return await self._bind(pod, key, node_name)
+        now = self.clock.now()
+        if now < since + self.bind_timeout:
+            return Result(requeue_after=since + self.bind_timeout - now)
+        log.info("volumes of %s/%s not bound on %s after %ss: scheduling again", *key, node_name, self.bind_timeout)
+        del self._prebound[key]
+        self._unassume(key)
+        await self._mark_unschedulable(dict(pod), 'running PreBind plugin "VolumeBinding": binding volumes: context '
+                                       "deadline exceeded", reason="SchedulerError")
+        return Result(requeue_after=1.0)  # the scheduling queue's initial pod backoff
 
     def _claims_unusable(self, pod: Mapping[str, Any]) -> str | None:
         """VolumeBinding PreFilter: why the pod's claims keep it off every node, or None."""
@@ -238,7 +339,7 @@ class Scheduler:
                 fractions.append((usage.get(name, 0.0) + wanted.get(name, 0.0)) / capacity)
         return sum(fractions) / len(fractions) if fractions else 0.0
 
-    async def _mark_unschedulable(self, pod: dict[str, Any], message: str) -> None:
+    async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
         status = copy_json(pod.get("status") or {})
         conditions = status.setdefault("conditions", [])
         now = format_time(self.clock.now())
@@ -246,11 +347,11 @@ class Scheduler:
             if condition.get("type") == "PodScheduled":
                 if condition.get("status") != "False":
                     condition["lastTransitionTime"] = now
-                condition.update(status="False", reason="Unschedulable", message=message)
+                condition.update(status="False", reason=reason, message=message)
                 break
         else:
             conditions.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                               "lastTransitionTime": now, "reason": "Unschedulable", "message": message})
+                               "lastTransitionTime": now, "reason": reason, "message": message})
         if status == pod.get("status"):
             return
         try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubeloop.controllers._scheduler_resources import parse_quantity
 
-__all__ = ["fit_failures", "tolerates", "unschedulable_message"]
+__all__ = ["fit_failures", "matches_node_selector_terms", "tolerates", "unschedulable_message"]
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -61,8 +61,12 @@ def _matches_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        return True
+    return not terms or matches_node_selector_terms(terms, node)
+
+
+def matches_node_selector_terms(terms: Iterable[Mapping[str, Any]], node: Mapping[str, Any]) -> bool:
+    """A NodeSelector's terms (ORed; each term's expressions ANDed) against the node's labels."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
     return any(
         all(_match_expression(labels, e) for e in term.get("matchExpressions") or ())
         and (term.get("matchExpressions") or term.get("matchFields"))

@@ -10,6 +10,14 @@ cluster:
   (same class, enough capacity, the access modes, volume mode and selector); with none, a class
   whose provisioner is ``kubeloop.dev/hostpath`` provisions ``pvc-<claim uid>`` with the claim's
   request, the class's reclaim policy and ``pv.kubernetes.io/provisioned-by``.
+- Delayed binding (class ``volumeBindingMode: WaitForFirstConsumer``): the controller binds such a
+  claim only to a volume pre-bound to it (``claimRef``, which the scheduler writes), and provisions
+  only once the claim carries ``volume.kubernetes.io/selected-node`` (the scheduler's choice for the
+  first pod using it); until then the claim stays Pending with a Normal ``WaitForFirstConsumer``
+  Event "waiting for first consumer to be created before binding" (recorded once per claim here;
+  upstream repeats it on every resync, which its recorder counts). The volume provisioned for a
+  selected node requires that node (``nodeAffinity`` on ``kubernetes.io/hostname``, as hostPath
+  provisioners such as local-path do), so the scheduler keeps later pods of the claim there.
 - Binding writes in upstream's order: the volume's ``claimRef`` then its phase ``Bound``, the
   claim's ``volumeName`` with ``pv.kubernetes.io/bind-completed`` (and ``bound-by-controller``
   when the controller chose), then the claim's status (Bound, capacity, access modes).
@@ -17,7 +25,8 @@ cluster:
   API, not only the cache) is Released and reclaimed: ``Delete`` deletes it, ``Retain`` keeps it
   Released (its claimRef keeps it from binding again).
 
-Every write happens only when something differs, so a steady state writes nothing.
+Every write happens only when something differs, so a steady state writes nothing. Events come
+from ``persistentvolume-controller``.
 """
 
 from __future__ import annotations
@@ -27,10 +36,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import AlreadyExists, Conflict, NotFound, copy_json, label_selector_from_dict
+from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._scheduler_resources import PVCS, PVS, STORAGE_CLASSES, parse_quantity
 from kubeloop.runtime import Builder, EnqueueMapped, Manager, Request, Result
 
-__all__ = ["DEFAULT_CLASS_ANNOTATION", "PROVISIONER", "PersistentVolumeController", "default_storage_class"]
+__all__ = [
+    "DEFAULT_CLASS_ANNOTATION",
+    "PROVISIONER",
+    "SELECTED_NODE",
+    "PersistentVolumeController",
+    "default_storage_class",
+    "is_delayed_binding",
+    "volume_matches_claim",
+]
 
 log = logging.getLogger("kubeloop.controllers.volume")
 
@@ -39,6 +57,8 @@ DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+_WAITING_MEMORY = 4096  # claims whose WaitForFirstConsumer Event was recorded (bounded)
 
 
 def default_storage_class() -> dict[str, Any]:
@@ -54,7 +74,12 @@ def _storage(obj: Mapping[str, Any], *path: str) -> float:
     return parse_quantity(((node or {}).get("storage")) or 0)
 
 
-def _matches(pv: Mapping[str, Any], pvc: Mapping[str, Any], class_name: str) -> bool:
+def is_delayed_binding(storage_class: Mapping[str, Any] | None) -> bool:
+    return bool(storage_class) and (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
+
+
+def volume_matches_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any], class_name: str) -> bool:
+    """An Available volume the claim may bind to (class, access modes, volume mode, size, selector)."""
     spec, want = pv.get("spec") or {}, pvc.get("spec") or {}
     if spec.get("claimRef") or (pv.get("status") or {}).get("phase") not in ("Available", "Pending", None):
         return False
@@ -79,6 +104,9 @@ class PersistentVolumeController:
         self.pvs = manager.informer(PVS)
         self.classes = manager.informer(STORAGE_CLASSES)
         self.ensure_default_class = ensure_default_class
+        self.events = EventSink(self.client, component="persistentvolume-controller", clock=manager.clock)
+        manager.add(self.events, needs_leader_election=False)
+        self._told_waiting: dict[str, None] = {}  # claim uids, oldest first
         self.claims = (
             Builder(manager).named("persistentvolume-binder").for_(PVCS)
             .watches(PVS, EnqueueMapped(self._claim_of)).watches(STORAGE_CLASSES, EnqueueMapped(self._pending))
@@ -134,25 +162,43 @@ class PersistentVolumeController:
                 return None  # a volume that does not exist (yet): the claim stays Pending
             await self._bind(pvc, pv, claim_chose=False)
             return None
-        chosen = self._find_volume(pvc, class_name)
+        cls = self.classes.cache.get_by_name(class_name) if class_name else None
+        delayed = is_delayed_binding(cls)
+        chosen = self._find_volume(pvc, class_name, delayed=delayed)
         if chosen is not None:
             await self._bind(pvc, chosen, claim_chose=True)
             return None
-        cls = self.classes.cache.get_by_name(class_name) if class_name else None
+        selected = (pvc["metadata"].get("annotations") or {}).get(SELECTED_NODE)
+        if delayed and not selected:
+            self._waiting_for_consumer(pvc)
+            return None
         if cls is not None and cls.get("provisioner") == PROVISIONER:
-            await self._provision(pvc, cls)
+            await self._provision(pvc, cls, node=str(selected) if delayed and selected else None)
         return None
 
-    def _find_volume(self, pvc: Mapping[str, Any], class_name: str) -> dict[str, Any] | None:
+    def _waiting_for_consumer(self, pvc: Mapping[str, Any]) -> None:
+        uid = str(pvc["metadata"].get("uid") or "")
+        if uid in self._told_waiting:
+            return
+        self._told_waiting[uid] = None
+        if len(self._told_waiting) > _WAITING_MEMORY:
+            del self._told_waiting[next(iter(self._told_waiting))]
+        self.events.emit(pvc, "Normal", "WaitForFirstConsumer",
+                         "waiting for first consumer to be created before binding",
+                         api_version="v1", kind="PersistentVolumeClaim")
+
+    def _find_volume(self, pvc: Mapping[str, Any], class_name: str, *, delayed: bool = False) -> dict[str, Any] | None:
         uid = pvc["metadata"].get("uid")
         for pv in self.pvs.cache.list():
             if ((pv.get("spec") or {}).get("claimRef") or {}).get("uid") == uid:
-                return pv  # already ours (provisioned, or a bind half done)
-        fits = [pv for pv in self.pvs.cache.list() if _matches(pv, pvc, class_name)]
+                return pv  # already ours (provisioned, pre-bound by the scheduler, or a bind half done)
+        if delayed:
+            return None  # findBestMatchForClaim with delayed binding: the scheduler picks static volumes
+        fits = [pv for pv in self.pvs.cache.list() if volume_matches_claim(pv, pvc, class_name)]
         fits.sort(key=lambda pv: (_storage(pv, "spec", "capacity"), pv["metadata"]["name"]))
         return fits[0] if fits else None
 
-    async def _provision(self, pvc: dict[str, Any], cls: Mapping[str, Any]) -> None:
+    async def _provision(self, pvc: dict[str, Any], cls: Mapping[str, Any], *, node: str | None = None) -> None:
         meta, spec = pvc["metadata"], pvc.get("spec") or {}
         name = f"pvc-{meta.get('uid')}"
         pv: dict[str, Any] = {
@@ -170,6 +216,9 @@ class PersistentVolumeController:
                              "name": meta.get("name"), "uid": meta.get("uid")},
             },
         }
+        if node:
+            pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
         if cls.get("mountOptions"):
             pv["spec"]["mountOptions"] = list(cls["mountOptions"])
         try:

@@ -36,6 +36,7 @@ from kubeloop.server._authz_escalation import RbacEscalationCheck
 from kubeloop.server._authz_impersonate import ImpersonationMiddleware
 from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
+from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._http import MAX_BODY_BYTES, Request
 from kubeloop.server._protection import (
     APPROVED_ANNOTATION,
@@ -66,6 +67,7 @@ __all__ = [
     "AuthorizationMiddleware",
     "Authorizer",
     "Decision",
+    "DefaultTolerationSeconds",
     "DeletionProtection",
     "ImpersonationMiddleware",
     "NamespaceLifecycle",

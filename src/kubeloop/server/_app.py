@@ -36,6 +36,7 @@ from kubeloop.api import (
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
 from kubeloop.server._crd import CrdController
+from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._discovery import (
     VERSION_INFO,
     api_group,
@@ -253,12 +254,14 @@ def create_app(
     rng: random.Random | None = None,
     server_address: str = "127.0.0.1:6443",
 ) -> App:
-    """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle)."""
+    """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle,
+    DefaultTolerationSeconds, deletion protection)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
         kinds=registry if registry is not None else KindRegistry(),
         rng=rng or random.Random(),
     )
-    state.admission.extend(admission if admission is not None else [NamespaceLifecycle(store), DeletionProtection()])
+    state.admission.extend(admission if admission is not None else [
+        NamespaceLifecycle(store), DefaultTolerationSeconds(), DeletionProtection()])
     return App(state, server_address=server_address)
