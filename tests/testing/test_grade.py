@@ -41,6 +41,7 @@ from configmap_mirror import MIRROR_LABEL, mirrored_data
 from configmap_mirror import setup as mirror_setup
 
 CONFIGMAPS = resource("", "ConfigMap")
+NAMESPACES = resource("", "Namespace")
 SECRETS = resource("", "Secret")
 WIDGETS = ResourceInfo(
     "grade.kubeloop.dev", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True
@@ -75,10 +76,12 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     ``early-status`` (Ready and observedGeneration written before the child), ``restamp`` (every
     status write stamps lastTransitionTime anew), ``blind-write`` (replaces the child with a fresh
     body, no resourceVersion), ``no-owner`` (children without ownerReferences), ``adopt`` (takes
-    over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes).
+    over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes),
+    ``note-in-namespace`` (before its child, patches an annotation on the Widget's Namespace: an object
+    that is not its child, whose 409s it handles).
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
-             "child-finalizer"}  # fmt: skip
+             "child-finalizer", "note-in-namespace"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -138,10 +141,18 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     return
                 raise
 
+        async def note_in_namespace(widget: dict[str, Any], request: Request) -> None:
+            key, size = f"grade.kubeloop.dev/size-{request.name}", str(widget["spec"].get("size", 0))
+            namespace = await client.get(NAMESPACES, request.namespace)
+            if (namespace["metadata"].get("annotations") or {}).get(key) != size:
+                await client.patch(NAMESPACES, request.namespace, {"metadata": {"annotations": {key: size}}})
+
         async def reconcile(request: Request) -> Result | None:
             widget = widgets.get(f"{request.namespace}/{request.name}")
             if widget is None or is_being_deleted(widget):
                 return None
+            if "note-in-namespace" in pitfalls:
+                await note_in_namespace(widget, request)  # a 409 here is returned: retried with backoff
             try:
                 if "early-status" in pitfalls:
                     await write_status(widget, True)
@@ -256,6 +267,29 @@ async def test_a_controller_that_swallows_conflicts_loses_an_update(tmp_path: Pa
     assert any("data.size is" in line and "spec.size 7" in line for line in result.evidence)
     assert any("-> 409" in line for line in result.evidence)
     assert report["idempotency"].passed
+
+
+async def test_conflicts_are_injected_on_child_updates_only_not_on_an_unrelated_object_it_patches(
+    tmp_path: Path,
+) -> None:
+    # Only the race's 409s (no random ones): each must hit a child update. Were they spent on the
+    # Namespace patch (which it retries properly), the swallowed child conflict would go unseen.
+    subject = widget_controller("note-in-namespace", "swallow-conflict")
+    report = await grade(subject, WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert "does not match the latest spec" in result.summary
+    injected = [line for line in result.evidence if "(injected)" in line]
+    assert injected and all("/configmaps/w" in line for line in injected), result.render()
+    assert not any("/api/v1/namespaces/shop ->" in line for line in result.evidence), result.render()
+
+
+async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller("note-in-namespace"), tmp_path, "lost-update", "idempotency")
+    report.assert_passed()
 
 
 async def test_a_controller_that_replaces_objects_blindly_loses_the_other_writers_update(tmp_path: Path) -> None:

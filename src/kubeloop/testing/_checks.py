@@ -26,6 +26,7 @@ from typing import Any
 
 from kubeloop.api import NotFound
 from kubeloop.runtime import Request
+from kubeloop.testing._lineage import Lineage
 from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Conflicts, Exchange, Failing
 from kubeloop.testing._world import World
@@ -141,6 +142,7 @@ class _Race:
 
     def __init__(self, world: World, edits: Sequence[Any]) -> None:
         self.world = world
+        self.lineage = Lineage(world)
         self.pending = list(edits)
         self.conflicts_armed = 0
         self.child_races = 1
@@ -153,12 +155,13 @@ class _Race:
         self.applied += 1
         self.conflicts_armed = len(self.world.primaries)
 
-    def _child_update(self, exchange: Exchange) -> bool:
-        # Aimed at the children: a conflict on the primary's own status write loses no child update.
-        return exchange.method in ("PUT", "PATCH") and f"/{self.world.scenario.resource.plural}/" not in exchange.path
+    async def _child_update(self, exchange: Exchange) -> bool:
+        # Aimed at the children only (objects it created, or owned by a primary): a conflict on the
+        # primary's own status write, or on an unrelated object it patches, loses no child update.
+        return exchange.method in ("PUT", "PATCH") and await self.lineage.is_child_write(exchange)
 
-    def conflict_rule(self, exchange: Exchange) -> int | None:
-        if self.conflicts_armed > 0 and self._child_update(exchange):
+    async def conflict_rule(self, exchange: Exchange) -> int | None:
+        if self.conflicts_armed > 0 and await self._child_update(exchange):
             self.conflicts_armed -= 1
             self.injected.append(exchange)
             return 409
@@ -168,7 +171,7 @@ class _Race:
         if self.pending:
             await self.next_edit()
             return
-        if self.child_races <= 0 or not self._child_update(exchange):
+        if self.child_races <= 0 or not await self._child_update(exchange):
             return
         target = await self.world.resolve_path(exchange.path)
         if target is None:
