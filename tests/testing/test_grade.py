@@ -78,10 +78,11 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     body, no resourceVersion), ``no-owner`` (children without ownerReferences), ``adopt`` (takes
     over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes),
     ``note-in-namespace`` (before its child, patches an annotation on the Widget's Namespace: an object
-    that is not its child, whose 409s it handles).
+    that is not its child, whose 409s it handles), ``inline-retry`` (retries a failed create inside
+    reconcile, sleeping 1 s, 2 s, ... 60 s: its one worker serves nobody else meanwhile).
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
-             "child-finalizer", "note-in-namespace"}  # fmt: skip
+             "child-finalizer", "note-in-namespace", "inline-retry"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -113,8 +114,16 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     set_controller_reference(widget, body)
                 if "child-finalizer" in pitfalls:
                     body["metadata"]["finalizers"] = ["grade.kubeloop.dev/keep"]
-                await client.create(CONFIGMAPS, body)
-                return
+                delay = 1.0
+                while True:
+                    try:
+                        await client.create(CONFIGMAPS, body)
+                        return
+                    except Exception:
+                        if "inline-retry" not in pitfalls:
+                            raise
+                    await manager.clock.sleep(delay)
+                    delay = min(delay * 2, 60.0)
             child = copy.deepcopy(child)
             changed = child.get("data") != desired or "always-write" in pitfalls
             if "adopt" in pitfalls:
@@ -307,6 +316,41 @@ async def test_a_controller_that_retries_at_a_fixed_short_interval_fails_hot_loo
     assert any("request(s)/s per object" in line for line in result.evidence)
 
 
+async def test_one_primarys_children_fail_while_the_others_proceed_and_the_rate_is_measured_on_them(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller(), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.passed, result.render()
+    assert result.summary == "backed off the failing dependency while the rest proceeded"
+    assert result.evidence[0].startswith(
+        "writes for Widget shop/w1's children (by ownerReference) answered 500 for 120s of fake time, every other "
+        "write went through; "
+    ), result.render()
+    assert "(limit 0.1)" in result.evidence[1]
+    assert "the other 1 primary object(s) converged meanwhile" in result.evidence
+
+
+async def test_a_controller_that_retries_inside_reconcile_holds_up_the_others_and_fails_hot_loop(
+    tmp_path: Path,
+) -> None:
+    # It backs off (1 s, 2 s, ... 60 s), so its retry rate is low; but its one worker waits on w1's
+    # failing child and never reconciles w2.
+    report = await graded(widget_controller("inline-retry"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("one failing dependency held up the other primaries: Widget shop/w2:")
+    assert "w2-config is missing" in result.summary
+    assert "retry loop" in result.hint
+
+
+async def test_a_controller_whose_children_name_no_owner_cannot_be_measured_for_hot_loops(tmp_path: Path) -> None:
+    report = await graded(widget_controller("no-owner"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.outcome == "skipped", result.render()
+    assert result.summary.startswith("no write of the controller was for Widget shop/w1's children")
+
+
 async def test_a_controller_that_retries_in_a_tight_loop_without_time_fails_hot_loop(tmp_path: Path) -> None:
     async def tight_loop(client: Client) -> None:
         while True:
@@ -339,8 +383,14 @@ async def test_a_single_burst_at_one_instant_fails_hot_loop_and_names_the_limit(
 async def test_a_controller_that_gives_up_on_a_failing_dependency_fails_hot_loop(tmp_path: Path) -> None:
     async def gives_up(client: Client, clock: Any) -> None:
         await clock.sleep(5.0)
-        with contextlib.suppress(Exception):  # one try, then never again
-            await client.create(CONFIGMAPS, {"metadata": {"name": "w1-config", "namespace": "shop"}})
+        for widget in (await client.list(WIDGETS, namespace="shop"))["items"]:
+            widget.update(apiVersion="grade.kubeloop.dev/v1", kind="Widget")  # list items carry neither
+            size = str(widget["spec"]["size"])
+            name = f"{widget['metadata']['name']}-config"
+            body: dict[str, Any] = {"metadata": {"name": name, "namespace": "shop"}, "data": {"size": size}}
+            set_controller_reference(widget, body)
+            with contextlib.suppress(Exception):  # one try each, then never again
+                await client.create(CONFIGMAPS, body, namespace="shop")
         await clock.sleep(3600.0)
 
     report = await graded(gives_up, tmp_path, "hot-loop")
