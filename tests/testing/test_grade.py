@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,7 @@ from configmap_mirror import setup as mirror_setup
 
 CONFIGMAPS = resource("", "ConfigMap")
 NAMESPACES = resource("", "Namespace")
+CHILD_LABEL = "grade.kubeloop.dev/widget"
 SECRETS = resource("", "Secret")
 WIDGETS = ResourceInfo(
     "grade.kubeloop.dev", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True
@@ -80,9 +82,12 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     ``note-in-namespace`` (before its child, patches an annotation on the Widget's Namespace: an object
     that is not its child, whose 409s it handles), ``inline-retry`` (retries a failed create inside
     reconcile, sleeping 1 s, 2 s, ... 60 s: its one worker serves nobody else meanwhile).
+    ``generate-name`` is no pitfall: it makes each child with ``generateName`` and a label, and finds it
+    by that label and its controller reference; with ``adopt`` it takes any labelled ConfigMap over,
+    with ``count-others`` it takes any labelled ConfigMap for its own (without touching its owner).
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
-             "child-finalizer", "note-in-namespace", "inline-retry"}  # fmt: skip
+             "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -104,12 +109,24 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     condition["lastTransitionTime"] = format_time(manager.clock.now())
             await status_writer.write(WIDGETS, widget, status)
 
+        def find_child(widget: dict[str, Any], request: Request) -> dict[str, Any] | None:
+            if "generate-name" not in pitfalls:
+                return configmaps.get(f"{request.namespace}/{request.name}-config")
+            labelled = [c for c in configmaps.list(namespace=request.namespace)
+                        if (c["metadata"].get("labels") or {}).get(CHILD_LABEL) == request.name]  # fmt: skip
+            if "adopt" not in pitfalls and "count-others" not in pitfalls:
+                labelled = [c for c in labelled if widget["metadata"]["uid"] in controller_uids(c)]
+            return labelled[0] if labelled else None
+
         async def sync_child(widget: dict[str, Any], request: Request) -> None:
             desired = {"size": str(widget["spec"].get("size", 0))}
             name = f"{request.name}-config"
-            child = configmaps.get(f"{request.namespace}/{name}")
+            child = find_child(widget, request)
             if child is None:
                 body: dict[str, Any] = {"metadata": {"name": name, "namespace": request.namespace}, "data": desired}
+                if "generate-name" in pitfalls:
+                    body["metadata"] = {"generateName": f"{name}-", "namespace": request.namespace,
+                                        "labels": {CHILD_LABEL: request.name}}  # fmt: skip
                 if "no-owner" not in pitfalls:
                     set_controller_reference(widget, body)
                 if "child-finalizer" in pitfalls:
@@ -141,7 +158,7 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                 return
             child["data"] = desired
             if "blind-write" in pitfalls:
-                child = {"metadata": {"name": name, "namespace": request.namespace,
+                child = {"metadata": {"name": child["metadata"]["name"], "namespace": request.namespace,
                                       "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
             try:
                 await client.update(CONFIGMAPS, child)
@@ -187,6 +204,20 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
         Builder(manager).named("widgets").for_(WIDGETS, GenerationChanged()).owns(CONFIGMAPS).build(reconcile)
 
     return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
+
+
+def controller_uids(obj: dict[str, Any]) -> list[str]:
+    return [r["uid"] for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")]
+
+
+async def labelled_child_matches(client: Client, widget: dict[str, Any]) -> None:
+    """For ``generate-name`` Widgets: its own child, found by label and controller reference."""
+    meta = widget["metadata"]
+    labelled = await client.list(CONFIGMAPS, namespace=meta["namespace"], label_selector=f"{CHILD_LABEL}={meta['name']}")
+    mine = [c for c in labelled["items"] if meta["uid"] in controller_uids(c)]
+    assert mine, f"no ConfigMap labelled {CHILD_LABEL}={meta['name']} is controlled by it"
+    want = str(widget["spec"].get("size", 0))
+    assert [c.get("data") for c in mine] == [{"size": want}], f"its ConfigMaps hold {[c.get('data') for c in mine]}"
 
 
 async def widget_matches(client: Client, widget: dict[str, Any]) -> None:
@@ -470,6 +501,39 @@ async def test_children_that_outlive_their_owner_fail_ownership(tmp_path: Path) 
     assert result.failed, result.render()
     assert result.summary == "children survived the deletion of their owner"
     assert any("ConfigMap shop/w1-config ownerReferences=" in line for line in result.evidence)
+
+
+GENERATED_SCENARIO = dataclasses.replace(WIDGET_SCENARIO, expect=labelled_child_matches)
+
+
+async def test_children_made_with_generate_name_are_tested_for_adoption_too(tmp_path: Path) -> None:
+    # Every check matches children by ownership, not by name: the honest controller passes them all.
+    report = await graded(widget_controller("generate-name"), tmp_path, scenario=GENERATED_SCENARIO)
+    assert [r.outcome for r in report.results] == ["passed"] * 5, report.render()
+    result = report["ownership"]
+    assert result.passed, result.render()
+    assert result.summary == "children are owned, collected with their owner, and others' are left alone"
+    assert "2 object(s) like the children pre-created (same name, or same generateName), owned by ConfigMap " \
+        "kubeloop-grade-other-owner" in result.evidence, result.render()
+
+
+async def test_a_controller_that_adopts_someone_elses_generated_children_fails_ownership(tmp_path: Path) -> None:
+    report = await graded(widget_controller("generate-name", "adopt"), tmp_path, "ownership", scenario=GENERATED_SCENARIO)
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("ConfigMap shop/w1-config-"), result.summary
+    assert "owned by ConfigMap kubeloop-grade-other-owner, was adopted" in result.summary
+
+
+async def test_a_controller_that_counts_someone_elses_generated_child_as_its_own_fails_ownership(
+    tmp_path: Path,
+) -> None:
+    subject = widget_controller("generate-name", "count-others")
+    report = await graded(subject, tmp_path, "ownership", scenario=GENERATED_SCENARIO)
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert "owned by ConfigMap kubeloop-grade-other-owner, was counted as its own: 0 ConfigMap(s) of its own " \
+        "with generateName 'w1-config-', where it made 1 alone" in result.summary, result.render()
 
 
 async def test_a_controller_that_adopts_someone_elses_objects_fails_ownership(tmp_path: Path) -> None:
