@@ -275,6 +275,7 @@ async def test_the_sample_controller_passes_every_check(tmp_path: Path) -> None:
     report.assert_passed()
     assert [r.outcome for r in report.results] == ["passed"] * 5
     assert "2 reconcile(s)" in report["idempotency"].evidence[0]  # the resync really reconciled
+    assert report["idempotency"].evidence[1].startswith("restarted: 2 reconcile(s), idle after ")  # Manager.idle
     assert "answered 409" in report["lost-update"].evidence[0]
 
 

@@ -104,7 +104,7 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
         problems = await _converge_scenario(world, options)
         if problems:
             return _never_converged(name, problems, "reconcile must read the world and close the gap to the spec")
-        await world.drive(5.0, step=0.25)  # trailing status writes land before counting starts
+        await world.until_idle(5.0, step=0.25)  # trailing status writes land before counting starts
         mark = len(world.traffic.exchanges)
         notes: list[str] = []
         subject = world.controller
@@ -115,16 +115,20 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
                 for obj in world.primaries:
                     meta = obj["metadata"]
                     controller.enqueue(Request(meta.get("namespace", ""), meta["name"]))
-            await world.drive(5.0, step=0.1)
-            notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)")
+            idle = await world.until_idle(5.0, step=0.1)
+            notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)"
+                         + _idle_note(idle, 5.0))  # fmt: skip
         await world.stop_controller()
         restart = len(world.traffic.exchanges)
         world.start_controller()
-        await world.drive(30.0, step=0.25)  # a restart re-reconciles everything (after any lease expiry)
+        # A restart re-reconciles everything (after any lease expiry): a manager's is watched until
+        # idle, a function controller's is given the whole 30 s.
+        idle = await world.until_idle(30.0, step=0.25)
         restarted = len(world.traffic.reads(since=restart))
         reconciles = subject.reconciles()
         notes.append(
             "restarted: " + (f"{reconciles} reconcile(s)" if reconciles is not None else f"{restarted} read(s)")
+            + (_idle_note(idle, 30.0) if subject.managers else "")
         )
         await world.drive(600.0, step=10.0)
         notes.append("then ten quiet minutes of fake time")
@@ -137,6 +141,10 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
                 "StatusWriter): a converged resync must make no writes",
             )  # fmt: skip
         return CheckResult(name, "passed", "no write after convergence", tuple(notes))
+
+
+def _idle_note(took: float | None, limit: float) -> str:
+    return f", idle after {took:.2f}s" if took is not None else f", not idle within {limit:.0f}s"
 
 
 # -- lost updates --------------------------------------------------------------------------------
