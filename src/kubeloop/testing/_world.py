@@ -14,9 +14,8 @@ faults. It holds:
 Time moves only in :meth:`World.drive`, :meth:`World.converge` and :meth:`World.until_idle` (which
 stops once the controller's manager reports :meth:`~kubeloop.runtime.Manager.idle`): wait until the
 server is quiet, then advance the fake clock one step (at most 2 s, so a leader renews its Lease in
-time); so
-backoffs, requeues and leases run in milliseconds. Before each step the controller's recent
-traffic is checked: past a burst at one instant, or a request rate no reconcile needs (both
+time); so backoffs, requeues and leases run in milliseconds. Before each step the controller's
+recent traffic is checked: past a burst at one instant, or a request rate no reconcile needs (both
 scaled to the scenario), :class:`HotLoop` is raised and the check fails instead of spinning.
 """
 
