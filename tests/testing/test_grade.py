@@ -356,8 +356,8 @@ async def test_one_primarys_children_fail_while_the_others_proceed_and_the_rate_
     assert result.passed, result.render()
     assert result.summary == "backed off the failing dependency while the rest proceeded"
     assert result.evidence[0].startswith(
-        "writes for Widget shop/w1's children (by ownerReference) answered 500 for 120s of fake time, every other "
-        "write went through; "
+        "writes for Widget shop/w1's children (by ownerReference) answered 500 for 120s of fake time, no other "
+        "write faulted; "
     ), result.render()
     assert "(limit 0.1)" in result.evidence[1]
     assert "the other 1 primary object(s) converged meanwhile" in result.evidence

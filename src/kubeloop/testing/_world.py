@@ -290,16 +290,18 @@ class World:
         for seconds, step in schedule:
             await self.drive(seconds, step=step)
 
-    async def until_idle(self, seconds: float, *, step: float = 0.1) -> float | None:
-        """Drive until the controller's (latest) manager is idle for the next ``step``
-        (:meth:`kubeloop.runtime.Manager.idle`, asked once the server is quiet), at most ``seconds``
-        of fake time; the fake seconds it took, or ``None``: never idle, or a function controller,
-        whose quiescence cannot be seen (it is driven the whole ``seconds``)."""
+    async def until_idle(self, seconds: float, *, step: float = 0.1, within: float | None = None) -> float | None:
+        """Drive until the controller's (latest) manager is idle, with nothing due ``within`` the
+        next seconds (``step`` by default; :meth:`kubeloop.runtime.Manager.idle`, asked once the
+        server is quiet), at most ``seconds`` of fake time; the fake seconds it took, or ``None``:
+        never idle, or a function controller, whose quiescence cannot be seen (it is driven the
+        whole ``seconds``)."""
         start = self.clock.monotonic()
         while self.clock.monotonic() - start < seconds:
             await self.quiet()
             managers = self.controller.managers
-            if managers and managers[-1].idle(until=self.clock.monotonic() + step):
+            horizon = step if within is None else within
+            if managers and managers[-1].idle(until=self.clock.monotonic() + horizon):
                 return self.clock.monotonic() - start
             await self.step(min(step, _MAX_STEP))
         await self.quiet()
