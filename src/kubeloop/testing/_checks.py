@@ -15,7 +15,7 @@ own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraff
   the other writer's label must survive;
 * **hot-loop**: one dependency fails persistently: every write for the first primary's children
   (matched by ownerReference, in the body sent or on the object targeted; not by name) is answered
-  500 (by default) for two simulated minutes, while every other write goes through. Its retries
+  500 (by default) for two simulated minutes, while no other write is faulted. Its retries
   against that dependency over the second minute must be at most ``max_retry_rate`` per second
   (exponential backoff from 5 ms makes about one in that minute), it must never have sent hundreds
   of requests at one fake instant, the other primaries must converge meanwhile (a worker stuck
@@ -256,8 +256,8 @@ _WINDOWS = ((0.0, 1.0), (1.0, 10.0), (10.0, 60.0), (60.0, 120.0))
 class _FailingDependency:
     """Answers ``status`` to every write for the children of the first primary (matched by
     ownerReference, see :class:`~kubeloop.testing._lineage.Lineage`) while :attr:`active`: one
-    dependency fails persistently, every other write (its status, the other primaries' children)
-    goes through."""
+    dependency fails persistently, no other write (its status, the other primaries' children) is
+    faulted."""
 
     def __init__(self, world: World, status: int) -> None:
         self.world = world
