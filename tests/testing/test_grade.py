@@ -85,9 +85,12 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     ``generate-name`` is no pitfall: it makes each child with ``generateName`` and a label, and finds it
     by that label and its controller reference; with ``adopt`` it takes any labelled ConfigMap over,
     with ``count-others`` it takes any labelled ConfigMap for its own (without touching its owner).
+    ``patch-child`` is no pitfall either: it updates its child with a merge patch (resourceVersion as
+    precondition), whose body names no owner.
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
-             "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others"}  # fmt: skip
+             "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others",
+             "patch-child"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -161,7 +164,12 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                 child = {"metadata": {"name": child["metadata"]["name"], "namespace": request.namespace,
                                       "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
             try:
-                await client.update(CONFIGMAPS, child)
+                if "patch-child" in pitfalls:  # a merge patch: no ownerReferences in what it sends
+                    meta = child["metadata"]
+                    patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "data": desired}
+                    await client.patch(CONFIGMAPS, meta["name"], patch, namespace=request.namespace)
+                else:
+                    await client.update(CONFIGMAPS, child)
             except Conflict:
                 if "swallow-conflict" in pitfalls:
                     return
@@ -324,6 +332,19 @@ async def test_conflicts_are_injected_on_child_updates_only_not_on_an_unrelated_
     injected = [line for line in result.evidence if "(injected)" in line]
     assert injected and all("/configmaps/w" in line for line in injected), result.render()
     assert not any("/api/v1/namespaces/shop ->" in line for line in result.evidence), result.render()
+
+
+async def test_a_child_patched_without_its_owner_in_the_body_is_still_a_child_for_the_race(tmp_path: Path) -> None:
+    # Its only child updates are merge patches naming no owner: the race finds the child by the
+    # object they target (created by it, owned by a Widget) and answers them 409 all the same.
+    report = await grade(widget_controller("patch-child"), WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.passed, result.render()
+    injected = int(result.evidence[0].split(" update(s) answered 409 by the grader")[0])
+    # Armed before each edit lands: its first child update after the first edit gets a 409, then both
+    # of its child updates after the second (which lands during its next write, the status).
+    assert injected >= 3, result.render()
 
 
 async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(
