@@ -342,9 +342,7 @@ async def test_a_child_patched_without_its_owner_in_the_body_is_still_a_child_fo
     result = report["lost-update"]
     assert result.passed, result.render()
     injected = int(result.evidence[0].split(" update(s) answered 409 by the grader")[0])
-    # Armed before each edit lands: its first child update after the first edit gets a 409, then both
-    # of its child updates after the second (which lands during its next write, the status).
-    assert injected >= 3, result.render()
+    assert injected >= 2, result.render()  # one per primary after the last edit, at least
 
 
 async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(

@@ -167,10 +167,9 @@ class _Race:
         self.injected: list[Exchange] = []
 
     async def next_edit(self) -> None:
-        # Armed first: the controller may react to the first primary's edit while the next is sent.
-        self.conflicts_armed = len(self.world.primaries)
         await self.world.edit_primaries(self.pending.pop(0))
         self.applied += 1
+        self.conflicts_armed = len(self.world.primaries)
 
     async def _child_update(self, exchange: Exchange) -> bool:
         # Aimed at the children only (objects it created, or owned by a primary): a conflict on the
