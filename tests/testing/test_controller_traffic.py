@@ -152,3 +152,27 @@ async def test_a_burst_at_one_instant_is_parked_on_the_clock(cluster: InProcessC
     for _ in range(20):
         await clock.advance(0)
     assert sixth.done() and isinstance(sixth.exception(), InternalError)
+
+
+async def test_a_fault_rule_may_look_at_the_world_first(cluster: InProcessCluster) -> None:
+    async def protect_labelled(exchange: Exchange) -> int | None:  # an async rule: reads the target first
+        if exchange.method != "PATCH":
+            return None
+        target = await cluster.client.get(CONFIGMAPS, exchange.path.rsplit("/", 1)[1])
+        return 409 if (target["metadata"].get("labels") or {}).get("protected") else None
+
+    await cluster.create(CONFIGMAPS, "guarded", labels={"protected": "yes"})
+    await cluster.create(CONFIGMAPS, "open")
+    traffic = ControllerTraffic(cluster.http_faults, clock=cluster.clock, faults=[protect_labelled])
+    client = traffic_client(cluster, traffic)
+    with pytest.raises(Conflict):
+        await client.patch(CONFIGMAPS, "guarded", {"data": {"k": "v"}})
+    assert (await client.patch(CONFIGMAPS, "open", {"data": {"k": "v"}}))["data"] == {"k": "v"}
+    assert [(e.status, e.injected) for e in traffic.exchanges] == [(409, True), (200, False)]
+    assert (await cluster.client.get(CONFIGMAPS, "guarded")).get("data") is None  # the server never saw it
+
+
+def test_a_request_body_that_is_not_json_reads_as_none() -> None:
+    exchange = Exchange("PATCH", "/api/v1/namespaces/team/configmaps/a", {}, 0.0, body=bytearray(b"data:\n  k: v\n"))
+    assert exchange.request_json() is None
+    assert Exchange("GET", "/api/v1/namespaces/team/configmaps/a", {}, 0.0).request_json() is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,8 @@ from configmap_mirror import MIRROR_LABEL, mirrored_data
 from configmap_mirror import setup as mirror_setup
 
 CONFIGMAPS = resource("", "ConfigMap")
+NAMESPACES = resource("", "Namespace")
+CHILD_LABEL = "grade.kubeloop.dev/widget"
 SECRETS = resource("", "Secret")
 WIDGETS = ResourceInfo(
     "grade.kubeloop.dev", "v1", "Widget", "widgets", "widget", True, status_subresource=True, custom=True
@@ -75,10 +78,19 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     ``early-status`` (Ready and observedGeneration written before the child), ``restamp`` (every
     status write stamps lastTransitionTime anew), ``blind-write`` (replaces the child with a fresh
     body, no resourceVersion), ``no-owner`` (children without ownerReferences), ``adopt`` (takes
-    over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes).
+    over a ConfigMap someone else controls), ``child-finalizer`` (children carry a finalizer nobody removes),
+    ``note-in-namespace`` (before its child, patches an annotation on the Widget's Namespace: an object
+    that is not its child, whose 409s it handles), ``inline-retry`` (retries a failed create inside
+    reconcile, sleeping 1 s, 2 s, ... 60 s: its one worker serves nobody else meanwhile).
+    ``generate-name`` is no pitfall: it makes each child with ``generateName`` and a label, and finds it
+    by that label and its controller reference; with ``adopt`` it takes any labelled ConfigMap over,
+    with ``count-others`` it takes any labelled ConfigMap for its own (without touching its owner).
+    ``patch-child`` is no pitfall either: it updates its child with a merge patch (resourceVersion as
+    precondition), whose body names no owner.
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
-             "child-finalizer"}  # fmt: skip
+             "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others",
+             "patch-child"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -100,18 +112,38 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     condition["lastTransitionTime"] = format_time(manager.clock.now())
             await status_writer.write(WIDGETS, widget, status)
 
+        def find_child(widget: dict[str, Any], request: Request) -> dict[str, Any] | None:
+            if "generate-name" not in pitfalls:
+                return configmaps.get(f"{request.namespace}/{request.name}-config")
+            labelled = [c for c in configmaps.list(namespace=request.namespace)
+                        if (c["metadata"].get("labels") or {}).get(CHILD_LABEL) == request.name]  # fmt: skip
+            if "adopt" not in pitfalls and "count-others" not in pitfalls:
+                labelled = [c for c in labelled if widget["metadata"]["uid"] in controller_uids(c)]
+            return labelled[0] if labelled else None
+
         async def sync_child(widget: dict[str, Any], request: Request) -> None:
             desired = {"size": str(widget["spec"].get("size", 0))}
             name = f"{request.name}-config"
-            child = configmaps.get(f"{request.namespace}/{name}")
+            child = find_child(widget, request)
             if child is None:
                 body: dict[str, Any] = {"metadata": {"name": name, "namespace": request.namespace}, "data": desired}
+                if "generate-name" in pitfalls:
+                    body["metadata"] = {"generateName": f"{name}-", "namespace": request.namespace,
+                                        "labels": {CHILD_LABEL: request.name}}  # fmt: skip
                 if "no-owner" not in pitfalls:
                     set_controller_reference(widget, body)
                 if "child-finalizer" in pitfalls:
                     body["metadata"]["finalizers"] = ["grade.kubeloop.dev/keep"]
-                await client.create(CONFIGMAPS, body)
-                return
+                delay = 1.0
+                while True:
+                    try:
+                        await client.create(CONFIGMAPS, body)
+                        return
+                    except Exception:
+                        if "inline-retry" not in pitfalls:
+                            raise
+                    await manager.clock.sleep(delay)
+                    delay = min(delay * 2, 60.0)
             child = copy.deepcopy(child)
             changed = child.get("data") != desired or "always-write" in pitfalls
             if "adopt" in pitfalls:
@@ -129,19 +161,32 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                 return
             child["data"] = desired
             if "blind-write" in pitfalls:
-                child = {"metadata": {"name": name, "namespace": request.namespace,
+                child = {"metadata": {"name": child["metadata"]["name"], "namespace": request.namespace,
                                       "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
             try:
-                await client.update(CONFIGMAPS, child)
+                if "patch-child" in pitfalls:  # a merge patch: no ownerReferences in what it sends
+                    meta = child["metadata"]
+                    patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "data": desired}
+                    await client.patch(CONFIGMAPS, meta["name"], patch, namespace=request.namespace)
+                else:
+                    await client.update(CONFIGMAPS, child)
             except Conflict:
                 if "swallow-conflict" in pitfalls:
                     return
                 raise
 
+        async def note_in_namespace(widget: dict[str, Any], request: Request) -> None:
+            key, size = f"grade.kubeloop.dev/size-{request.name}", str(widget["spec"].get("size", 0))
+            namespace = await client.get(NAMESPACES, request.namespace)
+            if (namespace["metadata"].get("annotations") or {}).get(key) != size:
+                await client.patch(NAMESPACES, request.namespace, {"metadata": {"annotations": {key: size}}})
+
         async def reconcile(request: Request) -> Result | None:
             widget = widgets.get(f"{request.namespace}/{request.name}")
             if widget is None or is_being_deleted(widget):
                 return None
+            if "note-in-namespace" in pitfalls:
+                await note_in_namespace(widget, request)  # a 409 here is returned: retried with backoff
             try:
                 if "early-status" in pitfalls:
                     await write_status(widget, True)
@@ -167,6 +212,20 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
         Builder(manager).named("widgets").for_(WIDGETS, GenerationChanged()).owns(CONFIGMAPS).build(reconcile)
 
     return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
+
+
+def controller_uids(obj: dict[str, Any]) -> list[str]:
+    return [r["uid"] for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")]
+
+
+async def labelled_child_matches(client: Client, widget: dict[str, Any]) -> None:
+    """For ``generate-name`` Widgets: its own child, found by label and controller reference."""
+    meta = widget["metadata"]
+    labelled = await client.list(CONFIGMAPS, namespace=meta["namespace"], label_selector=f"{CHILD_LABEL}={meta['name']}")
+    mine = [c for c in labelled["items"] if meta["uid"] in controller_uids(c)]
+    assert mine, f"no ConfigMap labelled {CHILD_LABEL}={meta['name']} is controlled by it"
+    want = str(widget["spec"].get("size", 0))
+    assert [c.get("data") for c in mine] == [{"size": want}], f"its ConfigMaps hold {[c.get('data') for c in mine]}"
 
 
 async def widget_matches(client: Client, widget: dict[str, Any]) -> None:
@@ -224,6 +283,7 @@ async def test_the_sample_controller_passes_every_check(tmp_path: Path) -> None:
     report.assert_passed()
     assert [r.outcome for r in report.results] == ["passed"] * 5
     assert "2 reconcile(s)" in report["idempotency"].evidence[0]  # the resync really reconciled
+    assert report["idempotency"].evidence[1].startswith("restarted: 2 reconcile(s), idle after ")  # Manager.idle
     assert "answered 409" in report["lost-update"].evidence[0]
 
 
@@ -258,6 +318,40 @@ async def test_a_controller_that_swallows_conflicts_loses_an_update(tmp_path: Pa
     assert report["idempotency"].passed
 
 
+async def test_conflicts_are_injected_on_child_updates_only_not_on_an_unrelated_object_it_patches(
+    tmp_path: Path,
+) -> None:
+    # Only the race's 409s (no random ones): each must hit a child update. Were they spent on the
+    # Namespace patch (which it retries properly), the swallowed child conflict would go unseen.
+    subject = widget_controller("note-in-namespace", "swallow-conflict")
+    report = await grade(subject, WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert "does not match the latest spec" in result.summary
+    injected = [line for line in result.evidence if "(injected)" in line]
+    assert injected and all("/configmaps/w" in line for line in injected), result.render()
+    assert not any("/api/v1/namespaces/shop ->" in line for line in result.evidence), result.render()
+
+
+async def test_a_child_patched_without_its_owner_in_the_body_is_still_a_child_for_the_race(tmp_path: Path) -> None:
+    # Its only child updates are merge patches naming no owner: the race finds the child by the
+    # object they target (created by it, owned by a Widget) and answers them 409 all the same.
+    report = await grade(widget_controller("patch-child"), WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.passed, result.render()
+    injected = int(result.evidence[0].split(" update(s) answered 409 by the grader")[0])
+    assert injected >= 2, result.render()  # one per primary after the last edit, at least
+
+
+async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller("note-in-namespace"), tmp_path, "lost-update", "idempotency")
+    report.assert_passed()
+
+
 async def test_a_controller_that_replaces_objects_blindly_loses_the_other_writers_update(tmp_path: Path) -> None:
     report = await graded(widget_controller("blind-write"), tmp_path, "lost-update")
     result = report["lost-update"]
@@ -271,6 +365,41 @@ async def test_a_controller_that_retries_at_a_fixed_short_interval_fails_hot_loo
     result = report["hot-loop"]
     assert result.failed and "steady rate" in result.summary
     assert any("request(s)/s per object" in line for line in result.evidence)
+
+
+async def test_one_primarys_children_fail_while_the_others_proceed_and_the_rate_is_measured_on_them(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller(), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.passed, result.render()
+    assert result.summary == "backed off the failing dependency while the rest proceeded"
+    assert result.evidence[0].startswith(
+        "writes for Widget shop/w1's children (by ownerReference) answered 500 for 120s of fake time, no other "
+        "write faulted; "
+    ), result.render()
+    assert "(limit 0.1)" in result.evidence[1]
+    assert "the other 1 primary object(s) converged meanwhile" in result.evidence
+
+
+async def test_a_controller_that_retries_inside_reconcile_holds_up_the_others_and_fails_hot_loop(
+    tmp_path: Path,
+) -> None:
+    # It backs off (1 s, 2 s, ... 60 s), so its retry rate is low; but its one worker waits on w1's
+    # failing child and never reconciles w2.
+    report = await graded(widget_controller("inline-retry"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("one failing dependency held up the other primaries: Widget shop/w2:")
+    assert "w2-config is missing" in result.summary
+    assert "retry loop" in result.hint
+
+
+async def test_a_controller_whose_children_name_no_owner_cannot_be_measured_for_hot_loops(tmp_path: Path) -> None:
+    report = await graded(widget_controller("no-owner"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.outcome == "skipped", result.render()
+    assert result.summary.startswith("no write of the controller was for Widget shop/w1's children")
 
 
 async def test_a_controller_that_retries_in_a_tight_loop_without_time_fails_hot_loop(tmp_path: Path) -> None:
@@ -305,8 +434,14 @@ async def test_a_single_burst_at_one_instant_fails_hot_loop_and_names_the_limit(
 async def test_a_controller_that_gives_up_on_a_failing_dependency_fails_hot_loop(tmp_path: Path) -> None:
     async def gives_up(client: Client, clock: Any) -> None:
         await clock.sleep(5.0)
-        with contextlib.suppress(Exception):  # one try, then never again
-            await client.create(CONFIGMAPS, {"metadata": {"name": "w1-config", "namespace": "shop"}})
+        for widget in (await client.list(WIDGETS, namespace="shop"))["items"]:
+            widget.update(apiVersion="grade.kubeloop.dev/v1", kind="Widget")  # list items carry neither
+            size = str(widget["spec"]["size"])
+            name = f"{widget['metadata']['name']}-config"
+            body: dict[str, Any] = {"metadata": {"name": name, "namespace": "shop"}, "data": {"size": size}}
+            set_controller_reference(widget, body)
+            with contextlib.suppress(Exception):  # one try each, then never again
+                await client.create(CONFIGMAPS, body, namespace="shop")
         await clock.sleep(3600.0)
 
     report = await graded(gives_up, tmp_path, "hot-loop")
@@ -386,6 +521,39 @@ async def test_children_that_outlive_their_owner_fail_ownership(tmp_path: Path) 
     assert result.failed, result.render()
     assert result.summary == "children survived the deletion of their owner"
     assert any("ConfigMap shop/w1-config ownerReferences=" in line for line in result.evidence)
+
+
+GENERATED_SCENARIO = dataclasses.replace(WIDGET_SCENARIO, expect=labelled_child_matches)
+
+
+async def test_children_made_with_generate_name_are_tested_for_adoption_too(tmp_path: Path) -> None:
+    # Every check matches children by ownership, not by name: the honest controller passes them all.
+    report = await graded(widget_controller("generate-name"), tmp_path, scenario=GENERATED_SCENARIO)
+    assert [r.outcome for r in report.results] == ["passed"] * 5, report.render()
+    result = report["ownership"]
+    assert result.passed, result.render()
+    assert result.summary == "children are owned, collected with their owner, and others' are left alone"
+    assert "2 object(s) like the children pre-created (same name, or same generateName), owned by ConfigMap " \
+        "kubeloop-grade-other-owner" in result.evidence, result.render()
+
+
+async def test_a_controller_that_adopts_someone_elses_generated_children_fails_ownership(tmp_path: Path) -> None:
+    report = await graded(widget_controller("generate-name", "adopt"), tmp_path, "ownership", scenario=GENERATED_SCENARIO)
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("ConfigMap shop/w1-config-"), result.summary
+    assert "owned by ConfigMap kubeloop-grade-other-owner, was adopted" in result.summary
+
+
+async def test_a_controller_that_counts_someone_elses_generated_child_as_its_own_fails_ownership(
+    tmp_path: Path,
+) -> None:
+    subject = widget_controller("generate-name", "count-others")
+    report = await graded(subject, tmp_path, "ownership", scenario=GENERATED_SCENARIO)
+    result = report["ownership"]
+    assert result.failed, result.render()
+    assert "owned by ConfigMap kubeloop-grade-other-owner, was counted as its own: 0 ConfigMap(s) of its own " \
+        "with generateName 'w1-config-', where it made 1 alone" in result.summary, result.render()
 
 
 async def test_a_controller_that_adopts_someone_elses_objects_fails_ownership(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 The pipeline, one module per stage: informers (reflector, cache, indexers) -> event handlers and
 predicates -> work queue (dedup, delaying, rate limiters) -> controller workers -> reconciler; plus
-the manager (health, metrics, leader election), a circuit breaker per dependency, an Event recorder,
-and helpers that make the defensive patterns the
-easy ones (controller references, create-or-update, finalizers, status written only on change).
+the manager (health, metrics, leader election, quiescence: ``Manager.idle(until=...)``), a circuit
+breaker per dependency, an Event recorder, and helpers that make the defensive patterns the easy
+ones (controller references, create-or-update, finalizers, status written only on change).
 """
 
 from kubeloop.runtime._breaker import BreakerState, CircuitBreaker, CircuitOpen, failure_unless_answered

@@ -17,6 +17,8 @@ Guarantees:
 - Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
   so a reconciler never acts on a half-filled cache.
 - :meth:`Controller.stop` lets each worker finish its current reconcile and take no more.
+- :meth:`Controller.idle` reports quiescence: synced, nothing queued or in reconcile, no delayed
+  requeue due by a given time.
 
 Metrics: ``controller_runtime_reconcile_total{result}``, ``..._reconcile_errors_total``,
 ``..._terminal_reconcile_errors_total``, ``..._reconcile_time_seconds``, ``..._active_workers``,
@@ -130,6 +132,15 @@ class Controller:
 
     def enqueue(self, request: Request) -> None:
         self.queue.add(request)
+
+    def idle(self, *, until: float | None = None) -> bool:
+        """Quiescent until ``until`` (the clock's ``monotonic()``; default now): its sources have
+        synced and its workers run, no request is queued or being reconciled, and no delayed requeue
+        is due at or before ``until``."""
+        if not self.synced.is_set() or self._stopping or not self.queue.is_idle():
+            return False
+        due = self.queue.next_ready_at
+        return due is None or due > (self._clock.monotonic() if until is None else until)
 
     # -- running -------------------------------------------------------------------------------
 

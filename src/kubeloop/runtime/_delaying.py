@@ -9,6 +9,7 @@
   postpones work that was promised sooner.
 - Every ``add_after`` call (even with ``delay <= 0``) counts in ``workqueue_retries_total``, as upstream.
 - After shutdown, ``add_after`` is ignored and keys still waiting are dropped.
+- ``next_ready_at`` is the earliest ready time of a waiting key (what :meth:`Manager.idle` reads).
 
 One timer task sleeps until the earliest ready time; it is replaced when an earlier key arrives and
 cancelled by ``shutdown``, so the queue leaves no task behind.
@@ -72,6 +73,11 @@ class DelayingQueue(WorkQueue[K]):
     def waiting(self) -> int:
         """Keys waiting for their ready time."""
         return len(self._ready_at)
+
+    @property
+    def next_ready_at(self) -> float | None:
+        """The earliest ready time (the clock's ``monotonic()``) of a waiting key; ``None``: none waits."""
+        return min(self._ready_at.values(), default=None)
 
     def shutdown(self) -> None:
         super().shutdown()

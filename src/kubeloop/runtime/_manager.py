@@ -14,6 +14,11 @@ Lifecycle of :meth:`Manager.run` (controller-runtime ``pkg/manager``):
    informers stop. When leadership is *lost* there is no graceful period (controller-runtime skips
    it too): controllers are cancelled at once, within the renew deadline.
 
+Quiescence: :meth:`Manager.idle` says whether the manager has nothing to do until a given time on
+its clock (informers synced, every controller's workers running with an empty queue, nothing in
+reconcile, no delayed requeue due by then): what a test on a fake clock can drive time to, instead
+of guessing how long reconciles take.
+
 Informers watch every namespace unless ``namespace`` names one. One :class:`Metrics` registry per manager; :meth:`Manager.probe_app` serves ``/healthz``, ``/readyz``
 and ``/metrics`` (``readyz`` includes "informers synced"; with leader election, ``healthz`` includes
 the lease watchdog). Readiness never depends on reconciles succeeding.
@@ -135,6 +140,19 @@ class Manager:
             raise ValueError(f"a controller named {controller.name!r} is already registered")
         self.controllers[controller.name] = controller
         self.add(controller, needs_leader_election=True)
+
+    def idle(self, *, until: float | None = None) -> bool:
+        """Quiescent until ``until`` (``clock.monotonic()`` seconds; default now): the manager runs,
+        its informers have synced, and every controller is :meth:`~Controller.idle`: its workers
+        started (so a standby replica is never idle), no request queued or being reconciled, no
+        delayed requeue (``requeue_after``, a backoff) due at or before ``until``.
+
+        It sees the manager's own work only: a watch event still on its way from the server is not
+        counted, so wait until the server is quiet before asking (``FaultyApp.settle`` in tests).
+        """
+        if not self._started or not self.informers.has_synced():
+            return False
+        return all(c.idle(until=until) for c in self.controllers.values())
 
     def probe_app(self) -> Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]:
         """ASGI app for ``/healthz``, ``/readyz``, ``/metrics`` (serve it with uvicorn or in-process)."""

@@ -149,6 +149,15 @@ class WorkQueue(Generic[K]):
     def is_processing(self, key: K) -> bool:
         return key in self._processing
 
+    @property
+    def in_flight(self) -> int:
+        """Keys handed to a worker and not yet ``done``."""
+        return len(self._processing)
+
+    def is_idle(self) -> bool:
+        """Nothing needs processing and nothing is being processed."""
+        return not self._dirty and not self._processing
+
     # -- internals ---------------------------------------------------------------------------
 
     def _wake_one(self) -> None:

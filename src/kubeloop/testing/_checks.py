@@ -8,26 +8,32 @@ own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraff
   minutes of fake time) and count the controller's write requests: any write fails the check;
 * **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict;
   then the scenario's edits are applied *while* the controller writes (the next edit lands just
-  before one of its writes), the update right after each edit is answered 409, and a concurrent
-  writer labels the child the controller is about to update (so its update is really stale). The
-  world must still converge to the latest spec, and the other writer's label must survive;
-* **hot-loop**: every write of the controller fails (500 by default) for two simulated minutes;
-  its request rate over the second minute must be at most ``max_retry_rate`` per primary object
-  (exponential backoff from 5 ms makes about one request in that minute), it must never have
-  retried hundreds of times at one fake instant, and once the dependency heals it must converge.
+  before one of its writes), the child update right after each edit is answered 409, and a
+  concurrent writer labels the child the controller is about to update (so its update is really
+  stale). Children are the objects it created or that a primary owns (:mod:`._lineage`): an
+  unrelated object it patches gets neither. The world must still converge to the latest spec, and
+  the other writer's label must survive;
+* **hot-loop**: one dependency fails persistently: every write for the first primary's children
+  (matched by ownerReference, in the body sent or on the object targeted; not by name) is answered
+  500 (by default) for two simulated minutes, while no other write is faulted. Its retries
+  against that dependency over the second minute must be at most ``max_retry_rate`` per second
+  (exponential backoff from 5 ms makes about one in that minute), it must never have sent hundreds
+  of requests at one fake instant, the other primaries must converge meanwhile (a worker stuck
+  retrying inside reconcile starves them), and once the dependency heals it must converge.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import NotFound
 from kubeloop.runtime import Request
+from kubeloop.testing._lineage import Lineage
 from kubeloop.testing._subject import CheckResult
-from kubeloop.testing._traffic import Conflicts, Exchange, Failing
+from kubeloop.testing._traffic import Conflicts, Exchange
 from kubeloop.testing._world import World
 
 __all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "check_hot_loop", "check_idempotency", "check_lost_update", "converge_with_edits", "write_lines"]
@@ -45,7 +51,9 @@ class GradeOptions:
     conflict_rate: float = 0.5
     failure_status: int = 500
     failure_seconds: float = 120.0
-    max_retry_rate: float = 0.1  # requests per second per primary, over the last half of the failure
+    # Retries per second against the failing dependency (one primary's children), over the last half
+    # of the failure: exponential backoff from 5 ms makes about one in that minute.
+    max_retry_rate: float = 0.1
     recovery_seconds: float = 600.0
     # Built-in controllers running beside the one graded (names in kubeloop.controllers.BUILTIN_CONTROLLERS;
     # call register_workload_controllers() first for "deployment", "replicaset", "statefulset").
@@ -96,7 +104,8 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
         problems = await _converge_scenario(world, options)
         if problems:
             return _never_converged(name, problems, "reconcile must read the world and close the gap to the spec")
-        await world.drive(5.0, step=0.25)  # trailing status writes land before counting starts
+        # Trailing writes (a requeue due within 5 s included) land before counting starts.
+        await world.until_idle(5.0, step=0.25, within=5.0)
         mark = len(world.traffic.exchanges)
         notes: list[str] = []
         subject = world.controller
@@ -107,16 +116,20 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
                 for obj in world.primaries:
                     meta = obj["metadata"]
                     controller.enqueue(Request(meta.get("namespace", ""), meta["name"]))
-            await world.drive(5.0, step=0.1)
-            notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)")
+            idle = await world.until_idle(5.0, step=0.1)
+            notes.append(f"every primary enqueued again: {(subject.reconciles() or 0) - before} reconcile(s)"
+                         + _idle_note(idle, 5.0))  # fmt: skip
         await world.stop_controller()
         restart = len(world.traffic.exchanges)
         world.start_controller()
-        await world.drive(30.0, step=0.25)  # a restart re-reconciles everything (after any lease expiry)
+        # A restart re-reconciles everything (after any lease expiry): a manager's is watched until
+        # idle, a function controller's is given the whole 30 s.
+        idle = await world.until_idle(30.0, step=0.25)
         restarted = len(world.traffic.reads(since=restart))
         reconciles = subject.reconciles()
         notes.append(
             "restarted: " + (f"{reconciles} reconcile(s)" if reconciles is not None else f"{restarted} read(s)")
+            + (_idle_note(idle, 30.0) if subject.managers else "")
         )
         await world.drive(600.0, step=10.0)
         notes.append("then ten quiet minutes of fake time")
@@ -131,6 +144,10 @@ async def check_idempotency(make_world: WorldFactory, options: GradeOptions) -> 
         return CheckResult(name, "passed", "no write after convergence", tuple(notes))
 
 
+def _idle_note(took: float | None, limit: float) -> str:
+    return f", idle after {took:.2f}s" if took is not None else f", not idle within {limit:.0f}s"
+
+
 # -- lost updates --------------------------------------------------------------------------------
 
 
@@ -141,6 +158,7 @@ class _Race:
 
     def __init__(self, world: World, edits: Sequence[Any]) -> None:
         self.world = world
+        self.lineage = Lineage(world)
         self.pending = list(edits)
         self.conflicts_armed = 0
         self.child_races = 1
@@ -153,12 +171,13 @@ class _Race:
         self.applied += 1
         self.conflicts_armed = len(self.world.primaries)
 
-    def _child_update(self, exchange: Exchange) -> bool:
-        # Aimed at the children: a conflict on the primary's own status write loses no child update.
-        return exchange.method in ("PUT", "PATCH") and f"/{self.world.scenario.resource.plural}/" not in exchange.path
+    async def _child_update(self, exchange: Exchange) -> bool:
+        # Aimed at the children only (objects it created, or owned by a primary): a conflict on the
+        # primary's own status write, or on an unrelated object it patches, loses no child update.
+        return exchange.method in ("PUT", "PATCH") and await self.lineage.is_child_write(exchange)
 
-    def conflict_rule(self, exchange: Exchange) -> int | None:
-        if self.conflicts_armed > 0 and self._child_update(exchange):
+    async def conflict_rule(self, exchange: Exchange) -> int | None:
+        if self.conflicts_armed > 0 and await self._child_update(exchange):
             self.conflicts_armed -= 1
             self.injected.append(exchange)
             return 409
@@ -168,7 +187,7 @@ class _Race:
         if self.pending:
             await self.next_edit()
             return
-        if self.child_races <= 0 or not self._child_update(exchange):
+        if self.child_races <= 0 or not await self._child_update(exchange):
             return
         target = await self.world.resolve_path(exchange.path)
         if target is None:
@@ -234,11 +253,38 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
 _WINDOWS = ((0.0, 1.0), (1.0, 10.0), (10.0, 60.0), (60.0, 120.0))
 
 
+class _FailingDependency:
+    """Answers ``status`` to every write for the children of the first primary (matched by
+    ownerReference, see :class:`~kubeloop.testing._lineage.Lineage`) while :attr:`active`: one
+    dependency fails persistently, no other write (its status, the other primaries' children) is
+    faulted."""
+
+    def __init__(self, world: World, status: int) -> None:
+        self.world = world
+        self.lineage = Lineage(world)
+        self.status = status
+        self.active = True
+        self.failed: list[Exchange] = []
+
+    @property
+    def owner(self) -> dict[str, Any] | None:
+        return self.world.primaries[0] if self.world.primaries else None
+
+    async def __call__(self, exchange: Exchange) -> int | None:
+        owner = self.owner
+        if not self.active or owner is None or not exchange.is_write:
+            return None
+        if owner["metadata"]["uid"] not in await self.lineage.owners(exchange):
+            return None
+        self.failed.append(exchange)
+        return self.status
+
+
 async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
     name = "hot-loop"
     hint = "return the error (or raise TransientError) so the work queue backs off exponentially"
     async with make_world(name) as world:
-        failing = Failing(options.failure_status, unless_path_contains="/events")
+        failing = _FailingDependency(world, options.failure_status)
         world.traffic.faults.append(failing)
         world.start_controller()
         await world.drive(1.0, step=0.1)  # informers synced before the clock starts
@@ -247,30 +293,49 @@ async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> Che
         total = options.failure_seconds
         await world.drive_schedule([(0.5, 0.01), (4.5, 0.1), (15.0, 0.5), (total - 20.0, 2.0)])
         requests = [e for e in world.traffic.exchanges if e.counts and e.at >= t0]
-        failed = [e for e in requests if e.injected]
-        if not failed:
-            return CheckResult(name, "skipped", "the controller made no write, so no dependency could fail")
+        burst = (
+            [f"{world.traffic.bursts} request(s) beyond {world.traffic.burst_limit} at one instant of fake time"]
+            if world.traffic.bursts else []
+        )  # fmt: skip
+        owner = failing.owner
+        assert owner is not None
+        where = f"{world.scenario.resource.kind} {_where(owner)}"
+        retries = failing.failed
+        if not retries and not burst:
+            if not any(e.is_write for e in requests):
+                return CheckResult(name, "skipped", "the controller made no write, so no dependency could fail")
+            return CheckResult(name, "skipped", f"no write of the controller was for {where}'s children "
+                               "(none carried an ownerReference to it), so no dependency of it could fail",
+                               hint="set a controller reference on what you create (set_controller_reference)")  # fmt: skip
         scale = total / _WINDOWS[-1][1]
-        counts = [
-            sum(1 for e in requests if lo * scale <= e.at - t0 < hi * scale) for lo, hi in _WINDOWS
-        ]
-        objects = max(1, len(world.primaries))
-        late_from = t0 + total / 2
-        late = [e for e in requests if e.at >= late_from]
-        rate = len(late) / (total / 2) / objects
+        counts = [sum(1 for e in retries if lo * scale <= e.at - t0 < hi * scale) for lo, hi in _WINDOWS]
+        late = [e for e in retries if e.at >= t0 + total / 2]
+        rate = len(late) / (total / 2)
         evidence = [
-            f"every write answered {options.failure_status} for {total:.0f}s of fake time; "
-            + ", ".join(f"{c} request(s) in [{lo * scale:.0f}s, {hi * scale:.0f}s)"
+            f"writes for {where}'s children (by ownerReference) answered {options.failure_status} for {total:.0f}s "
+            "of fake time, no other write faulted; "
+            + ", ".join(f"{c} of them in [{lo * scale:.0f}s, {hi * scale:.0f}s)"
                         for c, (lo, hi) in zip(counts, _WINDOWS, strict=True)),
-            f"{rate:.3f} request(s)/s per object over the last {total / 2:.0f}s (limit {options.max_retry_rate})",
+            f"{rate:.3f} request(s)/s per object against that failing dependency over the last {total / 2:.0f}s "
+            f"(limit {options.max_retry_rate})",
+            *burst,
         ]  # fmt: skip
-        if world.traffic.bursts:
-            evidence.append(
-                f"{world.traffic.bursts} request(s) beyond {world.traffic.burst_limit} at one instant of fake time"
-            )
-        if world.traffic.bursts or rate > options.max_retry_rate:
+        if burst or rate > options.max_retry_rate:
             return CheckResult(name, "failed", "the controller keeps retrying a failing dependency at a steady rate",
-                               (*evidence, *write_lines(late or requests, limit=5)), hint)  # fmt: skip
+                               (*evidence, *write_lines(late or retries or requests, limit=5)), hint)  # fmt: skip
+        others = [obj for obj in (await world.current_primaries())[1:] if obj is not None]
+        held_up = [problem for obj in others for problem in await world.judge(obj)]
+        if held_up:
+            return CheckResult(
+                name, "failed", f"one failing dependency held up the other primaries: {held_up[0]}",
+                (*evidence, *held_up[1:4]),
+                "never wait on a failing dependency inside reconcile (a retry loop, a sleep): return the error, "
+                "so the work queue backs off that key alone and the workers serve the others",
+            )  # fmt: skip
+        evidence.append(
+            f"the other {len(others)} primary object(s) converged meanwhile" if others
+            else "a single primary object: nothing else had to proceed meanwhile"
+        )  # fmt: skip
         failing.active = False
         problems = await world.converge(seconds=options.recovery_seconds, step=2.0)
         if problems:
@@ -280,4 +345,9 @@ async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> Che
                 "a 5xx is transient: keep retrying with backoff (do not treat it as a permanent error)",
             )  # fmt: skip
         evidence.append("converged once the dependency healed")
-        return CheckResult(name, "passed", "the request rate fell off while the dependency failed", tuple(evidence))
+        return CheckResult(name, "passed", "backed off the failing dependency while the rest proceeded", tuple(evidence))
+
+
+def _where(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name')}".lstrip("/")

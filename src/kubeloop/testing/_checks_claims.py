@@ -17,12 +17,16 @@
 * **ownership**: every object the controller created carries exactly one controller
   ownerReference, to a live owner (same uid) in its namespace or cluster-scoped; deleting the
   primaries removes them (the garbage collector follows those references); and, in a fresh world
-  where objects with the same names already exist, owned by someone else, the controller neither
-  adopts them nor replaces them.
+  where look-alikes of its namespaced children already exist, owned by someone else (the same name,
+  or for a child made with ``generateName`` the same ``generateName``, labels and annotations),
+  the controller neither adopts them nor replaces them, and still makes as many ``generateName``
+  children of its own (matched by its own requests and ownerReferences, never by name): a
+  look-alike counted as its own leaves one of its children missing.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,6 +34,7 @@ from typing import Any
 from kubeloop.api import ApiError, NotFound, owner_reference
 from kubeloop.testing._checks import GradeOptions, WorldFactory, converge_with_edits, write_lines
 from kubeloop.testing._cluster import resource
+from kubeloop.testing._lineage import Lineage
 from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Exchange, Failing
 from kubeloop.testing._world import World
@@ -208,12 +213,19 @@ async def _reference_problems(world: World, child: Mapping[str, Any]) -> list[st
 def _copy_for_other_owner(child: Mapping[str, Any], owner: Mapping[str, Any]) -> dict[str, Any]:
     meta = child["metadata"]
     body = {k: v for k, v in child.items() if k not in ("metadata", "status")}
+    named = {"generateName": meta["generateName"]} if meta.get("generateName") else {"name": meta["name"]}
     body["metadata"] = {
-        "name": meta["name"], "namespace": meta["namespace"],
+        **named, "namespace": meta["namespace"],
         "labels": dict(meta.get("labels") or {}), "annotations": dict(meta.get("annotations") or {}),
         "ownerReferences": [owner_reference(owner, controller=True)],
     }  # fmt: skip
     return body
+
+
+def _made_alike(child: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """What makes children interchangeable when the server names them: kind, namespace, ``generateName``."""
+    meta = child.get("metadata") or {}
+    return (str(child.get("apiVersion")), str(child.get("kind")), str(meta.get("namespace", "")), str(meta.get("generateName", "")))
 
 
 async def check_ownership(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
@@ -221,8 +233,10 @@ async def check_ownership(make_world: WorldFactory, options: GradeOptions) -> Ch
     evidence: list[str] = []
     async with make_world(name) as world:
         world.start_controller()
+        started = world.clock.monotonic()
         await world.create_primaries()
         problems = await world.converge(seconds=options.converge_seconds)
+        took = world.clock.monotonic() - started
         await world.drive(2.0, step=0.1)
         created = world.traffic.created()
         if problems:
@@ -253,20 +267,26 @@ async def check_ownership(make_world: WorldFactory, options: GradeOptions) -> Ch
             return CheckResult(name, "failed", "children survived the deletion of their owner", (*evidence, *where),
                                "children must reference their owner so the garbage collector removes them")  # fmt: skip
         evidence.append("deleting the primaries removed every child")
-    namesake = [c for c in live if (c.get("metadata") or {}).get("namespace") and "generateName" not in c["metadata"]]
-    if not namesake:
-        return CheckResult(name, "passed", "children are owned and collected; no named namespaced child to test adoption",
+    # Named children and generateName ones alike: the look-alikes get the same name, or the same
+    # generateName (the server names them), labels and annotations.
+    alike = [c for c in live if (c.get("metadata") or {}).get("namespace")]
+    if not alike:
+        return CheckResult(name, "passed", "children are owned and collected; no namespaced child to test adoption",
                            tuple(evidence))  # fmt: skip
     async with make_world(f"{name}-adoption") as world:
-        return await _adoption(world, namesake, evidence)
+        return await _adoption(world, alike, evidence, drive=max(10.0, took + 5.0))
 
 
-async def _adoption(world: World, namesake: list[dict[str, Any]], evidence: list[str]) -> CheckResult:
+async def _adoption(world: World, alike: list[dict[str, Any]], evidence: list[str], *, drive: float) -> CheckResult:
+    """Pre-create a look-alike of every child, owned by someone else, then run the controller: it
+    must neither adopt nor replace them, and where the server names its children (``generateName``)
+    it must still make as many of its own (its own matched by its requests and ownerReferences,
+    never by name): a look-alike counted as its own is one child missing."""
     name = "ownership"
     configmaps = resource("", "ConfigMap")
     others: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (pre-existing object, its owner)
     owners: dict[str, dict[str, Any]] = {}
-    for child in namesake:
+    for child in alike:
         ns = child["metadata"]["namespace"]
         if ns not in owners:
             owner = await world.client.create(configmaps, {"metadata": {"name": _DECOY, "namespace": ns}}, namespace=ns)
@@ -284,7 +304,7 @@ async def _adoption(world: World, namesake: list[dict[str, Any]], evidence: list
         others.append((made, owners[ns]))
     world.start_controller()
     await world.create_primaries()
-    await world.drive(10.0, step=0.05)
+    await world.drive(drive, step=0.05)
     primary_uids = {p["metadata"]["uid"] for p in world.primaries}
     found: list[str] = []
     for made, owner in others:
@@ -299,11 +319,33 @@ async def _adoption(world: World, namesake: list[dict[str, Any]], evidence: list
             found.append(f"{where}, owned by ConfigMap {_DECOY}, was adopted: ownerReferences={refs}")
         elif [r.get("uid") for r in refs if r.get("controller")] != [owner["metadata"]["uid"]]:
             found.append(f"{where}: its controller reference was changed: ownerReferences={refs}")
-    evidence.append(f"{len(others)} object(s) with the children's names pre-created, owned by ConfigMap {_DECOY}")
+    found += await _counted_as_own(world, alike, [made for made, _ in others])
+    evidence.append(f"{len(others)} object(s) like the children pre-created (same name, or same generateName), "
+                    f"owned by ConfigMap {_DECOY}")  # fmt: skip
     if found:
-        writes = [e for e in world.traffic.writes() if any(o[0]['metadata']['name'] in e.path for o in others)]
+        writes = [e for e in world.traffic.writes() if any(o[0]["metadata"]["name"] in e.path for o in others)]
         return CheckResult(name, "failed", found[0], (*evidence, *found[1:6], *write_lines(writes, limit=4)),
-                           "never take over an object another controller owns: refuse (AlreadyOwnedError) "
-                           "and report it")  # fmt: skip
+                           "never take over (or count) an object another controller owns: select your children by "
+                           "your controller reference, refuse others' objects (AlreadyOwnedError) and report it")  # fmt: skip
     return CheckResult(name, "passed", "children are owned, collected with their owner, and others' are left alone",
                        tuple(evidence))  # fmt: skip
+
+
+async def _counted_as_own(world: World, alike: list[dict[str, Any]], decoys: list[dict[str, Any]]) -> list[str]:
+    """Children the server names (``generateName``) that the controller made fewer of beside the look-alikes."""
+    wanted = Counter(_made_alike(c) for c in alike if c["metadata"].get("generateName"))
+    if not wanted:
+        return []
+    own: Counter[tuple[str, str, str, str]] = Counter()
+    for child in Lineage(world).children():
+        now = await world.get_live(child)
+        if now is not None and now["metadata"]["uid"] == child["metadata"]["uid"]:
+            own[_made_alike(child)] += 1
+    found = []
+    for key, count in wanted.items():
+        if own[key] < count:
+            _, kind, ns, prefix = key
+            names = [d["metadata"]["name"] for d in decoys if _made_alike(d) == key]
+            found.append(f"{kind} {ns}/{', '.join(names)}, owned by ConfigMap {_DECOY}, was counted as its own: "
+                         f"{own[key]} {kind}(s) of its own with generateName {prefix!r}, where it made {count} alone")  # fmt: skip
+    return found

@@ -10,9 +10,10 @@ Guarantees:
 * every request is recorded, in arrival order, as an :class:`Exchange`: method, path, query, the
   request body, the answer's status and (for everything but watches) its body, the injected
   clock's monotonic time, and whether the answer was injected;
-* a **fault rule** (:class:`Conflicts`, :class:`Failing`; any callable ``(Exchange) -> int | None``)
-  may answer a request with an error ``Status`` instead of the server (first rule that answers
-  wins); the server never sees such a request;
+* a **fault rule** (:class:`Conflicts`, :class:`Failing`; any callable ``(Exchange) -> int | None``,
+  or a coroutine function returning that, for a rule that must look at the world first) may answer
+  a request with an error ``Status`` instead of the server (first rule that answers wins); the
+  server never sees such a request;
 * ``before_write`` runs before a write (POST, PUT, PATCH, DELETE) reaches the server, and
   ``after_write`` after the server answered it but *before* the controller sees the answer: the
   grader uses the first to race a concurrent writer and the second to judge a status claim while
@@ -31,6 +32,7 @@ Nothing here reads the wall clock.
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -76,7 +78,13 @@ class Exchange:
         return not self.is_watch and not self.housekeeping
 
     def request_json(self) -> Any:
-        return orjson.loads(self.body) if self.body else None
+        """The request body decoded (``None`` when empty or not JSON, e.g. an apply patch in YAML)."""
+        if not self.body:
+            return None
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            return None
 
     def answer_json(self) -> Any:
         if not self.answer:
@@ -92,7 +100,7 @@ class Exchange:
         return f"{self.method} {self.path} -> {self.status}{injected} at t={self.at:.3f}s"
 
 
-FaultRule = Callable[[Exchange], "int | None"]
+FaultRule = Callable[[Exchange], "int | Awaitable[int | None] | None"]
 
 
 class Conflicts:
@@ -216,6 +224,8 @@ class ControllerTraffic:
             return
         for rule in self.faults:
             status = rule(exchange)
+            if inspect.isawaitable(status):
+                status = await status
             if status is not None:
                 exchange.status, exchange.injected = status, True
                 await _answer(_recording(exchange, send), HttpFault(exchange.method, status))
@@ -255,10 +265,7 @@ def _is_housekeeping(exchange: Exchange) -> bool:
         return True
     if exchange.method != "POST" or not exchange.path.endswith("/events"):
         return False
-    try:
-        event = orjson.loads(exchange.body)
-    except orjson.JSONDecodeError:
-        return False
+    event = exchange.request_json()
     if not isinstance(event, dict):
         return False
     about = event.get("involvedObject") or event.get("regarding") or {}

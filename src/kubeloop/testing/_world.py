@@ -11,10 +11,11 @@ faults. It holds:
   requests (and only its) are recorded, and faults injected for it alone;
 * the scenario's CRDs (served before anything starts) and its primary objects.
 
-Time moves only in :meth:`World.drive` / :meth:`World.converge`: wait until the server is quiet,
-then advance the fake clock one step (at most 2 s, so a leader renews its Lease in time); so
-backoffs, requeues and leases run in milliseconds. Before each step the controller's recent
-traffic is checked: past a burst at one instant, or a request rate no reconcile needs (both
+Time moves only in :meth:`World.drive`, :meth:`World.converge` and :meth:`World.until_idle` (which
+stops once the controller's manager reports :meth:`~kubeloop.runtime.Manager.idle`): wait until the
+server is quiet, then advance the fake clock one step (at most 2 s, so a leader renews its Lease in
+time); so backoffs, requeues and leases run in milliseconds. Before each step the controller's
+recent traffic is checked: past a burst at one instant, or a request rate no reconcile needs (both
 scaled to the scenario), :class:`HotLoop` is raised and the check fails instead of spinning.
 """
 
@@ -288,6 +289,23 @@ class World:
         """``drive`` each ``(seconds, step)`` in turn: fine steps first, coarse ones later."""
         for seconds, step in schedule:
             await self.drive(seconds, step=step)
+
+    async def until_idle(self, seconds: float, *, step: float = 0.1, within: float | None = None) -> float | None:
+        """Drive until the controller's (latest) manager is idle, with nothing due ``within`` the
+        next seconds (``step`` by default; :meth:`kubeloop.runtime.Manager.idle`, asked once the
+        server is quiet), at most ``seconds`` of fake time; the fake seconds it took, or ``None``:
+        never idle, or a function controller, whose quiescence cannot be seen (it is driven the
+        whole ``seconds``)."""
+        start = self.clock.monotonic()
+        while self.clock.monotonic() - start < seconds:
+            await self.quiet()
+            managers = self.controller.managers
+            horizon = step if within is None else within
+            if managers and managers[-1].idle(until=self.clock.monotonic() + horizon):
+                return self.clock.monotonic() - start
+            await self.step(min(step, _MAX_STEP))
+        await self.quiet()
+        return None
 
     async def converge(self, *, seconds: float = 30.0, step: float = 0.05) -> list[str]:
         """Drive until ``scenario.expect`` holds for every primary (``[]``), or return the problems
