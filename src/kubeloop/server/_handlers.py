@@ -39,7 +39,7 @@ from kubeloop.server._options import (
 )
 from kubeloop.server._patching import PATCH_TYPES, patch_transform
 from kubeloop.server._requestinfo import RequestInfo, truthy
-from kubeloop.server._rest import WriteRequest, create_object, get_object, update_object
+from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
 from kubeloop.server._state import ServerState
 from kubeloop.server._tables import TABLE_CONTENT_TYPE, table_for
@@ -261,7 +261,7 @@ class ResourceHandlers:
         raw = orjson.dumps(body)
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
 
-        async def transform(current: dict[str, Any]) -> dict[str, Any]:
+        async def transform(current: Current) -> dict[str, Any]:  # the body replaces the stored object
             fresh = orjson.loads(raw)
             assert isinstance(fresh, dict)
             return fresh
