@@ -10,6 +10,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+import yaml
+
+from kubeloop.server._state import renderer
+from kubeloop.store import SqliteStore
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -69,3 +73,41 @@ async def test_a_patch_still_works_on_its_own_copy_of_the_stored_object(client: 
     body = patched.json()
     assert body["metadata"]["labels"] == {"x": "1", "y": "2"} and body["data"] == {"k": "2"}
     assert await _stored(client, "a") == patched.content
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+async def test_an_unconditional_put_that_loses_a_race_starts_again_from_the_body_as_sent(
+    client: httpx.AsyncClient, store: SqliteStore, content_type: str
+) -> None:
+    """The first attempt changes the decoded body in place (resourceVersion, uid, managedFields...); the
+    retry after the lost race must start from the request's body, or its copied resourceVersion would make
+    it a 409 (registry/store.go GuaranteedUpdate retries an unconditional update on a fresh read)."""
+    assert (await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "1"}})).status_code == 201
+    original_update = store.update
+    attempts = 0
+
+    async def beaten_once(key: str, render: Any, *, expected_revision: int | None) -> Any:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:  # another writer commits between this PUT's read and its compare-and-swap
+            kv = await store.get(key)
+            assert kv is not None
+            other = orjson.loads(kv.value)
+            other["metadata"]["labels"] = {"other": "yes"}
+            await original_update(key, renderer(other), expected_revision=expected_revision)
+        return await original_update(key, render, expected_revision=expected_revision)
+
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}}
+    content = orjson.dumps(body) if content_type == "application/json" else yaml.safe_dump(body).encode()
+    store.update = beaten_once  # type: ignore[method-assign]
+    try:
+        updated = await client.put(f"{CM}/a", content=content, headers={"content-type": content_type})
+    finally:
+        store.update = original_update  # type: ignore[method-assign]
+
+    assert updated.status_code == 200, updated.text
+    assert attempts == 2
+    stored = orjson.loads(await _stored(client, "a"))
+    assert stored["data"] == {"k": "2"}
+    assert "labels" not in stored["metadata"], "a PUT replaces the object: the other writer's label is gone"
+    assert updated.json() == stored

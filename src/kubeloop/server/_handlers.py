@@ -258,11 +258,22 @@ class ResourceHandlers:
         body = await self._decode_object(request, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
-        raw = orjson.dumps(body)
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
+        # Every attempt (a lost race is retried) starts from the body as sent: its JSON decoded afresh, as the
+        # write path changes the object in place. A JSON body's first attempt takes the decoded body itself
+        # (decoding its encoding again gives the same values); another format's body goes through JSON first
+        # (a YAML ``.inf`` becomes null), as it always did.
+        if request.content_type == "application/json":
+            sent = await request.body()
+            pending: list[dict[str, Any]] = [body]
+        else:
+            sent = orjson.dumps(body)
+            pending = []
 
         async def transform(current: Current) -> dict[str, Any]:  # the body replaces the stored object
-            fresh = orjson.loads(raw)
+            if pending:
+                return pending.pop()
+            fresh = orjson.loads(sent)
             assert isinstance(fresh, dict)
             return fresh
 
