@@ -12,7 +12,8 @@ thread hand-offs (callgrind runs threads one at a time). Use it to compare two t
 ``benchmarks/apiserver.py`` for the rates themselves.
 
 Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 512-byte value), or ``GET``
-of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS.
+of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
+ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race).
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ CALLERS = 64
 REQUESTS = 640
 
 
-def configmap(name: str) -> bytes:
+VERBS = ("create", "get", "update")
+
+
+def configmap(name: str, serial: int | None = None) -> bytes:
     import orjson
 
-    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v" * 512}})
+    data = {"k": "v" * 512} if serial is None else {"k": "v" * 512, "serial": str(serial)}
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 
 
 async def drive(verb: str, n: int, directory: Path) -> None:
@@ -70,22 +75,28 @@ async def drive(verb: str, n: int, directory: Path) -> None:
         return int(out[0]["status"])
 
     names = itertools.count()
+    serials = itertools.count()
     assert await call("POST", collection, configmap("get-me")) == 201
+    for i in range(CALLERS):
+        assert await call("POST", collection, configmap(f"u{i}")) == 201
 
-    async def one() -> None:
+    async def one(i: int) -> None:
         if verb == "create":
             status = await call("POST", collection, configmap(f"c{next(names)}"))
             assert status == 201, status
+        elif verb == "update":
+            status = await call("PUT", f"{collection}/u{i}", configmap(f"u{i}", next(serials)))
+            assert status == 200, status
         else:
             status = await call("GET", f"{collection}/get-me")
             assert status == 200, status
 
-    async def caller(count: int) -> None:
+    async def caller(i: int, count: int) -> None:
         for _ in range(count):
-            await one()
+            await one(i)
 
-    await asyncio.gather(*(caller(2) for _ in range(CALLERS)))  # warm-up: every cache and code path once
-    await asyncio.gather(*(caller(n // CALLERS) for _ in range(CALLERS)))
+    await asyncio.gather(*(caller(i, 2) for i in range(CALLERS)))  # warm-up: every cache and code path once
+    await asyncio.gather(*(caller(i, n // CALLERS) for i in range(CALLERS)))
     await store.close()
 
 
@@ -108,18 +119,21 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append",
                         help="a checkout to measure (its src/ first on the path); repeat to compare trees")
     parser.add_argument("--requests", type=int, default=REQUESTS, help=f"N (a multiple of {CALLERS})")
+    parser.add_argument("--verb", choices=VERBS, action="append", help="measure only these (repeatable)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     n = max(CALLERS, args.requests // CALLERS * CALLERS)
     trees: list[Path | None] = list(args.tree) if args.tree else [None]
-    print(f"{'tree':<40} | {'Ir per create':>14} | {'Ir per GET':>11}")
+    verbs = [verb for verb in VERBS if not args.verb or verb in args.verb]
+    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT"}
+    print(" | ".join([f"{'tree':<40}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
         row = []
-        for verb in ("create", "get"):
+        for verb in verbs:
             print(f"running: {verb} x {n} and x {2 * n} under callgrind ({tree or 'installed'}) ...", file=sys.stderr)
             row.append((instructions(verb, 2 * n, tree) - instructions(verb, n, tree)) // n)
-        print(f"{tree or 'installed'!s:<40} | {row[0]:>14,} | {row[1]:>11,}")
+        print(" | ".join([f"{tree or 'installed'!s:<40}", *(f"{ir:>14,}" for ir in row)]))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,18 @@ class Stream:
                     self._buffer += await self.chunks.get()
         return out
 
+    async def lines(self, n: int, timeout: float = 5.0) -> list[bytes]:
+        """The next ``n`` events as sent: their lines, newline included, not decoded."""
+        out: list[bytes] = []
+        async with asyncio.timeout(timeout):
+            while len(out) < n:
+                while b"\n" in self._buffer and len(out) < n:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    out.append(line + b"\n")
+                if len(out) < n:
+                    self._buffer += await self.chunks.get()
+        return out
+
     async def rest(self, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Every remaining event, after the stream ends."""
         async with asyncio.timeout(timeout):

@@ -38,3 +38,24 @@ async def test_delete_collection_is_a_recorded_write_that_faults_can_fail(tmp_pa
             Write("deletecollection", "configmaps", "team", ""),
         ]
         assert client.count(verb="deletecollection") == 1
+
+
+async def test_an_intercepted_client_is_a_whole_client_on_the_wrapped_clients_connection(tmp_path: Path) -> None:
+    clock = FakeClock()
+    async with InProcessCluster(tmp_path, clock=clock, namespaces=["team"]) as cluster:
+        inner = cluster.new_client(Client, default_namespace="team")
+        client = InterceptedClient(inner)
+        # What Client.__init__ establishes holds on the wrapper too (it never ran before).
+        assert client.transport is inner.transport
+        assert (client.base_url, client.auth, client.default_namespace) == (inner.base_url, inner.auth, "team")
+        assert client.clock is clock and client.max_retries == inner.max_retries
+        # A client built from its public connection reaches the same server (the connection is real).
+        twin = Client(client.transport, base_url=client.base_url, auth=client.auth, default_namespace="team")
+        await client.create(CONFIGMAPS, {"metadata": {"name": "seen"}, "data": {"k": "v"}})
+        assert (await twin.get(CONFIGMAPS, "seen"))["data"] == {"k": "v"}
+        # The base class's own write helpers still go through the interception.
+        await client.apply(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}},
+                           field_manager="test")
+        assert client.writes == [Write("create", "configmaps", None, "seen"), Write("patch", "configmaps", "team", "applied")]
+        async with client:  # __aexit__ closes the wrapped client
+            pass

@@ -166,6 +166,15 @@ class Client:
     def base_url(self) -> str:
         return self._base_url
 
+    @property
+    def clock(self) -> Clock:
+        """The clock ``Retry-After`` waits run on."""
+        return self._clock
+
+    @property
+    def max_retries(self) -> int:
+        return self._max_retries
+
     async def close(self) -> None:
         await self._transport.aclose()
 

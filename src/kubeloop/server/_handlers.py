@@ -39,7 +39,7 @@ from kubeloop.server._options import (
 )
 from kubeloop.server._patching import PATCH_TYPES, patch_transform
 from kubeloop.server._requestinfo import RequestInfo, truthy
-from kubeloop.server._rest import WriteRequest, create_object, get_object, update_object
+from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
 from kubeloop.server._state import ServerState
 from kubeloop.server._tables import TABLE_CONTENT_TYPE, table_for
@@ -258,11 +258,22 @@ class ResourceHandlers:
         body = await self._decode_object(request, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
-        raw = orjson.dumps(body)
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
+        # Every attempt (a lost race is retried) starts from the body as sent: its JSON decoded afresh, as the
+        # write path changes the object in place. A JSON body's first attempt takes the decoded body itself
+        # (decoding its encoding again gives the same values); another format's body goes through JSON first
+        # (a YAML ``.inf`` becomes null), as it always did.
+        if request.content_type == "application/json":
+            sent = await request.body()
+            pending: list[dict[str, Any]] = [body]
+        else:
+            sent = orjson.dumps(body)
+            pending = []
 
-        async def transform(current: dict[str, Any]) -> dict[str, Any]:
-            fresh = orjson.loads(raw)
+        async def transform(current: Current) -> dict[str, Any]:  # the body replaces the stored object
+            if pending:
+                return pending.pop()
+            fresh = orjson.loads(sent)
             assert isinstance(fresh, dict)
             return fresh
 

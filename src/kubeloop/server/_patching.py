@@ -30,7 +30,7 @@ from kubeloop.server._field_validation import (
     unknown_field_texts,
 )
 from kubeloop.server._http import decode_json, decode_yaml
-from kubeloop.server._rest import WriteRequest, update_object
+from kubeloop.server._rest import Current, WriteRequest, update_object
 from kubeloop.server._state import ServerState
 
 __all__ = ["APPLY", "PATCH_TYPES", "patch_transform"]
@@ -69,9 +69,9 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         req = replace(req, operation="Apply")
         manager = req.options.field_manager
 
-        async def transform(current: dict[str, Any]) -> dict[str, Any]:
+        async def transform(current: Current) -> dict[str, Any]:
             return server_side_apply(
-                current or None, applied, manager=manager, force=bool(req.options.force),
+                current() or None, applied, manager=manager, force=bool(req.options.force),
                 schema=state.schema(info), now=format_time(state.clock.now()), api_version=info.api_version,
                 subresource=req.subresource or None, status_subresource=info.status_subresource,
             )
@@ -84,13 +84,14 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
     # handlers/patch.go: a merge or strategic patch's own duplicate keys count as strict errors too.
     duplicates = duplicate_texts(raw, directive, patch) if patch_type != JSON_PATCH else []
 
-    async def patched(current: dict[str, Any]) -> dict[str, Any]:
+    async def patched(current: Current) -> dict[str, Any]:
+        live = current()
         if patch_type == JSON_PATCH:
-            result = apply_json_patch(current, patch)
+            result = apply_json_patch(live, patch)
         elif patch_type == MERGE_PATCH:
-            result = apply_merge_patch(current, patch)
+            result = apply_merge_patch(live, patch)
         else:
-            result = apply_strategic_merge_patch(current, patch, state.schema(info))
+            result = apply_strategic_merge_patch(live, patch, state.schema(info))
         if not isinstance(result, dict):
             raise BadRequest("the patch result is not a JSON object")
         before = orjson.dumps(result) if directive == "Strict" else b""

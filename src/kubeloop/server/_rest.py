@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import orjson
@@ -41,7 +42,7 @@ from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, names
 from kubeloop.server._strategy import GenericStrategy
 from kubeloop.store import GuardChanged, KeyExists, KeyNotFound, KeyValue, RevisionMismatch
 
-__all__ = ["WriteRequest", "create_object", "get_object", "request_form", "storage_form", "update_object"]
+__all__ = ["Current", "WriteRequest", "create_object", "get_object", "request_form", "storage_form", "update_object"]
 
 _GENERATE_ATTEMPTS = 8
 _GUARD_ATTEMPTS = 16  # a namespace rewritten this often while one create commits is pathological
@@ -291,7 +292,11 @@ def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], o
 
 # -- update ------------------------------------------------------------------------------------
 
-Transform = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+# ``current()`` decodes a private copy of the stored object (at the request's version) that the transform
+# may change: a patch or a scale update calls it, a PUT (whose body replaces the object) does not, so a
+# PUT decodes the stored object once, for the comparisons and hooks that read ``old``.
+Current = Callable[[], dict[str, Any]]
+Transform = Callable[[Current], Awaitable[dict[str, Any]]]
 
 
 async def update_object(
@@ -304,8 +309,8 @@ async def update_object(
 ) -> tuple[int, bytes, dict[str, Any] | None]:
     """Read, transform, prepare, validate, admit and compare-and-swap, retrying lost races.
 
-    ``transform(current)`` returns the requested new object (the PUT body, or the patched object);
-    a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
+    ``transform(current)`` returns the requested new object (the PUT body, or the patched object;
+    ``current()`` is the stored object's own copy for it); a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
     409 rather than a retry. Returns (HTTP status, body bytes, the resulting object when decoded).
     """
     info = req.info
@@ -317,7 +322,7 @@ async def update_object(
                 return await _create_on_update(state, req, transform)
             raise not_found(info.plural, req.name, info.group)
         old = request_form(info, orjson.loads(kv.value))
-        new = await transform(request_form(info, orjson.loads(kv.value)))
+        new = await transform(partial(_decoded, info, kv.value))
         new = check_body(info, new, req.name)
         try:
             new, delete_now = await _prepare_update(state, req, new, old, kv)
@@ -343,6 +348,14 @@ async def update_object(
             continue
         return 200, stored.value, new
     raise conflict(info.plural, req.name, info.group)
+
+
+def _decoded(info: ResourceInfo, value: bytes) -> dict[str, Any]:
+    return request_form(info, orjson.loads(value))
+
+
+def _absent() -> dict[str, Any]:
+    return {}
 
 
 class _Unchanged(Exception):
@@ -412,7 +425,7 @@ async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict
 
 
 async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform) -> tuple[int, bytes, None]:
-    new = await transform({})
+    new = await transform(_absent)
     new = check_body(req.info, new, req.name)
     meta = meta_of(new)
     body_name = meta.get("name") or ""

@@ -26,7 +26,7 @@ from kubeloop.api import (
     label_selector_from_dict,
 )
 from kubeloop.server._http import decode_json
-from kubeloop.server._rest import WriteRequest, get_object, update_object
+from kubeloop.server._rest import Current, WriteRequest, get_object, update_object
 from kubeloop.server._state import ServerState
 
 __all__ = ["scale_get", "scale_of", "scale_update"]
@@ -97,7 +97,8 @@ async def scale_update(state: ServerState, req: WriteRequest, body: Any, patch_t
     paths = info.scale
     assert paths is not None
 
-    async def transform(current: dict[str, Any]) -> dict[str, Any]:
+    async def transform(read_current: Current) -> dict[str, Any]:
+        current = read_current()
         scale = scale_of(info, current)
         new_scale = _patched_scale(scale, patch_type, raw) if patch_type else body
         if not isinstance(new_scale, dict):

@@ -10,7 +10,9 @@ Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``stora
   when the writer wakes go out in one write. Objects are the stored bytes, not re-encoded.
 - With selectors, an object that starts matching is ADDED, one that stops matching is DELETED
   (its previous state with the event's resourceVersion), one that matches before and after is
-  MODIFIED (cacher.go convertToWatchEvent).
+  MODIFIED (cacher.go convertToWatchEvent). The selectors are judged on objects decoded at most
+  once per event, whatever the number of watchers: the decoded objects are kept on the event the
+  store shares among its watchers (``StoreEvent.memo``), read only.
 - BOOKMARK events only when ``allowWatchBookmarks=true``; their resourceVersion is one every
   earlier event of this watch has been delivered for.
 - The store gives each watcher a bounded buffer; a watcher that falls behind gets an ERROR 410
@@ -48,10 +50,46 @@ def _expired_event(message: str) -> bytes:
     return _event("ERROR", orjson.dumps(Expired(message).to_status()))
 
 
-def _with_rv(value: bytes, revision: int) -> bytes:
-    obj = orjson.loads(value)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
-    return orjson.dumps(obj)
+class _Decoded:
+    """One event's objects, decoded on first use and shared by every watcher of the event (its ``memo``).
+    Shared, so read only: nothing here or in ``matches`` changes them."""
+
+    __slots__ = ("_current", "_event", "_left", "_previous")
+
+    def __init__(self, event: StoreEvent) -> None:
+        self._event = event
+        self._current: dict[str, Any] | None = None
+        self._previous: dict[str, Any] | None = None
+        self._left: bytes | None = None
+
+    @staticmethod
+    def of(event: StoreEvent) -> _Decoded:
+        memo = event.memo
+        if memo is None:
+            memo = event.memo = _Decoded(event)
+        assert isinstance(memo, _Decoded)
+        return memo
+
+    def current(self) -> dict[str, Any]:
+        if self._current is None:
+            self._current = orjson.loads(self._event.kv.value)
+        return self._current
+
+    def previous(self) -> dict[str, Any]:
+        if self._previous is None:
+            prev = self._event.prev
+            assert prev is not None
+            self._previous = orjson.loads(prev.value)
+        return self._previous
+
+    def left(self) -> bytes:
+        """What a watcher the object left is sent (as DELETED): its previous state at the event's revision."""
+        if self._left is None:
+            previous = self.previous()
+            obj = dict(previous)  # a copy of the two levels changed: ``previous`` is shared
+            obj["metadata"] = {**(previous.get("metadata") or {}), "resourceVersion": str(self._event.revision)}
+            self._left = orjson.dumps(obj)
+        return self._left
 
 
 class _Encoder:
@@ -76,13 +114,14 @@ class _Encoder:
                 return self.encode("DELETED", event.kv.value)
             kind = "MODIFIED" if event.prev is not None else "ADDED"
             return self.encode(kind, event.kv.value)
-        current = orjson.loads(event.kv.value)
+        decoded = _Decoded.of(event)
+        current = decoded.current()
         cur_passes = event.type != "DELETE" and matches(self.info, self.options, current)
         old_passes = False
         if event.type == "DELETE":
             old_passes = matches(self.info, self.options, current)
         elif event.prev is not None:
-            old_passes = matches(self.info, self.options, orjson.loads(event.prev.value))
+            old_passes = matches(self.info, self.options, decoded.previous())
         if cur_passes and not old_passes:
             return self.encode("ADDED", event.kv.value)
         if cur_passes and old_passes:
@@ -90,8 +129,7 @@ class _Encoder:
         if old_passes:
             if event.type == "DELETE":
                 return self.encode("DELETED", event.kv.value)
-            assert event.prev is not None
-            return self.encode("DELETED", _with_rv(event.prev.value, event.revision))
+            return self.encode("DELETED", decoded.left())
         return None
 
 

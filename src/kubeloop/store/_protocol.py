@@ -29,8 +29,8 @@ Keys are strings such as ``/registry/apps/deployments/ns/name``; ranges are by p
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Literal, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, Protocol
 
 __all__ = [
     "Compacted",
@@ -105,13 +105,23 @@ class KeyValue(NamedTuple):
     mod_revision: int
 
 
-class StoreEvent(NamedTuple):
-    """One committed change (immutable). For ``DELETE``, ``kv`` holds the last value (re-rendered at the delete's revision
-    when the delete had a ``render``) and ``kv.mod_revision`` is the delete's revision."""
+@dataclass(slots=True)
+class StoreEvent:
+    """One committed change. For ``DELETE``, ``kv`` holds the last value (re-rendered at the delete's revision
+    when the delete had a ``render``) and ``kv.mod_revision`` is the delete's revision.
+
+    ``type``, ``kv`` and ``prev`` are never reassigned. A backend hands the same event object to every live
+    watcher the change reaches, and ``memo`` (``None`` until a consumer sets it, not part of the event's
+    equality) lets those watchers share what they derive from it: the first one to need it stores it there
+    and the others reuse it (the server keeps the decoded objects there, so a change seen by N watchers
+    with selectors is decoded once, not N times). Not frozen: a frozen dataclass's construction costs
+    several times as much, and one is built per change a watcher receives.
+    """
 
     type: Literal["PUT", "DELETE"]
     kv: KeyValue
     prev: KeyValue | None
+    memo: Any = field(default=None, compare=False, repr=False)
 
     @property
     def revision(self) -> int:

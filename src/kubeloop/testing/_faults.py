@@ -97,9 +97,13 @@ class InterceptedClient(Client):
         faults: Faults | None = None,
         before_write: Callable[[Write], Awaitable[None]] | None = None,
     ) -> None:
-        # Deliberately no super().__init__: every request is forwarded to `inner`.
+        # The base is built on the wrapped client's connection, so every Client attribute holds (transport,
+        # base_url, auth, clock, ...); requests are still forwarded to ``inner``, which owns the transport.
+        super().__init__(
+            inner.transport, base_url=inner.base_url, auth=inner.auth, default_namespace=inner.default_namespace,
+            clock=inner.clock, max_retries=inner.max_retries,
+        )  # fmt: skip
         self.inner = inner
-        self.default_namespace = inner.default_namespace
         self.faults = faults
         self.before_write = before_write
         self.writes: list[Write] = []

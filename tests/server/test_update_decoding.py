@@ -1,0 +1,113 @@
+"""How often a write decodes the stored object: a PUT, whose body replaces it, decodes it once (for the
+strategy, the managedFields bookkeeping and the no-op comparison), never a second time for a transform
+that ignores it. Counted on the real app by watching ``orjson.loads`` for the stored bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+
+from kubeloop.server._state import renderer
+from kubeloop.store import SqliteStore
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, value: bytes) -> list[int]:
+    """A list whose length is the number of ``orjson.loads(value)`` calls from now on."""
+    calls: list[int] = []
+    real: Callable[[Any], Any] = orjson.loads
+
+    def loads(data: Any) -> Any:
+        if data == value:
+            calls.append(1)
+        return real(data)
+
+    monkeypatch.setattr(orjson, "loads", loads)
+    return calls
+
+
+async def _stored(client: httpx.AsyncClient, name: str) -> bytes:
+    response = await client.get(f"{CM}/{name}")
+    assert response.status_code == 200
+    return response.content  # a built-in kind is served as the stored bytes
+
+
+async def test_put_decodes_the_stored_object_once(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "1"}})).status_code == 201
+    stored = await _stored(client, "a")
+    decodes = _counting(monkeypatch, stored)
+
+    updated = await client.put(f"{CM}/a", json={"metadata": {"name": "a"}, "data": {"k": "2"}})
+
+    assert updated.status_code == 200
+    assert updated.json()["data"] == {"k": "2"}
+    assert len(decodes) == 1
+
+
+async def test_an_unchanged_put_decodes_the_stored_object_once(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "1"}})).status_code == 201
+    stored = await _stored(client, "a")
+    decodes = _counting(monkeypatch, stored)
+
+    same = await client.put(f"{CM}/a", json={"metadata": {"name": "a"}, "data": {"k": "1"}})
+
+    assert same.status_code == 200
+    assert same.content == stored  # a no-op answers the stored bytes
+    assert len(decodes) == 1
+
+
+async def test_a_patch_still_works_on_its_own_copy_of_the_stored_object(client: httpx.AsyncClient) -> None:
+    created = await client.post(CM, json={"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "1"}})
+    assert created.status_code == 201
+    patched = await client.patch(f"{CM}/a", json={"metadata": {"labels": {"y": "2"}}, "data": {"k": "2"}},
+                                 headers={"content-type": "application/merge-patch+json"})
+    assert patched.status_code == 200
+    body = patched.json()
+    assert body["metadata"]["labels"] == {"x": "1", "y": "2"} and body["data"] == {"k": "2"}
+    assert await _stored(client, "a") == patched.content
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+async def test_an_unconditional_put_that_loses_a_race_starts_again_from_the_body_as_sent(
+    client: httpx.AsyncClient, store: SqliteStore, content_type: str
+) -> None:
+    """The first attempt changes the decoded body in place (resourceVersion, uid, managedFields...); the
+    retry after the lost race must start from the request's body, or its copied resourceVersion would make
+    it a 409 (registry/store.go GuaranteedUpdate retries an unconditional update on a fresh read)."""
+    assert (await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "1"}})).status_code == 201
+    original_update = store.update
+    attempts = 0
+
+    async def beaten_once(key: str, render: Any, *, expected_revision: int | None) -> Any:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:  # another writer commits between this PUT's read and its compare-and-swap
+            kv = await store.get(key)
+            assert kv is not None
+            other = orjson.loads(kv.value)
+            other["metadata"]["labels"] = {"other": "yes"}
+            await original_update(key, renderer(other), expected_revision=expected_revision)
+        return await original_update(key, render, expected_revision=expected_revision)
+
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}}
+    content = orjson.dumps(body) if content_type == "application/json" else yaml.safe_dump(body).encode()
+    store.update = beaten_once  # type: ignore[method-assign]
+    try:
+        updated = await client.put(f"{CM}/a", content=content, headers={"content-type": content_type})
+    finally:
+        store.update = original_update  # type: ignore[method-assign]
+
+    assert updated.status_code == 200, updated.text
+    assert attempts == 2
+    stored = orjson.loads(await _stored(client, "a"))
+    assert stored["data"] == {"k": "2"}
+    assert "labels" not in stored["metadata"], "a PUT replaces the object: the other writer's label is gone"
+    assert updated.json() == stored
