@@ -24,9 +24,11 @@ generated policies and requests) at the cost of a dictionary lookup:
   watch, which never blocks and is never behind the revision (the ``Store`` contract): an RBAC write is
   seen by the very next request, before its writer is even answered. Upstream's informers make RBAC
   eventually consistent; kubeloop is stricter. Writes to other kinds cost a poll of an empty queue.
+  Requests that arrive while a new snapshot is read wait for it rather than decide on the old one.
   Aggregated ClusterRoles need nothing more: their rules are the ``rules`` field, written like any
-  other (upstream's aggregation controller writes it); deleting a namespace deletes its Roles and
-  RoleBindings one by one, each an RBAC change.
+  other (upstream's aggregation controller writes it; kubeloop runs none, so ``aggregationRule`` alone
+  grants nothing); deleting a namespace deletes its Roles and RoleBindings one by one, each an RBAC
+  change, and RBAC never reads Namespaces.
 - **Per subject, compiled.** Within a snapshot, the rules bound to a subject (user name and groups:
   all RBAC reads of a user) in a namespace are collected once and compiled into one
   :class:`~kubeloop.server._authz_rbac_rules.Grants` (dictionaries keyed by verb, API group and
@@ -48,7 +50,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -78,39 +80,19 @@ Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
-SUBJECT_CAPACITY = 4096
+SUBJECT_CAPACITY = 1024
 ALLOWED = Decision(True)
 
 _SubjectKey = tuple[str, tuple[str, ...]]
 _ScopeKey = tuple[str, tuple[str, ...], str]
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _Lru(Generic[K, V]):
-    """A dict that keeps at most ``capacity`` entries, dropping the least recently used."""
-
-    __slots__ = ("_capacity", "_entries")
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = max(1, capacity)
-        self._entries: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self._entries.get(key)
-        if value is not None:
-            self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        self._entries[key] = value
-        if len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+def _remember(cache: OrderedDict[Any, Any], capacity: int, key: Any, value: Any) -> None:
+    """Put ``key`` in an LRU ``cache`` of at most ``capacity`` entries (a hit is ``move_to_end``-ed by
+    its reader), dropping the least recently used."""
+    cache[key] = value
+    if len(cache) > capacity:
+        cache.popitem(last=False)
 
 
 class _Scope(NamedTuple):
@@ -132,8 +114,9 @@ class RbacSnapshot:
     cluster_role_bindings: Sequence[Obj]
     capacity: int = SUBJECT_CAPACITY
     role_bindings_by_namespace: dict[str, list[Obj]] = field(init=False, compare=False, repr=False)
-    subjects: _Lru[_SubjectKey, tuple[list[Obj], list[str]]] = field(init=False, compare=False, repr=False)
-    scopes: _Lru[_ScopeKey, _Scope] = field(init=False, compare=False, repr=False)
+    # LRUs (at most ``capacity`` entries each): a subject's ClusterRoleBindings' rules, and its scopes.
+    subjects: OrderedDict[_SubjectKey, tuple[list[Obj], list[str]]] = field(init=False, compare=False, repr=False)
+    scopes: OrderedDict[_ScopeKey, _Scope] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         by_namespace: dict[str, list[Obj]] = {}
@@ -142,8 +125,9 @@ class RbacSnapshot:
             if isinstance(namespace, str):  # anything else never equals a request's namespace
                 by_namespace.setdefault(namespace, []).append(binding)
         object.__setattr__(self, "role_bindings_by_namespace", by_namespace)
-        object.__setattr__(self, "subjects", _Lru(self.capacity))
-        object.__setattr__(self, "scopes", _Lru(self.capacity))
+        object.__setattr__(self, "capacity", max(1, self.capacity))
+        object.__setattr__(self, "subjects", OrderedDict())
+        object.__setattr__(self, "scopes", OrderedDict())
 
     @classmethod
     def of(
@@ -309,10 +293,13 @@ def decide(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
     subject (equal to :func:`evaluate`; see the module contract)."""
     user = attributes.user
     key = (user.name, user.groups, attributes.namespace)
-    scope = snapshot.scopes.get(key)
+    scopes = snapshot.scopes
+    scope = scopes.get(key)
     if scope is None:
         scope = _scope(snapshot, user, attributes.namespace)
-        snapshot.scopes.put(key, scope)
+        _remember(scopes, snapshot.capacity, key, scope)
+    else:
+        scopes.move_to_end(key)
     return ALLOWED if scope.grants.allows(attributes) else scope.denied
 
 
@@ -322,7 +309,9 @@ def _scope(snapshot: RbacSnapshot, user: User, namespace: str) -> _Scope:
     if cluster is None:
         cluster_errors: list[str] = []
         cluster = (_cluster_rules(snapshot, user, cluster_errors), cluster_errors)
-        snapshot.subjects.put(subject, cluster)
+        _remember(snapshot.subjects, snapshot.capacity, subject, cluster)
+    else:
+        snapshot.subjects.move_to_end(subject)
     rules, errors = cluster
     if namespace:
         errors = list(errors)

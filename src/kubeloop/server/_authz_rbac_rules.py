@@ -13,8 +13,9 @@ How: every rule is expanded into its (verb, API group, resource) triples, each a
 dictionary (verb, then group, then resource) whose value is the names it is limited to (``None``: any
 name; names of several rules on one key are united, since any one rule suffices). A request looks up
 its own verb, group and resource and the ``*`` of each (and ``*/subresource``): at most 2 x 2 x 3
-lookups, usually three or four. Non-resource paths go to a set of exact paths and a list of prefixes
-per verb. A rule whose expansion would pass ``EXPANSION_LIMIT`` triples stays a rule and is asked
+lookups, usually three or four, whose answer (any name, or which names) is then remembered per
+(verb, group, resource, subresource): a question asked before costs one lookup. Non-resource paths go
+to a set of exact paths and a list of prefixes per verb, answers remembered per (verb, path). A rule whose expansion would pass ``EXPANSION_LIMIT`` triples stays a rule and is asked
 with :func:`rule_allows`, so a pathological role cannot blow up memory.
 """
 
@@ -25,11 +26,12 @@ from typing import Any
 
 from kubeloop.server._authz import Attributes
 
-__all__ = ["EXPANSION_LIMIT", "Grants", "policy_rules", "rule_allows", "rule_strings"]
+__all__ = ["ANSWER_LIMIT", "EXPANSION_LIMIT", "Grants", "policy_rules", "rule_allows", "rule_strings"]
 
 Obj = Mapping[str, Any]
 
 EXPANSION_LIMIT = 512
+ANSWER_LIMIT = 128
 _ANY_NAME = None
 
 
@@ -74,10 +76,11 @@ _ResourceIndex = dict[str, dict[str, dict[str, frozenset[str] | None]]]
 
 
 class Grants:
-    """The rules of one subject in one scope, compiled for lookup (see the module contract). Immutable
-    once built."""
+    """The rules of one subject in one scope, compiled for lookup (see the module contract). The rules
+    never change once built; answers are remembered per (verb, group, resource, subresource) or
+    (verb, path), at most ``ANSWER_LIMIT`` of them (then forgotten at once)."""
 
-    __slots__ = ("_exact_urls", "_prefixes", "_resources", "_rest")
+    __slots__ = ("_answers", "_exact_urls", "_prefixes", "_resources", "_rest")
 
     def __init__(
         self,
@@ -90,6 +93,9 @@ class Grants:
         self._exact_urls = exact_urls
         self._prefixes = prefixes
         self._rest = rest
+        # (verb, group, resource, subresource) or (verb, path) -> True (any name) or the names allowed:
+        # what the lookups found, kept so that a repeated question costs one lookup.
+        self._answers: dict[tuple[str, ...], frozenset[str] | bool] = {}
 
     @classmethod
     def of(cls, rules: Iterable[Obj], *, expansion_limit: int = EXPANSION_LIMIT) -> Grants:
@@ -133,31 +139,46 @@ class Grants:
         )
 
     def allows(self, attributes: Attributes) -> bool:
-        verb = attributes.verb
         if attributes.resource_request:
-            index = self._resources
-            if index:
-                sub = attributes.subresource
-                wanted = (f"{attributes.resource}/{sub}", f"*/{sub}", "*") if sub else (attributes.resource, "*")
-                group = attributes.api_group
-                for by_group in (index.get(verb), index.get("*") if verb != "*" else None):
-                    if by_group is None:
-                        continue
-                    for by_resource in (by_group.get(group), by_group.get("*") if group != "*" else None):
-                        if by_resource is None:
-                            continue
-                        for resource in wanted:
-                            if resource in by_resource:
-                                names = by_resource[resource]
-                                if names is None or attributes.name in names:
-                                    return True
+            key: tuple[str, ...] = (attributes.verb, attributes.api_group, attributes.resource, attributes.subresource)
         else:
-            path = attributes.path
-            for key in (verb, "*") if verb != "*" else (verb,):
-                paths = self._exact_urls.get(key)
-                if paths is not None and path in paths:
-                    return True
-                for prefix in self._prefixes.get(key, ()):
-                    if path.startswith(prefix):
-                        return True
+            key = (attributes.verb, attributes.path)
+        names = self._answers.get(key)
+        if names is None:
+            names = self._names(key) if attributes.resource_request else self._path_allowed(key[0], key[1])
+            if len(self._answers) >= ANSWER_LIMIT:
+                self._answers.clear()
+            self._answers[key] = names
+        if names is True or (names and attributes.name in names):
+            return True
         return any(rule_allows(rule, attributes) for rule in self._rest) if self._rest else False
+
+    def _names(self, key: tuple[str, ...]) -> frozenset[str] | bool:
+        """The names the expanded rules allow for (verb, group, resource, subresource): ``True`` for
+        any name, else the names listed (empty: none)."""
+        verb, group, resource, sub = key
+        wanted = (f"{resource}/{sub}", f"*/{sub}", "*") if sub else (resource, "*")
+        found: frozenset[str] = frozenset()
+        for by_group in (self._resources.get(verb), self._resources.get("*") if verb != "*" else None):
+            if by_group is None:
+                continue
+            for by_resource in (by_group.get(group), by_group.get("*") if group != "*" else None):
+                if by_resource is None:
+                    continue
+                for name in wanted:
+                    if name in by_resource:
+                        names = by_resource[name]
+                        if names is None:
+                            return True
+                        found |= names
+        return found
+
+    def _path_allowed(self, verb: str, path: str) -> frozenset[str] | bool:
+        for key in (verb, "*") if verb != "*" else (verb,):
+            paths = self._exact_urls.get(key)
+            if paths is not None and path in paths:
+                return True
+            for prefix in self._prefixes.get(key, ()):
+                if path.startswith(prefix):
+                    return True
+        return frozenset()
