@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes
 from kubeloop.server._authz_rbac import RbacSnapshot, decide, evaluate
-from kubeloop.server._authz_rbac_rules import Grants, rule_allows
+from kubeloop.server._authz_rbac_rules import ANSWER_LIMIT, Grants, rule_allows
 
 RBAC = "rbac.authorization.k8s.io"
 VERBS = ["get", "list", "watch", "create", "update", "delete", "escalate", "*"]
@@ -215,3 +215,21 @@ def test_rules_on_the_same_resource_add_up() -> None:
     both = Grants.of([a, b])
     assert get(both, "a") and get(both, "b") and not get(both, "c") and not get(both, "")
     assert all(get(Grants.of(order), "c") for order in ([a, every], [every, a]))
+
+
+def test_what_is_kept_is_bounded_however_many_users_namespaces_and_questions() -> None:
+    everything = _role("ClusterRole", "c1", "", [{"verbs": ["get"], "apiGroups": ["*"], "resources": ["*"]}])
+    shared = RbacSnapshot.of(cluster_roles=[everything], capacity=8, cluster_role_bindings=[
+        {"kind": "ClusterRoleBinding", "metadata": {"name": "cb"},
+         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "c1"},
+         "subjects": [{"kind": "Group", "name": "system:authenticated"}]},
+    ])  # fmt: skip
+    for i in range(50):
+        user = User(f"user-{i}", groups=("system:authenticated",))
+        for namespace in ("", "a", "b", "c"):
+            for resource in range(ANSWER_LIMIT + 10):
+                attributes = Attributes(user=user, verb="get", resource_request=True, resource=f"r{resource}",
+                                        namespace=namespace)  # fmt: skip
+                assert decide(shared, attributes).allowed
+    assert len(shared.scopes) == 8 and len(shared.subjects) <= 8
+    assert all(len(scope.grants._answers) <= ANSWER_LIMIT for scope in shared.scopes.values())
