@@ -34,10 +34,11 @@ generated policies and requests) at the cost of a dictionary lookup:
   :class:`~kubeloop.server._authz_rbac_rules.Grants` (dictionaries keyed by verb, API group and
   resource; a set of paths and prefixes per verb), with the denial decision ready (its reason names
   the missing roles). The ClusterRoleBindings' rules of a subject are collected once for all its
-  namespaces. A request then costs one lookup by (user, groups, namespace) and a few dictionary
-  lookups.
+  namespaces. A request then costs one lookup by (user, groups, namespace) and, for a question the
+  scope was asked before (same verb, group, resource and subresource, or verb and path), one more.
 - **Bounded.** Both caches are LRUs (``SUBJECT_CAPACITY`` entries each; a snapshot's entries go with
-  it), so users and namespaces that come and go cannot grow memory.
+  it) and a scope keeps at most ``ANSWER_LIMIT`` answers, so users, namespaces and questions that come
+  and go cannot grow memory.
 
 Objects come through a ``lister(plural) -> objects`` callable, so the authorizer works over any source
 (the server's store, or a plain list in a test). Without ``changes`` (a plain lister) every decision
