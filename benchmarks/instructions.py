@@ -13,7 +13,12 @@ thread hand-offs (callgrind runs threads one at a time). Use it to compare two t
 
 Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 512-byte value), or ``GET``
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
-ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race).
+ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race). Each is made by
+the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
+service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
+``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
+ClusterRoleBinding, with the bootstrap policy the server starts with. Its requests pay the whole RBAC
+authorization; the admin's do not.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from typing import Any
 
 CALLERS = 64
 REQUESTS = 640
+USERS = ("admin", "serviceaccount")
+SERVICE_ACCOUNT = "system:serviceaccount:default:bench"
+RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
 VERBS = ("create", "get", "update")
@@ -44,21 +52,59 @@ def configmap(name: str, serial: int | None = None) -> bytes:
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 
 
-async def drive(verb: str, n: int, directory: Path) -> None:
-    """Build the app as ``kubeloop apiserver`` does and run ``n`` requests (after a warm-up)."""
+def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
+    """(collection, object): the service account's Role, ClusterRole and their bindings."""
+    ref = {"apiGroup": "rbac.authorization.k8s.io"}
+    subject = [{"kind": "ServiceAccount", "name": "bench", "namespace": "default"}]
+    # A read-only ClusterRole shaped like upstream's ``view`` (a rule per API group), which grants
+    # nothing on ConfigMap writes: a create is allowed only by the Role, found after these rules.
+    view = [
+        {"apiGroups": [""], "resources": ["pods", "pods/log", "pods/status", "services", "endpoints",
+                                          "persistentvolumeclaims", "replicationcontrollers", "events"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "replicasets", "statefulsets", "daemonsets"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses", "networkpolicies"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]},
+    ]
+    return [
+        (f"{RBAC_V1}/clusterroles", {"kind": "ClusterRole", "metadata": {"name": "bench-view"}, "rules": view}),
+        (f"{RBAC_V1}/clusterrolebindings", {"kind": "ClusterRoleBinding", "metadata": {"name": "bench-view"},
+                                            "roleRef": ref | {"kind": "ClusterRole", "name": "bench-view"},
+                                            "subjects": subject}),
+        (f"{RBAC_V1}/namespaces/default/roles", {
+            "kind": "Role", "metadata": {"name": "bench", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "update"]}]}),
+        (f"{RBAC_V1}/namespaces/default/rolebindings", {
+            "kind": "RoleBinding", "metadata": {"name": "bench", "namespace": "default"},
+            "roleRef": ref | {"kind": "Role", "name": "bench"}, "subjects": subject}),
+    ]
+
+
+async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None:
+    """Build the app as ``kubeloop apiserver`` does and run ``n`` requests as ``user`` (after a warm-up)."""
+    import orjson
+
     from kubeloop.cli import _cluster
     from kubeloop.server import User
     from kubeloop.store import SqliteStore
 
     admin = User("kubernetes-admin", groups=("system:masters", "system:authenticated"))
+    account = User(SERVICE_ACCOUNT, groups=("system:serviceaccounts", "system:serviceaccounts:default",
+                                            "system:authenticated"))
     store = await SqliteStore.open(directory / "db")
     readiness = _cluster._Readiness(controllers=False)
     readiness.set_serving()
-    _core, app = await _cluster._build_app(store, tokens={"t": admin}, readiness=readiness, server_address="127.0.0.1:1")
+    tokens = {"t": admin, "s": account}
+    _core, app = await _cluster._build_app(store, tokens=tokens, readiness=readiness, server_address="127.0.0.1:1")
     _cluster._tune_gc()
     collection = "/api/v1/namespaces/default/configmaps"
+    token = b"Bearer t" if user == "admin" else b"Bearer s"
 
-    async def call(method: str, path: str, body: bytes = b"") -> int:
+    async def call(method: str, path: str, body: bytes = b"", auth: bytes = token) -> int:
         out: list[dict[str, Any]] = []
 
         async def receive() -> dict[str, Any]:
@@ -67,7 +113,7 @@ async def drive(verb: str, n: int, directory: Path) -> None:
         async def send(message: dict[str, Any]) -> None:
             out.append(message)
 
-        headers = [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", b"Bearer t"),
+        headers = [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", auth),
                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
                  "headers": headers}
@@ -76,6 +122,8 @@ async def drive(verb: str, n: int, directory: Path) -> None:
 
     names = itertools.count()
     serials = itertools.count()
+    for path, obj in rbac_objects():
+        assert await call("POST", path, orjson.dumps(obj), auth=b"Bearer t") == 201
     assert await call("POST", collection, configmap("get-me")) == 201
     for i in range(CALLERS):
         assert await call("POST", collection, configmap(f"u{i}")) == 201
@@ -100,13 +148,13 @@ async def drive(verb: str, n: int, directory: Path) -> None:
     await store.close()
 
 
-def instructions(verb: str, n: int, tree: Path | None) -> int:
-    """Ir of one run of ``n`` requests under callgrind."""
+def instructions(verb: str, n: int, tree: Path | None, user: str) -> int:
+    """Ir of one run of ``n`` requests by ``user`` under callgrind."""
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree / "src")
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-               sys.executable, __file__, "_drive", verb, str(n)]
+               sys.executable, __file__, "_drive", verb, str(n), user]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     match = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or match is None:
@@ -120,20 +168,25 @@ def main() -> None:
                         help="a checkout to measure (its src/ first on the path); repeat to compare trees")
     parser.add_argument("--requests", type=int, default=REQUESTS, help=f"N (a multiple of {CALLERS})")
     parser.add_argument("--verb", choices=VERBS, action="append", help="measure only these (repeatable)")
+    parser.add_argument("--user", choices=(*USERS, "both"), default="admin",
+                        help="who makes the requests: the admin (system:masters), a service account under RBAC, or both")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     n = max(CALLERS, args.requests // CALLERS * CALLERS)
     trees: list[Path | None] = list(args.tree) if args.tree else [None]
+    users = USERS if args.user == "both" else (args.user,)
     verbs = [verb for verb in VERBS if not args.verb or verb in args.verb]
     titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT"}
-    print(" | ".join([f"{'tree':<40}", *(f"{titles[verb]:>14}" for verb in verbs)]))
+    print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
-        row = []
-        for verb in verbs:
-            print(f"running: {verb} x {n} and x {2 * n} under callgrind ({tree or 'installed'}) ...", file=sys.stderr)
-            row.append((instructions(verb, 2 * n, tree) - instructions(verb, n, tree)) // n)
-        print(" | ".join([f"{tree or 'installed'!s:<40}", *(f"{ir:>14,}" for ir in row)]))
+        for user in users:
+            row = []
+            for verb in verbs:
+                print(f"running: {verb} x {n} and x {2 * n} by {user} under callgrind ({tree or 'installed'}) ...",
+                      file=sys.stderr)
+                row.append((instructions(verb, 2 * n, tree, user) - instructions(verb, n, tree, user)) // n)
+            print(" | ".join([f"{tree or 'installed'!s:<40}", f"{user:<14}", *(f"{ir:>14,}" for ir in row)]))
 
 
 if __name__ == "__main__":
@@ -141,6 +194,6 @@ if __name__ == "__main__":
         import uvloop
 
         with tempfile.TemporaryDirectory(prefix="kubeloop-ir-") as tmp:
-            uvloop.run(drive(sys.argv[2], int(sys.argv[3]), Path(tmp)))
+            uvloop.run(drive(sys.argv[2], int(sys.argv[3]), Path(tmp), sys.argv[4] if len(sys.argv) > 4 else "admin"))
     else:
         main()

@@ -3,7 +3,8 @@ every grant or revocation takes effect on the next request (k/k RBAC reads throu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,14 @@ import pytest
 
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Decision, request_attributes
-from kubeloop.server._authz_rbac import RbacSnapshot, evaluate, store_rbac_authorizer
+from kubeloop.server._authz_rbac import (
+    RbacAuthorizer,
+    RbacSnapshot,
+    StoreChanges,
+    evaluate,
+    store_lister,
+    store_rbac_authorizer,
+)
 from kubeloop.store import SqliteStore
 
 RBAC = "rbac.authorization.k8s.io"
@@ -97,3 +105,63 @@ def test_decisions_over_one_snapshot_answer_as_over_a_fresh_one_whatever_was_ask
     assert evaluate(shared, request_attributes(User("bob", groups=("devs",)), "GET", paths[1], "")) == Decision(
         False, 'RBAC: [clusterrole.rbac.authorization.k8s.io "missing" not found, '
                'role.rbac.authorization.k8s.io "gone" not found]')
+
+
+async def test_a_write_while_the_objects_are_read_is_seen_by_the_next_decision(store: SqliteStore) -> None:
+    # The watch starts before the lists are read: a binding written after its list was read (so the
+    # snapshot lacks it) is still caught, and the next request reads again.
+    await _put_role(store)
+    read = store_lister(store)
+    written: list[str] = []
+
+    async def lister(plural: str) -> Sequence[Any]:
+        objects = await read(plural)
+        if plural == "clusterrolebindings" and not written:
+            written.append(plural)
+            await _put_binding(store)  # rolebindings were listed already
+        return objects
+
+    authorizer = RbacAuthorizer(lister=lister, changes=StoreChanges(store))
+    assert not (await authorizer.authorize(READ_CM)).allowed  # decided on what was read
+    assert (await authorizer.authorize(READ_CM)).allowed
+
+
+async def test_requests_during_a_refresh_wait_for_it_instead_of_deciding_on_the_old_snapshot(
+    store: SqliteStore,
+) -> None:
+    await _put_role(store)
+    read = store_lister(store)
+    gate = asyncio.Event()
+    gate.set()
+
+    async def lister(plural: str) -> Sequence[Any]:
+        await gate.wait()
+        return await read(plural)
+
+    authorizer = RbacAuthorizer(lister=lister, changes=StoreChanges(store))
+    assert not (await authorizer.authorize(READ_CM)).allowed
+    await _put_binding(store)
+    gate.clear()
+    first = asyncio.create_task(authorizer.authorize(READ_CM))  # refreshes: blocked in the lister
+    await asyncio.sleep(0)
+    second = asyncio.create_task(authorizer.authorize(READ_CM))
+    await asyncio.sleep(0)
+    assert not second.done()  # waits for the refresh, not the old snapshot's "no"
+    gate.set()
+    assert (await first).allowed and (await second).allowed
+
+
+async def test_a_watch_that_fell_behind_means_changed(tmp_path: Path) -> None:
+    small = await SqliteStore.open(tmp_path / "small", watch_buffer=2)
+    try:
+        authorizer = store_rbac_authorizer(small)
+        assert not (await authorizer.authorize(READ_CM)).allowed
+        for i in range(3):  # RBAC writes past the watch's buffer, no request in between
+            await small.create(f"/registry/{RBAC}/clusterroles/c{i}", _value({"kind": "ClusterRole"}))
+        await _put_role(small)
+        await _put_binding(small)
+        assert (await authorizer.authorize(READ_CM)).allowed
+        await small.create("/registry/configmaps/default/x", _value({"kind": "ConfigMap"}))
+        assert (await authorizer.authorize(READ_CM)).allowed
+    finally:
+        await small.close()

@@ -106,3 +106,47 @@ async def test_closing_the_store_ends_open_watches(tmp_path: Path) -> None:
     await asyncio.sleep(0)
     await s.close()
     assert await waiter == []
+
+
+async def test_poll_returns_what_is_pending_without_waiting(store: SqliteStore) -> None:
+    w = store.watch("/r/", after=0)
+    assert w.poll() == []  # nothing yet: no wait
+    await store.create("/r/a", value("a"))
+    await store.create("/x/other", value("x"))
+    await store.create("/r/b", value("b"))
+    assert [(e.kv.key, e.revision) for e in w.poll()] == [("/r/a", 1), ("/r/b", 3)]
+    assert w.poll() == []  # handed out once
+    w.close()
+    assert w.poll() == []
+
+
+async def test_a_change_is_pending_on_the_watch_as_soon_as_the_revision_reports_it(store: SqliteStore) -> None:
+    # The contract an exact cache relies on: whoever sees the revision move, before the writer is
+    # answered, finds the change in poll() (the RBAC authorizer checks its watch only when it moved).
+    w = store.watch("/r/", after=0)
+    seen: list[tuple[int, list[int]]] = []
+
+    async def observer() -> None:
+        while store.revision == 0:
+            await asyncio.sleep(0)
+        seen.append((store.revision, [e.revision for e in w.poll()]))
+
+    watching = asyncio.create_task(observer())
+    await asyncio.sleep(0)
+    writer = asyncio.create_task(store.create("/r/a", value("a")))
+    await asyncio.wait([watching])
+    assert seen == [(1, [1])]
+    await writer
+    w.close()
+
+
+async def test_poll_of_a_watcher_that_fell_behind_is_compacted(tmp_path: Path) -> None:
+    s = await SqliteStore.open(tmp_path / "db", watch_buffer=10)
+    try:
+        w = s.watch("/r/", after=0)
+        for i in range(25):
+            await s.create(f"/r/{i}", value(str(i)))
+        with pytest.raises(Compacted):
+            w.poll()
+    finally:
+        await s.close()

@@ -33,7 +33,7 @@ from kubeloop.server._authz_rbac import (
     RBAC_GROUP,
     RbacAuthorizer,
     RbacSnapshot,
-    evaluate,
+    decide,
     policy_rules,
     rule_strings,
 )
@@ -114,7 +114,7 @@ def _allowed(snapshot: RbacSnapshot, user: User, verb: str, resource: str, name:
         user=user, verb=verb, resource_request=True, api_group=RBAC_GROUP, resource=resource, name=name,
         namespace=namespace,
     )  # fmt: skip
-    return evaluate(snapshot, attrs).allowed
+    return decide(snapshot, attrs).allowed
 
 
 def _breakdown(rule: Mapping[str, Any]) -> list[dict[str, list[str]]]:
@@ -141,7 +141,7 @@ def _holds(snapshot: RbacSnapshot, user: User, namespace: str, sub: Mapping[str,
             user=user, verb=verb, resource_request=True, api_group=sub["apiGroups"][0], resource=resource,
             subresource=subresource, namespace=namespace, name=(sub.get("resourceNames") or [""])[0],
         )  # fmt: skip
-    return evaluate(snapshot, attrs).allowed
+    return decide(snapshot, attrs).allowed
 
 
 def _compact(rules: Sequence[dict[str, list[str]]]) -> list[dict[str, list[str]]]:

@@ -5,39 +5,71 @@ Semantics follow k/k ``plugin/pkg/auth/authorizer/rbac/rbac.go`` and
 
 - ``system:masters`` is allowed everything (kube-apiserver's privileged-group short circuit).
 - Otherwise a request is allowed when any rule of any role bound to the user, or to one of its
-  groups, matches it: ClusterRoleBindings apply everywhere; a RoleBinding applies only to requests in
-  its namespace, and may point at a Role of that namespace or at a ClusterRole.
-- Rule matching: verb, API group and resource equal or ``*``; the resource is matched as
-  ``resource/subresource`` and ``*/subresource`` matches any resource's subresource; a rule with
-  ``resourceNames`` matches only requests that name one of them; non-resource paths match
-  ``nonResourceURLs`` exactly or by a trailing ``*`` prefix. There are no deny rules.
+  groups, matches it (:func:`~kubeloop.server._authz_rbac_rules.rule_allows`): ClusterRoleBindings
+  apply everywhere; a RoleBinding applies only to requests in its namespace, and may point at a Role
+  of that namespace or at a ClusterRole. There are no deny rules.
 - A binding whose role does not exist contributes nothing; the denial reason then names the missing
   role (``RBAC: clusterrole.rbac.authorization.k8s.io "x" not found``), as upstream does.
 
+:func:`evaluate` is that definition written out: it walks every binding and asks every bound rule. It
+is the reference, and what ``rules_for`` (SelfSubjectRulesReview) lists; requests are decided by
+:func:`decide`, which must answer exactly as :func:`evaluate` does (a property test compares them over
+generated policies and requests) at the cost of a dictionary lookup:
+
+- **Snapshots.** An :class:`RbacSnapshot` is one consistent set of RBAC objects and never changes.
+  The authorizer keeps one and replaces it when any Role, ClusterRole, RoleBinding or ClusterRoleBinding
+  is created, changed or deleted. How it knows (:class:`StoreChanges`): a store watch on the RBAC
+  group's prefix, opened just before the objects are read. Per request it compares the store revision
+  with the last one it checked (nothing was written: done), and when the revision moved it polls the
+  watch, which never blocks and is never behind the revision (the ``Store`` contract): an RBAC write is
+  seen by the very next request, before its writer is even answered. Upstream's informers make RBAC
+  eventually consistent; kubeloop is stricter. Writes to other kinds cost a poll of an empty queue.
+  Requests that arrive while a new snapshot is read wait for it rather than decide on the old one.
+  Aggregated ClusterRoles need nothing more: their rules are the ``rules`` field, written like any
+  other (upstream's aggregation controller writes it; kubeloop runs none, so ``aggregationRule`` alone
+  grants nothing); deleting a namespace deletes its Roles and RoleBindings one by one, each an RBAC
+  change, and RBAC never reads Namespaces.
+- **Per subject, compiled.** Within a snapshot, the rules bound to a subject (user name and groups:
+  all RBAC reads of a user) in a namespace are collected once and compiled into one
+  :class:`~kubeloop.server._authz_rbac_rules.Grants` (dictionaries keyed by verb, API group and
+  resource; a set of paths and prefixes per verb), with the denial decision ready (its reason names
+  the missing roles). The ClusterRoleBindings' rules of a subject are collected once for all its
+  namespaces. A request then costs one lookup by (user, groups, namespace) and, for a question the
+  scope was asked before (same verb, group, resource and subresource, or verb and path), one more.
+- **Bounded.** Both caches are LRUs (``SUBJECT_CAPACITY`` entries each; a snapshot's entries go with
+  it) and a scope keeps at most ``ANSWER_LIMIT`` answers, so users, namespaces and questions that come
+  and go cannot grow memory.
+
 Objects come through a ``lister(plural) -> objects`` callable, so the authorizer works over any source
-(the server's store, or a plain list in a test). With ``revision`` given, the four lists are read
-once per store revision and reused until it changes; with ``fingerprint`` too (the store-backed
-authorizer), a moved revision re-reads them only if an RBAC object was created, changed or deleted.
-Within one snapshot, the rules bound to a user (name and groups) in a namespace are collected once
-(:func:`bound_rules`), so a request checks only those rules, not every binding.
+(the server's store, or a plain list in a test). Without ``changes`` (a plain lister) every decision
+reads the lists again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, Decision
-from kubeloop.store import Store
+from kubeloop.server._authz_rbac_rules import Grants, policy_rules, rule_allows, rule_strings
+from kubeloop.store import Compacted, Store, StoreWatch
 
 __all__ = [
     "RBAC_GROUP",
+    "SUBJECT_CAPACITY",
     "RbacAuthorizer",
+    "RbacChanges",
     "RbacSnapshot",
+    "StoreChanges",
+    "bound_rules",
+    "decide",
+    "evaluate",
     "policy_rules",
     "rule_allows",
     "rule_strings",
@@ -49,20 +81,54 @@ Obj = Mapping[str, Any]
 Lister = Callable[[str], Awaitable[Sequence[Obj]]]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+SUBJECT_CAPACITY = 1024
+ALLOWED = Decision(True)
+
+_SubjectKey = tuple[str, tuple[str, ...]]
+_ScopeKey = tuple[str, tuple[str, ...], str]
+
+
+def _remember(cache: OrderedDict[Any, Any], capacity: int, key: Any, value: Any) -> None:
+    """Put ``key`` in an LRU ``cache`` of at most ``capacity`` entries (a hit is ``move_to_end``-ed by
+    its reader), dropping the least recently used."""
+    cache[key] = value
+    if len(cache) > capacity:
+        cache.popitem(last=False)
+
+
+class _Scope(NamedTuple):
+    """What a subject holds in one namespace (cluster-wide for ``""``): its ClusterRoleBindings' rules and
+    its RoleBindings' there, compiled in one; and the decision on denial (naming the missing roles)."""
+
+    grants: Grants
+    denied: Decision
 
 
 @dataclass(frozen=True, slots=True)
 class RbacSnapshot:
-    """One consistent set of RBAC objects. It never changes, so the rules bound to a user in a
-    namespace are worked out once per snapshot (:func:`bound_rules`) and kept in ``bound``."""
+    """One consistent set of RBAC objects. It never changes, so what a subject holds is worked out once
+    per snapshot and kept (bounded) in its caches."""
 
     roles: Mapping[tuple[str, str], Obj]  # (namespace, name) -> Role
     cluster_roles: Mapping[str, Obj]
     role_bindings: Sequence[Obj]
     cluster_role_bindings: Sequence[Obj]
-    bound: dict[tuple[str, tuple[str, ...], str], tuple[list[Obj], list[str]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    capacity: int = SUBJECT_CAPACITY
+    role_bindings_by_namespace: dict[str, list[Obj]] = field(init=False, compare=False, repr=False)
+    # LRUs (at most ``capacity`` entries each): a subject's ClusterRoleBindings' rules, and its scopes.
+    subjects: OrderedDict[_SubjectKey, tuple[list[Obj], list[str]]] = field(init=False, compare=False, repr=False)
+    scopes: OrderedDict[_ScopeKey, _Scope] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_namespace: dict[str, list[Obj]] = {}
+        for binding in self.role_bindings:
+            namespace = _meta(binding).get("namespace", "")
+            if isinstance(namespace, str):  # anything else never equals a request's namespace
+                by_namespace.setdefault(namespace, []).append(binding)
+        object.__setattr__(self, "role_bindings_by_namespace", by_namespace)
+        object.__setattr__(self, "capacity", max(1, self.capacity))
+        object.__setattr__(self, "subjects", OrderedDict())
+        object.__setattr__(self, "scopes", OrderedDict())
 
     @classmethod
     def of(
@@ -72,48 +138,20 @@ class RbacSnapshot:
         cluster_roles: Sequence[Obj] = (),
         role_bindings: Sequence[Obj] = (),
         cluster_role_bindings: Sequence[Obj] = (),
+        capacity: int = SUBJECT_CAPACITY,
     ) -> RbacSnapshot:
         return cls(
             roles={(_meta(r).get("namespace", ""), _meta(r).get("name", "")): r for r in roles},
             cluster_roles={_meta(r).get("name", ""): r for r in cluster_roles},
             role_bindings=list(role_bindings),
             cluster_role_bindings=list(cluster_role_bindings),
+            capacity=capacity,
         )
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
-
-
-def rule_strings(rule: Obj, key: str) -> Sequence[str]:
-    """The strings listed under ``key`` of a PolicyRule (anything else there is ignored)."""
-    value = rule.get(key)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def rule_allows(rule: Obj, attributes: Attributes) -> bool:
-    """Whether one PolicyRule grants ``attributes`` (``RuleAllows``)."""
-    # Membership in the raw lists: an entry that is not a string never equals a verb, group or resource.
-    verbs = rule.get("verbs")
-    if not isinstance(verbs, list) or ("*" not in verbs and attributes.verb not in verbs):
-        return False
-    if not attributes.resource_request:
-        path = attributes.path
-        for url in rule_strings(rule, "nonResourceURLs"):
-            if url == "*" or url == path or (url.endswith("*") and path.startswith(url[:-1])):
-                return True
-        return False
-    groups = rule.get("apiGroups")
-    if not isinstance(groups, list) or ("*" not in groups and attributes.api_group not in groups):
-        return False
-    resources = rule.get("resources")
-    sub = attributes.subresource
-    wanted = (f"{attributes.resource}/{sub}", f"*/{sub}") if sub else (attributes.resource,)
-    if not isinstance(resources, list) or ("*" not in resources and not any(w in resources for w in wanted)):
-        return False
-    names = rule_strings(rule, "resourceNames")
-    return not names or attributes.name in names
 
 
 def _applies_to(subjects: Any, user: User, binding_namespace: str) -> bool:
@@ -134,38 +172,80 @@ def _applies_to(subjects: Any, user: User, binding_namespace: str) -> bool:
     return False
 
 
+class RbacChanges(Protocol):
+    """Whether the RBAC objects changed since they were last read, answered without waiting."""
+
+    def start(self) -> None:
+        """Follow changes from now on (called just before the objects are read)."""
+        ...
+
+    def changed(self) -> bool:
+        """Whether any RBAC object was created, changed or deleted since :meth:`start`; once ``True``,
+        ``True`` until the next :meth:`start`."""
+        ...
+
+
+class StoreChanges:
+    """:class:`RbacChanges` of a store: its revision, and a watch on the RBAC group's prefix polled
+    only when the revision moved (see the module contract)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._watch: StoreWatch | None = None
+        self._checked = -1  # the revision up to which nothing changed
+        self._stale = True
+
+    def start(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        self._checked = self._store.revision
+        self._watch = self._store.watch(f"/registry/{RBAC_GROUP}/", after=self._checked)
+        self._stale = False
+
+    def changed(self) -> bool:
+        if self._stale:
+            return True
+        revision = self._store.revision
+        if revision == self._checked:
+            return False
+        assert self._watch is not None
+        try:
+            self._stale = bool(self._watch.poll())
+        except Compacted:  # the watch fell behind its buffer: changed, whatever it missed
+            self._stale = True
+        if not self._stale:
+            self._checked = revision
+        return self._stale
+
+
 class RbacAuthorizer:
     """Allows what the RBAC objects grant (see the module contract)."""
 
-    def __init__(
-        self,
-        *,
-        lister: Lister,
-        revision: Callable[[], int] | None = None,
-        fingerprint: Callable[[], Awaitable[Hashable]] | None = None,
-    ) -> None:
-        """``revision``: the store's revision (nothing changed while it stands still);
-        ``fingerprint``: a value that changes whenever an RBAC object does (checked when the revision
-        moved, so writes to other kinds do not re-read every role and binding)."""
+    def __init__(self, *, lister: Lister, changes: RbacChanges | None = None) -> None:
+        """``changes``: tells when the objects ``lister`` reads changed; without it, every decision
+        reads them again."""
         self._lister = lister
-        self._revision = revision
-        self._fingerprint = fingerprint
-        self._cached: tuple[int, Hashable, RbacSnapshot] | None = None
+        self._changes = changes
+        self._cached: RbacSnapshot | None = None
+        self._refresh = asyncio.Lock()
 
     async def snapshot(self) -> RbacSnapshot:
-        revision = self._revision() if self._revision is not None else None
-        if revision is None:
+        """The current RBAC objects: the cached snapshot while nothing changed."""
+        changes = self._changes
+        if changes is None:
             return await self._read()
         cached = self._cached
-        if cached is not None and cached[0] == revision:
-            return cached[2]
-        mark = await self._fingerprint() if self._fingerprint is not None else revision
-        if cached is not None and self._fingerprint is not None and cached[1] == mark:
-            self._cached = (revision, mark, cached[2])
-            return cached[2]
-        snapshot = await self._read()
-        self._cached = (revision, mark, snapshot)
-        return snapshot
+        if cached is not None and not changes.changed():
+            return cached
+        async with self._refresh:
+            cached = self._cached
+            if cached is not None and not changes.changed():
+                return cached  # another request read them meanwhile
+            self._cached = None  # requests arriving during the read wait for it
+            changes.start()
+            snapshot = await self._read()
+            self._cached = snapshot
+            return snapshot
 
     async def _read(self) -> RbacSnapshot:
         return RbacSnapshot.of(
@@ -177,8 +257,12 @@ class RbacAuthorizer:
 
     async def authorize(self, attributes: Attributes) -> Decision:
         if attributes.user.is_master:
-            return Decision(True)
-        return evaluate(await self.snapshot(), attributes)
+            return ALLOWED
+        snapshot = self._cached
+        changes = self._changes
+        if snapshot is None or changes is None or changes.changed():
+            snapshot = await self.snapshot()
+        return decide(snapshot, attributes)
 
     async def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What ``user`` may do in ``namespace``: (resource rules, non-resource rules), as upstream's
@@ -205,40 +289,72 @@ class RbacAuthorizer:
         return resource_rules, non_resource_rules
 
 
+def decide(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
+    """The RBAC decision for ``attributes`` over ``snapshot``, from what the snapshot keeps of the
+    subject (equal to :func:`evaluate`; see the module contract)."""
+    user = attributes.user
+    key = (user.name, user.groups, attributes.namespace)
+    scopes = snapshot.scopes
+    scope = scopes.get(key)
+    if scope is None:
+        scope = _scope(snapshot, user, attributes.namespace)
+        _remember(scopes, snapshot.capacity, key, scope)
+    else:
+        scopes.move_to_end(key)
+    return ALLOWED if scope.grants.allows(attributes) else scope.denied
+
+
+def _scope(snapshot: RbacSnapshot, user: User, namespace: str) -> _Scope:
+    subject = (user.name, user.groups)
+    cluster = snapshot.subjects.get(subject)  # the ClusterRoleBindings' part, the same in every namespace
+    if cluster is None:
+        cluster_errors: list[str] = []
+        cluster = (_cluster_rules(snapshot, user, cluster_errors), cluster_errors)
+        _remember(snapshot.subjects, snapshot.capacity, subject, cluster)
+    else:
+        snapshot.subjects.move_to_end(subject)
+    rules, errors = cluster
+    if namespace:
+        errors = list(errors)
+        rules = rules + _namespace_rules(snapshot, user, namespace, errors)
+    return _Scope(Grants.of(rules), Decision(False, f"RBAC: {_aggregate(errors)}" if errors else ""))
+
+
 def evaluate(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
-    """The RBAC decision for ``attributes`` over one consistent set of RBAC objects."""
+    """The RBAC decision for ``attributes``, by definition: every bound rule asked in turn (the
+    reference :func:`decide` answers as; it keeps nothing)."""
     rules, errors = bound_rules(snapshot, attributes.user, attributes.namespace)
     if any(rule_allows(rule, attributes) for rule in rules):
-        return Decision(True)
+        return ALLOWED
     reason = f"RBAC: {_aggregate(errors)}" if errors else ""
     return Decision(False, reason)
-
-
-_BOUND_LIMIT = 4096
 
 
 def bound_rules(snapshot: RbacSnapshot, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
     """The rules granted to ``user`` in ``namespace`` (cluster-wide only for ``""``): those of the
     roles its ClusterRoleBindings name, then those of its RoleBindings in ``namespace``, in binding
-    order; and the missing roles met on the way (the denial reason). RBAC reads only the user's name
-    and groups, so the answer is remembered per snapshot by those and the namespace."""
-    key = (user.name, user.groups, namespace)
-    known = snapshot.bound.get(key)
-    if known is not None:
-        return known
+    order; and the missing roles met on the way (the denial reason)."""
     errors: list[str] = []
+    rules = _cluster_rules(snapshot, user, errors)
+    if namespace:
+        rules.extend(_namespace_rules(snapshot, user, namespace, errors))
+    return rules, errors
+
+
+def _cluster_rules(snapshot: RbacSnapshot, user: User, errors: list[str]) -> list[Obj]:
     rules: list[Obj] = []
     for binding in snapshot.cluster_role_bindings:
         if _applies_to(binding.get("subjects"), user, ""):
             rules.extend(_role_rules(snapshot, binding, "", errors))
-    if namespace:
-        for binding in snapshot.role_bindings:
-            if _meta(binding).get("namespace", "") == namespace and _applies_to(binding.get("subjects"), user, namespace):
-                rules.extend(_role_rules(snapshot, binding, namespace, errors))
-    if len(snapshot.bound) >= _BOUND_LIMIT:  # bounded: users and namespaces come and go
-        snapshot.bound.clear()
-    snapshot.bound[key] = (rules, errors)
-    return rules, errors
+    return rules
+
+
+def _namespace_rules(snapshot: RbacSnapshot, user: User, namespace: str, errors: list[str]) -> list[Obj]:
+    rules: list[Obj] = []
+    for binding in snapshot.role_bindings_by_namespace.get(namespace, ()):
+        if _applies_to(binding.get("subjects"), user, namespace):
+            rules.extend(_role_rules(snapshot, binding, namespace, errors))
+    return rules
 
 
 def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: list[str]) -> Sequence[Obj]:
@@ -262,12 +378,6 @@ def _role_rules(snapshot: RbacSnapshot, binding: Obj, namespace: str, errors: li
     return policy_rules(role)
 
 
-def policy_rules(role: Obj) -> list[Obj]:
-    """The PolicyRules of a Role or ClusterRole (entries that are not objects are ignored)."""
-    rules = role.get("rules")
-    return [r for r in rules if isinstance(r, Mapping)] if isinstance(rules, list) else []
-
-
 def _aggregate(errors: Sequence[str]) -> str:
     # apimachinery utilerrors.NewAggregate: one error prints bare, several as "[a, b]".
     return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
@@ -283,19 +393,6 @@ def store_lister(store: Store) -> Lister:
     return lister
 
 
-def store_fingerprint(store: Store) -> Callable[[], Awaitable[Hashable]]:
-    """(count, newest modification) of the RBAC objects, read in one range over the group's prefix:
-    a create or update that is still there raises the newest modification past every earlier one
-    (revisions only grow), and deletes alone lower the count."""
-
-    async def fingerprint() -> Hashable:
-        items = (await store.range(f"/registry/{RBAC_GROUP}/")).items
-        return len(items), max((kv.mod_revision for kv in items), default=0)
-
-    return fingerprint
-
-
 def store_rbac_authorizer(store: Store) -> RbacAuthorizer:
-    """RBAC over the objects in ``store``, re-read only when an RBAC object changed."""
-    return RbacAuthorizer(lister=store_lister(store), revision=lambda: store.revision,
-                          fingerprint=store_fingerprint(store))
+    """RBAC over the objects in ``store``, read again only after an RBAC object changed."""
+    return RbacAuthorizer(lister=store_lister(store), changes=StoreChanges(store))

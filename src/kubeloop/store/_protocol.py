@@ -21,6 +21,10 @@ Guarantees every backend gives:
 - **Watch from a revision.** ``watch(prefix, after=R)`` yields every change with revision > R under
   the prefix, in revision order, with no gaps, then live changes. R older than the window raises
   :class:`Compacted` (the server's 410 Expired).
+- **A watch is never behind the revision.** A change is pending on every watch of its prefix from the
+  moment ``revision`` reports it (before its writer is answered), so ``poll()`` after reading
+  ``revision`` returns every change up to it that the watch has not handed out yet: a cache can tell
+  in one call, without waiting, whether anything under a prefix changed since it was filled.
 - **Compaction** drops history at or below a revision; reads and watches below it are Compacted.
 
 Keys are strings such as ``/registry/apps/deployments/ns/name``; ranges are by prefix, in key order.
@@ -140,9 +144,10 @@ class StoreWatch(Protocol):
     """A watch: an async iterator of events in revision order, or whole batches at once.
 
     ``next_batch()`` waits for at least one event and returns every event pending (so a server can
-    write them in one go); it returns ``[]`` when the watch or the store is closed. A watcher that
-    falls more than the store's buffer behind gets :class:`Compacted` (it must relist), never
-    unbounded memory. ``close()`` is idempotent.
+    write them in one go); it returns ``[]`` when the watch or the store is closed. ``poll()`` returns
+    every event pending without waiting (``[]`` when there is none). A watcher that falls more than
+    the store's buffer behind gets :class:`Compacted` from either (it must relist), never unbounded
+    memory. ``close()`` is idempotent.
     """
 
     def __aiter__(self) -> AsyncIterator[StoreEvent]: ...
@@ -150,6 +155,8 @@ class StoreWatch(Protocol):
     async def __anext__(self) -> StoreEvent: ...
 
     async def next_batch(self) -> list[StoreEvent]: ...
+
+    def poll(self) -> list[StoreEvent]: ...
 
     def close(self) -> None: ...
 

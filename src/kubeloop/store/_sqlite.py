@@ -123,6 +123,17 @@ class _Watch:
         self._w.events.clear()
         return batch
 
+    def poll(self) -> list[StoreEvent]:
+        w = self._w
+        if not w.events:
+            if w.overflowed is not None:
+                self.close()
+                raise Compacted(w.overflowed, self._store.revision)
+            return []
+        batch = list(w.events)
+        w.events.clear()
+        return batch
+
     async def _wait(self) -> bool:
         """Until an event is pending (``True``) or the watch is closed (``False``); an overflow raises
         :class:`Compacted` and closes the watch."""
