@@ -10,7 +10,9 @@ Guarantees (apimachinery reference 5.2, apiserver ``pkg/storage/etcd3/store.go``
   (or with ``limit`` and no match) reads exactly revision N (410 when compacted); ``N`` otherwise
   means "not older than N" (504 ``Too large resource version`` when the store has not reached N).
 - Items are the stored bytes concatenated, never decoded unless a selector must look inside, and
-  a ``metadata.name`` field selector on a namespaced list reads one key instead of a range.
+  a ``metadata.name`` field selector on a namespaced list reads one key instead of a range. A
+  built-in kind's items lose their leading ``apiVersion`` and ``kind`` (a byte cut; upstream's typed
+  lists have neither on items), a custom resource's keep them.
 - The body is produced in parts (:func:`list_body_parts`) of about ``BODY_PART`` bytes whose
   concatenation is :func:`list_body` byte for byte, with the total length known before the first
   part: the server can stream a large list (as kube-apiserver does) instead of building and copying
@@ -42,10 +44,6 @@ __all__ = [
 ]
 
 _CHUNK = 500
-# Built-in items from this mean size are cut by views of the stored bytes instead of copies.
-_VIEWED_ITEM = 1024
-# A list item's bytes, or a view of them.
-Piece = bytes | memoryview
 # A stored value (``KeyValue`` is a named tuple: ``value`` is its second field).
 _VALUE = itemgetter(1)
 # Bytes per streamed part of a list body: large enough that per-part overhead (an ASGI message, a
@@ -193,16 +191,23 @@ async def _collect(
         chunk = want if not filtering else max(want or _CHUNK, _CHUNK)
         result = await store.range(prefix, start_after=start_after, limit=chunk, revision=revision)
         revision = result.revision
-        for index, kv in enumerate(result.items):
-            if filtering and not matches(info, options, orjson.loads(kv.value)):
-                continue
-            items.append(kv)
+        if not filtering:
+            # Every item is kept, with no loop over them: the store answered at most ``want``.
+            items += result.items
             if limit and len(items) >= limit:
-                more = result.more or index < len(result.items) - 1
-                if not more:
+                if not result.more:
                     return ListResult(items, revision)
-                remaining = None if filtering else result.count - (index + 1)
-                return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]), remaining)
+                token = encode_continue(revision, items[-1].key[len(prefix):])
+                return ListResult(items, revision, token, result.count - len(result.items))
+        else:
+            for index, kv in enumerate(result.items):
+                if not matches(info, options, orjson.loads(kv.value)):
+                    continue
+                items.append(kv)
+                if limit and len(items) >= limit:
+                    if not result.more and index == len(result.items) - 1:
+                        return ListResult(items, revision)
+                    return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]))
         if not result.more or not result.items:
             return ListResult(items, revision)
         start_after = result.items[-1].key
@@ -248,7 +253,6 @@ def collection_body_parts(
     """
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
     head = head[:-1] + b',"items":['
-    items: list[Piece]
     if info.custom:
         items, sep = [served_value(info, v) for v in values], b","
     else:
@@ -266,7 +270,7 @@ def item_prefix(info: ResourceInfo) -> bytes:
     return orjson.dumps({"apiVersion": info.api_version, "kind": info.kind})[:-1] + b","
 
 
-def item_rests(info: ResourceInfo, values: list[bytes]) -> list[Piece]:
+def item_rests(info: ResourceInfo, values: list[bytes]) -> list[bytes]:
     """Each stored built-in object as a list item without its opening brace: the JSON after
     ``{"apiVersion":...,"kind":...,``.
 
@@ -274,13 +278,7 @@ def item_rests(info: ResourceInfo, values: list[bytes]) -> list[Piece]:
     cut by ``removeprefix`` in one pass, without decoding; any other (stored by an older version, or
     with the keys elsewhere) is decoded and re-encoded without them.
     """
-    prefix = item_prefix(info)
-    if values and sum(map(len, values)) >= _VIEWED_ITEM * len(values):
-        # Large items: a view costs the same at any size, while a copy grows with it (and with the
-        # allocator's fresh pages); either way the join then copies each item once.
-        cut = slice(len(prefix), None)
-        return [memoryview(v)[cut] if v.startswith(prefix) else _rest_decoded(v) for v in values]
-    rests: list[Piece] = list(map(bytes.removeprefix, values, repeat(prefix)))
+    rests = list(map(bytes.removeprefix, values, repeat(item_prefix(info))))
     # removeprefix answers its own argument when the prefix is absent (CPython, for exact bytes).
     if any(map(is_, rests, values)):
         rests = [_rest_decoded(v) if r is v else r for r, v in zip(rests, values, strict=True)]
@@ -294,7 +292,7 @@ def _rest_decoded(value: bytes) -> bytes:
     return orjson.dumps(obj)[1:]
 
 
-def _parts(head: bytes, items: list[Piece], sizes: list[int], sep: bytes, part_size: int) -> Iterator[bytes]:
+def _parts(head: bytes, items: list[bytes], sizes: list[int], sep: bytes, part_size: int) -> Iterator[bytes]:
     """``head``, ``items`` joined by ``sep``, then ``]}``: a part closes after the first item that
     brings its items (separators not counted; the head counts in the first part) to ``part_size`` bytes.
 
@@ -312,13 +310,13 @@ def _parts(head: bytes, items: list[Piece], sizes: list[int], sep: bytes, part_s
         yield head + b"]}" if start == 0 else b"]}"
 
 
-def _joined(head: bytes | None, chunk: list[Piece], sep: bytes, *, last: bool) -> bytes:
+def _joined(head: bytes | None, chunk: list[bytes], sep: bytes, *, last: bool) -> bytes:
     """``chunk`` joined by ``sep`` in one copy, after ``head`` (the first part) or else after ``sep``."""
     if head is None:
-        pieces: list[Piece] = [b"", *chunk]
+        pieces = [b"", *chunk]
     else:
         pieces = chunk
         pieces[0] = head + pieces[0]
     if last:
-        pieces[-1] = b"".join((pieces[-1], b"]}"))
+        pieces[-1] = pieces[-1] + b"]}"
     return sep.join(pieces)
