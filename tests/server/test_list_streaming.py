@@ -26,6 +26,13 @@ def reference_body(head_meta: dict[str, Any], values: list[bytes]) -> bytes:
     return head[:-1] + b',"items":[' + b",".join(values) + b"]}"
 
 
+def untyped(value: bytes) -> bytes:
+    """A stored built-in object as a list item: without kind and apiVersion (kubernetes#3030)."""
+    obj = orjson.loads(value)
+    del obj["apiVersion"], obj["kind"]
+    return orjson.dumps(obj)
+
+
 def result_of(values: list[bytes], **extra: Any) -> ListResult:
     prefix = collection_prefix(CONFIGMAPS, "default")
     items = [KeyValue(f"{prefix}c{i:04d}", v, i + 1, i + 1) for i, v in enumerate(values)]
@@ -75,7 +82,9 @@ async def test_a_list_larger_than_a_part_is_the_stored_objects_over_http(app: Ap
     assert r.status_code == 200 and int(r.headers["content-length"]) == len(r.content) > BODY_PART
     rv = int(r.json()["metadata"]["resourceVersion"])
     stored = await store.range(collection_prefix(CONFIGMAPS, "default"), revision=rv)
-    assert r.content == reference_body({"resourceVersion": str(rv)}, [kv.value for kv in stored.items])
+    assert all(kv.value.startswith(b'{"apiVersion":"v1","kind":"ConfigMap",') for kv in stored.items)
+    items = [untyped(kv.value) for kv in stored.items]
+    assert r.content == reference_body({"resourceVersion": str(rv)}, items)
 
 
 async def test_a_streamed_list_is_one_revision_while_writes_happen(app: App, store: SqliteStore) -> None:
@@ -114,3 +123,21 @@ async def test_a_streamed_list_is_one_revision_while_writes_happen(app: App, sto
     assert store.revision > int(first_rv), "writes happened while listing"
     assert [i for p in paged for i in p.json()["items"]] == at_rv.json()["items"]
     assert len(paged) == 3
+
+
+@pytest.mark.parametrize("size", [10, 3000], ids=["copied", "viewed"])
+@pytest.mark.parametrize("typed_first", [True, False], ids=["kind-first", "kind-elsewhere"])
+def test_built_in_items_lose_kind_and_api_version_whatever_their_size_and_key_order(size: int, typed_first: bool) -> None:
+    def stored(i: int) -> bytes:
+        rest = {"metadata": {"name": f"c{i:04d}", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u"}]}, "data": {"k": "v" * size}}
+        typed = {"apiVersion": "v1", "kind": "ConfigMap"}
+        return orjson.dumps({**typed, **rest} if typed_first else {**rest, **typed})
+
+    values = [stored(i) for i in range(40)]
+    length, parts = list_body_parts(CONFIGMAPS, result_of(values), part_size=4096)
+    body = b"".join(parts)
+    assert body == reference_body({"resourceVersion": "42"}, [untyped(v) for v in values]) and length == len(body)
+    item = orjson.loads(body)["items"][3]
+    assert "kind" not in item and "apiVersion" not in item
+    assert item["metadata"]["ownerReferences"][0]["kind"] == "ConfigMap", "nested kinds stay"

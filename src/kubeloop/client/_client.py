@@ -210,12 +210,7 @@ class Client:
             resourceVersion=resource_version, **{"continue": continue_token},
         )
         page = await self._json("GET", self._path(resource, self._ns(resource, namespace)), params=params)
-        api_version, kind = resource.api_version, resource.kind
-        for item in page.get("items") or ():
-            # Upstream omits kind/apiVersion on list items; cached objects are easier to use with them.
-            if isinstance(item, dict):
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
+        _type_items(page, resource)
         return page
 
     async def list_all(
@@ -650,3 +645,24 @@ def _error(code: int, raw: bytes | bytearray, retry_after: int | None) -> ApiErr
     if retry_after is not None and error.retry_after_seconds is None:
         error.details["retryAfterSeconds"] = retry_after
     return error
+
+
+def _type_items(page: dict[str, Any], resource: ResourceInfo) -> None:
+    """Give each item of a ``<Kind>List`` the list's apiVersion and its kind without ``List``.
+
+    kube-apiserver omits both on the items of a built-in kind's list (kubernetes#3030); client-go's
+    unstructured decoding sets them the same way (``unstructuredJSONScheme.decodeToList``: only
+    on an item that has neither), and cached objects are easier to use with them. A page without a
+    ``...List`` kind falls back to the listed resource's.
+    """
+    list_kind = page.get("kind")
+    api_version = page.get("apiVersion")
+    if isinstance(list_kind, str) and list_kind.endswith("List") and isinstance(api_version, str) and api_version:
+        kind = list_kind[: -len("List")]
+    else:
+        api_version, kind = resource.api_version, resource.kind
+    for item in page.get("items") or ():
+        if isinstance(item, dict) and "kind" not in item and "apiVersion" not in item:
+            item["apiVersion"] = api_version
+            item["kind"] = kind
+

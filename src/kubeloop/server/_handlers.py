@@ -30,7 +30,14 @@ from kubeloop.server._field_validation import (
     warning_headers,
 )
 from kubeloop.server._http import Request, Send, decode_json, decode_yaml, send_bytes, send_json, send_parts
-from kubeloop.server._list import ListResult, list_body, list_body_parts, list_objects, served_value
+from kubeloop.server._list import (
+    ListResult,
+    collection_body,
+    list_body,
+    list_body_parts,
+    list_objects,
+    served_value,
+)
 from kubeloop.server._managed import record_manager_hook
 from kubeloop.server._options import (
     parse_delete_options,
@@ -301,10 +308,11 @@ class ResourceHandlers:
         listed = await list_objects(self.state, info, namespace, list_options)
         deleted = await delete_listed(self.state, info, listed.items, delete_options,
                                       user=request.user)
-        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
-                             "metadata": {"resourceVersion": str(self.state.store.revision)}})
-        items = b",".join(served_value(info, value) for value in deleted)
-        body_bytes = head[:-1] + b',"items":[' + items + b"]}"
+        # The deleted objects as a list, items as a list's are (store.go DeleteCollection).
+        body_bytes = collection_body(info, {"resourceVersion": str(self.state.store.revision)}, deleted)
+        if content_type != "application/json":
+            await send_json(send, 200, orjson.loads(body_bytes), content_type=content_type)
+            return
         await send_bytes(send, 200, body_bytes, content_type=content_type)
 
     # -- answers -----------------------------------------------------------------------------------------

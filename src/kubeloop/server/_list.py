@@ -10,7 +10,9 @@ Guarantees (apimachinery reference 5.2, apiserver ``pkg/storage/etcd3/store.go``
   (or with ``limit`` and no match) reads exactly revision N (410 when compacted); ``N`` otherwise
   means "not older than N" (504 ``Too large resource version`` when the store has not reached N).
 - Items are the stored bytes concatenated, never decoded unless a selector must look inside, and
-  a ``metadata.name`` field selector on a namespaced list reads one key instead of a range.
+  a ``metadata.name`` field selector on a namespaced list reads one key instead of a range. A
+  built-in kind's items lose their leading ``apiVersion`` and ``kind`` (a byte cut; upstream's typed
+  lists have neither on items), a custom resource's keep them.
 - The body is produced in parts (:func:`list_body_parts`) of about ``BODY_PART`` bytes whose
   concatenation is :func:`list_body` byte for byte, with the total length known before the first
   part: the server can stream a large list (as kube-apiserver does) instead of building and copying
@@ -22,8 +24,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import accumulate, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 import orjson
@@ -34,11 +39,13 @@ from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.store import Compacted, KeyValue
 
 __all__ = [
-    "BODY_PART", "ListResult", "current_objects", "list_body", "list_body_parts", "list_objects", "matches",
-    "served_value",
+    "BODY_PART", "ListResult", "collection_body", "collection_body_parts", "current_objects", "item_prefix",
+    "item_rests", "list_body", "list_body_parts", "list_objects", "matches", "served_value",
 ]
 
 _CHUNK = 500
+# A stored value (``KeyValue`` is a named tuple: ``value`` is its second field).
+_VALUE = itemgetter(1)
 # Bytes per streamed part of a list body: large enough that per-part overhead (an ASGI message, a
 # transport write) is negligible, small enough that no part costs a large fresh allocation and the
 # client receives while the server is still joining.
@@ -184,16 +191,23 @@ async def _collect(
         chunk = want if not filtering else max(want or _CHUNK, _CHUNK)
         result = await store.range(prefix, start_after=start_after, limit=chunk, revision=revision)
         revision = result.revision
-        for index, kv in enumerate(result.items):
-            if filtering and not matches(info, options, orjson.loads(kv.value)):
-                continue
-            items.append(kv)
+        if not filtering:
+            # Every item is kept, with no loop over them: the store answered at most ``want``.
+            items += result.items
             if limit and len(items) >= limit:
-                more = result.more or index < len(result.items) - 1
-                if not more:
+                if not result.more:
                     return ListResult(items, revision)
-                remaining = None if filtering else result.count - (index + 1)
-                return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]), remaining)
+                token = encode_continue(revision, items[-1].key[len(prefix):])
+                return ListResult(items, revision, token, result.count - len(result.items))
+        else:
+            for index, kv in enumerate(result.items):
+                if not matches(info, options, orjson.loads(kv.value)):
+                    continue
+                items.append(kv)
+                if limit and len(items) >= limit:
+                    if not result.more and index == len(result.items) - 1:
+                        return ListResult(items, revision)
+                    return ListResult(items, revision, encode_continue(revision, kv.key[len(prefix):]))
         if not result.more or not result.items:
             return ListResult(items, revision)
         start_after = result.items[-1].key
@@ -209,33 +223,100 @@ def list_body_parts(
 ) -> tuple[int, Iterator[bytes]]:
     """The list body's total length and its parts (each about ``part_size`` bytes, items never split).
 
-    Items are rendered (:func:`served_value`) before this returns, so the length is exact; the
-    parts are joined only as they are taken, one at a time.
+    Items are rendered (:func:`served_value`, or :func:`item_rests` for a built-in kind) before this
+    returns, so the length is exact; the parts are joined only as they are taken, one at a time.
     """
     meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         meta["continue"] = result.continue_token
     if result.remaining is not None:
         meta["remainingItemCount"] = result.remaining
+    return collection_body_parts(info, meta, list(map(_VALUE, result.items)), part_size=part_size)
+
+
+def collection_body(info: ResourceInfo, meta: dict[str, Any], values: list[bytes]) -> bytes:
+    """A ``<Kind>List`` of stored ``values`` in one buffer (deletecollection's answer)."""
+    return b"".join(collection_body_parts(info, meta, values, part_size=BODY_PART)[1])
+
+
+def collection_body_parts(
+    info: ResourceInfo, meta: dict[str, Any], values: list[bytes], *, part_size: int = BODY_PART
+) -> tuple[int, Iterator[bytes]]:
+    """A ``<Kind>List`` with list metadata ``meta`` over stored ``values``: its length and parts.
+
+    A custom resource's item is the object as served (:func:`served_value`), ``kind`` and
+    ``apiVersion`` included, as the unstructured list of apiextensions-apiserver's handler has them.
+    A built-in kind's items have neither: kube-apiserver encodes a typed list whose items carry an
+    empty ``TypeMeta`` (kubernetes#3030, #63676, #98925; client-go's typed decoding and kubectl's
+    printers set them back client-side). Each such item is kept without its opening brace
+    (:func:`item_rests`) and the items are joined by ``,{``.
+    """
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
     head = head[:-1] + b',"items":['
-    items = result.items
-    values = [served_value(info, kv.value) for kv in items] if info.custom else [kv.value for kv in items]
-    sizes = [len(v) for v in values]
-    length = len(head) + sum(sizes) + max(len(values) - 1, 0) + 2
-    return length, _parts(head, values, sizes, part_size)
-
-
-def _parts(head: bytes, values: list[bytes], sizes: list[int], part_size: int) -> Iterator[bytes]:
-    start, size = 0, len(head)
-    for end, n in enumerate(sizes):
-        size += n + 1
-        if size >= part_size:
-            part = b",".join(values[start : end + 1])
-            yield head + part if start == 0 else b"," + part
-            head, start, size = b"", end + 1, 0
-    tail = b",".join(values[start:])
-    if start == 0:
-        yield head + tail + b"]}"
+    if info.custom:
+        items, sep = [served_value(info, v) for v in values], b","
     else:
-        yield (b"," + tail + b"]}") if tail else b"]}"
+        items, sep = item_rests(info, values), b",{"
+        if items:
+            head += b"{"
+    sizes = list(map(len, items))
+    length = len(head) + sum(sizes) + len(sep) * max(len(items) - 1, 0) + 2
+    return length, _parts(head, items, sizes, sep, part_size)
+
+
+def item_prefix(info: ResourceInfo) -> bytes:
+    """How a built-in object's stored bytes open: ``{"apiVersion":...,"kind":...,`` (the write side
+    puts the two keys first: ``_rest.storage_form``)."""
+    return orjson.dumps({"apiVersion": info.api_version, "kind": info.kind})[:-1] + b","
+
+
+def item_rests(info: ResourceInfo, values: list[bytes]) -> list[bytes]:
+    """Each stored built-in object as a list item without its opening brace: the JSON after
+    ``{"apiVersion":...,"kind":...,``.
+
+    Objects stored with those two keys first (every write since the write side orders them) are
+    cut by ``removeprefix`` in one pass, without decoding; any other (stored by an older version, or
+    with the keys elsewhere) is decoded and re-encoded without them.
+    """
+    rests = list(map(bytes.removeprefix, values, repeat(item_prefix(info))))
+    # removeprefix answers its own argument when the prefix is absent (CPython, for exact bytes).
+    if any(map(is_, rests, values)):
+        rests = [_rest_decoded(v) if r is v else r for r, v in zip(rests, values, strict=True)]
+    return rests
+
+
+def _rest_decoded(value: bytes) -> bytes:
+    obj = orjson.loads(value)
+    obj.pop("apiVersion", None)
+    obj.pop("kind", None)
+    return orjson.dumps(obj)[1:]
+
+
+def _parts(head: bytes, items: list[bytes], sizes: list[int], sep: bytes, part_size: int) -> Iterator[bytes]:
+    """``head``, ``items`` joined by ``sep``, then ``]}``: a part closes after the first item that
+    brings its items (separators not counted; the head counts in the first part) to ``part_size`` bytes.
+
+    Each part is one join (a part after the first opens with ``sep``; the last closes with ``]}``).
+    """
+    ends = list(accumulate(sizes))  # ends[i]: bytes of items[0..i]
+    count = len(items)
+    start, base = 0, -len(head)
+    while (end := bisect_left(ends, base + part_size, lo=start)) < count:
+        yield _joined(head if start == 0 else None, items[start : end + 1], sep, last=False)
+        start, base = end + 1, ends[end]
+    if start < count:
+        yield _joined(head if start == 0 else None, items[start:], sep, last=True)
+    else:
+        yield head + b"]}" if start == 0 else b"]}"
+
+
+def _joined(head: bytes | None, chunk: list[bytes], sep: bytes, *, last: bool) -> bytes:
+    """``chunk`` joined by ``sep`` in one copy, after ``head`` (the first part) or else after ``sep``."""
+    if head is None:
+        pieces = [b"", *chunk]
+    else:
+        pieces = chunk
+        pieces[0] = head + pieces[0]
+    if last:
+        pieces[-1] = pieces[-1] + b"]}"
+    return sep.join(pieces)

@@ -115,13 +115,20 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "") -> dict[str, Any]:
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-    """What is stored: a custom resource at its storage version, ``apiVersion`` first.
+    """What is stored: ``apiVersion`` then ``kind`` first; a custom resource at its storage version.
 
     Custom resources convert with strategy None (only ``apiVersion`` changes); keeping it the first
-    key lets :func:`~kubeloop.server._list.served_value` see the stored version without decoding.
+    key lets :func:`~kubeloop.server._list.served_value` see the stored version without decoding. A
+    built-in object's two keys first let a list cut them off its items without decoding
+    (:func:`~kubeloop.server._list.item_rests`); the rest keeps the order it came in.
     """
     if not info.custom:
-        return obj
+        keys = iter(obj)
+        if (next(keys, None) == "apiVersion" and next(keys, None) == "kind") or "kind" not in obj \
+                or "apiVersion" not in obj:
+            return obj
+        # A dict display keeps each key where it first appears and the value it last gets.
+        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **obj}
     version = info.storage_version or info.version
     api_version = f"{info.group}/{version}"
     return {"apiVersion": api_version, **{k: v for k, v in obj.items() if k != "apiVersion"}}
