@@ -60,6 +60,7 @@ from kubeloop.controllers._nodes import (
     node_name_of_pod,
     ready_status,
 )
+from kubeloop.controllers._scheduler_fit import UNSCHEDULABLE_TAINT
 from kubeloop.controllers._scheduler_resources import LEASES, NODES, PODS
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
@@ -78,7 +79,6 @@ _CONDITION_TAINTS: dict[str, dict[str, str]] = {
     "NetworkUnavailable": {"True": "node.kubernetes.io/network-unavailable"},
     "PIDPressure": {"True": "node.kubernetes.io/pid-pressure"},
 }
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _NO_SCHEDULE_KEYS = frozenset({UNSCHEDULABLE_TAINT, *(k for m in _CONDITION_TAINTS.values() for k in m.values())})
 _NO_EXECUTE_KEYS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT})
 
