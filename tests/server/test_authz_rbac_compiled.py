@@ -29,7 +29,8 @@ GROUPS = ["", "apps", "batch", RBAC, "*"]
 RESOURCES = ["pods", "configmaps", "deployments", "roles", "*", "pods/log", "pods/status", "*/status",
              "deployments/scale", "*/scale", "*/*"]
 NAMES = ["a", "b", ""]
-URLS = ["/healthz", "/healthz/*", "/api", "/api/*", "/apis/apps", "/apis/*", "*", "/metrics", "/version/"]
+URLS = ["/healthz", "/healthz/*", "/api", "/api/*", "/apis/apps", "/apis/*", "*", "/metrics", "/version/",
+        "/apis/**", "/metrics**"]
 PATHS = ["/healthz", "/healthz/etcd", "/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/metrics",
          "/version", "/version/", "/logs/x"]
 NAMESPACES = ["", "ns1", "ns2", "ns3"]
@@ -200,6 +201,18 @@ def test_wildcards_subresources_names_and_paths_as_upstream() -> None:
     assert not res("list", "apps", "deployments") and not res("get", "apps", "deployments", "scale", name="web")
     assert url("get", "/healthz") and url("get", "/api/v1") and url("get", "/api/")
     assert not url("get", "/healthz/etcd") and not url("get", "/api") and not url("post", "/healthz")
+
+
+def test_a_url_ending_in_several_stars_is_the_prefix_left_without_them() -> None:
+    # RuleAllows trims every trailing "*" (strings.TrimRight(ruleURL, "*")): "/api/**" is the prefix
+    # "/api/", "/metrics**" the prefix "/metrics"; one rule and its compiled form agree.
+    rule = {"verbs": ["get"], "nonResourceURLs": ["/api/**", "/metrics**"]}
+    grants = Grants.of([rule])
+    for path, allowed in [("/api/v1", True), ("/api/", True), ("/api", False), ("/metrics", True),
+                          ("/metrics/cadvisor", True), ("/metric", False)]:  # fmt: skip
+        attributes = Attributes(user=User("u"), verb="get", resource_request=False, path=path)
+        assert rule_allows(rule, attributes) is allowed, path
+        assert grants.allows(attributes) is allowed, path
 
 
 def test_rules_on_the_same_resource_add_up() -> None:

@@ -3,8 +3,8 @@
 :func:`rule_allows` is upstream's ``RuleAllows`` (k/k ``pkg/apis/rbac/v1/evaluation_helpers.go``):
 verb, API group and resource equal or ``*``; the resource is matched as ``resource/subresource`` and
 ``*/subresource`` matches any resource's subresource; a rule with ``resourceNames`` matches only
-requests that name one of them; non-resource paths match ``nonResourceURLs`` exactly or by a trailing
-``*`` prefix. There are no deny rules.
+requests that name one of them; non-resource paths match ``nonResourceURLs`` exactly or, for one ending
+in ``*``, by the prefix left once every trailing ``*`` is cut. There are no deny rules.
 
 :class:`Grants` is the same question answered over many rules at once, in a few dictionary lookups
 instead of a walk over every rule. Contract: for any rules ``R`` and attributes ``A``,
@@ -56,7 +56,8 @@ def rule_allows(rule: Obj, attributes: Attributes) -> bool:
     if not attributes.resource_request:
         path = attributes.path
         for url in rule_strings(rule, "nonResourceURLs"):
-            if url == "*" or url == path or (url.endswith("*") and path.startswith(url[:-1])):
+            # Every trailing "*" goes (Go's strings.TrimRight): "/api/**" is the prefix "/api/".
+            if url == "*" or url == path or (url.endswith("*") and path.startswith(url.rstrip("*"))):
                 return True
         return False
     groups = rule.get("apiGroups")
@@ -127,8 +128,8 @@ class Grants:
                             by_resource[resource] = _ANY_NAME if held is None or limit is None else held | limit
             for url in rule_strings(rule, "nonResourceURLs"):
                 for verb in verbs:
-                    if url.endswith("*"):  # "*" alone is the prefix "": every path
-                        prefixes.setdefault(verb, []).append(url[:-1])
+                    if url.endswith("*"):  # less every trailing "*" ("*" alone: every path), as rule_allows
+                        prefixes.setdefault(verb, []).append(url.rstrip("*"))
                     else:
                         exact.setdefault(verb, set()).add(url)
         return cls(
