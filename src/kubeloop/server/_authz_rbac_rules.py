@@ -110,8 +110,8 @@ class Grants:
             if not isinstance(rule.get("verbs"), list):
                 continue  # grants nothing (RuleAllows fails on the verbs first)
             verbs = rule_strings(rule, "verbs")
-            groups = rule_strings(rule, "apiGroups") if isinstance(rule.get("apiGroups"), list) else []
-            kinds = rule_strings(rule, "resources") if isinstance(rule.get("resources"), list) else []
+            groups = rule_strings(rule, "apiGroups")
+            kinds = rule_strings(rule, "resources")
             if len(verbs) * len(groups) * len(kinds) > expansion_limit:
                 rest.append(rule)
                 continue
