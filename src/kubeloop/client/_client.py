@@ -411,9 +411,11 @@ class Client:
         """
         options = _delete_options(propagation_policy, grace_period_seconds, None, dry_run)
         params = _params(labelSelector=label_selector, fieldSelector=field_selector)
-        return await self._json(
+        deleted = await self._json(
             "DELETE", self._path(resource, self._ns(resource, namespace)), params=params, body=options
         )
+        _type_items(deleted, resource)  # a built-in kind's items come without kind/apiVersion, as a list's
+        return deleted
 
     # -- plumbing -------------------------------------------------------------------------------
 
