@@ -70,6 +70,13 @@ async def test_deletecollection_answers_the_deleted_objects_as_a_typed_list(clie
     assert [i["metadata"]["name"] for i in body["items"]] == ["a", "b"]
 
 
+async def test_deletecollection_answers_yaml_when_asked(client: httpx.AsyncClient) -> None:
+    await _configmaps(client, {"metadata": {"name": "a"}})
+    r = await client.request("DELETE", CM, headers={"accept": "application/yaml"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/yaml")
+    assert b"kind: ConfigMapList" in r.content and b"kind: ConfigMap\n" not in r.content and b"name: a" in r.content
+
+
 async def test_custom_resource_list_items_keep_kind_and_api_version(app: App, client: httpx.AsyncClient) -> None:
     await establish(app, client, CRD)
     for name in ("w1", "w2"):
