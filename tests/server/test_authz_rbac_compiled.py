@@ -215,6 +215,22 @@ def test_a_url_ending_in_several_stars_is_the_prefix_left_without_them() -> None
         assert grants.allows(attributes) is allowed, path
 
 
+def test_a_rule_too_wide_to_expand_stays_a_rule_and_answers_the_same() -> None:
+    # Memory is bounded by EXPANSION_LIMIT: 30 verbs x 30 resources (900 triples) or x 30 paths (900
+    # pairs) is past 512, so neither is expanded into the lookup tables; either still grants as RuleAllows.
+    verbs = [f"v{i}" for i in range(30)]
+    wide_resources = {"verbs": verbs, "apiGroups": [""], "resources": [f"r{i}" for i in range(30)]}
+    wide_paths = {"verbs": verbs, "nonResourceURLs": [f"/p{i}" for i in range(30)]}
+    grants = Grants.of([wide_resources, wide_paths])
+    assert not grants._resources and not grants._exact_urls and not grants._prefixes
+    assert grants._rest == (wide_resources, wide_paths)
+    user = User("u")
+    assert grants.allows(Attributes(user=user, verb="v7", resource_request=True, resource="r29"))
+    assert not grants.allows(Attributes(user=user, verb="get", resource_request=True, resource="r29"))
+    assert grants.allows(Attributes(user=user, verb="v29", resource_request=False, path="/p3"))
+    assert not grants.allows(Attributes(user=user, verb="v29", resource_request=False, path="/p30"))
+
+
 def test_rules_on_the_same_resource_add_up() -> None:
     # Any one rule suffices: names of two rules on one (verb, group, resource) are united, and a rule
     # without names lifts the limit of another, in either order.

@@ -15,8 +15,10 @@ name; names of several rules on one key are united, since any one rule suffices)
 its own verb, group and resource and the ``*`` of each (and ``*/subresource``): at most 2 x 2 x 3
 lookups, usually three or four, whose answer (any name, or which names) is then remembered per
 (verb, group, resource, subresource): a question asked before costs one lookup. Non-resource paths go
-to a set of exact paths and a list of prefixes per verb, answers remembered per (verb, path). A rule whose expansion would pass ``EXPANSION_LIMIT`` triples stays a rule and is asked
-with :func:`rule_allows`, so a pathological role cannot blow up memory.
+to a set of exact paths and a list of prefixes per verb, answers remembered per (verb, path). A rule
+whose expansion would pass ``EXPANSION_LIMIT`` entries ((verb, group, resource) triples plus (verb,
+path) pairs) stays a rule and is asked with :func:`rule_allows`, so a pathological role cannot blow up
+memory.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class Grants:
     @classmethod
     def of(cls, rules: Iterable[Obj], *, expansion_limit: int = EXPANSION_LIMIT) -> Grants:
         """``rules`` compiled; a rule of more than ``expansion_limit`` (verb, group, resource) triples
-        is kept as it is."""
+        and (verb, path) pairs is kept as it is."""
         resources: _ResourceIndex = {}
         exact: dict[str, set[str]] = {}
         prefixes: dict[str, list[str]] = {}
@@ -112,7 +114,8 @@ class Grants:
             verbs = rule_strings(rule, "verbs")
             groups = rule_strings(rule, "apiGroups")
             kinds = rule_strings(rule, "resources")
-            if len(verbs) * len(groups) * len(kinds) > expansion_limit:
+            urls = rule_strings(rule, "nonResourceURLs")
+            if len(verbs) * (len(groups) * len(kinds) + len(urls)) > expansion_limit:
                 rest.append(rule)
                 continue
             names = rule_strings(rule, "resourceNames")
@@ -126,7 +129,7 @@ class Grants:
                         else:
                             held = by_resource[resource]
                             by_resource[resource] = _ANY_NAME if held is None or limit is None else held | limit
-            for url in rule_strings(rule, "nonResourceURLs"):
+            for url in urls:
                 for verb in verbs:
                     if url.endswith("*"):  # less every trailing "*" ("*" alone: every path), as rule_allows
                         prefixes.setdefault(verb, []).append(url.rstrip("*"))
