@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubeloop.api import format_time, parse_time
+from kubeloop.api import format_micro_time, format_time, parse_time
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import LEASES
 from kubeloop.testing import resource
@@ -220,3 +220,47 @@ async def test_cordon_taints_the_node_unschedulable_and_uncordon_removes_it(tmp_
         await world.client.patch(NODES, NODE, {"spec": {"unschedulable": None, "taints": [*node["spec"]["taints"], own]}})
         node = await _node_when(world, lambda n: set(_taints(n)) == {("dedicated", "NoSchedule")})
         assert node["spec"]["taints"] == [own]
+
+
+def _never_posted(name: str) -> dict[str, Any]:
+    """A simulated node whose kubelet is stopped from the start: it never posts a status."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": {
+        "kubeloop.dev/simulated": "true", FAULT: "kubelet-stopped"}}}
+
+
+async def test_a_node_that_never_posted_status_is_unknown_60s_after_its_creation(tmp_path: Path) -> None:
+    # tryUpdateNodeHealth without a Ready condition: --node-startup-grace-period from creationTimestamp.
+    async with open_world(tmp_path, SimulationOptions(nodes=1)) as world:
+        created = await world.create(NODES, _never_posted("silent"))
+        created_at = parse_time(created["metadata"]["creationTimestamp"])
+        await world.advance(created_at + 59 - world.clock.now())
+        assert not condition(await world.get(NODES, "silent", None), "Ready")
+        await world.advance(1)
+        node = await _node_when(world, lambda n: condition(n, "Ready").get("status") == "Unknown", "silent")
+        for type_ in ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure"):
+            assert condition(node, type_) == {
+                "type": type_, "status": "Unknown", "reason": "NodeStatusNeverUpdated",
+                "message": "Kubelet never posted node status.", "lastHeartbeatTime": created["metadata"]["creationTimestamp"],
+                "lastTransitionTime": format_time(created_at + 60)}, type_
+        # Another node is Ready, so the unreachable NoExecute taint goes on too.
+        node = await _node_when(world, lambda n: len(_taints(n)) == 2, "silent")
+        assert set(_taints(node)) == {("node.kubernetes.io/unreachable", "NoSchedule"),
+                                      ("node.kubernetes.io/unreachable", "NoExecute")}
+
+
+async def test_a_lease_renewed_before_any_status_restarts_the_startup_grace_period(tmp_path: Path) -> None:
+    # The Lease's renewTime moving sets the probe timestamp to now, Ready condition or not.
+    async with open_world(tmp_path, SimulationOptions(nodes=1)) as world:
+        created = await world.create(NODES, _never_posted("silent"))
+        created_at = parse_time(created["metadata"]["creationTimestamp"])
+        await world.advance(40)
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": "silent", "namespace": "kube-node-lease"},
+                 "spec": {"holderIdentity": "silent", "renewTime": format_micro_time(world.clock.now())}}
+        await world.client.create(LEASES, lease, namespace="kube-node-lease")
+        await world.settle()  # seen at created + 40: the startup grace period now ends at created + 100
+        await world.advance(created_at + 60 - world.clock.now())
+        await world.settle()
+        assert not condition(await world.get(NODES, "silent", None), "Ready")
+        await world.advance(created_at + 100 - world.clock.now())
+        await _node_when(world, lambda n: condition(n, "Ready").get("reason") == "NodeStatusNeverUpdated", "silent")

@@ -11,7 +11,8 @@ them):
   passed without one, Ready, MemoryPressure, DiskPressure and PIDPressure become ``Unknown``, reason
   ``NodeStatusUnknown``, message ``Kubelet stopped posting node status.`` (``lastTransitionTime``
   now, ``lastHeartbeatTime`` kept). A node that never posted a Ready condition gets them after
-  ``startup_grace_period`` (60 s, ``--node-startup-grace-period``) from its creation, reason
+  ``startup_grace_period`` (60 s, ``--node-startup-grace-period``) from its creation (or from its
+  Lease's last renewal seen), reason
   ``NodeStatusNeverUpdated``, message ``Kubelet never posted node status.``. The kubelet's next
   status post replaces them. Upstream looks every ``--node-monitor-period`` (5 s); here the node is
   looked at again exactly when its grace period ends.
@@ -214,15 +215,14 @@ class NodeLifecycleController:
         name = str(node["metadata"]["name"])
         seen = _heartbeat(node, self.leases.cache.get_by_name(name, NODE_LEASE_NAMESPACE))
         probe = self._probes.get(name)
-        if ready_status(node) is None:
-            # Never posted: the startup grace period counts from the node's creation.
-            created = (node.get("metadata") or {}).get("creationTimestamp")
-            since = probe[1] if probe is not None and probe[0] == seen else (parse_time(created) if created else now)
-            self._probes[name] = (seen, since)
-            return since + self.startup_grace_period
+        never_posted = ready_status(node) is None
         if probe is None or probe[0] != seen:
-            probe = self._probes[name] = (seen, now)
-        return probe[1] + self.grace_period
+            # A heartbeat seen moving counts from now; a node first seen without a Ready condition or
+            # a Lease counts from its creation (upstream's probeTimestamp).
+            created = (node.get("metadata") or {}).get("creationTimestamp")
+            first = probe is None and never_posted and not seen[1] and bool(created)
+            probe = self._probes[name] = (seen, parse_time(str(created)) if first else now)
+        return probe[1] + (self.startup_grace_period if never_posted else self.grace_period)
 
     async def _mark_unknown(self, node: dict[str, Any], now: float) -> dict[str, Any]:
         conditions = unknown_conditions(node, now)
