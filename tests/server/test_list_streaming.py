@@ -125,7 +125,7 @@ async def test_a_streamed_list_is_one_revision_while_writes_happen(app: App, sto
     assert len(paged) == 3
 
 
-@pytest.mark.parametrize("size", [10, 3000], ids=["copied", "viewed"])
+@pytest.mark.parametrize("size", [10, 3000], ids=["small", "large"])
 @pytest.mark.parametrize("typed_first", [True, False], ids=["kind-first", "kind-elsewhere"])
 def test_built_in_items_lose_kind_and_api_version_whatever_their_size_and_key_order(size: int, typed_first: bool) -> None:
     def stored(i: int) -> bytes:
