@@ -11,7 +11,8 @@ import pytest
 
 from kubeloop.api import KindRegistry, ResourceInfo
 from kubeloop.client import Client
-from kubeloop.server import create_app
+from kubeloop.server import DefaultTolerationSeconds, create_app
+from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
 
@@ -87,3 +88,23 @@ async def test_status_subresource_is_left_alone(api: Client) -> None:
     # The status strategy keeps the stored spec; admission on the subresource adds nothing of its own.
     assert updated["spec"]["tolerations"] == [NOT_READY, UNREACHABLE]
     assert updated["status"]["phase"] == "Running"
+
+
+async def test_the_plugin_leaves_subresources_other_kinds_and_deletes_alone() -> None:
+    # Through the API a status write keeps the stored spec anyway; here the plugin itself is asked.
+    plugin = DefaultTolerationSeconds()
+    configmaps: ResourceInfo = KINDS.by_kind("", "ConfigMap")  # type: ignore[assignment]
+    for attributes in (AdmissionAttributes("UPDATE", PODS, "ns", "web", subresource="status"),
+                       AdmissionAttributes("CREATE", PODS, "ns", "web", subresource="binding"),
+                       AdmissionAttributes("CREATE", configmaps, "ns", "web"),
+                       AdmissionAttributes("DELETE", PODS, "ns", "web")):
+        obj = pod("web")
+        await plugin(attributes, obj, None)
+        assert "tolerations" not in obj["spec"], attributes
+    obj = pod("web")
+    await plugin(AdmissionAttributes("CREATE", PODS, "ns", "web"), obj, None)
+    assert obj["spec"]["tolerations"] == [NOT_READY, UNREACHABLE]
+    short = DefaultTolerationSeconds(not_ready_seconds=30, unreachable_seconds=60)
+    obj = pod("web")
+    await short(AdmissionAttributes("UPDATE", PODS, "ns", "web"), obj, None)
+    assert [t["tolerationSeconds"] for t in obj["spec"]["tolerations"]] == [30, 60]
