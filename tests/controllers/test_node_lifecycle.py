@@ -264,3 +264,28 @@ async def test_a_lease_renewed_before_any_status_restarts_the_startup_grace_peri
         assert not condition(await world.get(NODES, "silent", None), "Ready")
         await world.advance(created_at + 100 - world.clock.now())
         await _node_when(world, lambda n: condition(n, "Ready").get("reason") == "NodeStatusNeverUpdated", "silent")
+
+
+async def test_a_node_back_before_the_toleration_runs_out_cancels_the_eviction_with_an_event(tmp_path: Path) -> None:
+    # cancelWorkWithEvent: the scheduled eviction is dropped when the NoExecute taints go.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.create(PODS, pod("web", nodeSelector=ON_NODE_1))
+        await world.create(PODS, pod("forever", nodeSelector=ON_NODE_1, tolerations=[
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}]))
+        for name in ("web", "forever"):
+            await _pod_when(world, name, _ready)
+        last_beat = await _stop_kubelet(world)
+        await world.advance(last_beat + 50 - world.clock.now())
+        await _node_when(world, lambda n: ("node.kubernetes.io/unreachable", "NoExecute") in _taints(n))
+        await world.advance(100)
+        await _start_kubelet(world)
+        await _node_when(world, lambda n: _ready(n) and not _taints(n))
+        await _pod_when(world, "web", _ready)
+        await world.settle()
+        assert ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Cancelling deletion of Pod ns/web") in (
+            await _events(world, NS, "Pod", "web"))
+        # Tolerated for ever: nothing was scheduled, so nothing is cancelled.
+        assert not [e for e in await _events(world, NS, "Pod", "forever") if e[1] == "TaintManagerEviction"]
+        # And nothing is evicted later.
+        await world.advance(600)
+        assert not (await world.get(PODS, "web"))["metadata"].get("deletionTimestamp")

@@ -23,7 +23,9 @@ change on the injected clock. Status is only ever derived from that simulation, 
   has run out, counted from when the node got its first NoExecute taint (kept while the taints
   change, as upstream keeps a scheduled eviction), and stays if none has one. Before the delete
   the pod gets the ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``) and a
-  ``TaintManagerEviction`` Event from ``taint-eviction-controller``. The API server gives every pod 300 s tolerations of the
+  ``TaintManagerEviction`` Event from ``taint-eviction-controller``; a scheduled eviction dropped
+  (the taints gone first, or the pod now tolerating them for ever) gets a ``TaintManagerEviction``
+  "Cancelling deletion of Pod <ns>/<name>" Event. The API server gives every pod 300 s tolerations of the
   ``not-ready`` and ``unreachable`` taints (DefaultTolerationSeconds admission); a pod admitted
   without one (by another API server) is given ``not_ready_eviction_seconds`` for those two.
 - Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
@@ -175,14 +177,20 @@ class KubeletSimulator:
     def _evict_at(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> float | None:
         """When the taint-eviction controller deletes ``pod`` from ``node``; None: never."""
         taints = _no_execute_taints(node)
-        if not taints:
-            meta = pod.get("metadata") or {}
-            self._tainted.pop((str(meta.get("namespace") or ""), str(meta.get("name") or "")), None)
-            return None
-        after = _eviction_after(pod, taints, self.options.not_ready_eviction_seconds)
+        after = _eviction_after(pod, taints, self.options.not_ready_eviction_seconds) if taints else None
         if after is None:
+            self._cancel_eviction(pod)
             return None
         return self._tainted_since(pod, taints) + after
+
+    def _cancel_eviction(self, pod: Mapping[str, Any]) -> None:
+        """``cancelWorkWithEvent``: a scheduled eviction dropped (taints gone, or tolerated for ever)."""
+        meta = pod.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        seen = self._tainted.pop((namespace, name), None)
+        if seen is not None and seen[0] == str(meta.get("uid") or ""):
+            self.eviction_events.emit(pod, "Normal", "TaintManagerEviction",
+                                      f"Cancelling deletion of Pod {namespace}/{name}", api_version="v1", kind="Pod")
 
     def _tainted_since(self, pod: Mapping[str, Any], taints: list[dict[str, Any]]) -> float:
         """Since when the pod has been on a node with NoExecute taints, without a break.
