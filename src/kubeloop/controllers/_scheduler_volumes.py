@@ -22,7 +22,7 @@ what makes the volume controller provision it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.controllers._scheduler_fit import matches_node_selector_terms
@@ -57,7 +57,7 @@ class Bindings:
     """What PreBind writes for a node: (volume, claim) pre-bindings and claims to provision there."""
 
     static: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = ()
-    provision: tuple[dict[str, Any], ...] = field(default=())
+    provision: tuple[dict[str, Any], ...] = ()
 
 
 def volume_fits_node(pv: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
