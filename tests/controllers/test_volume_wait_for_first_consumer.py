@@ -189,3 +189,26 @@ async def test_pod_is_held_on_its_node_until_its_claims_are_bound_then_given_up_
         await _until(world, PVCS, "data", lambda c: _phase(c) == "Bound")
         web = await _until(world, PODS, "web", lambda p: p["spec"].get("nodeName"))
         assert web["spec"]["nodeName"] == "kubeloop-node-1"
+
+
+async def test_two_claims_of_one_pod_never_share_a_volume(tmp_path: Path) -> None:
+    # FindPodVolumes: a volume matched to one claim of the pod is taken for the others on that node.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.create(STORAGE_CLASSES, delayed_class("local-static", "kubernetes.io/no-provisioner"))
+        await world.create(PVS, node_volume("big", "kubeloop-node-2", size="10Gi"))
+        for name in ("a", "b"):
+            await world.create(PVCS, claim(name, "local-static"))
+        await world.create(PODS, user("web", "a", "b"))
+        stuck = await _until(world, PODS, "web", lambda p: condition(p, "PodScheduled").get("message"))
+        assert condition(stuck, "PodScheduled")["message"].startswith(
+            "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind.")
+        # Nothing was pre-bound for a node that cannot hold both claims.
+        await world.settle()
+        assert not (await world.get(PVS, "big", None))["spec"].get("claimRef")
+        # A second volume on node 2, the smaller one: each claim gets one of the two.
+        await world.create(PVS, node_volume("small", "kubeloop-node-2", size="2Gi"))
+        web = await _until(world, PODS, "web", lambda p: p["spec"].get("nodeName"))
+        assert web["spec"]["nodeName"] == "kubeloop-node-2"
+        volumes = {(await _until(world, PVCS, name, lambda c: _phase(c) == "Bound"))["spec"]["volumeName"]
+                   for name in ("a", "b")}
+        assert volumes == {"big", "small"}
