@@ -289,3 +289,13 @@ async def test_a_node_back_before_the_toleration_runs_out_cancels_the_eviction_w
         # And nothing is evicted later.
         await world.advance(600)
         assert not (await world.get(PODS, "web"))["metadata"].get("deletionTimestamp")
+
+
+async def test_a_not_ready_kubelet_gets_no_node_not_ready_event_from_the_node_controller(tmp_path: Path) -> None:
+    # monitorNodeHealth records NodeNotReady only when its own update turned Ready over; a Ready False
+    # the kubelet posts is the kubelet's to report.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.client.patch(NODES, NODE, {"metadata": {"annotations": {FAULT: "not-ready"}}})
+        await _node_when(world, lambda n: ("node.kubernetes.io/not-ready", "NoExecute") in _taints(n))
+        await world.settle()
+        assert not [e for e in await _events(world, "default", "Node", NODE) if e[2] == "node-controller"]

@@ -34,8 +34,9 @@ them):
   adds); a taint already present is kept as it is. Other taints are never touched.
 - **Pods** (``MarkPodsNotReady``): on a node whose Ready is not True, each pod's Ready condition is
   set False (its other conditions are the kubelet's) with a Warning ``NodeNotReady`` "Node is not
-  ready" Event; a Ready -> not Ready transition of the node records a Normal ``NodeNotReady`` "Node
-  <name> status is now: NodeNotReady" Event on the node. Events come from ``node-controller``.
+  ready" Event; when this controller itself turns a Ready node Unknown it records a Normal
+  ``NodeNotReady`` "Node <name> status is now: NodeNotReady" Event on the node (a Ready False the
+  kubelet posts is the kubelet's to report). Events come from ``node-controller``.
 
 Evicting pods once their tolerations of the NoExecute taints run out is the taint-eviction
 controller's part, which the simulated kubelet plays (:mod:`._kubelet`).
@@ -169,7 +170,6 @@ class NodeLifecycleController:
         manager.add(self.events, needs_leader_election=False)
         # node -> (heartbeat seen, when this controller saw it move): upstream's nodeHealthMap
         self._probes: dict[str, tuple[tuple[str, str], float]] = {}
-        self._was_ready: dict[str, bool] = {}
         self.controller = (
             Builder(manager).named("node-lifecycle-controller").for_(NODES)
             .watches(NODES, EnqueueMapped(self._all_simulated), _readiness_changed)
@@ -190,20 +190,18 @@ class NodeLifecycleController:
         node = self.nodes.cache.get_by_name(request.name)
         if node is None:
             self._probes.pop(request.name, None)
-            self._was_ready.pop(request.name, None)
             return None
         if not is_simulated(node):
             return None
         now = self.clock.now()
+        was_ready = is_node_ready(node)
         deadline = self._deadline(node, now)
         if not is_kubelet_stopped(node):
             deadline = math.inf  # a running simulated kubelet heartbeats: a stale one is a fake-clock jump
         elif now >= deadline:
             node = await self._mark_unknown(node, now)
-        was_ready = self._was_ready.get(request.name)
         ready = is_node_ready(node)
-        self._was_ready[request.name] = ready
-        if was_ready and not ready:
+        if was_ready and not ready:  # turned Unknown here (a Ready False the kubelet posts is its own to report)
             self.events.emit(node, "Normal", "NodeNotReady", f"Node {request.name} status is now: NodeNotReady",
                              api_version="v1", kind="Node")
         await self._sync_taints(node, now)
