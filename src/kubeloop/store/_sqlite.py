@@ -9,8 +9,9 @@ Writes (group commit): ``create``/``update``/``delete`` queue an operation and w
 task takes every queued operation, checks each against the committed state plus the earlier
 operations of the same batch, assigns revisions in order, renders values, and writes the whole batch
 in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the commit is on disk
-when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only then is the in-memory index updated, watchers fed and callers answered, so
-no reader or watcher ever sees a write that could be lost in a crash. Operations arriving while a
+when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only
+then is the in-memory index updated, watchers fed and callers answered, so no reader or watcher
+ever sees a write that could be lost in a crash. Operations arriving while a
 batch commits form the next batch: many writers share one fsync. A queued write is committed even if
 its caller is cancelled meanwhile (the cancellation ends the wait, not the write).
 
@@ -119,29 +120,29 @@ class _Watch:
     async def next_batch(self) -> list[StoreEvent]:
         if not self._w.events and not await self._wait():
             return []
-        batch = list(self._w.events)
-        self._w.events.clear()
-        return batch
+        return self.poll()
 
     def poll(self) -> list[StoreEvent]:
         w = self._w
         if not w.events:
-            if w.overflowed is not None:
-                self.close()
-                raise Compacted(w.overflowed, self._store.revision)
+            self._check_overflow()
             return []
         batch = list(w.events)
         w.events.clear()
         return batch
+
+    def _check_overflow(self) -> None:
+        """Raise :class:`Compacted` (closing the watch) if the watcher fell more than its buffer behind."""
+        if self._w.overflowed is not None:
+            self.close()
+            raise Compacted(self._w.overflowed, self._store.revision)
 
     async def _wait(self) -> bool:
         """Until an event is pending (``True``) or the watch is closed (``False``); an overflow raises
         :class:`Compacted` and closes the watch."""
         w = self._w
         while not w.events:
-            if w.overflowed is not None:
-                self.close()
-                raise Compacted(w.overflowed, self._store.revision)
+            self._check_overflow()
             if w.closed:
                 return False
             w.wake.clear()
