@@ -213,8 +213,6 @@ class HttpProtocol(HttpToolsProtocol):
         if self.ws_protocol_class is not None:
             raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
         self._fresh_context = bool(config.reset_contextvars)
-        self._http_version = "1.1"
-        self._method = ""
 
     # ---------------------------------------------------------------- one request (uvicorn's callbacks)
 
