@@ -97,13 +97,19 @@ async def test_claim_waits_for_first_consumer_then_is_provisioned_on_the_pods_no
         assert await world.quiet_writes() == 0
 
 
+async def _first_consumer_gone(world: World) -> str:
+    """A delayed claim ``data`` whose first pod was placed, then deleted: the node its volume is on."""
+    await world.create(STORAGE_CLASSES, delayed_class())
+    await world.create(PVCS, claim("data"))
+    await world.create(PODS, user("first", "data", terminationGracePeriodSeconds=0))
+    node = str((await _until(world, PODS, "first", lambda p: p["spec"].get("nodeName")))["spec"]["nodeName"])
+    await world.client.delete(PODS, "first", namespace=NS)
+    return node
+
+
 async def test_a_later_pod_of_the_claim_goes_to_the_volumes_node(tmp_path: Path) -> None:
     async with open_world(tmp_path, SimulationOptions(nodes=3)) as world:
-        await world.create(STORAGE_CLASSES, delayed_class())
-        await world.create(PVCS, claim("data"))
-        await world.create(PODS, user("first", "data", terminationGracePeriodSeconds=0))
-        node = (await _until(world, PODS, "first", lambda p: p["spec"].get("nodeName")))["spec"]["nodeName"]
-        await world.client.delete(PODS, "first", namespace=NS)
+        node = await _first_consumer_gone(world)
         for i in range(3):
             await world.create(PODS, user(f"again-{i}", "data"))
         for i in range(3):
@@ -113,12 +119,8 @@ async def test_a_later_pod_of_the_claim_goes_to_the_volumes_node(tmp_path: Path)
 
 async def test_volume_node_affinity_conflict_keeps_the_pod_pending(tmp_path: Path) -> None:
     async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
-        await world.create(STORAGE_CLASSES, delayed_class())
-        await world.create(PVCS, claim("data"))
-        await world.create(PODS, user("first", "data", terminationGracePeriodSeconds=0))
-        node = (await _until(world, PODS, "first", lambda p: p["spec"].get("nodeName")))["spec"]["nodeName"]
+        node = await _first_consumer_gone(world)
         other = "kubeloop-node-2" if node == "kubeloop-node-1" else "kubeloop-node-1"
-        await world.client.delete(PODS, "first", namespace=NS)
         await world.create(PODS, user("elsewhere", "data", nodeSelector={HOSTNAME: other}))
         stuck = await _until(world, PODS, "elsewhere", lambda p: condition(p, "PodScheduled").get("message"))
         assert condition(stuck, "PodScheduled")["message"] == (
