@@ -223,13 +223,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     _validate(state, info, obj, errors, strategy)
     name = str(meta["name"])
     namespace = req.namespace if info.namespaced else ""
-    if namespace:  # _namespace_guard, inline: one read serves the guarded create and NamespaceLifecycle
-        ns_key = namespace_key(namespace)
-        namespace_kv = await state.store.get(ns_key)
-        guard: tuple[str, int] | None = (ns_key, namespace_kv.mod_revision if namespace_kv is not None else 0)
-        namespace_state: tuple[KeyValue | None] | None = (namespace_kv,)
-    else:
-        guard = namespace_state = None
+    guard, namespace_state = await _namespace_guard(state, info, req.namespace)
     attrs = AdmissionAttributes("CREATE", info, namespace, name,
                                 user=req.user, dry_run=req.options.dry_run, namespace_state=namespace_state)
     pending = admit(state.admission, attrs, obj, None)
