@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.controllers._scheduler_fit import matches_node_selector_terms
-from kubeloop.controllers._scheduler_resources import parse_quantity
-from kubeloop.controllers._volume import SELECTED_NODE, volume_matches_claim
+from kubeloop.controllers._volume import SELECTED_NODE, volume_matches_claim, volume_size_key
 
 __all__ = [
     "AFFINITY_CONFLICT",
@@ -77,7 +76,7 @@ def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
         return None, Bindings()
     node_name = str((node.get("metadata") or {}).get("name") or "")
     candidates = [pv for pv in available if volume_fits_node(pv, node)]
-    candidates.sort(key=_size_then_name)
+    candidates.sort(key=volume_size_key)
     taken: set[str] = set()
     static: list[tuple[dict[str, Any], dict[str, Any]]] = []
     provision: list[dict[str, Any]] = []
@@ -97,7 +96,3 @@ def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
         provision.append(claim)
     return None, Bindings(tuple(static), tuple(provision))
 
-
-def _size_then_name(pv: Mapping[str, Any]) -> tuple[float, str]:
-    capacity = ((pv.get("spec") or {}).get("capacity") or {}).get("storage") or 0
-    return parse_quantity(capacity), str((pv.get("metadata") or {}).get("name") or "")

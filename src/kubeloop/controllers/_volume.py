@@ -48,6 +48,7 @@ __all__ = [
     "default_storage_class",
     "is_delayed_binding",
     "volume_matches_claim",
+    "volume_size_key",
 ]
 
 log = logging.getLogger("kubeloop.controllers.volume")
@@ -72,6 +73,11 @@ def _storage(obj: Mapping[str, Any], *path: str) -> float:
     for key in path:
         node = (node or {}).get(key)
     return parse_quantity(((node or {}).get("storage")) or 0)
+
+
+def volume_size_key(pv: Mapping[str, Any]) -> tuple[float, str]:
+    """Sort key of candidate volumes: the smallest capacity first, then by name (``findMatchingVolume``)."""
+    return _storage(pv, "spec", "capacity"), str((pv.get("metadata") or {}).get("name") or "")
 
 
 def is_delayed_binding(storage_class: Mapping[str, Any] | None) -> bool:
@@ -195,7 +201,7 @@ class PersistentVolumeController:
         if delayed:
             return None  # findBestMatchForClaim with delayed binding: the scheduler picks static volumes
         fits = [pv for pv in self.pvs.cache.list() if volume_matches_claim(pv, pvc, class_name)]
-        fits.sort(key=lambda pv: (_storage(pv, "spec", "capacity"), pv["metadata"]["name"]))
+        fits.sort(key=volume_size_key)
         return fits[0] if fits else None
 
     async def _provision(self, pvc: dict[str, Any], cls: Mapping[str, Any], *, node: str | None = None) -> None:
