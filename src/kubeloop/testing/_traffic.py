@@ -50,6 +50,15 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LEASES = "/apis/coordination.k8s.io/"
 
 
+def _json(data: bytearray) -> Any:
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
 @dataclass(slots=True)
 class Exchange:
     """One request of the controller and the answer it got (``status`` 0 until answered)."""
@@ -79,20 +88,11 @@ class Exchange:
 
     def request_json(self) -> Any:
         """The request body decoded (``None`` when empty or not JSON, e.g. an apply patch in YAML)."""
-        if not self.body:
-            return None
-        try:
-            return orjson.loads(self.body)
-        except orjson.JSONDecodeError:
-            return None
+        return _json(self.body)
 
     def answer_json(self) -> Any:
-        if not self.answer:
-            return None
-        try:
-            return orjson.loads(self.answer)
-        except orjson.JSONDecodeError:
-            return None
+        """The answer's body decoded (``None`` when empty, as for a watch, or not JSON)."""
+        return _json(self.answer)
 
     def line(self) -> str:
         """``PUT /api/v1/namespaces/ns/secrets/app -> 409 (injected) at t=1.250s``, for evidence."""
