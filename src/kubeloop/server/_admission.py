@@ -35,7 +35,7 @@ import orjson
 from kubeloop.api import Forbidden, ResourceInfo, not_found
 from kubeloop.store import KeyValue, Store
 
-__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "NamespaceLifecycle", "admit", "run_admission"]
+__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "AdmitPlugin", "NamespaceLifecycle", "admit", "run_admission"]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
@@ -61,6 +61,24 @@ class Admission(Protocol):
     async def __call__(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None: ...
+
+
+class AdmitPlugin:
+    """A plugin written as its ``admit``: calling it runs ``admit`` and awaits what that returns."""
+
+    __slots__ = ()
+
+    def admit(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> Awaitable[None] | None:
+        raise NotImplementedError
+
+    async def __call__(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        pending = self.admit(attributes, obj, old)
+        if pending is not None:
+            await pending
 
 
 _Step = Callable[[AdmissionAttributes, "dict[str, Any] | None", "dict[str, Any] | None"], "Awaitable[None] | None"]
@@ -218,7 +236,7 @@ def _forbidden(attrs: AdmissionAttributes, message: str, causes: list[dict[str, 
     return Forbidden(f"{subject} is forbidden: {message}", details=details)
 
 
-class NamespaceLifecycle:
+class NamespaceLifecycle(AdmitPlugin):
     """No new content in a missing (404) or Terminating (403) namespace; three namespaces are immortal."""
 
     def __init__(self, store: Store) -> None:
@@ -231,13 +249,6 @@ class NamespaceLifecycle:
         if resource.group == "" and resource.plural == "namespaces":
             return operation == "DELETE"
         return operation == "CREATE" and resource.namespaced
-
-    async def __call__(
-        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        pending = self.admit(attributes, obj, old)
-        if pending is not None:
-            await pending
 
     def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None

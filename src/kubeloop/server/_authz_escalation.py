@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from kubeloop.api import Forbidden, ResourceInfo, not_found
-from kubeloop.server._admission import AdmissionAttributes
+from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, go_quote
 from kubeloop.server._authz_rbac import (
@@ -43,7 +43,7 @@ __all__ = ["RbacEscalationCheck"]
 _ROLES = {"Role": "roles", "ClusterRole": "clusterroles"}
 
 
-class RbacEscalationCheck:
+class RbacEscalationCheck(AdmitPlugin):
     """An :class:`~kubeloop.server.Admission` plugin; needs the server's RBAC authorizer."""
 
     def __init__(self, authorizer: RbacAuthorizer) -> None:
@@ -51,13 +51,6 @@ class RbacEscalationCheck:
 
     def handles(self, operation: str, resource: ResourceInfo) -> bool:
         return resource.group == RBAC_GROUP and operation != "DELETE"
-
-    async def __call__(
-        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        pending = self.admit(attributes, obj, old)
-        if pending is not None:
-            await pending
 
     def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None

@@ -19,7 +19,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
-from kubeloop.server._admission import AdmissionAttributes, Operation
+from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin, Operation
 
 __all__ = ["DEFAULT_TOLERATION_SECONDS", "DefaultTolerationSeconds"]
 
@@ -38,7 +38,7 @@ def _tolerates(tolerations: list[Any], key: str) -> bool:
     return False
 
 
-class DefaultTolerationSeconds:
+class DefaultTolerationSeconds(AdmitPlugin):
     """Appends the 300 s not-ready and unreachable NoExecute tolerations a pod lacks."""
 
     def __init__(self, *, not_ready_seconds: int = DEFAULT_TOLERATION_SECONDS,
@@ -47,11 +47,6 @@ class DefaultTolerationSeconds:
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
         return operation in ("CREATE", "UPDATE") and resource.group == "" and resource.plural == "pods"
-
-    async def __call__(
-        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        self.admit(attributes, obj, old)
 
     def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None

@@ -47,7 +47,7 @@ from kubeloop.api import (
     kubectl_name,
     qualified_resource,
 )
-from kubeloop.server._admission import AdmissionAttributes
+from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin
 from kubeloop.server._http import Receive, Scope, Send, send_bytes, send_json
 
 __all__ = [
@@ -84,16 +84,11 @@ def deletion_refusal(obj: Mapping[str, Any], *, kind: str, group: str) -> str | 
     )
 
 
-class DeletionProtection:
+class DeletionProtection(AdmitPlugin):
     """The admission plugin: refuses DELETE of a protected object that carries no valid approval (403)."""
 
     def handles(self, operation: str, resource: ResourceInfo) -> bool:
         return operation == "DELETE"
-
-    async def __call__(
-        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None:
-        self.admit(attributes, obj, old)
 
     def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
