@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubeloop.api import NotFound
+from kubeloop.api import NotFound, owner_references
 from kubeloop.testing._traffic import Exchange
 from kubeloop.testing._world import World
 
@@ -31,13 +31,9 @@ def reference_uids(obj: object, *, controller_only: bool = False) -> set[str]:
     """The uids in ``obj``'s ``metadata.ownerReferences`` (only the controller one, if asked)."""
     if not isinstance(obj, Mapping):
         return set()
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
-    if not isinstance(refs, list):
-        return set()
     return {
-        str(r["uid"]) for r in refs
-        if isinstance(r, Mapping) and r.get("uid") and (r.get("controller") or not controller_only)
+        str(r["uid"]) for r in owner_references(obj)
+        if r.get("uid") and (r.get("controller") or not controller_only)
     }  # fmt: skip
 
 
