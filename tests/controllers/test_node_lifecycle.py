@@ -299,3 +299,25 @@ async def test_a_not_ready_kubelet_gets_no_node_not_ready_event_from_the_node_co
         await _node_when(world, lambda n: ("node.kubernetes.io/not-ready", "NoExecute") in _taints(n))
         await world.settle()
         assert not [e for e in await _events(world, "default", "Node", NODE) if e[2] == "node-controller"]
+
+
+async def test_a_no_execute_taint_a_pod_does_not_tolerate_evicts_it_at_once(tmp_path: Path) -> None:
+    # Any NoExecute taint, not only the lifecycle controller's: an untolerated one leaves no time
+    # (getMinTolerationTime of no matching toleration is 0); tolerated with no tolerationSeconds, never.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        await world.create(PODS, pod("web", nodeSelector=ON_NODE_1, terminationGracePeriodSeconds=0))
+        await world.create(PODS, pod("tolerant", nodeSelector=ON_NODE_1, tolerations=[
+            {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]))
+        for name in ("web", "tolerant"):
+            await _pod_when(world, name, _ready)
+        await world.client.patch(NODES, NODE, {"spec": {"taints": [
+            {"key": "dedicated", "value": "db", "effect": "NoExecute"}]}})
+
+        async def evicted() -> bool:
+            return await world.maybe(PODS, "web") is None
+
+        await world.eventually(evicted)
+        await world.advance(600)
+        tolerant = await world.get(PODS, "tolerant")
+        assert not tolerant["metadata"].get("deletionTimestamp") and _ready(tolerant)
+        assert _taints(await world.get(NODES, NODE, None)) == {("dedicated", "NoExecute"): None}
