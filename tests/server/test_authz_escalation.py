@@ -9,41 +9,27 @@ from typing import Any
 import httpx
 import pytest
 
-from kubeloop.cli._bootstrap import bootstrap
-from kubeloop.server import RbacEscalationCheck, User, create_app, secure, store_rbac_authorizer
-from kubeloop.store import SqliteStore
+from kubeloop.server import User
+
+from ._rbac import rbac_clients
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 GROUP = "rbac.authorization.k8s.io"
-ADMIN = User("admin", groups=("system:masters", "system:authenticated"))
 BOB = User("bob", groups=("system:authenticated",))
 
 
 @pytest.fixture
 async def clients(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
-    authorizer = store_rbac_authorizer(store)
-    core.admission.append(RbacEscalationCheck(authorizer))
-    await core.startup()
-    await bootstrap(core)
-    app = secure(core, tokens={"a": ADMIN, "b": BOB}, authorizer=authorizer)
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer a"}) as admin, \
-                httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer b"}) as bob:  # fmt: skip
-            # bob may manage RBAC objects in "default" and read configmaps there.
-            role = {"metadata": {"name": "rbac-manager"}, "rules": [
-                {"apiGroups": [GROUP], "resources": ["roles", "rolebindings"], "verbs": ["create", "update", "get"]},
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
-            ]}  # fmt: skip
-            assert (await admin.post(f"{RBAC}/namespaces/default/roles", json=role)).status_code == 201
-            manager = binding("bob-manager", "Role", "rbac-manager") | {"subjects": [{"kind": "User", "name": "bob"}]}
-            assert (await admin.post(f"{RBAC}/namespaces/default/rolebindings", json=manager)).status_code == 201
-            yield admin, bob
-    finally:
-        await core.shutdown()
-        await store.close()
+    async with rbac_clients(tmp_path, BOB) as (admin, bob):
+        # bob may manage RBAC objects in "default" and read configmaps there.
+        role = {"metadata": {"name": "rbac-manager"}, "rules": [
+            {"apiGroups": [GROUP], "resources": ["roles", "rolebindings"], "verbs": ["create", "update", "get"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+        ]}  # fmt: skip
+        assert (await admin.post(f"{RBAC}/namespaces/default/roles", json=role)).status_code == 201
+        manager = binding("bob-manager", "Role", "rbac-manager") | {"subjects": [{"kind": "User", "name": "bob"}]}
+        assert (await admin.post(f"{RBAC}/namespaces/default/rolebindings", json=manager)).status_code == 201
+        yield admin, bob
 
 
 def binding(name: str, kind: str, role: str) -> dict[str, Any]:

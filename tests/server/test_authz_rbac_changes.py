@@ -16,13 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
-from kubeloop.cli._bootstrap import bootstrap
-from kubeloop.server import RbacEscalationCheck, User, create_app, secure, store_rbac_authorizer
-from kubeloop.store import SqliteStore
+from kubeloop.server import User
+
+from ._rbac import rbac_clients
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 GROUP = "rbac.authorization.k8s.io"
-ADMIN = User("admin", groups=("system:masters", "system:authenticated"))
 ROBOT = User("system:serviceaccount:default:robot",
              groups=("system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"))
 CM = "/api/v1/namespaces/default/configmaps"
@@ -31,22 +30,9 @@ DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 
 @pytest.fixture
 async def clients(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
-    authorizer = store_rbac_authorizer(store)
-    core.admission.append(RbacEscalationCheck(authorizer))
-    await core.startup()
-    await bootstrap(core)
-    app = secure(core, tokens={"a": ADMIN, "r": ROBOT}, authorizer=authorizer)
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer a"}) as admin, \
-                httpx.AsyncClient(transport=transport, base_url="https://k", headers={"Authorization": "Bearer r"}) as robot:  # fmt: skip
-            assert (await admin.post(CM, json={"metadata": {"name": "x"}})).status_code == 201
-            yield admin, robot
-    finally:
-        await core.shutdown()
-        await store.close()
+    async with rbac_clients(tmp_path, ROBOT) as (admin, robot):
+        assert (await admin.post(CM, json={"metadata": {"name": "x"}})).status_code == 201
+        yield admin, robot
 
 
 def role(name: str, resources: list[str], verbs: list[str], *, kind: str = "Role") -> dict[str, Any]:
