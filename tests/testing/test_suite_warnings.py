@@ -17,6 +17,7 @@ import sys
 import textwrap
 import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[2]
 
@@ -44,9 +45,13 @@ def test_mypy_extensions_typeddict_outside_libcst_is_still_an_error():
 '''
 
 
+def _ini_options() -> dict[str, Any]:
+    options: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    return options
+
+
 def _filters() -> list[str]:
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    return list(options["filterwarnings"])
+    return list(_ini_options()["filterwarnings"])
 
 
 def _pytest(tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -54,7 +59,7 @@ def _pytest(tmp_path: Path) -> subprocess.CompletedProcess[str]:
     lines = "".join(f"    {entry}\n" for entry in _filters())
     # The project's pytest-asyncio settings too: without them the plugin warns at configure time, and
     # under these filters that warning is itself an INTERNALERROR (seen with a fresh CI install).
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    options = _ini_options()
     asyncio = "".join(f"{key} = {options[key]}\n" for key in sorted(options) if key.startswith("asyncio_"))
     (tmp_path / "pytest.ini").write_text(f"[pytest]\n{asyncio}filterwarnings =\n{lines}")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
