@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import Conflict, NotFound, ResourceInfo, format_time, is_being_deleted
+from kubeloop.api import Conflict, NotFound, ResourceInfo, controller_of, format_time, is_being_deleted
 from kubeloop.client import Client
 from kubeloop.controllers import register_workload_controllers
 from kubeloop.runtime import (
@@ -118,7 +118,7 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             labelled = [c for c in configmaps.list(namespace=request.namespace)
                         if (c["metadata"].get("labels") or {}).get(CHILD_LABEL) == request.name]  # fmt: skip
             if "adopt" not in pitfalls and "count-others" not in pitfalls:
-                labelled = [c for c in labelled if widget["metadata"]["uid"] in controller_uids(c)]
+                labelled = [c for c in labelled if (controller_of(c) or {}).get("uid") == widget["metadata"]["uid"]]
             return labelled[0] if labelled else None
 
         async def sync_child(widget: dict[str, Any], request: Request) -> None:
@@ -214,15 +214,11 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
 
 
-def controller_uids(obj: dict[str, Any]) -> list[str]:
-    return [r["uid"] for r in obj["metadata"].get("ownerReferences") or () if r.get("controller")]
-
-
 async def labelled_child_matches(client: Client, widget: dict[str, Any]) -> None:
     """For ``generate-name`` Widgets: its own child, found by label and controller reference."""
     meta = widget["metadata"]
     labelled = await client.list(CONFIGMAPS, namespace=meta["namespace"], label_selector=f"{CHILD_LABEL}={meta['name']}")
-    mine = [c for c in labelled["items"] if meta["uid"] in controller_uids(c)]
+    mine = [c for c in labelled["items"] if (controller_of(c) or {}).get("uid") == meta["uid"]]
     assert mine, f"no ConfigMap labelled {CHILD_LABEL}={meta['name']} is controlled by it"
     want = str(widget["spec"].get("size", 0))
     assert [c.get("data") for c in mine] == [{"size": want}], f"its ConfigMaps hold {[c.get('data') for c in mine]}"
