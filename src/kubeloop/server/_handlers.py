@@ -101,17 +101,23 @@ class ResourceHandlers:
 
     async def _decode_object(self, request: Request, info: ResourceInfo, req: WriteRequest) -> Any:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields."""
+        return (await self._decode_checked(request, info, req))[0]
+
+    async def _decode_checked(self, request: Request, info: ResourceInfo, req: WriteRequest) -> tuple[Any, bool]:
+        """:meth:`_decode_object`, and whether no unknown field was dropped from it (the object is then
+        what its body's JSON decodes to, for a JSON body)."""
         obj = await self._decode(request, info)
         directive = directive_of(req.options.field_validation)
         texts = []
         if request.content_type == "application/json":
             texts = duplicate_texts(await request.body(), directive, obj)
-        texts.extend(unknown_field_texts(self.state, info, obj))
+        unknown = unknown_field_texts(self.state, info, obj)
+        texts.extend(unknown)
         if texts and directive == "Strict":
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj
+        return obj, not unknown
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns
@@ -262,15 +268,15 @@ class ResourceHandlers:
                    send: Send) -> None:
         content_type = request.negotiate()
         req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
-        body = await self._decode_object(request, info, req)
+        body, intact = await self._decode_checked(request, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
-        # Every attempt (a lost race is retried) starts from the body as sent: its JSON decoded afresh, as the
-        # write path changes the object in place. A JSON body's first attempt takes the decoded body itself
-        # (decoding its encoding again gives the same values); another format's body goes through JSON first
-        # (a YAML ``.inf`` becomes null), as it always did.
-        if request.content_type == "application/json":
+        # Every attempt (a lost race is retried) starts from the body as decoded (unknown fields dropped): its
+        # JSON decoded afresh, as the write path changes the object in place. A JSON body with nothing dropped
+        # is its own bytes, and its first attempt takes the decoded body itself (decoding its encoding again
+        # gives the same values); any other body goes through JSON first (a YAML ``.inf`` becomes null).
+        if request.content_type == "application/json" and intact:
             sent = await request.body()
             pending: list[dict[str, Any]] = [body]
         else:
