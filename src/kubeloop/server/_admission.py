@@ -27,6 +27,7 @@ Built in: :class:`NamespaceLifecycle` (apiserver ``pkg/admission/plugin/namespac
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, NamedTuple, Protocol, SupportsIndex
 
@@ -63,15 +64,16 @@ class Admission(Protocol):
     ) -> None: ...
 
 
-class AdmitPlugin:
+class AdmitPlugin(ABC):
     """A plugin written as its ``admit``: calling it runs ``admit`` and awaits what that returns."""
 
     __slots__ = ()
 
+    @abstractmethod
     def admit(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> Awaitable[None] | None:
-        raise NotImplementedError
+        """Admit or refuse (raising an ``ApiError``); an awaitable when the decision needs to wait."""
 
     async def __call__(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
