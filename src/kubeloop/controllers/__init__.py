@@ -1,10 +1,12 @@
 """kubeloop.controllers: the built-in controllers, reaching the API only through ``kubeloop.client``.
 
 :class:`GarbageCollector` (ownerReferences, Background/Foreground/Orphan propagation),
-:class:`NamespaceController` (namespace deletion), and the registry the controller manager uses to
+:class:`NamespaceController` (namespace deletion), :class:`ClusterRoleAggregationController` (ClusterRole
+``aggregationRule``), and the registry the controller manager uses to
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
+from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._kubelet import KubeletSimulator
@@ -29,6 +31,7 @@ from kubeloop.controllers._workload_registry import register_workload_controller
 
 __all__ = [
     "BUILTIN_CONTROLLERS",
+    "ClusterRoleAggregationController",
     "ControllerFactory",
     "DeploymentController",
     "DisruptionController",

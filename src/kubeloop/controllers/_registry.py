@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
 from kubeloop.runtime import Controller, Manager, Runnable
@@ -40,9 +41,14 @@ def _namespace(manager: Manager) -> Runnable:
     )
 
 
+def _clusterrole_aggregation(manager: Manager) -> Runnable:
+    return ClusterRoleAggregationController(manager).controller
+
+
 BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "garbage-collector": _garbage_collector,
     "namespace": _namespace,
+    "clusterrole-aggregation": _clusterrole_aggregation,
 }
 
 
