@@ -9,6 +9,9 @@ that make a new cluster usable with RBAC on:
   ``system:authenticated``;
 - ``system:public-info-viewer`` (health and version paths) bound to ``system:authenticated`` and
   ``system:unauthenticated``;
+- ``admin``, ``edit``, ``view`` (aggregated ClusterRoles, no rules of their own) and the
+  ``system:aggregate-to-admin/edit/view`` roles they gather (:mod:`._authz_bootstrap_roles`); the
+  ClusterRole aggregation controller fills the three roles' ``rules``, and nothing binds them;
 - ``system:kube-controller-manager``: kubeloop's controller manager runs every built-in controller
   under this one identity (upstream gives each controller its own service account), so its role
   grants every verb on every resource.
@@ -20,9 +23,11 @@ Each object carries upstream's ``kubernetes.io/bootstrapping: rbac-defaults`` la
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kubeloop.server._authn import CONTROLLER_MANAGER_USER
+from kubeloop.server._authz_bootstrap_roles import aggregated_role_specs
 
 __all__ = ["bootstrap_rbac_objects"]
 
@@ -30,16 +35,27 @@ _GROUP = "rbac.authorization.k8s.io"
 _API_VERSION = f"{_GROUP}/v1"
 
 
-def _meta(name: str) -> dict[str, Any]:
+def _meta(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "name": name,
-        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults", **(labels or {})},
         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
     }
 
 
 def _role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": _API_VERSION, "kind": "ClusterRole", "metadata": _meta(name), "rules": rules}
+
+
+def _aggregated_roles() -> list[dict[str, Any]]:
+    roles: list[dict[str, Any]] = []
+    for name, labels, aggregation, rules in aggregated_role_specs():
+        role: dict[str, Any] = {"apiVersion": _API_VERSION, "kind": "ClusterRole", "metadata": _meta(name, labels)}
+        if aggregation is not None:
+            role["aggregationRule"] = aggregation
+        role["rules"] = copy.deepcopy(rules)  # the specs share their verb lists; callers may edit ours
+        roles.append(role)
+    return roles
 
 
 def _binding(name: str, role: str, subjects: list[tuple[str, str]]) -> dict[str, Any]:
@@ -76,6 +92,7 @@ def bootstrap_rbac_objects() -> list[dict[str, Any]]:
         ),
         _role("system:public-info-viewer", [{"nonResourceURLs": public, "verbs": ["get"]}]),
         _role("system:kube-controller-manager", everything),
+        *_aggregated_roles(),
         _binding("cluster-admin", "cluster-admin", [("Group", "system:masters")]),
         _binding("system:discovery", "system:discovery", [("Group", "system:authenticated")]),
         _binding("system:basic-user", "system:basic-user", [("Group", "system:authenticated")]),
