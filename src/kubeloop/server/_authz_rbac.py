@@ -26,8 +26,9 @@ generated policies and requests) at the cost of a dictionary lookup:
   eventually consistent; kubeloop is stricter. Writes to other kinds cost a poll of an empty queue.
   Requests that arrive while a new snapshot is read wait for it rather than decide on the old one.
   Aggregated ClusterRoles need nothing more: their rules are the ``rules`` field, written like any
-  other (upstream's aggregation controller writes it; kubeloop runs none, so ``aggregationRule`` alone
-  grants nothing); deleting a namespace deletes its Roles and RoleBindings one by one, each an RBAC
+  other by the ClusterRole aggregation controller (``kubeloop.controllers``, run by the controller
+  manager as upstream's kube-controller-manager runs it), so ``aggregationRule`` itself is never read
+  here and grants nothing until the controller has written the rules; deleting a namespace deletes its Roles and RoleBindings one by one, each an RBAC
   change, and RBAC never reads Namespaces.
 - **Per subject, compiled.** Within a snapshot, the rules bound to a subject (user name and groups:
   all RBAC reads of a user) in a namespace are collected once and compiled into one
