@@ -7,6 +7,12 @@ Upstream (k/k ``pkg/registry/rbac/{role,clusterrole,rolebinding,clusterrolebindi
   verb ``escalate`` on that role, for an update that leaves the rules unchanged, and otherwise only
   when the user already holds every permission the rules grant (in the role's namespace; cluster-wide
   for a ClusterRole).
+- A ClusterRole with an ``aggregationRule`` (at least one selector) can gather any role's rules, so
+  creating one, or changing one that has or had an aggregationRule (unless only ``ownerReferences``
+  and ``finalizers`` change, upstream's ``IsOnlyMutatingGCFields``), also needs ``*`` on everything
+  (``fullAuthority``: every verb on ``*.*`` and on every path), else 403 ``must have cluster-admin
+  privileges to use the aggregationRule``. The ClusterRole aggregation controller, which writes these
+  roles' rules, runs with that authority.
 - Creating or updating a RoleBinding/ClusterRoleBinding is allowed for ``system:masters``, for a user
   granted verb ``bind`` on the referenced role (checked in the binding's namespace), and otherwise only
   when the user already holds every permission of the referenced role (which must exist: 404 if not).
@@ -71,10 +77,15 @@ class RbacEscalationCheck(AdmitPlugin):
         info = attributes.resource
         snapshot = await self._authorizer.snapshot()
         namespace = attributes.namespace
+        aggregating = False
         if info.kind in _ROLES:
             if _allowed(snapshot, user, "escalate", _ROLES[info.kind], attributes.name, namespace):
                 return
+            aggregating = info.kind == "ClusterRole" and (_aggregates(obj) or _aggregates(old)) and not (
+                old is not None and _only_gc_fields_change(obj, old))
             if old is not None and old.get("rules") == obj.get("rules"):
+                if aggregating:
+                    _confirm_full_authority(snapshot, user, info, attributes.name)
                 return
             rules = policy_rules(obj)
         else:
@@ -100,6 +111,37 @@ class RbacEscalationCheck(AdmitPlugin):
                 f'{resource} "{attributes.name}" is forbidden: {message}',
                 details={"name": attributes.name, "group": RBAC_GROUP, "kind": info.plural},
             )
+        if aggregating:
+            _confirm_full_authority(snapshot, user, info, attributes.name)
+
+
+# upstream's fullAuthority: what setting an aggregationRule needs, since it can gather anything
+_FULL_AUTHORITY = ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]})
+# Metadata an update may change without being more than a GC update (plus what the server maintains).
+_GC_AND_SERVER_FIELDS = ("ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation")
+
+
+def _aggregates(role: Mapping[str, Any] | None) -> bool:
+    """``hasAggregationRule``: an aggregationRule with at least one selector."""
+    rule = role.get("aggregationRule") if role is not None else None
+    return isinstance(rule, Mapping) and bool(rule.get("clusterRoleSelectors"))
+
+
+def _only_gc_fields_change(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    def rest(o: Mapping[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in (o.get("metadata") or {}).items() if k not in _GC_AND_SERVER_FIELDS}
+        return {**o, "metadata": meta}
+
+    return rest(obj) == rest(old)
+
+
+def _confirm_full_authority(snapshot: RbacSnapshot, user: User, info: ResourceInfo, name: str) -> None:
+    if all(_holds(snapshot, user, "", rule) for rule in _FULL_AUTHORITY):
+        return
+    raise Forbidden(
+        f'{info.plural}.{RBAC_GROUP} "{name}" is forbidden: must have cluster-admin privileges to use the aggregationRule',
+        details={"name": name, "group": RBAC_GROUP, "kind": info.plural},
+    )
 
 
 def _allowed(snapshot: RbacSnapshot, user: User, verb: str, resource: str, name: str, namespace: str) -> bool:
