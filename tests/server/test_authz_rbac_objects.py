@@ -67,6 +67,23 @@ async def test_rules_need_verbs_groups_and_resources(api: httpx.AsyncClient) -> 
     assert 'rules[1].nonResourceURLs: Invalid value: []string{"/x"}: namespaced rules cannot apply to non-resource URLs' in r.json()["message"]
 
 
+async def test_an_aggregation_rule_needs_valid_cluster_role_selectors(api: httpx.AsyncClient) -> None:
+    # k/k ValidateClusterRole: at least one selector when aggregationRule is set, each a valid LabelSelector.
+    empty = await api.post(f"{RBAC}/clusterroles", json={"metadata": {"name": "a"}, "aggregationRule": {}})
+    assert empty.status_code == 422
+    assert [(c["field"], c["reason"]) for c in empty.json()["details"]["causes"]] == [
+        ("aggregationRule.clusterRoleSelectors", "FieldValueRequired")]
+    assert "at least one clusterRoleSelector required if aggregationRule is non-nil" in empty.json()["message"]
+    bad = {"clusterRoleSelectors": [{"matchLabels": {"ok": "yes"}},
+                                    {"matchLabels": {"x": "not valid"}, "matchExpressions": [{"key": "k", "operator": "Is"}]}]}
+    r = await api.post(f"{RBAC}/clusterroles", json={"metadata": {"name": "b"}, "aggregationRule": bad})
+    assert r.status_code == 422
+    assert [c["field"] for c in r.json()["details"]["causes"]] == [
+        "aggregationRule.clusterRoleSelectors[1].matchLabels", "aggregationRule.clusterRoleSelectors[1].matchExpressions[0].operator"]
+    good = {"clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]}
+    assert (await api.post(f"{RBAC}/clusterroles", json={"metadata": {"name": "c"}, "aggregationRule": good})).status_code == 201
+
+
 async def test_cluster_role_binding_may_only_reference_a_cluster_role(api: httpx.AsyncClient) -> None:
     body = binding("c", role_kind="Role") | {"kind": "ClusterRoleBinding"}
     r = await api.post(f"{RBAC}/clusterrolebindings", json=body)

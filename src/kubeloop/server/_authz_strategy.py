@@ -9,6 +9,8 @@ As upstream (k/k ``pkg/apis/rbac/validation/validation.go``, ``pkg/apis/rbac/v1/
 - Subjects of kind User or Group without ``apiGroup`` get ``rbac.authorization.k8s.io``.
 - Rules need verbs; resource rules need apiGroups and resources; non-resource rules may not name
   resources and may not appear in a namespaced Role.
+- A ClusterRole's ``aggregationRule``, when set, needs at least one ``clusterRoleSelectors`` entry,
+  each a valid label selector.
 - A binding's ``roleRef`` must name a Role or ClusterRole (only a ClusterRole for a
   ClusterRoleBinding) in ``rbac.authorization.k8s.io`` and cannot change on update.
 - Subjects are User, Group (apiGroup ``rbac.authorization.k8s.io``) or ServiceAccount (apiGroup ``""``,
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeloop.api import FieldError, invalid
+from kubeloop.api import FieldError, invalid, validate_label_selector
 from kubeloop.server._authz import go_quote
 from kubeloop.server._authz_rbac import RBAC_GROUP
 from kubeloop.server._strategy import GenericStrategy
@@ -64,6 +66,8 @@ class RbacStrategy(GenericStrategy):
             errors: list[FieldError] = []
             for i, rule in enumerate(rules if isinstance(rules, list) else []):
                 errors.extend(_rule_errors(rule if isinstance(rule, dict) else {}, kind == "Role", f"rules[{i}]"))
+            if kind == "ClusterRole" and isinstance(obj.get("aggregationRule"), dict):
+                errors.extend(_aggregation_rule_errors(obj["aggregationRule"]))
             return errors
         return _binding_errors(obj, namespaced=kind == "RoleBinding")
 
@@ -106,6 +110,18 @@ def _rule_errors(rule: dict[str, Any], namespaced: bool, path: str) -> list[Fiel
         errors.append(FieldError.required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
     if not rule.get("resources"):
         errors.append(FieldError.required(f"{path}.resources", "resource rules must supply at least one resource"))
+    return errors
+
+
+def _aggregation_rule_errors(rule: dict[str, Any]) -> list[FieldError]:
+    """``ValidateClusterRole``: an aggregationRule needs selectors, each a valid label selector."""
+    path = "aggregationRule.clusterRoleSelectors"
+    selectors = rule.get("clusterRoleSelectors") or []
+    if not isinstance(selectors, list) or not selectors:
+        return [FieldError.required(path, "at least one clusterRoleSelector required if aggregationRule is non-nil")]
+    errors: list[FieldError] = []
+    for i, selector in enumerate(selectors):
+        errors.extend(validate_label_selector(selector if isinstance(selector, dict) else {}, f"{path}[{i}]"))
     return errors
 
 
