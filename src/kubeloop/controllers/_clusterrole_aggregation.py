@@ -15,9 +15,10 @@ Mirrors k/k ``pkg/controller/clusterroleaggregation/clusterroleaggregation_contr
   fallback; its preferred path is a forced server-side apply of the same rules). An empty result is
   written as ``rules: null``, what upstream's nil slice encodes to. Each rule is written in its
   canonical form (empty optional lists dropped, as Go's ``omitempty`` does).
-- A write that loses a race (409 Conflict), a missing role (404: deleted meanwhile, nothing to do) and
-  any other error are handled like upstream: the error is a rate-limited retry, and the retry reads the
-  cache again. A selector that cannot be parsed is an error too (retried, as upstream does).
+- A write that loses a race (409 Conflict: the cache is behind, often just our own previous write)
+  and any other error are a rate-limited retry, as upstream, which reads the cache again; a 409 is
+  logged as an expected retry (:class:`~kubeloop.runtime.TransientError`), not as a failure. A 404
+  means the role was deleted meanwhile: nothing to do. A selector that cannot be parsed is an error too (retried, as upstream does).
 - Any ClusterRole added, changed or deleted enqueues *every* aggregated ClusterRole (upstream's
   ``enqueue``: the set is small and the dependency graph unknown). That is also how chains settle:
   bootstrap ``view`` is selected by ``edit`` and ``edit`` by ``admin``, so a write to ``view`` wakes
@@ -29,9 +30,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kubeloop.api import NotFound, label_selector_from_dict
+from kubeloop.api import Conflict, NotFound, label_selector_from_dict
 from kubeloop.controllers._scheduler_resources import builtin
-from kubeloop.runtime import Controller, EnqueueMapped, Manager, Request, Result, SharedInformer, Watch
+from kubeloop.runtime import (
+    Controller,
+    EnqueueMapped,
+    Manager,
+    Request,
+    Result,
+    SharedInformer,
+    TransientError,
+    Watch,
+)
 
 __all__ = ["CLUSTERROLES", "FIELD_MANAGER", "ClusterRoleAggregationController", "aggregate_rules", "same_rules"]
 
@@ -127,4 +137,7 @@ class ClusterRoleAggregationController:
             await self.client.update(CLUSTERROLES, {**role, "rules": rules or None}, field_manager=FIELD_MANAGER)
         except NotFound:
             pass
+        except Conflict as error:
+            # Expected, not a failure: the cache is behind (often our own last write to this role).
+            raise TransientError(f"{request.name} changed meanwhile: {error}") from error
         return None
