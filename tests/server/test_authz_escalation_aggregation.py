@@ -90,3 +90,25 @@ async def test_full_authority_or_the_escalate_verb_may_aggregate(clients: tuple[
     await grant_bob(admin, "bob-everything", {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
                     {"nonResourceURLs": ["*"], "verbs": ["*"]})  # fmt: skip
     assert (await bob.post(f"{RBAC}/clusterroles", json=cluster_role("by-authority", aggregate=True))).status_code == 201
+
+
+async def test_relabelling_a_role_takes_holding_its_rules_since_a_label_can_feed_an_aggregated_role(
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient],
+) -> None:
+    # k/k clusterrole/policybased Update: only a GC-fields change skips ConfirmNoEscalation of the rules.
+    admin, bob = clients
+    secrets = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    assert (await admin.post(f"{RBAC}/clusterroles", json=cluster_role("secret-reader", rules=secrets))).status_code == 201
+    reader = (await bob.get(f"{RBAC}/clusterroles/secret-reader")).json()
+    relabelled = {**reader, "metadata": {**reader["metadata"], "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}}
+    r = await bob.put(f"{RBAC}/clusterroles/secret-reader", json=relabelled)
+    assert r.status_code == 403, r.text
+    assert 'is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}' in r.json()["message"]
+    finalized = {**reader, "metadata": {**reader["metadata"], "finalizers": ["example.com/keep"]}}
+    assert (await bob.put(f"{RBAC}/clusterroles/secret-reader", json=finalized)).status_code == 200
+    # A role whose rules bob holds may be relabelled.
+    held = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]
+    assert (await admin.post(f"{RBAC}/clusterroles", json=cluster_role("cm-reader", rules=held))).status_code == 201
+    cm_reader = (await bob.get(f"{RBAC}/clusterroles/cm-reader")).json()
+    cm_relabelled = {**cm_reader, "metadata": {**cm_reader["metadata"], "labels": {"team": "blue"}}}
+    assert (await bob.put(f"{RBAC}/clusterroles/cm-reader", json=cm_relabelled)).status_code == 200

@@ -4,12 +4,14 @@ Upstream (k/k ``pkg/registry/rbac/{role,clusterrole,rolebinding,clusterrolebindi
 ``pkg/registry/rbac/escalation_check.go``, ``pkg/registry/rbac/validation/rule.go``):
 
 - Creating or updating a Role/ClusterRole is allowed for ``system:masters``, for a user granted
-  verb ``escalate`` on that role, for an update that leaves the rules unchanged, and otherwise only
+  verb ``escalate`` on that role, for an update that changes only what the garbage collector needs
+  (``ownerReferences``, ``finalizers``: upstream's ``IsOnlyMutatingGCFields``), and otherwise only
   when the user already holds every permission the rules grant (in the role's namespace; cluster-wide
-  for a ClusterRole).
+  for a ClusterRole). So relabelling a role takes holding its rules too: a label can make an
+  aggregated ClusterRole gather it.
 - A ClusterRole with an ``aggregationRule`` (at least one selector) can gather any role's rules, so
-  creating one, or changing one that has or had an aggregationRule (unless only ``ownerReferences``
-  and ``finalizers`` change, upstream's ``IsOnlyMutatingGCFields``), also needs ``*`` on everything
+  creating one, or changing one that has or had an aggregationRule (beyond the GC fields), also
+  needs ``*`` on everything
   (``fullAuthority``: every verb on ``*.*`` and on every path), else 403 ``must have cluster-admin
   privileges to use the aggregationRule``. The ClusterRole aggregation controller, which writes these
   roles' rules, runs with that authority.
@@ -81,12 +83,9 @@ class RbacEscalationCheck(AdmitPlugin):
         if info.kind in _ROLES:
             if _allowed(snapshot, user, "escalate", _ROLES[info.kind], attributes.name, namespace):
                 return
-            aggregating = info.kind == "ClusterRole" and (_aggregates(obj) or _aggregates(old)) and not (
-                old is not None and _only_gc_fields_change(obj, old))
-            if old is not None and old.get("rules") == obj.get("rules"):
-                if aggregating:
-                    _confirm_full_authority(snapshot, user, info, attributes.name)
+            if old is not None and _only_gc_fields_change(obj, old):
                 return
+            aggregating = info.kind == "ClusterRole" and (_aggregates(obj) or _aggregates(old))
             rules = policy_rules(obj)
         else:
             ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), Mapping) else {}
@@ -118,7 +117,10 @@ class RbacEscalationCheck(AdmitPlugin):
 # upstream's fullAuthority: what setting an aggregationRule needs, since it can gather anything
 _FULL_AUTHORITY = ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]})
 # Metadata an update may change without being more than a GC update (plus what the server maintains).
-_GC_AND_SERVER_FIELDS = ("ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation")
+_GC_AND_SERVER_FIELDS = frozenset({
+    "ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
+})
 
 
 def _aggregates(role: Mapping[str, Any] | None) -> bool:
