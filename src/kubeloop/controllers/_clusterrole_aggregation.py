@@ -18,7 +18,8 @@ Mirrors k/k ``pkg/controller/clusterroleaggregation/clusterroleaggregation_contr
 - A write that loses a race (409 Conflict: the cache is behind, often just our own previous write)
   and any other error are a rate-limited retry, as upstream, which reads the cache again; a 409 is
   logged as an expected retry (:class:`~kubeloop.runtime.TransientError`), not as a failure. A 404
-  means the role was deleted meanwhile: nothing to do. A selector that cannot be parsed is an error too (retried, as upstream does).
+  means the role was deleted meanwhile: nothing to do. A selector that cannot be parsed is an error
+  too (retried, as upstream does; the API server rejects such selectors on new writes).
 - Any ClusterRole added, changed or deleted enqueues *every* aggregated ClusterRole (upstream's
   ``enqueue``: the set is small and the dependency graph unknown). That is also how chains settle:
   bootstrap ``view`` is selected by ``edit`` and ``edit`` by ``admin``, so a write to ``view`` wakes
