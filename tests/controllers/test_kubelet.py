@@ -151,7 +151,7 @@ async def test_not_ready_node_makes_its_pods_unready_and_evicts_them_after_the_t
     # Two nodes: with every node of the cluster not ready, upstream's node lifecycle controller taints none
     # NoExecute (its all-zones-fully-disrupted mode), so a one-node cluster would evict nothing.
     on_node_1 = {"kubernetes.io/hostname": "kubeloop-node-1"}
-    async with open_world(tmp_path, SimulationOptions(nodes=2, not_ready_eviction_seconds=300)) as world:
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
         await world.create(PODS, pod("web", terminationGracePeriodSeconds=0, nodeSelector=on_node_1))
         await world.create(PODS, pod("stays", nodeSelector=on_node_1, tolerations=[
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]))
