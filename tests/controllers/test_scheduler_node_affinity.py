@@ -117,20 +117,30 @@ async def test_preferred_terms_add_their_weights(tmp_path: Path) -> None:
         assert await _bound(world, "weighed") == "kubeloop-node-2"
 
 
-async def test_volume_node_affinity_match_fields_limits_the_pod_to_the_named_node(tmp_path: Path) -> None:
+async def test_volume_node_affinity_match_fields_are_ignored_as_upstream(tmp_path: Path) -> None:
+    # CheckNodeAffinity matches a volume's terms against a Node made of the node's labels only: no
+    # name, so matchFields are skipped and a matchFields-only term fits every node (kubernetes#81725;
+    # rancher/local-path-provisioner#451 on 1.30). matchExpressions still count.
     async with open_world(tmp_path, SimulationOptions(nodes=3)) as world:
         await world.create(STORAGE_CLASSES, {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
             "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"})
-        await world.create(PVS, {
-            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-2"},
-            "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                     "local": {"path": "/mnt/disk-2"},
-                     "nodeAffinity": {"required": {"nodeSelectorTerms": [fields("In", "kubeloop-node-2")]}}}})
-        await world.create(PVCS, {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                     "resources": {"requests": {"storage": "1Gi"}}}})
-        await world.create(PODS, pod("db", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]))
-        assert await _bound(world, "db") == "kubeloop-node-2"
-        assert (await world.get(PVCS, "data"))["spec"]["volumeName"] == "disk-2"
+        for name, term in (("by-field", fields("In", "kubeloop-node-2")),
+                           ("by-label", {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                               "values": ["kubeloop-node-3"]}],
+                                         "matchFields": [{"key": NAME, "operator": "In",
+                                                          "values": ["kubeloop-node-2"]}]})):
+            await world.create(PVS, {
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                         "local": {"path": f"/mnt/{name}"}, "claimRef": {"namespace": "ns", "name": name},
+                         "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}}})
+            await world.create(PVCS, {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local", "volumeName": name,
+                         "resources": {"requests": {"storage": "1Gi"}}}})
+            await world.create(PODS, pod(name, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": name}}]))
+        # The least allocated, first-named node, whatever the field says.
+        assert await _bound(world, "by-field") == "kubeloop-node-1"
+        # The label requirement holds; the field one (node-2) is not looked at.
+        assert await _bound(world, "by-label") == "kubeloop-node-3"

@@ -4,7 +4,8 @@ Mirrors ``pkg/scheduler/framework/plugins/volumebinding`` (``FindPodVolumes``) f
 that PreFilter let through:
 
 - A **bound** claim's volume must accept the node: its ``spec.nodeAffinity.required`` node selector
-  terms must match the node's labels, else ``node(s) had volume node affinity conflict``.
+  terms must match the node's labels (not its name: see :func:`volume_fits_node`), else
+  ``node(s) had volume node affinity conflict``.
 - An **unbound** claim whose StorageClass binds ``WaitForFirstConsumer`` (delayed binding) needs, on
   that node, either an Available volume that matches it (class, access modes, volume mode, size,
   selector, as the volume controller matches, plus the volume's node affinity; the smallest wins,
@@ -60,10 +61,16 @@ class Bindings:
 
 
 def volume_fits_node(pv: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """``CheckNodeAffinity``: a volume without required node affinity fits every node."""
+    """``CheckNodeAffinity``: a volume without required node affinity fits every node.
+
+    Upstream (component-helpers ``storage/volume``) matches the terms against a Node built from the
+    node's labels alone, so its name is empty and ``matchFields`` requirements are skipped: a
+    volume's ``matchFields`` on ``metadata.name`` does not restrict it (kubernetes#81725, still so in
+    1.30: rancher/local-path-provisioner#451); a term that does not parse still matches nothing."""
     required = (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {})
     terms = required.get("nodeSelectorTerms") or []
-    return not terms or matches_node_selector_terms(terms, node)
+    labels_only = {"metadata": {"labels": (node.get("metadata") or {}).get("labels") or {}}}
+    return not terms or matches_node_selector_terms(terms, labels_only)
 
 
 def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
