@@ -167,6 +167,9 @@ async def test_not_ready_node_makes_its_pods_unready_and_evicts_them_after_the_t
         assert {(t["key"], t["effect"]) for t in node["spec"]["taints"]} == {
             ("node.kubernetes.io/not-ready", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoExecute")}
         await _status(world, "web", lambda p: not _ready(p))
+        # The countdown starts when the taint-eviction controller sees the taint (upstream's
+        # processPodOnNode uses now): let it see it before the clock moves.
+        await world.settle()
         await world.advance(299)
         assert await world.maybe(PODS, "web") is not None
         await world.advance(1)
