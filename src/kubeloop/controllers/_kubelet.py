@@ -7,7 +7,8 @@ conditions from the pod's fault profile) plus ``hostIP`` and a ``podIP`` from th
 writes it through ``/status`` only when it differs from what is stored, and sleeps until the next
 change on the injected clock. Status is only ever derived from that simulation, never from a spec.
 
-- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them.
+- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them (taint eviction below
+  still applies to them).
 - Graceful deletion: a pod with ``deletionTimestamp`` is stopped (containers terminated, not ready)
   and, once its grace period has run out on the clock (or ``termination_delay`` after the delete,
   when configured), removed with a final delete with ``gracePeriodSeconds=0`` and a UID precondition,
