@@ -151,7 +151,7 @@ async def test_not_ready_node_makes_its_pods_unready_and_evicts_them_after_the_t
     # Two nodes: with every node of the cluster not ready, upstream's node lifecycle controller taints none
     # NoExecute (its all-zones-fully-disrupted mode), so a one-node cluster would evict nothing.
     on_node_1 = {"kubernetes.io/hostname": "kubeloop-node-1"}
-    async with open_world(tmp_path, SimulationOptions(nodes=2, not_ready_eviction_seconds=300)) as world:
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
         await world.create(PODS, pod("web", terminationGracePeriodSeconds=0, nodeSelector=on_node_1))
         await world.create(PODS, pod("stays", nodeSelector=on_node_1, tolerations=[
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]))
@@ -167,6 +167,9 @@ async def test_not_ready_node_makes_its_pods_unready_and_evicts_them_after_the_t
         assert {(t["key"], t["effect"]) for t in node["spec"]["taints"]} == {
             ("node.kubernetes.io/not-ready", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoExecute")}
         await _status(world, "web", lambda p: not _ready(p))
+        # The countdown starts when the taint-eviction controller sees the taint (upstream's
+        # processPodOnNode uses now): let it see it before the clock moves.
+        await world.settle()
         await world.advance(299)
         assert await world.maybe(PODS, "web") is not None
         await world.advance(1)

@@ -65,6 +65,15 @@ async def test_static_volume_that_matches_is_bound_and_retained_after_the_claim_
             await world.create(PVS, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
                                      "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
                                               "storageClassName": "manual", "hostPath": {"path": f"/d/{name}"}}})
+
+        async def all_available() -> bool:
+            # A new volume is Pending until the controller marks it Available, and only Available
+            # volumes are offered to a claim (FindMatchingVolume).
+            phases = {pv["metadata"]["name"]: (pv.get("status") or {}).get("phase")
+                      for pv in (await world.client.list(PVS)).get("items") or ()}
+            return all(phases.get(n) == "Available" for n in ("small", "fits", "large"))
+
+        await world.eventually(all_available)
         await world.create(PVCS, claim("db", size="3Gi", storageClassName="manual"))
         pvc = await _bound(world, "db")
         assert pvc["spec"]["volumeName"] == "fits"

@@ -62,6 +62,8 @@ class ResourceInfo:
     custom: bool = False
     extra_subresources: tuple[str, ...] = ()
     storage_version: str | None = field(default=None, compare=False)
+    # A CRD's ``spec.names.listKind`` (the kind of its lists); empty: ``<Kind>List``.
+    custom_list_kind: str = ""
 
     @property
     def api_version(self) -> str:
@@ -69,7 +71,9 @@ class ResourceInfo:
 
     @property
     def list_kind(self) -> str:
-        return f"{self.kind}List"
+        """The kind of a list of this resource: ``<Kind>List``, or a CRD's ``names.listKind``
+        (apiextensions-apiserver's ``crdHandler`` serves lists under the accepted ``listKind``)."""
+        return self.custom_list_kind or f"{self.kind}List"
 
     @property
     def group_resource(self) -> str:

@@ -7,7 +7,8 @@ conditions from the pod's fault profile) plus ``hostIP`` and a ``podIP`` from th
 writes it through ``/status`` only when it differs from what is stored, and sleeps until the next
 change on the injected clock. Status is only ever derived from that simulation, never from a spec.
 
-- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them.
+- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them (taint eviction below
+  still applies to them).
 - Graceful deletion: a pod with ``deletionTimestamp`` is stopped (containers terminated, not ready)
   and, once its grace period has run out on the clock (or ``termination_delay`` after the delete,
   when configured), removed with a final delete with ``gracePeriodSeconds=0`` and a UID precondition,
@@ -17,17 +18,15 @@ change on the injected clock. Status is only ever derived from that simulation, 
   its pods (no status, no final delete: a pod deleted meanwhile stays Terminating until the kubelet
   comes back), except the eviction below. Marking its pods not ready is the node lifecycle
   controller's part (:mod:`._node_lifecycle`).
-- Taint-based eviction (the ``taint-eviction-controller``, ``pkg/controller/tainteviction``): on a
-  node with NoExecute taints, a pod that does not tolerate one of them is deleted at once; one that
-  tolerates them all is deleted when the shortest ``tolerationSeconds`` among the tolerations used
-  has run out, counted from when the node got its first NoExecute taint (kept while the taints
-  change, as upstream keeps a scheduled eviction), and stays if none has one. Before the delete
-  the pod gets the ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``) and a
-  ``TaintManagerEviction`` Event from ``taint-eviction-controller``; a scheduled eviction dropped
-  (the taints gone first, or the pod now tolerating them for ever) gets a ``TaintManagerEviction``
-  "Cancelling deletion of Pod <ns>/<name>" Event. The API server gives every pod 300 s tolerations of the
-  ``not-ready`` and ``unreachable`` taints (DefaultTolerationSeconds admission); a pod admitted
-  without one (by another API server) is given ``not_ready_eviction_seconds`` for those two.
+- Taint-based eviction (the ``taint-eviction-controller``, ``pkg/controller/tainteviction``), for
+  every pod on a simulated node, terminal or Terminating ones included, as upstream: when each pod
+  goes is :class:`._taint_eviction.TaintEvictions`' part (at once for a taint it does not
+  tolerate, the shortest ``tolerationSeconds`` after the taint was first seen, never when tolerated
+  for ever; pending work cancelled with an Event when the taints go, the pod tolerates them for
+  ever, or the pod is deleted). When it is due, ``addConditionAndDeletePod``: the
+  ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``; written only when it changes,
+  its ``lastTransitionTime`` kept while its status stays True), a ``TaintManagerEviction`` Event
+  from ``taint-eviction-controller``, then the delete.
 - Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
   ``Killing``, ``Unhealthy``; :mod:`._kubelet_events`), from component ``kubelet``, only after a
   status write that shows the change succeeded, through an :class:`._events.EventSink` the manager
@@ -41,14 +40,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api import NotFound, copy_json, format_time, parse_time
+from kubeloop.api import NotFound, copy_json, format_time
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._kubelet_events import kubelet_events
 from kubeloop.controllers._kubelet_profiles import behaviour_of, simulate_pod
 from kubeloop.controllers._nodes import (
     NODE_NAME_INDEX,
-    NOT_READY_TAINT,
-    UNREACHABLE_TAINT,
     SimulationOptions,
     is_kubelet_stopped,
     is_node_ready,
@@ -56,11 +53,11 @@ from kubeloop.controllers._nodes import (
     node_internal_ip,
     node_name_of_pod,
 )
-from kubeloop.controllers._scheduler_fit import tolerates
 from kubeloop.controllers._scheduler_resources import NODES, PODS
+from kubeloop.controllers._taint_eviction import TaintEvictions
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
-__all__ = ["NODE_NAME_INDEX", "KubeletSimulator"]
+__all__ = ["NODE_NAME_INDEX", "KubeletSimulator", "disruption_target"]
 
 log = logging.getLogger("kubeloop.controllers.kubelet")
 
@@ -74,31 +71,26 @@ def _readiness_changed(event: Event) -> bool:
         is_kubelet_stopped(old) != is_kubelet_stopped(new))
 
 
-def _no_execute_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [t for t in (node.get("spec") or {}).get("taints") or () if isinstance(t, dict)
-            and t.get("effect") == "NoExecute"]
+def disruption_target(conditions: list[dict[str, Any]], now: float) -> tuple[list[dict[str, Any]], bool]:
+    """The pod's conditions with the taint manager's DisruptionTarget, and whether they changed.
 
-
-def _eviction_after(pod: Mapping[str, Any], taints: list[dict[str, Any]], default: float) -> float | None:
-    """Seconds a pod stays on a node with NoExecute ``taints``; None: for ever.
-
-    ``GetMatchingTolerations`` then ``getMinTolerationTime``: every taint must be tolerated (else 0),
-    and the shortest ``tolerationSeconds`` among the matching tolerations wins."""
-    tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or () if isinstance(t, dict)]
-    shortest: float | None = None
-    for taint in taints:
-        used = [t for t in tolerations if tolerates([t], taint)]
-        if not used:
-            if taint.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT):
-                used = [{"tolerationSeconds": default}]  # what DefaultTolerationSeconds would have given
-            else:
-                return 0.0
-        for toleration in used:
-            seconds = toleration.get("tolerationSeconds")
-            if seconds is not None:
-                value = max(0.0, float(seconds))
-                shortest = value if shortest is None else min(shortest, value)
-    return shortest
+    ``UpdatePodCondition``: a new condition is appended; an existing one is replaced in place, keeping
+    its ``lastTransitionTime`` when its status was already True; nothing changes when it already says
+    the same."""
+    wanted = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+              "lastTransitionTime": format_time(now), "reason": "DeletionByTaintManager",
+              "message": "Taint manager: deleting due to NoExecute taint"}
+    out = [dict(c) for c in conditions]
+    index = next((i for i, c in enumerate(out) if c.get("type") == "DisruptionTarget"), None)
+    if index is None:
+        return [*out, wanted], True
+    old = out[index]
+    if old.get("status") == "True":
+        wanted["lastTransitionTime"] = old.get("lastTransitionTime")
+    if all(old.get(k) == v for k, v in wanted.items()):
+        return out, False
+    out[index] = wanted
+    return out, True
 
 
 class KubeletSimulator:
@@ -117,7 +109,7 @@ class KubeletSimulator:
         self.eviction_events = EventSink(self.client, component="taint-eviction-controller", clock=self.clock)
         manager.add(self.eviction_events, needs_leader_election=False)
         self._reserved: dict[str, str] = {}  # pod IP -> pod uid, for IPs written but maybe not cached yet
-        self._tainted: dict[tuple[str, str], tuple[str, float]] = {}  # pod -> (uid, on a NoExecute node since)
+        self.taint_evictions = TaintEvictions(self.eviction_events, self.clock)
         self.controller = (
             Builder(manager).named("kubeloop-kubelet").for_(PODS)
             .watches(NODES, EnqueueMapped(self._pods_on), _readiness_changed)
@@ -131,7 +123,7 @@ class KubeletSimulator:
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         if pod is None:
-            self._tainted.pop((request.namespace, request.name), None)
+            self.taint_evictions.forget(request.namespace or "", request.name)
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.cache.get_by_name(str(node_name)) if node_name else None
@@ -140,16 +132,14 @@ class KubeletSimulator:
         meta = pod["metadata"]
         status = pod.get("status") or {}
         deleting = bool(meta.get("deletionTimestamp"))
-        if status.get("phase") in ("Succeeded", "Failed") and not deleting:
-            return None
         now = self.clock.now()
+        evict_at = self.taint_evictions.due_at(pod, node)
+        if evict_at is not None and now >= evict_at:
+            await self._evict(pod, str(node_name), now)
+            return None
+        if status.get("phase") in ("Succeeded", "Failed") and not deleting:
+            return Result(requeue_after=max(0.001, evict_at - now)) if evict_at is not None else None
         node_ready = is_node_ready(node)
-        evict_at: float | None = None
-        if not deleting:
-            evict_at = self._evict_at(pod, node)
-            if evict_at is not None and now >= evict_at:
-                await self._evict(pod, str(node_name), now)
-                return None
         if is_kubelet_stopped(node):
             return Result(requeue_after=max(0.001, evict_at - now)) if evict_at is not None else None
         sim = simulate_pod(
@@ -174,56 +164,21 @@ class KubeletSimulator:
         wakes = [t for t in (sim.wake_at, evict_at) if t is not None]
         return Result(requeue_after=max(0.001, min(wakes) - now)) if wakes else None
 
-    def _evict_at(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> float | None:
-        """When the taint-eviction controller deletes ``pod`` from ``node``; None: never."""
-        taints = _no_execute_taints(node)
-        after = _eviction_after(pod, taints, self.options.not_ready_eviction_seconds) if taints else None
-        if after is None:
-            self._cancel_eviction(pod)
-            return None
-        return self._tainted_since(pod, taints) + after
-
-    def _cancel_eviction(self, pod: Mapping[str, Any]) -> None:
-        """``cancelWorkWithEvent``: a scheduled eviction dropped (taints gone, or tolerated for ever)."""
-        meta = pod.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        seen = self._tainted.pop((namespace, name), None)
-        if seen is not None and seen[0] == str(meta.get("uid") or ""):
-            self.eviction_events.emit(pod, "Normal", "TaintManagerEviction",
-                                      f"Cancelling deletion of Pod {namespace}/{name}", api_version="v1", kind="Pod")
-
-    def _tainted_since(self, pod: Mapping[str, Any], taints: list[dict[str, Any]]) -> float:
-        """Since when the pod has been on a node with NoExecute taints, without a break.
-
-        Upstream keeps a pod's scheduled eviction while taints change (the not-ready taint swapped for
-        the unreachable one keeps the first deadline); this remembers the first moment the same way,
-        and starts from the earliest ``timeAdded`` after a restart."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        uid = str(meta.get("uid") or "")
-        seen = self._tainted.get(key)
-        if seen is not None and seen[0] == uid:
-            return seen[1]
-        added = [parse_time(t["timeAdded"]) for t in taints if t.get("timeAdded")]
-        since = min(added) if added else self.clock.now()
-        self._tainted[key] = (uid, since)
-        return since
-
     async def _evict(self, pod: dict[str, Any], node_name: str, now: float) -> None:
         """``addConditionAndDeletePod``: the DisruptionTarget condition, an Event, then the delete."""
         meta = pod["metadata"]
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         log.info("evicting %s/%s from node %s (NoExecute taint)", namespace, name, node_name)
         status = copy_json(pod.get("status") or {})
-        conditions = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
-        conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": format_time(now), "reason": "DeletionByTaintManager",
-                           "message": "Taint manager: deleting due to NoExecute taint"})
-        status["conditions"] = conditions
-        try:
-            await self.client.update(PODS, {**pod, "status": status}, namespace=namespace, subresource="status")
-        except NotFound:
-            return
+        conditions, changed = disruption_target(status.get("conditions") or [], now)
+        if changed:
+            try:
+                await self.client.update(PODS, {**pod, "status": {**status, "conditions": conditions}},
+                                         namespace=namespace, subresource="status")
+            except NotFound:
+                self.taint_evictions.forget(namespace, name)
+                return
+        self.taint_evictions.fired(namespace, name)
         self.eviction_events.emit(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}",
                                   api_version="v1", kind="Pod")
         try:

@@ -90,10 +90,6 @@ class SimulationOptions:
     # Pods: seconds from the kubelet seeing a pod to its containers running, then to Ready.
     container_start_delay: float = 0.0
     readiness_delay: float = 0.0
-    # Seconds a pod with no toleration of the not-ready or unreachable NoExecute taint stays on such a node.
-    # kubeloop's API server gives every pod 300 s tolerations of both (DefaultTolerationSeconds admission),
-    # so this concerns only pods admitted by a server without that plugin.
-    not_ready_eviction_seconds: float = 300.0
     # Seconds containers take to stop after a delete; None waits out the whole grace period.
     termination_delay: float | None = None
 

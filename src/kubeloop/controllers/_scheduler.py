@@ -4,7 +4,10 @@
 ``default-scheduler`` and have no scheduling gates. For each it runs the filters of
 :mod:`._scheduler_fit` over every node, scores the fitting ones by how little of their cpu and
 memory is requested (LeastAllocated; ties broken by pod count, then name) and binds the pod with a
-v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does.
+v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does. Preferred node
+affinity terms count too (NodeAffinity's score, weight 2, normalised as upstream); the default
+profile's other score plugins (TaintToleration, InterPodAffinity, PodTopologySpread, ImageLocality,
+BalancedAllocation) are not modelled.
 
 Accounting is incremental (the scheduler cache): every pod event updates what each node has
 committed (requests of non-terminal pods bound to it), and a pod this scheduler bound counts as
@@ -42,7 +45,7 @@ from typing import Any
 
 from kubeloop.api import Conflict, NotFound, copy_json, format_time
 from kubeloop.controllers._events import EventSink, Severity
-from kubeloop.controllers._scheduler_fit import fit_failures, unschedulable_message
+from kubeloop.controllers._scheduler_fit import fit_failures, preferred_affinity_score, unschedulable_message
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PODS,
@@ -189,10 +192,13 @@ class Scheduler:
             await self._mark_unschedulable(pod, message)
             return Result(requeue_after=self.unschedulable_retry)
         volumes = self._pod_volumes(pod)
-        available = [pv for pv in self.volumes.cache.list() if not (pv.get("spec") or {}).get("claimRef")
-                     and (pv.get("status") or {}).get("phase") in ("Available", None)] if volumes.delayed else []
+        # FindMatchingVolume's candidates: unbound volumes in phase Available (volume_matches_claim) and
+        # volumes pre-bound by name to one of the pod's claims (find_pod_volumes).
+        available = [pv for pv in self.volumes.cache.list()
+                     if not (pv.get("spec") or {}).get("claimRef") or not ((pv.get("spec") or {}).get("claimRef")
+                                                                          or {}).get("uid")] if volumes.delayed else []
         reasons: dict[str, int] = {}
-        best: tuple[float, int, str] | None = None
+        feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
         for node in nodes:
             name = str(node["metadata"]["name"])
@@ -202,15 +208,12 @@ class Scheduler:
                 failures = [volume_failure] if volume_failure else []
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
-            if failures:
-                continue
-            score = (self._score(node, wanted), self._count.get(name, 0), name)
-            if best is None or score < best:
-                best = score
-        if best is None:
+            if not failures:
+                feasible.append(node)
+        if not feasible:
             await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons))
             return Result(requeue_after=self.unschedulable_retry)
-        node_name = best[2]
+        node_name = self._best(pod, feasible, wanted)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
         chosen = bindings.get(node_name) or Bindings()
@@ -329,7 +332,22 @@ class Scheduler:
         if entry is not None:
             self._add(entry[0], entry[1], -1)
 
-    def _score(self, node: Mapping[str, Any], wanted: Mapping[str, float]) -> float:
+    def _best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], wanted: Mapping[str, float]) -> str:
+        """The feasible node with the highest score: NodeAffinity's preferred terms (normalised to
+        0-100, ``DefaultNormalizeScore``, weight 2 in the default profile) plus LeastAllocated (0-100,
+        weight 1); ties go to the node with fewer pods, then the first name."""
+        affinity = [preferred_affinity_score(pod, node) for node in feasible]
+        top = max(affinity)
+        ranks = []
+        for node, raw in zip(feasible, affinity, strict=True):
+            name = str(node["metadata"]["name"])
+            normalised = (100 * raw // top) if top > 0 else 0
+            total = 2 * normalised + self._least_allocated(node, wanted)
+            ranks.append((-total, self._count.get(name, 0), name))
+        return min(ranks)[2]
+
+    def _least_allocated(self, node: Mapping[str, Any], wanted: Mapping[str, float]) -> float:
+        """LeastAllocated: the mean free share of cpu and memory once the pod is placed, 0-100."""
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         usage = self._usage.get(str(node["metadata"]["name"]), {})
         fractions = []
@@ -337,7 +355,7 @@ class Scheduler:
             capacity = parse_quantity(allocatable.get(name, 0))
             if capacity > 0:
                 fractions.append((usage.get(name, 0.0) + wanted.get(name, 0.0)) / capacity)
-        return sum(fractions) / len(fractions) if fractions else 0.0
+        return 100.0 * (1.0 - sum(fractions) / len(fractions)) if fractions else 100.0
 
     async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
         status = copy_json(pod.get("status") or {})

@@ -2,7 +2,10 @@
 
 :func:`fit_failures` runs the filters a simulated cluster needs over one node (NodeUnschedulable,
 NodeAffinity for ``nodeSelector`` and required ``nodeSelectorTerms``, TaintToleration, NodeResourcesFit)
-and returns the reasons the node does not fit, in the plugins' words.
+and returns the reasons the node does not fit, in the plugins' words. Node selector terms follow
+component-helpers ``scheduling/corev1/nodeaffinity``: ``matchExpressions`` against the node's labels,
+``matchFields`` (In/NotIn with one value) against its one selectable field, ``metadata.name``.
+:func:`preferred_affinity_score` is NodeAffinity's Score for the preferred terms.
 :func:`unschedulable_message` is ``FitError.Error()``: ``0/N nodes are available: <count> <reason>, ...``
 (reasons sorted), plus the preemption sentence, since kubeloop's scheduler does not preempt.
 """
@@ -14,7 +17,13 @@ from typing import Any
 
 from kubeloop.controllers._scheduler_resources import parse_quantity
 
-__all__ = ["fit_failures", "matches_node_selector_terms", "tolerates", "unschedulable_message"]
+__all__ = [
+    "fit_failures",
+    "matches_node_selector_terms",
+    "preferred_affinity_score",
+    "tolerates",
+    "unschedulable_message",
+]
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -31,6 +40,27 @@ def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]
         if operator == "Exists" or (operator == "Equal" and (t.get("value") or "") == (taint.get("value") or "")):
             return True
     return False
+
+
+_LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+
+
+def _expression_parses(expr: Mapping[str, Any]) -> bool:
+    """``labels.NewRequirement``'s checks: In/NotIn need values, Exists/DoesNotExist none, Gt/Lt one integer."""
+    op, values = expr.get("operator"), list(expr.get("values") or ())
+    if op not in _LABEL_OPERATORS:
+        return False
+    if op in ("In", "NotIn"):
+        return bool(values)
+    if op in ("Exists", "DoesNotExist"):
+        return not values
+    if len(values) != 1:
+        return False
+    try:
+        int(values[0])
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
@@ -52,6 +82,40 @@ def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> boo
     return False
 
 
+def _field_requirement_parses(expr: Mapping[str, Any]) -> bool:
+    """``nodeSelectorRequirementsAsFieldSelector``: only In and NotIn, each with exactly one value."""
+    return expr.get("operator") in ("In", "NotIn") and len(list(expr.get("values") or ())) == 1
+
+
+def _match_field(fields: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
+    # fields.OneTermEqualSelector / OneTermNotEqualSelector over fields.Set: an absent field reads as "".
+    have, want = fields.get(str(expr.get("key") or ""), ""), str(next(iter(expr.get("values") or ())))
+    return have == want if expr.get("operator") == "In" else have != want
+
+
+def _node_fields(node: Mapping[str, Any]) -> dict[str, str]:
+    """``extractNodeFields``: the one node field a selector may name, ``metadata.name``."""
+    name = str((node.get("metadata") or {}).get("name") or "")
+    return {"metadata.name": name} if name else {}
+
+
+def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
+    """One NodeSelectorTerm (component-helpers ``nodeaffinity.nodeSelectorTerm.match``).
+
+    An empty term matches nothing; a term that does not parse matches nothing (the lazy selector's
+    errors); ``matchExpressions`` are against the labels, ``matchFields`` against ``metadata.name``
+    (skipped for a node without a name, as upstream's ``len(nodeFields) > 0`` check does)."""
+    expressions = [e for e in term.get("matchExpressions") or () if isinstance(e, Mapping)]
+    field_reqs = [e for e in term.get("matchFields") or () if isinstance(e, Mapping)]
+    if not expressions and not field_reqs:
+        return False
+    if not all(_expression_parses(e) for e in expressions) or not all(_field_requirement_parses(e) for e in field_reqs):
+        return False
+    if not all(_match_expression(labels, e) for e in expressions):
+        return False
+    return not fields or all(_match_field(fields, e) for e in field_reqs)
+
+
 def _matches_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     spec = pod.get("spec") or {}
     labels = (node.get("metadata") or {}).get("labels") or {}
@@ -65,13 +129,28 @@ def _matches_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 
 def matches_node_selector_terms(terms: Iterable[Mapping[str, Any]], node: Mapping[str, Any]) -> bool:
-    """A NodeSelector's terms (ORed; each term's expressions ANDed) against the node's labels."""
+    """A NodeSelector's terms (ORed; each term's requirements ANDed) against the node's labels and name."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    return any(
-        all(_match_expression(labels, e) for e in term.get("matchExpressions") or ())
-        and (term.get("matchExpressions") or term.get("matchFields"))
-        for term in terms
-    )
+    fields = _node_fields(node)
+    return any(_term_matches(term, labels, fields) for term in terms if isinstance(term, Mapping))
+
+
+def preferred_affinity_score(pod: Mapping[str, Any], node: Mapping[str, Any]) -> int:
+    """NodeAffinity's Score before normalisation: the weights of the preferred terms the node matches.
+
+    Upstream (``PreferredSchedulingTerms.Score``) skips terms of weight 0 and empty terms, and fails
+    the pod's scheduling cycle on a term that does not parse (API validation rejects such a pod on
+    create); here such a term scores nothing."""
+    node_affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    fields = _node_fields(node)
+    score = 0
+    for term in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+        preference = term.get("preference") if isinstance(term, Mapping) else None
+        weight = int(term.get("weight") or 0) if isinstance(term, Mapping) else 0
+        if weight and isinstance(preference, Mapping) and _term_matches(preference, labels, fields):
+            score += weight
+    return score
 
 
 def fit_failures(pod: Mapping[str, Any], node: Mapping[str, Any], requested: Mapping[str, float], pods_on_node: int,

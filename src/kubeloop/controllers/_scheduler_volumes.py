@@ -4,11 +4,14 @@ Mirrors ``pkg/scheduler/framework/plugins/volumebinding`` (``FindPodVolumes``) f
 that PreFilter let through:
 
 - A **bound** claim's volume must accept the node: its ``spec.nodeAffinity.required`` node selector
-  terms must match the node's labels, else ``node(s) had volume node affinity conflict``.
+  terms must match the node's labels (not its name: see :func:`volume_fits_node`), else
+  ``node(s) had volume node affinity conflict``.
 - An **unbound** claim whose StorageClass binds ``WaitForFirstConsumer`` (delayed binding) needs, on
-  that node, either an Available volume that matches it (class, access modes, volume mode, size,
-  selector, as the volume controller matches, plus the volume's node affinity; the smallest wins,
-  and two claims of one pod never share one), or a class with a provisioner (not
+  that node, either a volume in phase ``Available`` that matches it (class, access modes, volume
+  mode, size, selector, as the volume controller matches, plus the volume's node affinity; the
+  smallest wins, and two claims of one pod never share one; a volume still ``Pending`` is not
+  offered, as ``FindMatchingVolume`` does not), a volume pre-bound to it by name in any phase (which
+  alone is considered, and must accept the node), or a class with a provisioner (not
   ``kubernetes.io/no-provisioner``). A claim already annotated ``volume.kubernetes.io/selected-node``
   can only be provisioned on that node. Otherwise ``node(s) didn't find available persistent
   volumes to bind``.
@@ -26,7 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.controllers._scheduler_fit import matches_node_selector_terms
-from kubeloop.controllers._volume import SELECTED_NODE, volume_matches_claim, volume_size_key
+from kubeloop.controllers._volume import (
+    SELECTED_NODE,
+    volume_matches_claim,
+    volume_pre_bound_to,
+    volume_size_key,
+)
 
 __all__ = [
     "AFFINITY_CONFLICT",
@@ -60,10 +68,16 @@ class Bindings:
 
 
 def volume_fits_node(pv: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """``CheckNodeAffinity``: a volume without required node affinity fits every node."""
+    """``CheckNodeAffinity``: a volume without required node affinity fits every node.
+
+    Upstream (component-helpers ``storage/volume``) matches the terms against a Node built from the
+    node's labels alone, so its name is empty and ``matchFields`` requirements are skipped: a
+    volume's ``matchFields`` on ``metadata.name`` does not restrict it (kubernetes#81725, still so in
+    1.30: rancher/local-path-provisioner#451); a term that does not parse still matches nothing."""
     required = (((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {})
     terms = required.get("nodeSelectorTerms") or []
-    return not terms or matches_node_selector_terms(terms, node)
+    labels_only = {"metadata": {"labels": (node.get("metadata") or {}).get("labels") or {}}}
+    return not terms or matches_node_selector_terms(terms, labels_only)
 
 
 def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
@@ -75,17 +89,24 @@ def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
     if not volumes.delayed:
         return None, Bindings()
     node_name = str((node.get("metadata") or {}).get("name") or "")
-    candidates = [pv for pv in available if volume_fits_node(pv, node)]
-    candidates.sort(key=volume_size_key)
+    volumes_by_size = sorted(available, key=volume_size_key)
+    candidates = [pv for pv in volumes_by_size if volume_fits_node(pv, node)]
     taken: set[str] = set()
     static: list[tuple[dict[str, Any], dict[str, Any]]] = []
     provision: list[dict[str, Any]] = []
     for claim, storage_class in volumes.delayed:
         class_name = str((claim.get("spec") or {}).get("storageClassName") or "")
         selected = ((claim.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
-        match = None if selected else next(
-            (pv for pv in candidates if pv["metadata"]["name"] not in taken and volume_matches_claim(pv, claim, class_name)),
-            None)  # fmt: skip
+        # FindMatchingVolume: a volume pre-bound to the claim wins (any phase), or nothing when it does
+        # not accept the node; otherwise the smallest Available volume that matches.
+        pre_bound = next((pv for pv in volumes_by_size if volume_pre_bound_to(pv, claim)), None)
+        if selected:
+            match = None
+        elif pre_bound is not None:
+            match = pre_bound if volume_fits_node(pre_bound, node) else None
+        else:
+            match = next((pv for pv in candidates if pv["metadata"]["name"] not in taken
+                          and volume_matches_claim(pv, claim, class_name)), None)
         if match is not None:
             taken.add(str(match["metadata"]["name"]))
             static.append((match, claim))

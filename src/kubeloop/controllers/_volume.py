@@ -6,8 +6,10 @@ cluster:
 - A StorageClass ``standard`` (default-class annotation, provisioner ``kubeloop.dev/hostpath``,
   reclaimPolicy Delete, volumeBindingMode Immediate) is created when absent.
 - A claim with no ``storageClassName`` gets the default class's name (retroactive default
-  StorageClass assignment). A pending claim binds to the smallest Available volume that matches
-  (same class, enough capacity, the access modes, volume mode and selector); with none, a class
+  StorageClass assignment). A pending claim binds to a volume pre-bound to it (``claimRef`` naming
+  it, uid or not; any phase), else to the smallest volume in phase ``Available`` (a new volume is
+  ``Pending`` until this controller marks it Available) that matches (same class, enough capacity,
+  the access modes, volume mode and selector); with none, a class
   whose provisioner is ``kubeloop.dev/hostpath`` provisions ``pvc-<claim uid>`` with the claim's
   request, the class's reclaim policy and ``pv.kubernetes.io/provisioned-by``.
 - Delayed binding (class ``volumeBindingMode: WaitForFirstConsumer``): the controller binds such a
@@ -21,9 +23,10 @@ cluster:
 - Binding writes in upstream's order: the volume's ``claimRef`` then its phase ``Bound``, the
   claim's ``volumeName`` with ``pv.kubernetes.io/bind-completed`` (and ``bound-by-controller``
   when the controller chose), then the claim's status (Bound, capacity, access modes).
-- A volume without a claim is Available. A bound volume whose claim is gone (checked against the
-  API, not only the cache) is Released and reclaimed: ``Delete`` deletes it, ``Retain`` keeps it
-  Released (its claimRef keeps it from binding again).
+- A volume without a claim is Available (a Failed one too, as upstream's ``syncVolume`` sets it). A
+  bound volume whose claim is gone (checked against the API, not only the cache) is Released and
+  reclaimed: ``Delete`` deletes it, ``Retain`` keeps it Released (its claimRef keeps it from binding
+  again).
 
 Every write happens only when something differs, so a steady state writes nothing. Events come
 from ``persistentvolume-controller``.
@@ -47,7 +50,9 @@ __all__ = [
     "PersistentVolumeController",
     "default_storage_class",
     "is_delayed_binding",
+    "volume_bound_to_claim",
     "volume_matches_claim",
+    "volume_pre_bound_to",
     "volume_size_key",
 ]
 
@@ -84,21 +89,48 @@ def is_delayed_binding(storage_class: Mapping[str, Any] | None) -> bool:
     return bool(storage_class) and (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
 
 
-def volume_matches_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any], class_name: str) -> bool:
-    """An Available volume the claim may bind to (class, access modes, volume mode, size, selector)."""
-    spec, want = pv.get("spec") or {}, pvc.get("spec") or {}
-    if spec.get("claimRef") or (pv.get("status") or {}).get("phase") not in ("Available", "Pending", None):
+def volume_bound_to_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
+    """``IsVolumeBoundToClaim``: the volume's ``claimRef`` names the claim (and its uid, when it has one)."""
+    ref = (pv.get("spec") or {}).get("claimRef") or {}
+    meta = pvc.get("metadata") or {}
+    if not ref or ref.get("name") != meta.get("name") or (ref.get("namespace") or "") != (meta.get("namespace") or ""):
         return False
-    if (pv.get("metadata") or {}).get("deletionTimestamp") or (spec.get("storageClassName") or "") != class_name:
+    return not ref.get("uid") or ref.get("uid") == meta.get("uid")
+
+
+def _holds_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
+    """What ``FindMatchingVolume`` asks of every candidate, pre-bound or not: not being deleted,
+    the claim's access modes (its index), volume mode and size."""
+    spec, want = pv.get("spec") or {}, pvc.get("spec") or {}
+    if (pv.get("metadata") or {}).get("deletionTimestamp"):
         return False
     if (spec.get("volumeMode") or "Filesystem") != (want.get("volumeMode") or "Filesystem"):
         return False
     if not set(want.get("accessModes") or ()) <= set(spec.get("accessModes") or ()):
         return False
-    if _storage(pv, "spec", "capacity") < _storage(pvc, "spec", "resources", "requests"):
+    return _storage(pv, "spec", "capacity") >= _storage(pvc, "spec", "resources", "requests")
+
+
+def volume_matches_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any], class_name: str) -> bool:
+    """An unbound volume the claim may bind to: phase ``Available`` (class, access modes, volume
+    mode, size, selector).
+
+    ``FindMatchingVolume`` (``pkg/controller/volume/persistentvolume/util``), which the PV controller
+    and the scheduler's volume binder share, skips unbound volumes in any other phase: a volume just
+    created is ``Pending`` until the PV controller marks it ``Available``."""
+    spec, want = pv.get("spec") or {}, pvc.get("spec") or {}
+    if spec.get("claimRef") or (pv.get("status") or {}).get("phase") != "Available":
+        return False
+    if (spec.get("storageClassName") or "") != class_name or not _holds_claim(pv, pvc):
         return False
     selector = want.get("selector")
     return selector is None or label_selector_from_dict(selector).matches((pv.get("metadata") or {}).get("labels"))
+
+
+def volume_pre_bound_to(pv: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
+    """A volume whose ``claimRef`` already names the claim and that can hold it: ``FindMatchingVolume``
+    returns it whatever its phase, class or labels."""
+    return volume_bound_to_claim(pv, pvc) and _holds_claim(pv, pvc)
 
 
 class PersistentVolumeController:
@@ -198,6 +230,9 @@ class PersistentVolumeController:
         for pv in self.pvs.cache.list():
             if ((pv.get("spec") or {}).get("claimRef") or {}).get("uid") == uid:
                 return pv  # already ours (provisioned, pre-bound by the scheduler, or a bind half done)
+        pre_bound = sorted((pv for pv in self.pvs.cache.list() if volume_pre_bound_to(pv, pvc)), key=volume_size_key)
+        if pre_bound:
+            return pre_bound[0]  # pre-bound by name (a claimRef without uid), in any phase
         if delayed:
             return None  # findBestMatchForClaim with delayed binding: the scheduler picks static volumes
         fits = [pv for pv in self.pvs.cache.list() if volume_matches_claim(pv, pvc, class_name)]
@@ -268,7 +303,7 @@ class PersistentVolumeController:
         ref = (pv.get("spec") or {}).get("claimRef")
         phase = (pv.get("status") or {}).get("phase")
         if not ref:
-            if phase not in ("Available", "Failed"):
+            if phase != "Available":  # syncVolume: an unused volume is Available, whatever it was
                 await self._set_phase(pv, "Available")
             return None
         claim = self.pvcs.cache.get_by_name(str(ref.get("name") or ""), str(ref.get("namespace") or ""))

@@ -98,6 +98,7 @@ def resource_infos(crd: Mapping[str, Any]) -> list[ResourceInfo]:
                 field_selectors=selectable,
                 custom=True,
                 storage_version=str(storage) if storage else None,
+                custom_list_kind=str(names.get("listKind") or ""),
             )
         )
     return infos

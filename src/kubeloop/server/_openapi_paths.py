@@ -132,7 +132,8 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
     scope = "Namespaced" if info.namespaced else ""
     base = f"{root}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{root}/{info.plural}"
     gvk = _gvk(info.group, info.version, info.kind)
-    list_ref = kind_ref + "List"
+    # Definition names end with the kind; the list's ends with the list kind (a CRD's listKind).
+    list_ref = kind_ref.removesuffix(info.kind) + info.list_kind
     status_ref = f"#/components/schemas/{META}.Status"
     common = [_path_param("name", f"name of the {info.kind}")]
     ns = (

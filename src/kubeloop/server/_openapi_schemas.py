@@ -149,8 +149,10 @@ class ComponentSet:
             {"group": info.group, "kind": info.kind, "version": info.version}
         ]
         self.schemas[name] = schema
-        self.schemas[name + "List"] = {
-            "description": f"{info.kind}List is a list of {info.kind}",
+        # Upstream's CRD OpenAPI builder names and describes the list schema by ``names.listKind``
+        # (apiextensions-apiserver ``pkg/controller/openapi/builder``: ``sampleList``, ``buildListSchema``).
+        self.schemas[custom_definition_name(info.group, info.version, info.list_kind)] = {
+            "description": f"{info.list_kind} is a list of {info.kind}",
             "type": "object",
             "required": ["items"],
             "properties": {
