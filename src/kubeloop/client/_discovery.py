@@ -74,9 +74,16 @@ def _resources(group: str, version: str, doc: dict[str, Any]) -> list[ResourceIn
 
 
 async def discover_resources(client: Client) -> Discovery:
-    """Read the server's legacy discovery documents (group/versions in parallel)."""
-    core = await client._json("GET", "/api")
-    groups = await client._json("GET", "/apis")
+    """Read the server's legacy discovery documents (``/api`` with ``/apis``, then the group/versions,
+    each step in parallel)."""
+    apis = asyncio.ensure_future(client._json("GET", "/apis"))
+    try:
+        core = await client._json("GET", "/api")
+    except BaseException:
+        apis.cancel()
+        await asyncio.gather(apis, return_exceptions=True)
+        raise
+    groups = await apis
     # (group, version, path, preferred)
     targets: list[tuple[str, str, str, bool]] = []
     for i, version in enumerate(core.get("versions") or ()):
