@@ -83,8 +83,9 @@ class _NamespacedOwnerOfClusterScoped(Exception):
 class GarbageCollector:
     """Run with :meth:`run`; ``synced`` is set once the first discovery's monitors have synced.
 
-    ``informers``: a factory watching every namespace (a manager's) whose informers the monitors share
-    for the kinds it already watches (see :mod:`kubeloop.controllers._gc_monitors`)."""
+    ``informers``: a factory watching every namespace whose informers the monitors share for the kinds
+    it already watches (see :mod:`kubeloop.controllers._gc_monitors`); its owner starts and stops
+    them, as a :class:`~kubeloop.runtime.Manager` does with its own, so the GC syncs once it runs."""
 
     def __init__(
         self,
