@@ -123,7 +123,7 @@ class Monitors:
             crds = info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
             # (the CRD informer gets a second handler below, which only the GC's own informer drops)
             shared = self._shared.existing(info) if self._shared is not None and not crds else None
-            informer = shared or SharedInformer(
+            informer = shared if shared is not None else SharedInformer(
                 self._client, info, namespace=NAMESPACE_ALL, clock=self._clock, rng=random.Random(self._rng.random())
             )
             on_add, on_update, on_delete = self._handlers(info)
