@@ -28,18 +28,22 @@ import importlib
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
     from kubeloop.api import ResourceInfo
     from kubeloop.client import Client
+    from kubeloop.runtime import Manager, Runnable
 
 __all__ = ["READY_LINE", "controller_manager", "run_controller_manager", "skip_unused_imports"]
 
 READY_LINE = "kubeloop controller-manager: ready"
 NAMESPACE_DELETION_GRACE_PERIOD = 5.0  # k/k pkg/controller/namespace/namespace_controller.go
+# How often start-up checks whether every controller has synced: ``/readyz`` waits for the ready line,
+# so a coarse poll would add half its period to every start (a check is a few attribute reads).
+SYNC_POLL_SECONDS = 0.002
 
 
 @click.command("controller-manager")
@@ -133,9 +137,9 @@ async def _run(
     deadline = loop.time() + connect_timeout
     if wait_for_kubeconfig:
         # Started by ``kubeloop up`` before the server has written our kubeconfig, so our imports overlap
-        # its own. Meanwhile, load what building a client imports lazily (the HTTP transport) and the
-        # controllers, so that connecting and starting do not pay for it later.
-        for module in ("httpcore", "kubeloop.runtime", "kubeloop.controllers"):
+        # its own. Meanwhile, load the controllers, so that starting them does not pay for it later.
+        # (Not httpcore: the client sends through its own transport and never imports it.)
+        for module in ("kubeloop.runtime", "kubeloop.controllers"):
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
         await asyncio.to_thread(_wait_for_file, kubeconfig, connect_timeout)
@@ -145,6 +149,9 @@ async def _run(
         raise ValueError(f"cannot use kubeconfig {kubeconfig}: {exc}") from None
     namespaces = _namespaces()
     async with client:
+        # Built before the server answers (no request is made): under ``kubeloop up`` this overlaps the
+        # server's own start instead of following it.
+        manager, controllers = _builtin_controllers(client, namespace_deletion_grace_period)
         while True:
             try:
                 await client.list(namespaces, limit=1)
@@ -155,16 +162,12 @@ async def _run(
                 await asyncio.sleep(0.02)
             except ApiError as exc:
                 raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
-        await _run_builtin_controllers(
-            client, exit_with_parent=exit_with_parent, namespace_deletion_grace_period=namespace_deletion_grace_period
-        )
+        await _run_builtin_controllers(manager, controllers, exit_with_parent=exit_with_parent)
 
 
-async def _run_builtin_controllers(
-    client: Any, *, exit_with_parent: bool, namespace_deletion_grace_period: float = NAMESPACE_DELETION_GRACE_PERIOD
-) -> None:
-    """Run the registry's built-in controllers; print READY_LINE once all have synced (GC/namespace helper)."""
-    from kubeloop.controllers import NamespaceController, add_builtin_controllers, has_synced
+def _builtin_controllers(client: Client, namespace_deletion_grace_period: float) -> tuple[Manager, dict[str, Runnable]]:
+    """A manager with the registry's built-in controllers, not started."""
+    from kubeloop.controllers import NamespaceController, add_builtin_controllers
     from kubeloop.runtime import Manager
 
     # Runnables other than runtime Controllers are cancelled only after this timeout.
@@ -173,6 +176,13 @@ async def _run_builtin_controllers(
     namespace_controller = controllers.get("namespace")
     if isinstance(namespace_controller, NamespaceController):
         namespace_controller.deletion_grace_period = namespace_deletion_grace_period
+    return manager, dict(controllers)
+
+
+async def _run_builtin_controllers(manager: Manager, controllers: dict[str, Runnable], *, exit_with_parent: bool) -> None:
+    """Run the manager; print READY_LINE once it and every controller have synced."""
+    from kubeloop.controllers import has_synced
+
     running = asyncio.ensure_future(manager.run())
     stopping = asyncio.ensure_future(_wait_for_stop(exit_with_parent=exit_with_parent))
     try:
@@ -181,7 +191,7 @@ async def _run_builtin_controllers(
                 running.result()
             if stopping.done():
                 return
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(SYNC_POLL_SECONDS)
         print(READY_LINE, flush=True)
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if running.done():

@@ -449,8 +449,12 @@ class Client:
         params: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "",
     ) -> dict[str, Any]:
-        response, raw = await self._send(method, path, params=params, body=body, content_type=content_type)
+        """The decoded JSON object answering a request (``accept``: an Accept header other than JSON's)."""
+        response, raw = await self._send(
+            method, path, params=params, body=body, content_type=content_type, accept=accept
+        )
         try:
             data = _loads(raw) if raw else {}
         except orjson.JSONDecodeError:
@@ -470,9 +474,10 @@ class Client:
         params: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "",
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """The answer to a request and its whole body; a 4xx/5xx answer raises (after Retry-After retries)."""
-        request = self._request(method, path, params, body, content_type, _TIMEOUT)
+        request = self._request(method, path, params, body, content_type, _TIMEOUT, accept=accept)
         response = await self._open(request, path)
         try:
             return response, await _read(response)
@@ -487,8 +492,12 @@ class Client:
         body: Any,
         content_type: str,
         timeout: Mapping[str, float | None],
+        *,
+        accept: str = "",
     ) -> httpx.Request:
         headers = _HEADERS if body is None else [*_HEADERS, (b"Content-Type", content_type.encode())]
+        if accept:
+            headers = [(b"Accept", accept.encode()), *headers[1:]]  # Accept is _HEADERS[0]
         content = orjson.dumps(body) if body is not None else None
         url = _url(self._base_url + path + ("?" + urlencode(params) if params else ""))
         return httpx.Request(method, url, headers=headers, content=content, extensions={"timeout": timeout})

@@ -1,10 +1,15 @@
-"""Legacy discovery through a :class:`~kubeloop.client.Client`: which resources a server serves.
+"""Discovery through a :class:`~kubeloop.client.Client`: which resources a server serves.
 
-:func:`discover_resources` reads ``/api``, ``/api/v1``, ``/apis`` and ``/apis/G/V`` (the documents
-every Kubernetes API server serves; apimachinery reference section 2.1) and returns one
+:func:`discover_resources` asks ``/api`` and ``/apis`` together for aggregated discovery
+(``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList``: every group, version and resource in two
+answers), as client-go does since Kubernetes 1.30 (``discovery_client.go``, ``AcceptV2``), and falls
+back to the legacy documents ``/api/v1`` and ``/apis/G/V`` when a server answers with the legacy
+``APIVersions``/``APIGroupList`` (apimachinery reference section 2.1). It returns one
 :class:`~kubeloop.api.ResourceInfo` per served resource and version, with the verbs, short names,
 categories and scope the server announced, custom resources included. Subresources
-(``pods/status``) are left out.
+(``pods/status``) are left out. In an aggregated answer the first version of a group is its
+preferred one, and a version whose ``freshness`` is ``Stale`` counts as failed (client-go
+``aggregated_discovery.go``).
 
 Like client-go's ``ServerGroupsAndResources``, a group/version whose document cannot be read does
 not fail the whole call: it is reported in :attr:`Discovery.failed` (``"group/version" -> reason``)
@@ -73,10 +78,69 @@ def _resources(group: str, version: str, doc: dict[str, Any]) -> list[ResourceIn
     return out
 
 
+# client-go's AcceptV2: aggregated discovery v2, then v2beta1, then the legacy documents.
+_ACCEPT = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+    "application/json"
+)
+
+
+def _aggregated(doc: dict[str, Any]) -> bool:
+    return doc.get("kind") == "APIGroupDiscoveryList"
+
+
+def _from_aggregated(docs: Iterable[dict[str, Any]]) -> Discovery:
+    resources: list[ResourceInfo] = []
+    preferred: list[ResourceInfo] = []
+    failed: dict[str, str] = {}
+    for doc in docs:
+        for item in doc.get("items") or ():
+            group = str((item.get("metadata") or {}).get("name") or "")
+            for i, entry in enumerate(item.get("versions") or ()):
+                version = str(entry.get("version") or "")
+                gv = f"{group}/{version}" if group else version
+                if entry.get("freshness") == "Stale":
+                    failed[gv] = f"stale GroupVersion discovery: {gv}"  # client-go StaleGroupVersionError
+                    continue
+                found = [
+                    ResourceInfo(
+                        group=str(kind.get("group") or group),
+                        version=str(kind.get("version") or version),
+                        kind=str(kind.get("kind") or ""),
+                        plural=str(r.get("resource") or ""),
+                        singular=str(r.get("singularResource") or ""),
+                        namespaced=r.get("scope") == "Namespaced",
+                        short_names=tuple(r.get("shortNames") or ()),
+                        categories=tuple(r.get("categories") or ()),
+                        verbs=tuple(r.get("verbs") or ()),
+                    )
+                    for r in entry.get("resources") or ()
+                    if (kind := r.get("responseKind")) and r.get("resource")  # client-go drops entries without it
+                ]
+                resources.extend(found)
+                if i == 0:
+                    preferred.extend(found)
+    return Discovery(tuple(resources), tuple(preferred), failed)
+
+
 async def discover_resources(client: Client) -> Discovery:
-    """Read the server's legacy discovery documents (group/versions in parallel)."""
-    core = await client._json("GET", "/api")
-    groups = await client._json("GET", "/apis")
+    """Read the server's discovery (``/api`` with ``/apis``; then, from a server without aggregated
+    discovery, the group/versions in parallel)."""
+    apis = asyncio.ensure_future(client._json("GET", "/apis", accept=_ACCEPT))
+    try:
+        core = await client._json("GET", "/api", accept=_ACCEPT)
+    except BaseException:
+        apis.cancel()
+        await asyncio.gather(apis, return_exceptions=True)
+        raise
+    groups = await apis
+    if _aggregated(core) and _aggregated(groups):
+        return _from_aggregated((core, groups))
+    if _aggregated(core):  # only one root answered aggregated: read it again, legacy
+        core = await client._json("GET", "/api")
+    if _aggregated(groups):
+        groups = await client._json("GET", "/apis")
     # (group, version, path, preferred)
     targets: list[tuple[str, str, str, bool]] = []
     for i, version in enumerate(core.get("versions") or ()):

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 from kubeloop.api import Clock
 from kubeloop.client._auth import BearerToken, ExecCredential, TokenFile
@@ -61,6 +60,8 @@ class ClusterConnection:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    import yaml  # here, not at the top: ``import kubeloop.client`` stays cheap for those who read no file
+
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:

@@ -59,7 +59,13 @@ from kubeloop.client import Client
 from kubeloop.controllers._gc_events import GcEvents
 from kubeloop.controllers._gc_graph import Node, ObjectReference, OwnerGraph
 from kubeloop.controllers._gc_monitors import Monitors
-from kubeloop.runtime import Metrics, QueueShutDown, RateLimitingQueue, default_controller_rate_limiter
+from kubeloop.runtime import (
+    InformerFactory,
+    Metrics,
+    QueueShutDown,
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
 
 __all__ = ["GarbageCollector"]
 
@@ -75,7 +81,11 @@ class _NamespacedOwnerOfClusterScoped(Exception):
 
 
 class GarbageCollector:
-    """Run with :meth:`run`; ``synced`` is set once the first discovery's monitors have synced."""
+    """Run with :meth:`run`; ``synced`` is set once the first discovery's monitors have synced.
+
+    ``informers``: a factory watching every namespace whose informers the monitors share for the kinds
+    it already watches (see :mod:`kubeloop.controllers._gc_monitors`); its owner starts and stops
+    them, as a :class:`~kubeloop.runtime.Manager` does with its own, so the GC syncs once it runs."""
 
     def __init__(
         self,
@@ -87,6 +97,7 @@ class GarbageCollector:
         resync_period: float = 30.0,
         sync_timeout: float = 30.0,
         metrics: Metrics | None = None,
+        informers: InformerFactory | None = None,
     ) -> None:
         self._client = client
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -109,7 +120,9 @@ class GarbageCollector:
             report_invalid=self._report_invalid_namespace,
             requeue_rate_limited=self.attempt_to_delete.add_rate_limited,
         )
-        self.monitors = Monitors(client, self._handlers, clock=self._clock, rng=self._rng, resync_period=resync_period)
+        self.monitors = Monitors(
+            client, self._handlers, clock=self._clock, rng=self._rng, resync_period=resync_period, shared=informers
+        )
         self.synced = asyncio.Event()
         self._in_flight = 0
         self._background: list[asyncio.Task[None]] = []

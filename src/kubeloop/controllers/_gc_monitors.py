@@ -16,6 +16,12 @@ Guarantees of :class:`Monitors`:
 * :meth:`wait_for_sync` waits for the informers known at the time, at most ``sync_timeout``; since
   k8s 1.32 the GC goes on without monitors that cannot sync (their objects are invisible to it).
 * :attr:`discovery` is the latest discovery, used as the RESTMapper (apiVersion + kind -> resource).
+* Given ``shared`` (the manager's :class:`~kubeloop.runtime.InformerFactory`, watching every
+  namespace), a kind some other controller already watches is monitored through that informer, as
+  upstream's GC takes its monitors from the shared informer factory (``informerFactory.ForResource``):
+  one list and one watch per kind, not two. The GC only adds and removes its handlers on those; it
+  starts and stops its own informers for every other kind (custom resources included), so a kind that
+  cannot sync never holds up the manager's informers.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 
 from kubeloop.api import GC_IGNORED_RESOURCES, ApiError, Clock, ResourceInfo
 from kubeloop.client import NAMESPACE_ALL, Client, Discovery, discover_resources, with_verbs
-from kubeloop.runtime import HandlerRegistration, SharedInformer
+from kubeloop.runtime import HandlerRegistration, InformerFactory, SharedInformer
 
 __all__ = ["IGNORED_RESOURCES", "Monitors"]
 
@@ -56,14 +62,17 @@ class Monitors:
         rng: random.Random,
         resync_period: float = 30.0,
         ignored: Iterable[tuple[str, str]] = IGNORED_RESOURCES,
+        shared: InformerFactory | None = None,
     ) -> None:
         self._client = client
+        self._shared = shared if shared is not None and shared.namespace in (None, NAMESPACE_ALL) else None
         self._handlers = handlers
         self._clock = clock
         self._rng = rng
         self.resync_period = resync_period
         self._ignored = frozenset(ignored)
         self.informers: dict[tuple[str, str, str], tuple[SharedInformer, HandlerRegistration]] = {}
+        self._borrowed: set[tuple[str, str, str]] = set()  # keys whose informer is the shared factory's
         self.discovery = Discovery((), ())
         self._resync = asyncio.Event()
         self.on_crd_change: Callable[[], None] = self.request_resync
@@ -103,22 +112,31 @@ class Monitors:
             if key not in wanted and gv not in failed_gvs:
                 informer, registration = self.informers.pop(key)
                 informer.remove_handler(registration)
-                await informer.stop()
+                if key in self._borrowed:
+                    self._borrowed.discard(key)
+                else:
+                    await informer.stop()
                 log.info("garbage collector: stopped monitoring %s", informer.resource.group_resource)
         for key, info in wanted.items():
             if key in self.informers:
                 continue
-            informer = SharedInformer(
+            crds = info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
+            # (the CRD informer gets a second handler below, which only the GC's own informer drops)
+            shared = self._shared.existing(info) if self._shared is not None and not crds else None
+            informer = shared if shared is not None else SharedInformer(
                 self._client, info, namespace=NAMESPACE_ALL, clock=self._clock, rng=random.Random(self._rng.random())
             )
             on_add, on_update, on_delete = self._handlers(info)
             registration = informer.add_handler(on_add, on_update, on_delete)
-            if info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions":
+            if crds:
                 informer.add_handler(
                     lambda _o: self.on_crd_change(), lambda _o, _n: self.on_crd_change(), lambda _o: self.on_crd_change()
                 )
             self.informers[key] = (informer, registration)
-            informer.start()
+            if shared is None:
+                informer.start()
+            else:
+                self._borrowed.add(key)  # the factory starts and stops it
         return True
 
     def request_resync(self) -> None:
@@ -157,8 +175,10 @@ class Monitors:
             await self.sync()
 
     async def stop(self) -> None:
-        for informer, registration in self.informers.values():
+        for key, (informer, registration) in self.informers.items():
             informer.remove_handler(registration)
-            with contextlib.suppress(Exception):
-                await informer.stop()
+            if key not in self._borrowed:
+                with contextlib.suppress(Exception):
+                    await informer.stop()
         self.informers.clear()
+        self._borrowed.clear()

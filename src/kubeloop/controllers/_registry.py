@@ -30,9 +30,12 @@ ControllerFactory = Callable[[Manager], Runnable]
 
 
 def _garbage_collector(manager: Manager) -> Runnable:
-    # Its own informers (one per deletable kind, from discovery): a kind that cannot sync must not
-    # hold up the manager's shared informers, and CRD kinds come and go (k8s 1.32 GC behaviour).
-    return GarbageCollector(manager.client, clock=manager.clock, rng=manager.rng, metrics=manager.metrics)
+    # One monitor per deletable kind, from discovery: the manager's informer where another controller
+    # already watches the kind (one list and watch, not two), its own for the rest, so a kind that
+    # cannot sync never holds up the manager's informers and CRD kinds come and go (k8s 1.32 GC).
+    return GarbageCollector(
+        manager.client, clock=manager.clock, rng=manager.rng, metrics=manager.metrics, informers=manager.informers
+    )
 
 
 def _namespace(manager: Manager) -> Runnable:

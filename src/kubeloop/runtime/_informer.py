@@ -218,6 +218,16 @@ class InformerFactory:
                 informer.start()
         return informer
 
+    def existing(self, resource: ResourceInfo) -> SharedInformer | None:
+        """The informer already made for ``resource`` in the factory's namespace, without selectors;
+        ``None`` if nobody asked for one (this never creates one)."""
+        return self._informers.get((resource.group, resource.version, resource.plural, self._namespace, None, None))
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace informers watch unless told otherwise (``None``: every namespace)."""
+        return self._namespace
+
     @property
     def informers(self) -> list[SharedInformer]:
         return list(self._informers.values())

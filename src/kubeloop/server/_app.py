@@ -52,7 +52,7 @@ from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
-from kubeloop.server._state import ServerState, Validator
+from kubeloop.server._state import ServerState, Validator, namespace_key
 from kubeloop.store import Store
 
 __all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
@@ -133,13 +133,19 @@ class App:
                 return
             namespaces = self.state.kinds.get("", "v1", "namespaces")
             if namespaces is not None:
-                for name in SYSTEM_NAMESPACES:
-                    with contextlib.suppress(ApiError):
-                        await create_object(self.state, WriteRequest(namespaces, "", user_agent="kube-apiserver/v1.32.0"),
-                                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+                # Upstream's system-namespaces controller creates a namespace only if it cannot read it
+                # (k/k pkg/controlplane/controller/systemnamespaces, createNamespaceIfNeeded): a restart
+                # then costs a read each, and a first start creates them together (one group commit).
+                missing = [name for name in SYSTEM_NAMESPACES if await self.state.store.get(namespace_key(name)) is None]
+                await asyncio.gather(*(self._create_namespace(namespaces, name) for name in missing))
             if self.state.kinds.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") is not None:
                 await self.crd_controller.start()
             self._started = True
+
+    async def _create_namespace(self, namespaces: ResourceInfo, name: str) -> None:
+        with contextlib.suppress(ApiError):  # AlreadyExists: someone else made it first
+            await create_object(self.state, WriteRequest(namespaces, "", user_agent="kube-apiserver/v1.32.0"),
+                                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     async def shutdown(self) -> None:
         if self._started:
