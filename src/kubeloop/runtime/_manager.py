@@ -124,6 +124,7 @@ class Manager:
                 "leaderElection", lambda: elector.healthy(opts.max_tolerable_expired_lease)
             )
         self._started = False
+        self._stopped = False
 
     # -- wiring --------------------------------------------------------------------------------
 
@@ -147,10 +148,14 @@ class Manager:
         started (so a standby replica is never idle), no request queued or being reconciled, no
         delayed requeue (``requeue_after``, a backoff) due at or before ``until``.
 
+        A manager that never ran, or whose :meth:`run` returned (stopped, failed or lost its lease),
+        is never idle, with or without controllers: it converges nothing any more, and a test that
+        waits for quiescence must not take it for a converged one.
+
         It sees the manager's own work only: a watch event still on its way from the server is not
         counted, so wait until the server is quiet before asking (``FaultyApp.settle`` in tests).
         """
-        if not self._started or not self.informers.has_synced():
+        if not self._started or self._stopped or not self.informers.has_synced():
             return False
         return all(c.idle(until=until) for c in self.controllers.values())
 
@@ -171,6 +176,7 @@ class Manager:
             mains.append(self.elector.run() if self.elector is not None else self._lead())
             await _run_all(mains)
         finally:
+            self._stopped = True
             await self.informers.stop()
 
     async def run_until_signalled(
