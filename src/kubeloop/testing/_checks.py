@@ -219,7 +219,7 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
         world.traffic.before_write = race.before_write
         await race.next_edit()
         problems = await world.converge(seconds=options.converge_seconds)
-        await world.drive(2.0, step=0.1)
+        await world.until_idle(2.0, step=0.1, within=2.0)  # trailing retries land before judging
         world.traffic.before_write = None
         real = [e for e in world.traffic.exchanges if e.status == 409 and not e.injected]
         evidence = [
@@ -287,7 +287,7 @@ async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> Che
         failing = _FailingDependency(world, options.failure_status)
         world.traffic.faults.append(failing)
         world.start_controller()
-        await world.drive(1.0, step=0.1)  # informers synced before the clock starts
+        await world.until_idle(1.0, step=0.1)  # informers synced before the clock starts
         t0 = world.clock.monotonic()
         await world.create_primaries()
         total = options.failure_seconds
