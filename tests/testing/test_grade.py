@@ -86,11 +86,13 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     by that label and its controller reference; with ``adopt`` it takes any labelled ConfigMap over,
     with ``count-others`` it takes any labelled ConfigMap for its own (without touching its owner).
     ``patch-child`` is no pitfall either: it updates its child with a merge patch (resourceVersion as
-    precondition), whose body names no owner.
+    precondition), whose body names no owner. ``recreate-child`` never updates a child: it deletes the
+    stale one and creates it anew (so no update of it can get a 409). ``force-on-conflict`` answers a
+    409 on its child by sending the same update again without a resourceVersion (a blind retry).
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
              "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others",
-             "patch-child"}  # fmt: skip
+             "patch-child", "recreate-child", "force-on-conflict"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -160,6 +162,13 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             if not changed:
                 return
             child["data"] = desired
+            if "recreate-child" in pitfalls:
+                meta = child["metadata"]
+                await client.delete(CONFIGMAPS, meta["name"], namespace=request.namespace)
+                fresh = {"metadata": {"name": meta["name"], "namespace": request.namespace}, "data": desired}
+                set_controller_reference(widget, fresh)
+                await client.create(CONFIGMAPS, fresh)
+                return
             if "blind-write" in pitfalls:
                 child = {"metadata": {"name": child["metadata"]["name"], "namespace": request.namespace,
                                       "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
@@ -172,6 +181,10 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     await client.update(CONFIGMAPS, child)
             except Conflict:
                 if "swallow-conflict" in pitfalls:
+                    return
+                if "force-on-conflict" in pitfalls:
+                    child["metadata"].pop("resourceVersion", None)
+                    await client.update(CONFIGMAPS, child)
                     return
                 raise
 
@@ -339,6 +352,70 @@ async def test_a_child_patched_without_its_owner_in_the_body_is_still_a_child_fo
     assert result.passed, result.render()
     injected = int(result.evidence[0].split(" update(s) answered 409 by the grader")[0])
     assert injected >= 2, result.render()  # one per primary after the last edit, at least
+
+
+async def test_the_race_always_lands_a_409_on_a_child_update_and_sees_it_retried(tmp_path: Path) -> None:
+    # No random 409s: the race's own, one per primary after each spec change, must hit child updates.
+    report = await grade(widget_controller(), WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.passed, result.render()
+    hits = int(result.evidence[1].split(" child update(s) answered 409")[0])
+    assert hits >= 2, result.render()
+    assert "extra spec change" not in result.evidence[1], result.render()
+    assert result.evidence[2].startswith("each was retried and accepted; "), result.render()
+
+
+async def test_a_controller_that_never_writes_during_the_lost_update_check_is_not_exercised(tmp_path: Path) -> None:
+    async def idle(client: Client, clock: Any) -> None:
+        await clock.sleep(3600.0)
+
+    async def anything(client: Client, primary: dict[str, Any]) -> None:
+        return None
+
+    scenario = dataclasses.replace(WIDGET_SCENARIO, expect=anything)
+    report = await grade(idle, scenario, checks=["lost-update"], data_dir=tmp_path)
+    result = report["lost-update"]
+    assert result.outcome == "skipped" and not result.passed, result.render()
+    assert result.summary.startswith("not exercised: the controller made no write during the check"), result.render()
+
+
+async def test_a_controller_that_never_updates_a_child_is_not_exercised_after_extra_spec_changes(
+    tmp_path: Path,
+) -> None:
+    # It deletes and recreates its children: it loses nothing, but the check could not land a 409 on
+    # an update of one, so it says so rather than pass.
+    report = await grade(widget_controller("recreate-child"), WIDGET_SCENARIO, checks=["lost-update"],
+                         data_dir=tmp_path, options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.outcome == "skipped", result.render()
+    assert result.summary.startswith("not exercised: none of its "), result.render()
+    assert "was an update (PUT or PATCH) of a child" in result.summary
+    assert "(4 extra spec change(s) tried)" in result.summary, result.render()
+    assert any("DELETE /api/v1/namespaces/shop/configmaps/w" in line for line in result.evidence), result.render()
+
+
+async def test_a_single_edit_scenario_is_changed_back_and_forth_until_a_child_update_gets_its_409(
+    tmp_path: Path,
+) -> None:
+    one_edit = dataclasses.replace(WIDGET_SCENARIO, edits=[{"spec": {"size": 5}}])
+    report = await grade(widget_controller("recreate-child"), one_edit, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.outcome == "skipped" and "(4 extra spec change(s) tried)" in result.summary, result.render()
+    honest = await grade(widget_controller(), one_edit, checks=["lost-update"], data_dir=tmp_path / "honest",
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    assert honest["lost-update"].passed, honest.render()
+
+
+async def test_a_controller_that_retries_a_conflict_blindly_overwrites_the_concurrent_writer(tmp_path: Path) -> None:
+    # After the injected 409 it sends the update again without a resourceVersion: the concurrent
+    # writer labels the child just before that retry, and the retry drops the label.
+    report = await grade(widget_controller("force-on-conflict"), WIDGET_SCENARIO, checks=["lost-update"],
+                         data_dir=tmp_path, options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("the concurrent writer's change to configmaps shop/w"), result.render()
 
 
 async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(

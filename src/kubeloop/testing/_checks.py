@@ -25,7 +25,7 @@ own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraff
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,7 +154,9 @@ def _idle_note(took: float | None, limit: float) -> str:
 class _Race:
     """Applies the scenario's edits mid-write; after each edit answers the next child update of every
     primary with 409 (injected: no event follows it, so a swallowed 409 stays lost); then has a
-    concurrent writer label the child the controller is about to update (a real, server-side 409)."""
+    concurrent writer label the child the controller is about to update (a real, server-side 409),
+    and label again each child just before the controller retries an update of it that got an
+    injected 409, so that retry succeeds only from a fresh read (a blind one drops the label)."""
 
     def __init__(self, world: World, edits: Sequence[Any]) -> None:
         self.world = world
@@ -165,11 +167,16 @@ class _Race:
         self.applied = 0
         self.touched: list[tuple[Any, str | None, str, str]] = []  # (resource, namespace, name, uid)
         self.injected: list[Exchange] = []
+        self._retry_raced: set[str] = set()  # paths whose retry the concurrent writer raced
+
+    def arm(self) -> None:
+        """The next child update of every primary gets an injected 409."""
+        self.conflicts_armed = len(self.world.primaries)
 
     async def next_edit(self) -> None:
         await self.world.edit_primaries(self.pending.pop(0))
         self.applied += 1
-        self.conflicts_armed = len(self.world.primaries)
+        self.arm()
 
     async def _child_update(self, exchange: Exchange) -> bool:
         # Aimed at the children only (objects it created, or owned by a primary): a conflict on the
@@ -184,19 +191,54 @@ class _Race:
         return None
 
     async def before_write(self, exchange: Exchange) -> None:
+        retry = exchange.method in ("PUT", "PATCH") and any(e.path == exchange.path for e in self.injected)
+        if retry and exchange.path not in self._retry_raced:  # the retry of an update answered 409
+            self._retry_raced.add(exchange.path)
+            await self._label(exchange)
+            return
         if self.pending:
             await self.next_edit()
             return
         if self.child_races <= 0 or not await self._child_update(exchange):
             return
+        self.child_races -= 1
+        await self._label(exchange)
+
+    async def _label(self, exchange: Exchange) -> None:
         target = await self.world.resolve_path(exchange.path)
         if target is None:
             return
         info, namespace, obj_name = target
-        self.child_races -= 1
         patch = {"metadata": {"labels": {CONCURRENT_WRITER_LABEL: str(len(self.touched) + 1)}}}
-        touched = await self.world.client.patch(info, obj_name, patch, namespace=namespace)
+        try:
+            touched = await self.world.client.patch(info, obj_name, patch, namespace=namespace)
+        except NotFound:
+            return
         self.touched.append((info, namespace, obj_name, touched["metadata"]["uid"]))
+
+    def rounds(self) -> list[Callable[[], Awaitable[None]]]:
+        """Spec changes to make again when no child update got a 409 yet: back and forth between
+        the last two edits (with a single edit: the scenario's original bodies, then the edit)."""
+        edits = list(self.world.scenario.edits)
+
+        def edit(patch: Any) -> Callable[[], Awaitable[None]]:
+            return lambda: self.world.edit_primaries(patch)
+
+        back = edit(edits[-2]) if len(edits) >= 2 else self.world.restore_primaries
+        return [back, edit(edits[-1])]
+
+    def unretried(self, exchanges: Sequence[Exchange]) -> list[Exchange]:
+        """The injected 409s never followed by an accepted update of the same object."""
+        out = []
+        for hit in self.injected:
+            at = next(i for i, e in enumerate(exchanges) if e is hit)
+            later = exchanges[at + 1:]
+            if not any(e.path == hit.path and e.method in ("PUT", "PATCH") and 200 <= e.status < 300 for e in later):
+                out.append(hit)
+        return out
+
+
+_ROUNDS = 2  # back-and-forth rounds of spec changes tried when no child update got a 409 yet
 
 
 async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
@@ -214,22 +256,56 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
         if problems:
             lines = write_lines([e for e in world.traffic.exchanges if e.status == 409])
             return _never_converged(name, problems, hint, [f"{conflicts.injected} update(s) answered 409", *lines])
+        mark = len(world.traffic.exchanges)
         race = _Race(world, world.scenario.edits)
         world.traffic.faults.insert(0, race.conflict_rule)
         world.traffic.before_write = race.before_write
         await race.next_edit()
         problems = await world.converge(seconds=options.converge_seconds)
+        # Whether a child update came after an edit is up to the controller: until one got the
+        # race's 409, the spec is changed again (a bounded number of times), each change arming it.
+        rounds = 0
+        for again in race.rounds() * _ROUNDS:
+            if problems or race.injected:
+                break
+            await again()
+            race.arm()
+            rounds += 1
+            problems = await world.converge(seconds=options.converge_seconds)
         await world.until_idle(2.0, step=0.1, within=2.0)  # trailing retries land before judging
         world.traffic.before_write = None
-        real = [e for e in world.traffic.exchanges if e.status == 409 and not e.injected]
+        exchanges = world.traffic.exchanges
+        real = [e for e in exchanges if e.status == 409 and not e.injected]
         evidence = [
             f"{conflicts.injected + len(race.injected)} update(s) answered 409 by the grader, {len(real)} by the "
             f"server after a concurrent write; {race.applied} edit(s), {race.applied - 1} of them while the controller wrote",
+            f"{len(race.injected)} child update(s) answered 409 right after a spec change"
+            + (f" ({rounds} extra spec change(s) needed to get one)" if rounds and race.injected else ""),
         ]  # fmt: skip
         if problems:
             evidence += write_lines(race.injected + real)
             return CheckResult(name, "failed", "an update was lost: the world does not match the latest spec",
                                (*problems[:6], *evidence), hint)  # fmt: skip
+        writes = world.traffic.writes(since=mark)
+        if not writes:
+            return CheckResult(name, "skipped", "not exercised: the controller made no write during the check, "
+                               "so no update of it could be lost", tuple(evidence),
+                               "the scenario's edits must make the controller update what it made")  # fmt: skip
+        if not race.injected:
+            return CheckResult(
+                name, "skipped",
+                f"not exercised: none of its {len(writes)} write(s) after a spec change was an update (PUT or PATCH) "
+                f"of a child, so no 409 could be injected on one ({rounds} extra spec change(s) tried)",
+                (*evidence, *write_lines(writes, limit=4)),
+                "the scenario's edits must make the controller update children it owns (with an ownerReference "
+                "to the primary)",
+            )  # fmt: skip
+        unretried = race.unretried(exchanges)
+        if unretried:
+            return CheckResult(name, "failed", f"a 409 on a child update was never retried: {unretried[0].line()}",
+                               (*evidence, *write_lines(unretried[1:], limit=4)), hint)  # fmt: skip
+        evidence.append(f"each was retried and accepted; {len(race.touched)} concurrent write(s) to a child "
+                        "just before the controller's update of it")  # fmt: skip
         for info, namespace, obj_name, uid in race.touched:
             try:
                 live = await world.client.get(info, obj_name, namespace=namespace)

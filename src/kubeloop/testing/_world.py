@@ -199,6 +199,15 @@ class World:
         for obj in self.primaries:
             await self.client.patch(info, obj["metadata"]["name"], dict(patch), namespace=self._ns(info, obj))
 
+    async def restore_primaries(self) -> None:
+        """Merge-patch every primary back to the scenario's body for it (everything but
+        ``apiVersion``, ``kind``, ``metadata`` and ``status``): a spec change when edits moved it."""
+        info = self.scenario.resource
+        for obj, body in zip(self.primaries, self.scenario.objects, strict=True):
+            patch = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+            if patch:
+                await self.client.patch(info, obj["metadata"]["name"], patch, namespace=self._ns(info, obj))
+
     async def problems(self) -> list[str]:
         """Why the world does not (yet) match every primary, by ``scenario.expect``; empty: converged."""
         found: list[str] = []
