@@ -89,10 +89,16 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     precondition), whose body names no owner. ``recreate-child`` never updates a child: it deletes the
     stale one and creates it anew (so no update of it can get a 409). ``force-on-conflict`` answers a
     409 on its child by sending the same update again without a resourceVersion (a blind retry).
+    ``wake-on-status`` is no pitfall: its own status writes wake it (no ``GenerationChanged``
+    predicate), but it writes status only when it changes. ``status-counter`` counts failed attempts in
+    ``status.attempts`` and ``status-stamp`` stamps ``status.lastAttempt`` with the clock's time, so
+    each failure rewrites its status: a pitfall with ``wake-on-status`` (the write's watch event wakes
+    it at once, past its backoff), none alone.
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
              "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others",
-             "patch-child", "recreate-child", "force-on-conflict"}  # fmt: skip
+             "patch-child", "recreate-child", "force-on-conflict", "wake-on-status", "status-counter",
+             "status-stamp"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -112,6 +118,10 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             if "restamp" in pitfalls:
                 for condition in conditions:
                     condition["lastTransitionTime"] = format_time(manager.clock.now())
+            if not ready and "status-counter" in pitfalls:
+                status["attempts"] = int(status.get("attempts", 0)) + 1
+            if not ready and "status-stamp" in pitfalls:
+                status["lastAttempt"] = format_time(manager.clock.now())
             await status_writer.write(WIDGETS, widget, status)
 
         def find_child(widget: dict[str, Any], request: Request) -> dict[str, Any] | None:
@@ -222,7 +232,8 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             return None
 
         # Status writes do not wake it (GenerationChanged), as in most controller-runtime setups.
-        Builder(manager).named("widgets").for_(WIDGETS, GenerationChanged()).owns(CONFIGMAPS).build(reconcile)
+        predicates = () if "wake-on-status" in pitfalls else (GenerationChanged(),)
+        Builder(manager).named("widgets").for_(WIDGETS, *predicates).owns(CONFIGMAPS).build(reconcile)
 
     return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
 
@@ -453,6 +464,45 @@ async def test_one_primarys_children_fail_while_the_others_proceed_and_the_rate_
     ), result.render()
     assert "(limit 0.1)" in result.evidence[1]
     assert "the other 1 primary object(s) converged meanwhile" in result.evidence
+
+
+async def test_a_controller_that_stamps_its_status_and_is_woken_by_it_fails_hot_loop(tmp_path: Path) -> None:
+    # Each failure stamps status.lastAttempt, whose watch event wakes it at once (past its backoff):
+    # on a real clock every wake stamps a new time, so it never stops. Its dependency retries alone
+    # stay under the rate limit, so only counting its status rewrites catches it.
+    report = await graded(widget_controller("wake-on-status", "status-stamp"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary == ("the controller rewrites Widget shop/w1's status while the dependency fails, and each "
+                              "rewrite wakes it again (a hot loop through its own watch events)"), result.render()
+    assert any(line.startswith("Widget shop/w1's status changed by ") for line in result.evidence), result.render()
+    assert any("/widgets/w1/status -> 200" in line for line in result.evidence), result.render()
+    assert "GenerationChanged" in result.hint
+
+
+async def test_a_controller_that_counts_attempts_in_its_status_and_is_woken_by_it_fails_hot_loop(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller("wake-on-status", "status-counter"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("hot loop through its own status: the controller rewrites Widget shop/w1's "
+                                     "status on every reconcile"), result.render()
+    assert "requests in one second of fake time" in result.evidence[0]
+
+
+@pytest.mark.parametrize("pitfalls", [("wake-on-status",), ("status-stamp",), ("status-counter",)])
+async def test_status_written_once_per_change_or_not_waking_the_controller_passes_hot_loop(
+    tmp_path: Path, pitfalls: tuple[str, ...]
+) -> None:
+    # Woken by its status but writing it only when it changes; or stamping it on every attempt but
+    # not woken by it (GenerationChanged): its attempts follow its backoff either way.
+    report = await graded(widget_controller(*pitfalls), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.passed, result.render()
+    rewrites = next(line for line in result.evidence if line.startswith("Widget shop/w1's status changed by "))
+    woke = int(rewrites.split(", ")[1].split(" of which")[0])
+    assert woke <= 2, result.render()
 
 
 async def test_a_controller_that_retries_inside_reconcile_holds_up_the_others_and_fails_hot_loop(
@@ -762,3 +812,4 @@ def test_unknown_checks_are_refused() -> None:
         import asyncio
 
         asyncio.run(grade(widget_controller(), WIDGET_SCENARIO, checks=["speed"]))
+
