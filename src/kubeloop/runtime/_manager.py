@@ -17,7 +17,8 @@ Lifecycle of :meth:`Manager.run` (controller-runtime ``pkg/manager``):
 Quiescence: :meth:`Manager.idle` says whether the manager has nothing to do until a given time on
 its clock (informers synced, every controller's workers running with an empty queue, nothing in
 reconcile, no delayed requeue due by then): what a test on a fake clock can drive time to, instead
-of guessing how long reconciles take.
+of guessing how long reconciles take. A manager that is not running (never started, or stopped) is
+never idle, even with no controller at all.
 
 Informers watch every namespace unless ``namespace`` names one. One :class:`Metrics` registry per manager; :meth:`Manager.probe_app` serves ``/healthz``, ``/readyz``
 and ``/metrics`` (``readyz`` includes "informers synced"; with leader election, ``healthz`` includes
