@@ -9,7 +9,7 @@ from typing import Any
 
 from kubeloop.client import Client
 from kubeloop.runtime import Manager
-from kubeloop.testing import ControllerUnderTest, Scenario, resource
+from kubeloop.testing import ControllerUnderTest, Scenario, grade, resource
 from kubeloop.testing._world import World
 
 CONFIGMAPS = resource("", "ConfigMap")
@@ -41,8 +41,6 @@ async def test_a_stopped_controller_is_never_idle_even_without_controllers(tmp_p
 
 
 async def test_a_well_behaved_grade_waits_for_idle_not_for_fixed_times(tmp_path: Path) -> None:
-    from kubeloop.testing import grade
-
     report = await grade(ControllerUnderTest.manager(_no_controllers, name="quiet"), SCENARIO,
                          checks=["idempotency"], data_dir=tmp_path)  # fmt: skip
     restarted = report["idempotency"].evidence[1]
