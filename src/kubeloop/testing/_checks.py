@@ -6,17 +6,20 @@ own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraff
 * **idempotency**: after the scenario converged (edits included), force resyncs (every primary
   enqueued again when the controller is a ``Manager``'s, a restart of the controller, ten quiet
   minutes of fake time) and count the controller's write requests: any write fails the check;
-* **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict;
-  then the scenario's edits are applied *while* the controller writes (the next edit lands just
-  before one of its writes), the child update right after each edit is answered 409, and a
-  concurrent writer labels the child the controller is about to update (so its update is really
-  stale), and labels again each child just before the controller retries an update of it that got
-  an injected 409 (so only a retry from a fresh read keeps the label). Children are the objects it
-  created or that a primary owns (:mod:`._lineage`): an unrelated object it patches gets neither.
-  The world must still converge to the latest spec, every injected 409 on a child update must be
-  followed by an accepted update of that child, and the other writer's labels must survive. At
-  least one child update must have been answered 409: until one is, the spec is changed back and
-  forth again (twice); a controller that never updates a child (or never writes) is reported
+* **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict
+  until the scenario first converged; then (no random 409 any more) the scenario's edits are applied
+  *while* the controller writes (the next edit lands just before one of its writes), the child
+  update right after each edit is answered 409, and a concurrent writer labels the child the
+  controller is about to update (so its update is really stale), and labels again each child just
+  before the controller retries an update of it that got an injected 409 (so only a retry from a
+  fresh read keeps the label). Children are the objects it created or that a primary owns
+  (:mod:`._lineage`): an unrelated object it patches gets neither. The world must still converge to
+  the latest spec, every injected 409 on a child update must be followed by an accepted update of
+  that child, and the other writer's labels must survive. Then the decisive round: with the
+  controller idle, the spec is changed back and then to the last edit again, and only then the next
+  child update of each primary is answered 409 (the update carrying the latest spec, followed by no
+  event of the grader's: a swallowed 409 leaves the child stale). Without a 409 landed there, a
+  second round is tried; a controller that never updates a child (or never writes) is reported
   skipped, "not exercised", never passed.
 
 The hot-loop check is in :mod:`kubeloop.testing._checks_hotloop`.
@@ -220,8 +223,8 @@ class _Race:
         self.touched.append((info, namespace, obj_name, touched["metadata"]["uid"]))
 
     def rounds(self) -> list[Callable[[], Awaitable[None]]]:
-        """Spec changes to make again when no child update got a 409 yet: back and forth between
-        the last two edits (with a single edit: the scenario's original bodies, then the edit)."""
+        """A decisive round's two spec changes: back (to the edit before the last, or with a single
+        edit to the scenario's original bodies), then to the last edit again."""
         edits = list(self.world.scenario.edits)
 
         def edit(patch: Any) -> Callable[[], Awaitable[None]]:
@@ -241,7 +244,8 @@ class _Race:
         return out
 
 
-_ROUNDS = 2  # back-and-forth rounds of spec changes tried when no child update got a 409 yet
+_ROUNDS = 2  # decisive rounds (the spec changed back, then to the last edit) tried until a 409 lands
+_SETTLE = 10.0  # fake seconds allowed for the controller to become idle before a decisive change
 
 
 async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
@@ -260,21 +264,37 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
             lines = write_lines([e for e in world.traffic.exchanges if e.status == 409])
             return _never_converged(name, problems, hint, [f"{conflicts.injected} update(s) answered 409", *lines])
         mark = len(world.traffic.exchanges)
+        # From here the 409s are the race's alone, each placed on purpose: random ones on top could
+        # string together on one object (past any backoff within the time allowed) by chance.
+        world.traffic.faults.remove(conflicts)
         race = _Race(world, world.scenario.edits)
         world.traffic.faults.insert(0, race.conflict_rule)
         world.traffic.before_write = race.before_write
         await race.next_edit()
         problems = await world.converge(seconds=options.converge_seconds)
-        # Whether a child update came after an edit is up to the controller: until one got the
-        # race's 409, the spec is changed again (a bounded number of times), each change arming it.
+        # The decisive round: with the controller idle (it has acted on every edit so far), the spec
+        # is changed back and then to the last edit again, and only then armed: its next child update
+        # is the one carrying the latest spec, and its 409 is followed by no event of the grader's.
+        # Whether it makes one is up to the controller: without a 409 landed, a second round is tried.
         rounds = 0
-        for again in race.rounds() * _ROUNDS:
-            if problems or race.injected:
+        decisive: list[Exchange] = []
+        for _ in range(_ROUNDS if not problems else 0):
+            back, last = race.rounds()
+            race.conflicts_armed = 0
+            await world.until_idle(_SETTLE, step=0.1, within=2.0)
+            await back()
+            problems = await world.converge(seconds=options.converge_seconds)
+            if problems:
                 break
-            await again()
+            await world.until_idle(_SETTLE, step=0.1, within=2.0)
+            before = len(race.injected)
+            await last()
             race.arm()
             rounds += 1
             problems = await world.converge(seconds=options.converge_seconds)
+            decisive = race.injected[before:]
+            if problems or decisive:
+                break
         await world.until_idle(2.0, step=0.1, within=2.0)  # trailing retries land before judging
         world.traffic.before_write = None
         exchanges = world.traffic.exchanges
@@ -282,8 +302,8 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
         evidence = [
             f"{conflicts.injected + len(race.injected)} update(s) answered 409 by the grader, {len(real)} by the "
             f"server after a concurrent write; {race.applied} edit(s), {race.applied - 1} of them while the controller wrote",
-            f"{len(race.injected)} child update(s) answered 409 right after a spec change"
-            + (f" ({rounds} extra spec change(s) needed to get one)" if rounds and race.injected else ""),
+            f"{len(race.injected)} child update(s) answered 409 right after a spec change, {len(decisive)} in the "
+            f"decisive round (the spec changed back and forth with the controller idle; {rounds} round(s))",
         ]  # fmt: skip
         if problems:
             evidence += write_lines(race.injected + real)
@@ -294,11 +314,11 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
             return CheckResult(name, "skipped", "not exercised: the controller made no write during the check, "
                                "so no update of it could be lost", tuple(evidence),
                                "the scenario's edits must make the controller update what it made")  # fmt: skip
-        if not race.injected:
+        if not decisive:
             return CheckResult(
                 name, "skipped",
                 f"not exercised: none of its {len(writes)} write(s) after a spec change was an update (PUT or PATCH) "
-                f"of a child, so no 409 could be injected on one ({rounds} extra spec change(s) tried)",
+                f"of a child, so no 409 could be injected on one ({2 * rounds} extra spec change(s) tried)",
                 (*evidence, *write_lines(writes, limit=4)),
                 "the scenario's edits must make the controller update children it owns (with an ownerReference "
                 "to the primary)",
