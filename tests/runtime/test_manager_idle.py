@@ -10,15 +10,31 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from kubeloop.client import Client
 from kubeloop.runtime import Builder, LeaderElectionOptions, Manager, Request, Result
+from kubeloop.testing import FakeClock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-from _realapi import Cluster, eventually, kind
+from _realapi import Cluster, eventually, kind, real_cluster
+
+
+# The real API server in-process on a FakeClock, with namespaces ``ns`` and ``kube-system``: defined
+# here, where it is used, so the runtime's unit tests never build (or import) a server.
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "kube-system")) as c:
+        yield c
+
+
+@pytest.fixture
+def client(cluster: Cluster) -> Client:
+    c: Client = cluster.client()
+    return c
 
 CM = kind("", "ConfigMap")
 
@@ -112,3 +128,27 @@ async def test_a_standby_replica_is_never_idle(cluster: Cluster, client: Client)
     assert leader.idle() and not standby.idle() and reconciled == ["leader"]
     await stop(second)
     await stop(first)
+
+
+async def test_a_stopped_manager_without_controllers_is_not_idle(cluster: Cluster, client: Client) -> None:
+    # With no controller, "every controller idle" holds vacuously; once run() has returned the
+    # manager converges nothing any more, so reporting idle would pass for convergence.
+    manager = Manager(client, clock=cluster.clock, rng=random.Random(1))
+    assert not manager.idle(), "a manager that never ran is not idle"
+    task = asyncio.create_task(manager.run())
+    await eventually(manager.idle, what="the running manager to be idle")
+    await stop(task)
+    assert not manager.idle() and not manager.idle(until=cluster.clock.monotonic() + 60.0)
+
+
+async def test_a_manager_whose_run_failed_is_not_idle(cluster: Cluster, client: Client) -> None:
+    manager = Manager(client, clock=cluster.clock, rng=random.Random(1))
+
+    class Crashes:
+        async def run(self) -> None:
+            raise RuntimeError("a runnable failed")
+
+    manager.add(Crashes(), needs_leader_election=False)
+    with pytest.raises(RuntimeError, match="a runnable failed"):
+        await manager.run()
+    assert not manager.idle()

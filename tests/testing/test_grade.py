@@ -86,11 +86,19 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
     by that label and its controller reference; with ``adopt`` it takes any labelled ConfigMap over,
     with ``count-others`` it takes any labelled ConfigMap for its own (without touching its owner).
     ``patch-child`` is no pitfall either: it updates its child with a merge patch (resourceVersion as
-    precondition), whose body names no owner.
+    precondition), whose body names no owner. ``recreate-child`` never updates a child: it deletes the
+    stale one and creates it anew (so no update of it can get a 409). ``force-on-conflict`` answers a
+    409 on its child by sending the same update again without a resourceVersion (a blind retry).
+    ``wake-on-status`` is no pitfall: its own status writes wake it (no ``GenerationChanged``
+    predicate), but it writes status only when it changes. ``status-counter`` counts failed attempts in
+    ``status.attempts`` and ``status-stamp`` stamps ``status.lastAttempt`` with the clock's time, so
+    each failure rewrites its status: a pitfall with ``wake-on-status`` (the write's watch event wakes
+    it at once, past its backoff), none alone.
     """
     known = {"always-write", "swallow-conflict", "no-backoff", "early-status", "restamp", "blind-write", "no-owner", "adopt",
              "child-finalizer", "note-in-namespace", "inline-retry", "generate-name", "count-others",
-             "patch-child"}  # fmt: skip
+             "patch-child", "recreate-child", "force-on-conflict", "wake-on-status", "status-counter",
+             "status-stamp"}  # fmt: skip
     unknown = set(pitfalls) - known
     assert not unknown, unknown
 
@@ -110,6 +118,10 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             if "restamp" in pitfalls:
                 for condition in conditions:
                     condition["lastTransitionTime"] = format_time(manager.clock.now())
+            if not ready and "status-counter" in pitfalls:
+                status["attempts"] = int(status.get("attempts", 0)) + 1
+            if not ready and "status-stamp" in pitfalls:
+                status["lastAttempt"] = format_time(manager.clock.now())
             await status_writer.write(WIDGETS, widget, status)
 
         def find_child(widget: dict[str, Any], request: Request) -> dict[str, Any] | None:
@@ -160,6 +172,13 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             if not changed:
                 return
             child["data"] = desired
+            if "recreate-child" in pitfalls:
+                meta = child["metadata"]
+                await client.delete(CONFIGMAPS, meta["name"], namespace=request.namespace)
+                fresh = {"metadata": {"name": meta["name"], "namespace": request.namespace}, "data": desired}
+                set_controller_reference(widget, fresh)
+                await client.create(CONFIGMAPS, fresh)
+                return
             if "blind-write" in pitfalls:
                 child = {"metadata": {"name": child["metadata"]["name"], "namespace": request.namespace,
                                       "ownerReferences": child["metadata"].get("ownerReferences")}, "data": desired}  # fmt: skip
@@ -172,6 +191,10 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
                     await client.update(CONFIGMAPS, child)
             except Conflict:
                 if "swallow-conflict" in pitfalls:
+                    return
+                if "force-on-conflict" in pitfalls:
+                    child["metadata"].pop("resourceVersion", None)
+                    await client.update(CONFIGMAPS, child)
                     return
                 raise
 
@@ -209,7 +232,8 @@ def widget_controller(*pitfalls: str) -> ControllerUnderTest:
             return None
 
         # Status writes do not wake it (GenerationChanged), as in most controller-runtime setups.
-        Builder(manager).named("widgets").for_(WIDGETS, GenerationChanged()).owns(CONFIGMAPS).build(reconcile)
+        predicates = () if "wake-on-status" in pitfalls else (GenerationChanged(),)
+        Builder(manager).named("widgets").for_(WIDGETS, *predicates).owns(CONFIGMAPS).build(reconcile)
 
     return ControllerUnderTest.manager(setup, name="widgets" + "".join(f"[{p}]" for p in pitfalls))
 
@@ -314,6 +338,17 @@ async def test_a_controller_that_swallows_conflicts_loses_an_update(tmp_path: Pa
     assert report["idempotency"].passed
 
 
+@pytest.mark.parametrize("seed", [2, 4, 5, 6])
+async def test_a_swallowed_conflict_is_caught_whatever_the_seed(tmp_path: Path, seed: int) -> None:
+    # An incidental event (a concurrent writer's label on a child it updates again) can wake a
+    # swallower into a later update that repairs the child: the decisive round's 409 lands on the
+    # update carrying the latest spec, with the controller otherwise idle, so nothing repairs it.
+    report = await grade(widget_controller("swallow-conflict"), WIDGET_SCENARIO, checks=["lost-update"],
+                         data_dir=tmp_path, seed=seed)  # fmt: skip
+    result = report["lost-update"]
+    assert result.failed and "does not match the latest spec" in result.summary, result.render()
+
+
 async def test_conflicts_are_injected_on_child_updates_only_not_on_an_unrelated_object_it_patches(
     tmp_path: Path,
 ) -> None:
@@ -339,6 +374,71 @@ async def test_a_child_patched_without_its_owner_in_the_body_is_still_a_child_fo
     assert result.passed, result.render()
     injected = int(result.evidence[0].split(" update(s) answered 409 by the grader")[0])
     assert injected >= 2, result.render()  # one per primary after the last edit, at least
+
+
+async def test_the_race_always_lands_a_409_on_a_child_update_and_sees_it_retried(tmp_path: Path) -> None:
+    # No random 409s: the race's own, one per primary after each spec change, must hit child updates.
+    report = await grade(widget_controller(), WIDGET_SCENARIO, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.passed, result.render()
+    hits = int(result.evidence[1].split(" child update(s) answered 409")[0])
+    decisive = int(result.evidence[1].split(", ")[1].split(" in the decisive round")[0])
+    assert hits >= 2 and decisive >= 1, result.render()
+    assert result.evidence[1].endswith("with the controller idle; 1 round(s))"), result.render()
+    assert result.evidence[2].startswith("each was retried and accepted; "), result.render()
+
+
+async def test_a_controller_that_never_writes_during_the_lost_update_check_is_not_exercised(tmp_path: Path) -> None:
+    async def idle(client: Client, clock: Any) -> None:
+        await clock.sleep(3600.0)
+
+    async def anything(client: Client, primary: dict[str, Any]) -> None:
+        return None
+
+    scenario = dataclasses.replace(WIDGET_SCENARIO, expect=anything)
+    report = await grade(idle, scenario, checks=["lost-update"], data_dir=tmp_path)
+    result = report["lost-update"]
+    assert result.outcome == "skipped" and not result.passed, result.render()
+    assert result.summary.startswith("not exercised: the controller made no write during the check"), result.render()
+
+
+async def test_a_controller_that_never_updates_a_child_is_not_exercised_after_extra_spec_changes(
+    tmp_path: Path,
+) -> None:
+    # It deletes and recreates its children: it loses nothing, but the check could not land a 409 on
+    # an update of one, so it says so rather than pass.
+    report = await grade(widget_controller("recreate-child"), WIDGET_SCENARIO, checks=["lost-update"],
+                         data_dir=tmp_path, options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.outcome == "skipped", result.render()
+    assert result.summary.startswith("not exercised: none of its "), result.render()
+    assert "was an update (PUT or PATCH) of a child" in result.summary
+    assert "(4 extra spec change(s) tried)" in result.summary, result.render()
+    assert any("DELETE /api/v1/namespaces/shop/configmaps/w" in line for line in result.evidence), result.render()
+
+
+async def test_a_single_edit_scenario_is_changed_back_and_forth_until_a_child_update_gets_its_409(
+    tmp_path: Path,
+) -> None:
+    one_edit = dataclasses.replace(WIDGET_SCENARIO, edits=[{"spec": {"size": 5}}])
+    report = await grade(widget_controller("recreate-child"), one_edit, checks=["lost-update"], data_dir=tmp_path,
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.outcome == "skipped" and "(4 extra spec change(s) tried)" in result.summary, result.render()
+    honest = await grade(widget_controller(), one_edit, checks=["lost-update"], data_dir=tmp_path / "honest",
+                         options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    assert honest["lost-update"].passed, honest.render()
+
+
+async def test_a_controller_that_retries_a_conflict_blindly_overwrites_the_concurrent_writer(tmp_path: Path) -> None:
+    # After the injected 409 it sends the update again without a resourceVersion: the concurrent
+    # writer labels the child just before that retry, and the retry drops the label.
+    report = await grade(widget_controller("force-on-conflict"), WIDGET_SCENARIO, checks=["lost-update"],
+                         data_dir=tmp_path, options=GradeOptions(conflict_rate=0.0))  # fmt: skip
+    result = report["lost-update"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("the concurrent writer's change to configmaps shop/w"), result.render()
 
 
 async def test_a_controller_that_patches_an_unrelated_object_and_handles_conflicts_passes_lost_update(
@@ -376,6 +476,45 @@ async def test_one_primarys_children_fail_while_the_others_proceed_and_the_rate_
     ), result.render()
     assert "(limit 0.1)" in result.evidence[1]
     assert "the other 1 primary object(s) converged meanwhile" in result.evidence
+
+
+async def test_a_controller_that_stamps_its_status_and_is_woken_by_it_fails_hot_loop(tmp_path: Path) -> None:
+    # Each failure stamps status.lastAttempt, whose watch event wakes it at once (past its backoff):
+    # on a real clock every wake stamps a new time, so it never stops. Its dependency retries alone
+    # stay under the rate limit, so only counting its status rewrites catches it.
+    report = await graded(widget_controller("wake-on-status", "status-stamp"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary == ("the controller rewrites Widget shop/w1's status while the dependency fails, and each "
+                              "rewrite wakes it again (a hot loop through its own watch events)"), result.render()
+    assert any(line.startswith("Widget shop/w1's status changed by ") for line in result.evidence), result.render()
+    assert any("/widgets/w1/status -> 200" in line for line in result.evidence), result.render()
+    assert "GenerationChanged" in result.hint
+
+
+async def test_a_controller_that_counts_attempts_in_its_status_and_is_woken_by_it_fails_hot_loop(
+    tmp_path: Path,
+) -> None:
+    report = await graded(widget_controller("wake-on-status", "status-counter"), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.failed, result.render()
+    assert result.summary.startswith("hot loop through its own status: the controller rewrites Widget shop/w1's "
+                                     "status on every reconcile"), result.render()
+    assert "requests in one second of fake time" in result.evidence[0]
+
+
+@pytest.mark.parametrize("pitfalls", [("wake-on-status",), ("status-stamp",), ("status-counter",)])
+async def test_status_written_once_per_change_or_not_waking_the_controller_passes_hot_loop(
+    tmp_path: Path, pitfalls: tuple[str, ...]
+) -> None:
+    # Woken by its status but writing it only when it changes; or stamping it on every attempt but
+    # not woken by it (GenerationChanged): its attempts follow its backoff either way.
+    report = await graded(widget_controller(*pitfalls), tmp_path, "hot-loop")
+    result = report["hot-loop"]
+    assert result.passed, result.render()
+    rewrites = next(line for line in result.evidence if line.startswith("Widget shop/w1's status changed by "))
+    woke = int(rewrites.split(", ")[1].split(" of which")[0])
+    assert woke <= 2, result.render()
 
 
 async def test_a_controller_that_retries_inside_reconcile_holds_up_the_others_and_fails_hot_loop(
@@ -685,3 +824,4 @@ def test_unknown_checks_are_refused() -> None:
         import asyncio
 
         asyncio.run(grade(widget_controller(), WIDGET_SCENARIO, checks=["speed"]))
+

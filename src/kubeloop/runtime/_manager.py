@@ -17,7 +17,8 @@ Lifecycle of :meth:`Manager.run` (controller-runtime ``pkg/manager``):
 Quiescence: :meth:`Manager.idle` says whether the manager has nothing to do until a given time on
 its clock (informers synced, every controller's workers running with an empty queue, nothing in
 reconcile, no delayed requeue due by then): what a test on a fake clock can drive time to, instead
-of guessing how long reconciles take.
+of guessing how long reconciles take. A manager that is not running (never started, or stopped) is
+never idle, even with no controller at all.
 
 Informers watch every namespace unless ``namespace`` names one. One :class:`Metrics` registry per manager; :meth:`Manager.probe_app` serves ``/healthz``, ``/readyz``
 and ``/metrics`` (``readyz`` includes "informers synced"; with leader election, ``healthz`` includes
@@ -124,6 +125,7 @@ class Manager:
                 "leaderElection", lambda: elector.healthy(opts.max_tolerable_expired_lease)
             )
         self._started = False
+        self._stopped = False
 
     # -- wiring --------------------------------------------------------------------------------
 
@@ -147,10 +149,14 @@ class Manager:
         started (so a standby replica is never idle), no request queued or being reconciled, no
         delayed requeue (``requeue_after``, a backoff) due at or before ``until``.
 
+        A manager that never ran, or whose :meth:`run` returned (stopped, failed or lost its lease),
+        is never idle, with or without controllers: it converges nothing any more, and a test that
+        waits for quiescence must not take it for a converged one.
+
         It sees the manager's own work only: a watch event still on its way from the server is not
         counted, so wait until the server is quiet before asking (``FaultyApp.settle`` in tests).
         """
-        if not self._started or not self.informers.has_synced():
+        if not self._started or self._stopped or not self.informers.has_synced():
             return False
         return all(c.idle(until=until) for c in self.controllers.values())
 
@@ -171,6 +177,7 @@ class Manager:
             mains.append(self.elector.run() if self.elector is not None else self._lead())
             await _run_all(mains)
         finally:
+            self._stopped = True
             await self.informers.stop()
 
     async def run_until_signalled(

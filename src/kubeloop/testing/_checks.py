@@ -1,4 +1,4 @@
-"""The loop checks: idempotency, lost-update tolerance, hot loops (reconciliation pitfalls 5, 4 and 6).
+"""The loop checks: idempotency and lost-update tolerance (reconciliation pitfalls 5 and 4).
 
 Each check runs in its own :class:`~kubeloop.testing._world.World` and measures the controller's
 own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraffic`):
@@ -6,26 +6,29 @@ own requests (recorded by its :class:`~kubeloop.testing._traffic.ControllerTraff
 * **idempotency**: after the scenario converged (edits included), force resyncs (every primary
   enqueued again when the controller is a ``Manager``'s, a restart of the controller, ten quiet
   minutes of fake time) and count the controller's write requests: any write fails the check;
-* **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict;
-  then the scenario's edits are applied *while* the controller writes (the next edit lands just
-  before one of its writes), the child update right after each edit is answered 409, and a
-  concurrent writer labels the child the controller is about to update (so its update is really
-  stale). Children are the objects it created or that a primary owns (:mod:`._lineage`): an
-  unrelated object it patches gets neither. The world must still converge to the latest spec, and
-  the other writer's label must survive;
-* **hot-loop**: one dependency fails persistently: every write for the first primary's children
-  (matched by ownerReference, in the body sent or on the object targeted; not by name) is answered
-  500 (by default) for two simulated minutes, while no other write is faulted. Its retries
-  against that dependency over the second minute must be at most ``max_retry_rate`` per second
-  (exponential backoff from 5 ms makes about one in that minute), it must never have sent hundreds
-  of requests at one fake instant, the other primaries must converge meanwhile (a worker stuck
-  retrying inside reconcile starves them), and once the dependency heals it must converge.
+* **lost-update**: a seeded-random fraction of the controller's updates is answered 409 Conflict
+  until the scenario first converged; then (no random 409 any more) the scenario's edits are applied
+  *while* the controller writes (the next edit lands just before one of its writes), the child
+  update right after each edit is answered 409, and a concurrent writer labels the child the
+  controller is about to update (so its update is really stale), and labels again each child just
+  before the controller retries an update of it that got an injected 409 (so only a retry from a
+  fresh read keeps the label). Children are the objects it created or that a primary owns
+  (:mod:`._lineage`): an unrelated object it patches gets neither. The world must still converge to
+  the latest spec, every injected 409 on a child update must be followed by an accepted update of
+  that child, and the other writer's labels must survive. Then the decisive round: with the
+  controller idle, the spec is changed back and then to the last edit again, and only then the next
+  child update of each primary is answered 409 (the update carrying the latest spec, followed by no
+  event of the grader's: a swallowed 409 leaves the child stale). Without a 409 landed there, a
+  second round is tried; a controller that never updates a child (or never writes) is reported
+  skipped, "not exercised", never passed.
+
+The hot-loop check is in :mod:`kubeloop.testing._checks_hotloop`.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +39,7 @@ from kubeloop.testing._subject import CheckResult
 from kubeloop.testing._traffic import Conflicts, Exchange
 from kubeloop.testing._world import World
 
-__all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "check_hot_loop", "check_idempotency", "check_lost_update", "converge_with_edits", "write_lines"]
+__all__ = ["CONCURRENT_WRITER_LABEL", "GradeOptions", "WorldFactory", "check_idempotency", "check_lost_update", "converge_with_edits", "write_lines"]
 
 CONCURRENT_WRITER_LABEL = "kubeloop.dev/concurrent-writer"
 
@@ -54,6 +57,9 @@ class GradeOptions:
     # Retries per second against the failing dependency (one primary's children), over the last half
     # of the failure: exponential backoff from 5 ms makes about one in that minute.
     max_retry_rate: float = 0.1
+    # Status rewrites of the failing primary that woke the controller at once into another attempt,
+    # while nothing but time changed: a few are the failure being reported, more a loop (see hot-loop).
+    max_status_rewrites: int = 2
     recovery_seconds: float = 600.0
     # Built-in controllers running beside the one graded (names in kubeloop.controllers.BUILTIN_CONTROLLERS;
     # call register_workload_controllers() first for "deployment", "replicaset", "statefulset").
@@ -154,7 +160,9 @@ def _idle_note(took: float | None, limit: float) -> str:
 class _Race:
     """Applies the scenario's edits mid-write; after each edit answers the next child update of every
     primary with 409 (injected: no event follows it, so a swallowed 409 stays lost); then has a
-    concurrent writer label the child the controller is about to update (a real, server-side 409)."""
+    concurrent writer label the child the controller is about to update (a real, server-side 409),
+    and label again each child just before the controller retries an update of it that got an
+    injected 409, so that retry succeeds only from a fresh read (a blind one drops the label)."""
 
     def __init__(self, world: World, edits: Sequence[Any]) -> None:
         self.world = world
@@ -165,11 +173,16 @@ class _Race:
         self.applied = 0
         self.touched: list[tuple[Any, str | None, str, str]] = []  # (resource, namespace, name, uid)
         self.injected: list[Exchange] = []
+        self._retry_raced: set[str] = set()  # paths whose retry the concurrent writer raced
+
+    def arm(self) -> None:
+        """The next child update of every primary gets an injected 409."""
+        self.conflicts_armed = len(self.world.primaries)
 
     async def next_edit(self) -> None:
         await self.world.edit_primaries(self.pending.pop(0))
         self.applied += 1
-        self.conflicts_armed = len(self.world.primaries)
+        self.arm()
 
     async def _child_update(self, exchange: Exchange) -> bool:
         # Aimed at the children only (objects it created, or owned by a primary): a conflict on the
@@ -184,19 +197,55 @@ class _Race:
         return None
 
     async def before_write(self, exchange: Exchange) -> None:
+        retry = exchange.method in ("PUT", "PATCH") and any(e.path == exchange.path for e in self.injected)
+        if retry and exchange.path not in self._retry_raced:  # the retry of an update answered 409
+            self._retry_raced.add(exchange.path)
+            await self._label(exchange)
+            return
         if self.pending:
             await self.next_edit()
             return
         if self.child_races <= 0 or not await self._child_update(exchange):
             return
+        self.child_races -= 1
+        await self._label(exchange)
+
+    async def _label(self, exchange: Exchange) -> None:
         target = await self.world.resolve_path(exchange.path)
         if target is None:
             return
         info, namespace, obj_name = target
-        self.child_races -= 1
         patch = {"metadata": {"labels": {CONCURRENT_WRITER_LABEL: str(len(self.touched) + 1)}}}
-        touched = await self.world.client.patch(info, obj_name, patch, namespace=namespace)
+        try:
+            touched = await self.world.client.patch(info, obj_name, patch, namespace=namespace)
+        except NotFound:
+            return
         self.touched.append((info, namespace, obj_name, touched["metadata"]["uid"]))
+
+    def rounds(self) -> list[Callable[[], Awaitable[None]]]:
+        """A decisive round's two spec changes: back (to the edit before the last, or with a single
+        edit to the scenario's original bodies), then to the last edit again."""
+        edits = list(self.world.scenario.edits)
+
+        def edit(patch: Any) -> Callable[[], Awaitable[None]]:
+            return lambda: self.world.edit_primaries(patch)
+
+        back = edit(edits[-2]) if len(edits) >= 2 else self.world.restore_primaries
+        return [back, edit(edits[-1])]
+
+    def unretried(self, exchanges: Sequence[Exchange]) -> list[Exchange]:
+        """The injected 409s never followed by an accepted update of the same object."""
+        out = []
+        for hit in self.injected:
+            at = next(i for i, e in enumerate(exchanges) if e is hit)
+            later = exchanges[at + 1:]
+            if not any(e.path == hit.path and e.method in ("PUT", "PATCH") and 200 <= e.status < 300 for e in later):
+                out.append(hit)
+        return out
+
+
+_ROUNDS = 2  # decisive rounds (the spec changed back, then to the last edit) tried until a 409 lands
+_SETTLE = 10.0  # fake seconds allowed for the controller to become idle before a decisive change
 
 
 async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
@@ -214,22 +263,72 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
         if problems:
             lines = write_lines([e for e in world.traffic.exchanges if e.status == 409])
             return _never_converged(name, problems, hint, [f"{conflicts.injected} update(s) answered 409", *lines])
+        mark = len(world.traffic.exchanges)
+        # From here the 409s are the race's alone, each placed on purpose: random ones on top could
+        # string together on one object (past any backoff within the time allowed) by chance.
+        world.traffic.faults.remove(conflicts)
         race = _Race(world, world.scenario.edits)
         world.traffic.faults.insert(0, race.conflict_rule)
         world.traffic.before_write = race.before_write
         await race.next_edit()
         problems = await world.converge(seconds=options.converge_seconds)
-        await world.drive(2.0, step=0.1)
+        # The decisive round: with the controller idle (it has acted on every edit so far), the spec
+        # is changed back and then to the last edit again, and only then armed: its next child update
+        # is the one carrying the latest spec, and its 409 is followed by no event of the grader's.
+        # Whether it makes one is up to the controller: without a 409 landed, a second round is tried.
+        rounds = 0
+        decisive: list[Exchange] = []
+        for _ in range(_ROUNDS if not problems else 0):
+            back, last = race.rounds()
+            race.conflicts_armed = 0
+            await world.until_idle(_SETTLE, step=0.1, within=2.0)
+            await back()
+            problems = await world.converge(seconds=options.converge_seconds)
+            if problems:
+                break
+            await world.until_idle(_SETTLE, step=0.1, within=2.0)
+            before = len(race.injected)
+            await last()
+            race.arm()
+            rounds += 1
+            problems = await world.converge(seconds=options.converge_seconds)
+            decisive = race.injected[before:]
+            if problems or decisive:
+                break
+        await world.until_idle(2.0, step=0.1, within=2.0)  # trailing retries land before judging
         world.traffic.before_write = None
-        real = [e for e in world.traffic.exchanges if e.status == 409 and not e.injected]
+        exchanges = world.traffic.exchanges
+        real = [e for e in exchanges if e.status == 409 and not e.injected]
         evidence = [
             f"{conflicts.injected + len(race.injected)} update(s) answered 409 by the grader, {len(real)} by the "
             f"server after a concurrent write; {race.applied} edit(s), {race.applied - 1} of them while the controller wrote",
+            f"{len(race.injected)} child update(s) answered 409 right after a spec change, {len(decisive)} in the "
+            f"decisive round (the spec changed back and forth with the controller idle; {rounds} round(s))",
         ]  # fmt: skip
         if problems:
             evidence += write_lines(race.injected + real)
             return CheckResult(name, "failed", "an update was lost: the world does not match the latest spec",
                                (*problems[:6], *evidence), hint)  # fmt: skip
+        writes = world.traffic.writes(since=mark)
+        if not writes:
+            return CheckResult(name, "skipped", "not exercised: the controller made no write during the check, "
+                               "so no update of it could be lost", tuple(evidence),
+                               "the scenario's edits must make the controller update what it made")  # fmt: skip
+        if not decisive:
+            return CheckResult(
+                name, "skipped",
+                f"not exercised: none of its {len(writes)} write(s) after a spec change was an update (PUT or PATCH) "
+                f"of a child, so no 409 could be injected on one ({2 * rounds} extra spec change(s) tried)",
+                (*evidence, *write_lines(writes, limit=4)),
+                "the scenario's edits must make the controller update children it owns (with an ownerReference "
+                "to the primary)",
+            )  # fmt: skip
+        unretried = race.unretried(exchanges)
+        if unretried:
+            return CheckResult(name, "failed", f"a 409 on a child update was never retried: {unretried[0].line()}",
+                               (*evidence, *write_lines(unretried[1:], limit=4)), hint)  # fmt: skip
+        evidence.append(f"each was retried and accepted; {len(race.touched)} concurrent write(s) to a child "
+                        "just before the controller's update of it")  # fmt: skip
         for info, namespace, obj_name, uid in race.touched:
             try:
                 live = await world.client.get(info, obj_name, namespace=namespace)
@@ -246,108 +345,3 @@ async def check_lost_update(make_world: WorldFactory, options: GradeOptions) -> 
                 )  # fmt: skip
         return CheckResult(name, "passed", "converged to the latest spec through 409s and concurrent edits",
                            tuple(evidence))  # fmt: skip
-
-
-# -- hot loops -----------------------------------------------------------------------------------
-
-_WINDOWS = ((0.0, 1.0), (1.0, 10.0), (10.0, 60.0), (60.0, 120.0))
-
-
-class _FailingDependency:
-    """Answers ``status`` to every write for the children of the first primary (matched by
-    ownerReference, see :class:`~kubeloop.testing._lineage.Lineage`) while :attr:`active`: one
-    dependency fails persistently, no other write (its status, the other primaries' children) is
-    faulted."""
-
-    def __init__(self, world: World, status: int) -> None:
-        self.world = world
-        self.lineage = Lineage(world)
-        self.status = status
-        self.active = True
-        self.failed: list[Exchange] = []
-
-    @property
-    def owner(self) -> dict[str, Any] | None:
-        return self.world.primaries[0] if self.world.primaries else None
-
-    async def __call__(self, exchange: Exchange) -> int | None:
-        owner = self.owner
-        if not self.active or owner is None or not exchange.is_write:
-            return None
-        if owner["metadata"]["uid"] not in await self.lineage.owners(exchange):
-            return None
-        self.failed.append(exchange)
-        return self.status
-
-
-async def check_hot_loop(make_world: WorldFactory, options: GradeOptions) -> CheckResult:
-    name = "hot-loop"
-    hint = "return the error (or raise TransientError) so the work queue backs off exponentially"
-    async with make_world(name) as world:
-        failing = _FailingDependency(world, options.failure_status)
-        world.traffic.faults.append(failing)
-        world.start_controller()
-        await world.drive(1.0, step=0.1)  # informers synced before the clock starts
-        t0 = world.clock.monotonic()
-        await world.create_primaries()
-        total = options.failure_seconds
-        await world.drive_schedule([(0.5, 0.01), (4.5, 0.1), (15.0, 0.5), (total - 20.0, 2.0)])
-        requests = [e for e in world.traffic.exchanges if e.counts and e.at >= t0]
-        burst = (
-            [f"{world.traffic.bursts} request(s) beyond {world.traffic.burst_limit} at one instant of fake time"]
-            if world.traffic.bursts else []
-        )  # fmt: skip
-        owner = failing.owner
-        assert owner is not None
-        where = f"{world.scenario.resource.kind} {_where(owner)}"
-        retries = failing.failed
-        if not retries and not burst:
-            if not any(e.is_write for e in requests):
-                return CheckResult(name, "skipped", "the controller made no write, so no dependency could fail")
-            return CheckResult(name, "skipped", f"no write of the controller was for {where}'s children "
-                               "(none carried an ownerReference to it), so no dependency of it could fail",
-                               hint="set a controller reference on what you create (set_controller_reference)")  # fmt: skip
-        scale = total / _WINDOWS[-1][1]
-        counts = [sum(1 for e in retries if lo * scale <= e.at - t0 < hi * scale) for lo, hi in _WINDOWS]
-        late = [e for e in retries if e.at >= t0 + total / 2]
-        rate = len(late) / (total / 2)
-        evidence = [
-            f"writes for {where}'s children (by ownerReference) answered {options.failure_status} for {total:.0f}s "
-            "of fake time, no other write faulted; "
-            + ", ".join(f"{c} of them in [{lo * scale:.0f}s, {hi * scale:.0f}s)"
-                        for c, (lo, hi) in zip(counts, _WINDOWS, strict=True)),
-            f"{rate:.3f} request(s)/s per object against that failing dependency over the last {total / 2:.0f}s "
-            f"(limit {options.max_retry_rate})",
-            *burst,
-        ]  # fmt: skip
-        if burst or rate > options.max_retry_rate:
-            return CheckResult(name, "failed", "the controller keeps retrying a failing dependency at a steady rate",
-                               (*evidence, *write_lines(late or retries or requests, limit=5)), hint)  # fmt: skip
-        others = [obj for obj in (await world.current_primaries())[1:] if obj is not None]
-        held_up = [problem for obj in others for problem in await world.judge(obj)]
-        if held_up:
-            return CheckResult(
-                name, "failed", f"one failing dependency held up the other primaries: {held_up[0]}",
-                (*evidence, *held_up[1:4]),
-                "never wait on a failing dependency inside reconcile (a retry loop, a sleep): return the error, "
-                "so the work queue backs off that key alone and the workers serve the others",
-            )  # fmt: skip
-        evidence.append(
-            f"the other {len(others)} primary object(s) converged meanwhile" if others
-            else "a single primary object: nothing else had to proceed meanwhile"
-        )  # fmt: skip
-        failing.active = False
-        problems = await world.converge(seconds=options.recovery_seconds, step=2.0)
-        if problems:
-            return CheckResult(
-                name, "failed", "backed off, but never recovered once the dependency healed",
-                (*evidence, *problems[:4]),
-                "a 5xx is transient: keep retrying with backoff (do not treat it as a permanent error)",
-            )  # fmt: skip
-        evidence.append("converged once the dependency healed")
-        return CheckResult(name, "passed", "backed off the failing dependency while the rest proceeded", tuple(evidence))
-
-
-def _where(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name')}".lstrip("/")

@@ -167,7 +167,7 @@ async def check_status(make_world: WorldFactory, options: GradeOptions) -> Check
         creates = [e for e in world.traffic.exchanges if e.injected]
         children_down.active = False
         problems = await converge_with_edits(world, options)
-        await world.drive(5.0, step=0.25)
+        await world.until_idle(5.0, step=0.25, within=5.0)
         for obj in await world.current_primaries():
             if obj is not None:
                 await judge.judge(obj, None)
@@ -237,7 +237,7 @@ async def check_ownership(make_world: WorldFactory, options: GradeOptions) -> Ch
         await world.create_primaries()
         problems = await world.converge(seconds=options.converge_seconds)
         took = world.clock.monotonic() - started
-        await world.drive(2.0, step=0.1)
+        await world.until_idle(2.0, step=0.1, within=2.0)
         created = world.traffic.created()
         if problems:
             evidence += problems[:3]

@@ -2,7 +2,8 @@
 
 Each check (:data:`CHECKS`, in this order) runs in a fresh in-process cluster of its own, with the
 built-in garbage collector and namespace controller, on a fake clock; see
-:mod:`kubeloop.testing._checks` and :mod:`kubeloop.testing._checks_claims` for what each measures.
+:mod:`kubeloop.testing._checks`, :mod:`kubeloop.testing._checks_hotloop` and
+:mod:`kubeloop.testing._checks_claims` for what each measures.
 A whole grade takes a few seconds of wall time and no sleeping. The same ``seed`` gives the same
 faults, so a failing grade reproduces.
 
@@ -22,11 +23,11 @@ from pathlib import Path
 from kubeloop.testing._checks import (
     GradeOptions,
     WorldFactory,
-    check_hot_loop,
     check_idempotency,
     check_lost_update,
 )
 from kubeloop.testing._checks_claims import check_ownership, check_status
+from kubeloop.testing._checks_hotloop import check_hot_loop
 from kubeloop.testing._subject import CheckResult, ControllerUnderTest, Report, Scenario
 from kubeloop.testing._world import HotLoop, World
 

@@ -79,6 +79,7 @@ class World:
         self._traffic: ControllerTraffic | None = None
         self.max_per_second = max(500, _RATE_PER_OBJECT * len(scenario.objects))
         self._running: tuple[asyncio.Task[None], Client] | None = None
+        self._managers_before = 0  # managers the controller had started before the running instance
         self._discovery: Discovery | None = None
         self.primaries: list[dict[str, Any]] = []
 
@@ -143,6 +144,7 @@ class World:
         assert self._running is None, "the controller is already running"
         client = Client.from_asgi(self.traffic, clock=self.clock, default_namespace=self.scenario.namespace)
         rng = random.Random(self.rng.random())
+        self._managers_before = len(self.controller.managers)
         task = asyncio.create_task(self.controller.start(client, self.clock, rng))
         self._running = (task, client)
 
@@ -196,6 +198,15 @@ class World:
         info = self.scenario.resource
         for obj in self.primaries:
             await self.client.patch(info, obj["metadata"]["name"], dict(patch), namespace=self._ns(info, obj))
+
+    async def restore_primaries(self) -> None:
+        """Merge-patch every primary back to the scenario's body for it (everything but
+        ``apiVersion``, ``kind``, ``metadata`` and ``status``): a spec change when edits moved it."""
+        info = self.scenario.resource
+        for obj, body in zip(self.primaries, self.scenario.objects, strict=True):
+            patch = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+            if patch:
+                await self.client.patch(info, obj["metadata"]["name"], patch, namespace=self._ns(info, obj))
 
     async def problems(self) -> list[str]:
         """Why the world does not (yet) match every primary, by ``scenario.expect``; empty: converged."""
@@ -290,18 +301,26 @@ class World:
         for seconds, step in schedule:
             await self.drive(seconds, step=step)
 
+    def running_manager(self) -> Manager | None:
+        """The manager of the running instance of the controller (``None``: a function controller,
+        none running, or its manager not built yet); never a manager of an instance stopped before."""
+        managers = self.controller.managers
+        if self._running is None or len(managers) <= self._managers_before:
+            return None
+        return managers[-1]
+
     async def until_idle(self, seconds: float, *, step: float = 0.1, within: float | None = None) -> float | None:
-        """Drive until the controller's (latest) manager is idle, with nothing due ``within`` the
-        next seconds (``step`` by default; :meth:`kubeloop.runtime.Manager.idle`, asked once the
-        server is quiet), at most ``seconds`` of fake time; the fake seconds it took, or ``None``:
-        never idle, or a function controller, whose quiescence cannot be seen (it is driven the
-        whole ``seconds``)."""
+        """Drive until the running instance's manager is idle, with nothing due ``within`` the
+        next seconds (``step`` by default; :meth:`kubeloop.runtime.Manager.idle` on the injected
+        clock, asked once the server is quiet), at most ``seconds`` of fake time; the fake seconds it
+        took, or ``None``: never idle (a stopped controller included), or a function controller,
+        whose quiescence cannot be seen (it is driven the whole ``seconds``)."""
         start = self.clock.monotonic()
+        horizon = step if within is None else within
         while self.clock.monotonic() - start < seconds:
             await self.quiet()
-            managers = self.controller.managers
-            horizon = step if within is None else within
-            if managers and managers[-1].idle(until=self.clock.monotonic() + horizon):
+            manager = self.running_manager()
+            if manager is not None and manager.idle(until=self.clock.monotonic() + horizon):
                 return self.clock.monotonic() - start
             await self.step(min(step, _MAX_STEP))
         await self.quiet()
