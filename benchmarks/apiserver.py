@@ -18,7 +18,9 @@ Both databases of the durable-create comparison (kubeloop's and the raw SQLite o
 directory under ``--dir`` (default: the system temporary directory), whose filesystem is printed, so both
 pay the same fsync. Before timing start-up, kubeloop's bytecode is compiled (``compileall``), as
 ``pip install`` does; ``import kubernetes`` has its bytecode from its installation too (``--no-compile``
-measures without, e.g. for an editable install under ``PYTHONDONTWRITEBYTECODE``).
+measures without, e.g. for an editable install under ``PYTHONDONTWRITEBYTECODE``). The build measured is
+printed first: the pure-Python package, or the compiled one (``KUBELOOP_COMPILE=1 pip install .``); the
+servers import kubeloop from where this process does, so ``PYTHONPATH`` picks the build.
 """
 
 from __future__ import annotations
@@ -427,6 +429,19 @@ def filesystem_of(path: Path) -> str:
     return f"{best[1]} on {best[2]}"
 
 
+def kubeloop_source() -> str:
+    import kubeloop
+
+    return str(Path(kubeloop.__file__).parent)
+
+
+def build_description() -> str:
+    """Which build the servers run (they import kubeloop from where this process does)."""
+    from kubeloop import _build
+
+    return _build.describe()
+
+
 def compile_bytecode() -> None:
     import kubeloop
 
@@ -444,6 +459,7 @@ def main(directory: Path | None, *, compile_first: bool) -> None:
         tmp = Path(tmp_name)
         fs = filesystem_of(tmp.resolve())
         print(f"data directories: {tmp} ({fs}); load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        print(f"kubeloop build: {build_description()} ({kubeloop_source()})", file=sys.stderr)
         if fs.split()[0] in ("tmpfs", "ramfs"):
             print("warning: a memory filesystem makes fsync free; use --dir on a disk", file=sys.stderr)
         print("running: GET one object (32 keep-alive clients) ...", file=sys.stderr)

@@ -4,6 +4,8 @@ nothing."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -12,6 +14,16 @@ import pytest
 from kubeloop.api import ApiError, NotFound
 from kubeloop.server._state import guaranteed_update, renderer
 from kubeloop.store import SqliteStore
+
+from ._patchable import patchable_store
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Any]:
+    """The real store, whose ``update`` these tests replace to lose a race (see ``_patchable``)."""
+    async with patchable_store(tmp_path) as s:
+        yield s
+
 
 KEY = "/registry/core/pods/default/p"
 

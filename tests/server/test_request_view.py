@@ -165,6 +165,7 @@ RESOURCES = st.sampled_from(["configmaps", "nodes", "pods", "deployments", "name
 TAILS = st.sampled_from(["", "/x", "/x/status", "/x/scale", "/x/eviction", "/x/binding", "/x/finalize", "/x/y/z"])
 
 
+@pytest.mark.interpreted  # reads the routed handler's coroutine frame, which a compiled coroutine has not
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # routing reads only
 @given(prefix=PREFIXES, scope=SCOPES, resource=RESOURCES, tail=TAILS,
        method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]))

@@ -4,7 +4,8 @@ that ignores it. Counted on the real app by watching ``orjson.loads`` for the st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,16 @@ import yaml
 
 from kubeloop.server._state import renderer
 from kubeloop.store import SqliteStore
+
+from ._patchable import patchable_store
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Any]:
+    """The app's real store, whose ``update`` the race tests replace (see ``_patchable``)."""
+    async with patchable_store(tmp_path) as s:
+        yield s
+
 
 CM = "/api/v1/namespaces/default/configmaps"
 

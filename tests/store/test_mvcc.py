@@ -178,6 +178,7 @@ def _failing_disk(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "_write_rows", write_rows)
 
 
+@pytest.mark.interpreted  # a full disk is simulated by replacing SqliteStore._write_rows
 async def test_a_failed_commit_acknowledges_nothing_and_changes_nothing(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -192,6 +193,7 @@ async def test_a_failed_commit_acknowledges_nothing_and_changes_nothing(
     assert b.mod_revision == 2
 
 
+@pytest.mark.interpreted  # a full disk is simulated by replacing SqliteStore._write_rows
 async def test_close_returns_when_the_last_commit_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = await SqliteStore.open(tmp_path / "db")
     _failing_disk(s, monkeypatch)
@@ -259,7 +261,7 @@ async def test_the_revision_survives_a_restart_after_its_rows_were_compacted_awa
 async def test_close_ends_the_sqlite_thread(tmp_path: Path) -> None:
     s = await SqliteStore.open(tmp_path / "db")
     await s.create("/r/a", value("a"))
-    thread = s._thread
+    thread = s._jobs_thread
     assert thread.is_alive()
     await s.close()
     thread.join(10)  # a liveness guard: it ends once the close's last job is done

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from kubeloop import __version__
+from kubeloop import _build as build
 from kubeloop.cli._controller_manager import controller_manager
 from kubeloop.cli._delete import delete
 from kubeloop.cli._up import apiserver, up
@@ -16,7 +17,7 @@ from kubeloop.cli._webhook import webhook
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="kubeloop")
+@click.version_option(__version__, prog_name="kubeloop", message=f"%(prog)s, version %(version)s ({build.describe()})")
 def main() -> None:
     """kubeloop: an embedded Kubernetes-compatible control plane, a controller runtime and safety tools."""
 

@@ -13,7 +13,7 @@ body that arrives in one ASGI message is used as is. All of them are shared: tre
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -213,7 +213,8 @@ class Request:
 def header_map(scope: Scope) -> HeaderMap:
     """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
     ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
-    raw: list[tuple[bytes, bytes]] = scope.get("headers", ())
+    # ASGI allows each pair as a list too: typed loosely, so that the compiled build accepts both.
+    raw: Sequence[Sequence[bytes]] = scope.get("headers", ())
     # Clients repeat their headers request after request: the decoded map is remembered by the
     # raw pairs (a bounded table; hashing and comparing them is C work, decoding each one is not).
     try:
@@ -243,7 +244,7 @@ class HeaderMap(dict[str, str]):
         self.negotiation: _Negotiation | None = None
 
 
-def _decode_headers(raw: list[tuple[bytes, bytes]]) -> HeaderMap:
+def _decode_headers(raw: Sequence[Sequence[bytes]]) -> HeaderMap:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):  # a repeated name: join the values in order, as one header
         headers = {}
@@ -254,7 +255,7 @@ def _decode_headers(raw: list[tuple[bytes, bytes]]) -> HeaderMap:
     return HeaderMap(headers)
 
 
-_HEADER_MAPS: dict[tuple[tuple[bytes, bytes], ...], HeaderMap] = {}
+_HEADER_MAPS: dict[tuple[Sequence[bytes], ...], HeaderMap] = {}
 _HEADER_MAPS_LIMIT = 1024
 
 

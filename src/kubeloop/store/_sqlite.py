@@ -167,7 +167,7 @@ class SqliteStore:
         self._watch_buffer = watch_buffer
         # The SQLite thread: every database call runs there, in order (the connection is not shared).
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve_jobs, name="kubeloop-sqlite", daemon=True)
+        self._jobs_thread = threading.Thread(target=self._serve_jobs, name="kubeloop-sqlite", daemon=True)
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
         self._keys = SortedKeys()
@@ -191,7 +191,7 @@ class SqliteStore:
         stay watchable and readable; ``watch_buffer`` how far one watcher may fall behind."""
         store = cls(Path(path), history=history, watch_buffer=watch_buffer)
         store._loop = asyncio.get_running_loop()
-        store._thread.start()
+        store._jobs_thread.start()
         try:
             await store._on_thread(store._load)
         except BaseException:
