@@ -19,8 +19,9 @@ directory under ``--dir`` (default: the system temporary directory), whose files
 pay the same fsync. Before timing start-up, kubeloop's bytecode is compiled (``compileall``), as
 ``pip install`` does; ``import kubernetes`` has its bytecode from its installation too (``--no-compile``
 measures without, e.g. for an editable install under ``PYTHONDONTWRITEBYTECODE``). The build measured is
-printed first: the pure-Python package, or the compiled one (``KUBELOOP_COMPILE=1 pip install .``); the
-servers import kubeloop from where this process does, so ``PYTHONPATH`` picks the build.
+printed first: the pure-Python package, or the compiled one (``KUBELOOP_COMPILE=1 pip install .``). The
+servers import kubeloop from where this process does; ``--compiled`` first builds the compiled build
+into a copy of ``src/`` (a C compiler and mypy needed, a few minutes) and measures that.
 """
 
 from __future__ import annotations
@@ -429,26 +430,44 @@ def filesystem_of(path: Path) -> str:
     return f"{best[1]} on {best[2]}"
 
 
-def kubeloop_source() -> str:
+def kubeloop_source() -> Path:
+    """The kubeloop package the servers import: the compiled copy after :func:`use_compiled_copy`."""
+    copy = os.environ.get("KUBELOOP_BENCH_COPY")
+    if copy:
+        return Path(copy) / "kubeloop"
     import kubeloop
 
-    return str(Path(kubeloop.__file__).parent)
+    return Path(kubeloop.__file__).parent
 
 
 def build_description() -> str:
-    """Which build the servers run (they import kubeloop from where this process does)."""
     from kubeloop import _build
 
-    return _build.describe()
+    return _build.describe(kubeloop_source())
+
+
+def use_compiled_copy(tmp: Path) -> None:
+    """Build the compiled build (``KUBELOOP_COMPILE=1``, setup.py) into a copy of this checkout's sources
+    and make every server this benchmark starts import it."""
+    root = Path(__file__).resolve().parent.parent
+    work = tmp / "compiled"
+    work.mkdir()
+    for name in ("setup.py", "pyproject.toml"):
+        shutil.copy2(root / name, work / name)
+    shutil.copytree(root / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    print("compiling the request path with mypyc (a few minutes) ...", file=sys.stderr)
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=work, check=True,
+                   env={**os.environ, "KUBELOOP_COMPILE": "1"}, stdout=subprocess.DEVNULL)
+    src = str(work / "src")
+    os.environ["KUBELOOP_BENCH_COPY"] = src
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
 
 
 def compile_bytecode() -> None:
-    import kubeloop
-
-    compileall.compile_dir(Path(kubeloop.__file__).parent, quiet=1)
+    compileall.compile_dir(kubeloop_source(), quiet=1)
 
 
-def main(directory: Path | None, *, compile_first: bool) -> None:
+def main(directory: Path | None, *, compile_first: bool, compiled: bool) -> None:
     import uvloop
 
     if PIN:
@@ -459,6 +478,8 @@ def main(directory: Path | None, *, compile_first: bool) -> None:
         tmp = Path(tmp_name)
         fs = filesystem_of(tmp.resolve())
         print(f"data directories: {tmp} ({fs}); load average {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        if compiled:
+            use_compiled_copy(tmp)
         print(f"kubeloop build: {build_description()} ({kubeloop_source()})", file=sys.stderr)
         if fs.split()[0] in ("tmpfs", "ramfs"):
             print("warning: a memory filesystem makes fsync free; use --dir on a disk", file=sys.stderr)
@@ -493,6 +514,8 @@ if __name__ == "__main__":
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
         parser.add_argument("--dir", type=Path, help="where the data directories go (a disk-backed filesystem)")
         parser.add_argument("--no-compile", action="store_true", help="do not compile kubeloop's bytecode first")
+        parser.add_argument("--compiled", action="store_true",
+                            help="measure the compiled build (KUBELOOP_COMPILE=1), built first into a copy of src/")
         args = parser.parse_args()
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
-        main(args.dir, compile_first=not args.no_compile)
+        main(args.dir, compile_first=not args.no_compile, compiled=args.compiled)
