@@ -1,13 +1,19 @@
-"""Which build runs: ``kubeloop --version`` names it, from the extension files found on disk."""
+"""Which build runs: ``kubeloop --version`` names it, from the extension files found on disk; and what the
+in-tree build backend asks for, per build."""
 
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
-from kubeloop import _build
+import pytest
+
+from kubeloop import __version__, _build
 
 
 def _package_with(tmp_path: Path, *modules: str) -> Path:
@@ -48,4 +54,37 @@ def test_version_names_the_build() -> None:
     result = subprocess.run([sys.executable, "-m", "kubeloop.cli", "--version"], capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"kubeloop, version 0.1.0 ({_build.describe()})"
+    assert result.stdout.strip() == f"kubeloop, version {__version__} ({_build.describe()})"
+
+
+def _backend() -> Any:
+    """The in-tree build backend (build_backend/kubeloop_build.py), loaded from the checkout."""
+    path = Path(__file__).resolve().parents[2] / "build_backend" / "kubeloop_build.py"
+    spec = importlib.util.spec_from_file_location("kubeloop_build", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_default_build_needs_nothing_but_setuptools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBELOOP_COMPILE", raising=False)
+    backend = _backend()
+    assert backend.get_requires_for_build_wheel() == []
+    assert backend.get_requires_for_build_editable() == []
+
+
+def test_the_compiled_build_asks_for_the_compiler_and_what_it_type_checks_against(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An isolated build environment has only what these hooks name: without the package's own
+    dependencies mypyc's type check fails on every ``import orjson`` (found installing in a fresh venv)."""
+    monkeypatch.setenv("KUBELOOP_COMPILE", "1")
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    backend = _backend()
+    with open("pyproject.toml", "rb") as f:
+        dependencies = tomllib.load(f)["project"]["dependencies"]
+    for hook in (backend.get_requires_for_build_wheel, backend.get_requires_for_build_editable):
+        wanted = hook()
+        assert "mypy>=1.11" in wanted and "types-PyYAML" in wanted
+        assert set(dependencies) <= set(wanted)
