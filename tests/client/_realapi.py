@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubeloop.api import AlreadyExists, ApiError, KindRegistry, ResourceInfo, ServiceUnavailable
 from kubeloop.client import Client
 from kubeloop.server import App, create_app
@@ -173,6 +175,24 @@ async def real_cluster(
             await c.close()
         await server.shutdown()
         await store.close()
+
+
+def cluster_fixtures(*namespaces: str) -> tuple[Any, Any]:
+    """The fixtures ``cluster`` (:func:`real_cluster` on a fresh FakeClock, ``namespaces`` created)
+    and ``client`` (a client of it), for a test module to bind where it uses them:
+    ``cluster, client = cluster_fixtures("ns", "kube-system")``."""
+
+    @pytest.fixture
+    async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+        async with real_cluster(tmp_path, FakeClock(), namespaces=namespaces) as c:
+            yield c
+
+    @pytest.fixture
+    def client(cluster: Cluster) -> Client:
+        c: Client = cluster.client()
+        return c
+
+    return cluster, client
 
 
 # -- waiting without sleeping on the wall clock -------------------------------------------------

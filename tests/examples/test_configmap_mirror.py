@@ -11,17 +11,15 @@ import asyncio
 import base64
 import random
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _realapi import Cluster, eventually, kind, real_cluster
+from _realapi import Cluster, cluster_fixtures, eventually, kind
 from configmap_mirror import MIRROR_LABEL, setup
 
 from kubeloop.api import NotFound
 from kubeloop.client import Client
 from kubeloop.runtime import LeaderElectionOptions, Manager
-from kubeloop.testing import FakeClock
 
 CM = kind("", "ConfigMap")
 SECRET = kind("", "Secret")
@@ -37,16 +35,7 @@ def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "kube-system")) as c:
-        yield c
-
-
-@pytest.fixture
-def client(cluster: Cluster) -> Client:
-    c: Client = cluster.client()
-    return c
+cluster, client = cluster_fixtures("ns", "kube-system")
 
 
 class Running:

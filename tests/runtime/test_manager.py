@@ -11,7 +11,6 @@ import os
 import random
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +28,13 @@ from kubeloop.runtime import (
     Request,
     Result,
 )
-from kubeloop.testing import FakeClock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-from _realapi import Cluster, FlakyClient, eventually, kind, real_cluster
+from _realapi import Cluster, FlakyClient, cluster_fixtures, eventually, kind
 
-
-# The real API server in-process on a FakeClock, with namespaces ``ns`` and ``kube-system``: defined
+# The real API server in-process on a FakeClock, with namespaces ``ns`` and ``kube-system``: bound
 # here, where it is used, so the runtime's unit tests never build (or import) a server.
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "kube-system")) as c:
-        yield c
-
-
-@pytest.fixture
-def client(cluster: Cluster) -> Client:
-    c: Client = cluster.client()
-    return c
+cluster, client = cluster_fixtures("ns", "kube-system")
 
 DEPLOY = kind("apps", "Deployment")
 RS = kind("apps", "ReplicaSet")

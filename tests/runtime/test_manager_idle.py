@@ -10,31 +10,19 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from kubeloop.client import Client
 from kubeloop.runtime import Builder, LeaderElectionOptions, Manager, Request, Result
-from kubeloop.testing import FakeClock
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "client"))
-from _realapi import Cluster, eventually, kind, real_cluster
+from _realapi import Cluster, cluster_fixtures, eventually, kind
 
-
-# The real API server in-process on a FakeClock, with namespaces ``ns`` and ``kube-system``: defined
+# The real API server in-process on a FakeClock, with namespaces ``ns`` and ``kube-system``: bound
 # here, where it is used, so the runtime's unit tests never build (or import) a server.
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with real_cluster(tmp_path, FakeClock(), namespaces=("ns", "kube-system")) as c:
-        yield c
-
-
-@pytest.fixture
-def client(cluster: Cluster) -> Client:
-    c: Client = cluster.client()
-    return c
+cluster, client = cluster_fixtures("ns", "kube-system")
 
 CM = kind("", "ConfigMap")
 
