@@ -189,11 +189,8 @@ class _StatusWrites:
 
 
 def _object_paths(world: World, obj: Mapping[str, Any]) -> set[str]:
-    info = world.scenario.resource
     meta = obj["metadata"]
-    prefix = f"/api/{info.version}" if not info.group else f"/apis/{info.group}/{info.version}"
-    namespace = f"/namespaces/{meta['namespace']}" if info.namespaced and meta.get("namespace") else ""
-    path = f"{prefix}{namespace}/{info.plural}/{meta['name']}"
+    path = f"{world.scenario.resource.base_path(meta.get('namespace'))}/{meta['name']}"
     return {path, f"{path}/status"}
 
 
