@@ -36,6 +36,16 @@ class HoldVolumeStatus:
         return None
 
 
+class HoldUntilClaimed(HoldVolumeStatus):
+    """Holds the named volumes' status (the controller's Available) until the claim side writes their
+    ``claimRef``; the status write that follows (Bound) goes through."""
+
+    def error_for(self, write: Write) -> ApiError | None:
+        if write.resource == "persistentvolumes" and write.subresource is None:
+            self.names.discard(write.name)
+        return super().error_for(write)
+
+
 @contextlib.asynccontextmanager
 async def held_world(tmp_path: Path, hold: HoldVolumeStatus) -> AsyncIterator[World]:
     async with managed_cluster(tmp_path, faults=hold) as (cluster, ctl, manager):
@@ -122,8 +132,9 @@ async def test_the_scheduler_does_not_offer_a_pending_volume_either(tmp_path: Pa
 
 
 async def test_a_volume_pre_bound_by_name_binds_in_any_phase_whatever_its_class_or_labels(tmp_path: Path) -> None:
-    # Its claimRef keeps the controller from marking it Available: it stays Pending until bound.
-    async with held_world(tmp_path, HoldVolumeStatus()) as world:
+    # The controller would mark it Available (syncVolume does so for a pre-bound volume too): held
+    # until the claim side writes its claimRef, so that the claim binds it while it is Pending.
+    async with held_world(tmp_path, HoldUntilClaimed("reserved")) as world:
         # A smaller Available volume that matches too: the pre-bound one still wins.
         await world.create(PVS, volume("small", size="1Gi", labels={"tier": "gold"}))
         await world.create(PVS, volume("reserved", class_name="other", claim_ref={"namespace": NS, "name": "data"}))
@@ -152,3 +163,27 @@ async def test_a_failed_volume_without_a_claim_becomes_available(tmp_path: Path)
             return await _phase(world, PVS, "broken", None) == "Available"
 
         await world.eventually(available)
+
+
+async def test_a_volume_pre_bound_to_a_claim_not_yet_created_is_available_not_released(tmp_path: Path) -> None:
+    # syncVolume: a claimRef without uid is a reservation, Available whether or not the claim exists;
+    # only a volume bound (uid) to a claim that is gone is Released and reclaimed.
+    async with held_world(tmp_path, HoldVolumeStatus()) as world:
+        reserved = volume("reserved", claim_ref={"namespace": NS, "name": "data"})
+        reserved["spec"]["persistentVolumeReclaimPolicy"] = "Delete"
+        await world.create(PVS, reserved)
+
+        async def available() -> bool:
+            return await _phase(world, PVS, "reserved", None) == "Available"
+
+        await world.eventually(available)
+        await world.advance(30)
+        assert await _phase(world, PVS, "reserved", None) == "Available"
+        await world.create(PVCS, claim("data"))
+
+        async def bound() -> bool:
+            return await _phase(world, PVCS, "data", NS) == "Bound"
+
+        await world.eventually(bound, step=0.1)
+        assert (await world.get(PVCS, "data"))["spec"]["volumeName"] == "reserved"
+

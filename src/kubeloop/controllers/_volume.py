@@ -23,7 +23,8 @@ cluster:
 - Binding writes in upstream's order: the volume's ``claimRef`` then its phase ``Bound``, the
   claim's ``volumeName`` with ``pv.kubernetes.io/bind-completed`` (and ``bound-by-controller``
   when the controller chose), then the claim's status (Bound, capacity, access modes).
-- A volume without a claim is Available (a Failed one too, as upstream's ``syncVolume`` sets it). A
+- A volume without a claim is Available (a Failed one too, as upstream's ``syncVolume`` sets it), and
+  so is one pre-bound to a claim by name (``claimRef`` without uid), even before that claim exists. A
   bound volume whose claim is gone (checked against the API, not only the cache) is Released and
   reclaimed: ``Delete`` deletes it, ``Retain`` keeps it Released (its claimRef keeps it from binding
   again).
@@ -302,17 +303,19 @@ class PersistentVolumeController:
             return None
         ref = (pv.get("spec") or {}).get("claimRef")
         phase = (pv.get("status") or {}).get("phase")
-        if not ref:
-            if phase != "Available":  # syncVolume: an unused volume is Available, whatever it was
+        if not ref or not ref.get("uid"):
+            # syncVolume: an unused volume is Available, whatever it was; so is one pre-bound to a claim
+            # by name (no uid yet), whether or not that claim exists: the claim's sync binds it.
+            if phase != "Available":
                 await self._set_phase(pv, "Available")
             return None
         claim = self.pvcs.cache.get_by_name(str(ref.get("name") or ""), str(ref.get("namespace") or ""))
-        if claim is None or (ref.get("uid") and claim["metadata"].get("uid") != ref.get("uid")):
+        if claim is None or claim["metadata"].get("uid") != ref.get("uid"):
             try:  # the cache may lag behind a claim just created: ask the API before releasing
                 claim = await self.client.get(PVCS, str(ref.get("name")), namespace=str(ref.get("namespace") or ""))
             except NotFound:
                 claim = None
-        if claim is not None and (not ref.get("uid") or claim["metadata"].get("uid") == ref.get("uid")):
+        if claim is not None and claim["metadata"].get("uid") == ref.get("uid"):
             return None  # bound, or binding in progress: the claim side finishes it
         if phase not in ("Released", "Failed"):
             pv = await self._set_phase(pv, "Released")
