@@ -187,3 +187,56 @@ async def test_a_volume_pre_bound_to_a_claim_not_yet_created_is_available_not_re
         await world.eventually(bound, step=0.1)
         assert (await world.get(PVCS, "data"))["spec"]["volumeName"] == "reserved"
 
+
+class HoldClaimWrites:
+    """Refuses the controllers' writes to the named claims (500), so no binding completes."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
+
+    def error_for(self, write: Write) -> ApiError | None:
+        if write.resource == "persistentvolumeclaims" and write.name in self.names:
+            return InternalError("held by the test")
+        return None
+
+
+async def test_the_scheduler_retrying_after_its_bind_timeout_reuses_the_volume_it_pre_bound(tmp_path: Path) -> None:
+    # FindMatchingVolume returns a volume whose claimRef names the claim with its uid (IsVolumeBoundToClaim):
+    # the scheduler's own pre-bind of an attempt that timed out is found again, not doubled by another volume.
+    hold = HoldClaimWrites("data")
+    async with held_world(tmp_path, hold) as world:
+        await world.create(STORAGE_CLASSES, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "manual"},
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"})
+        await world.create(PVS, volume("first", size="2Gi"))
+        await world.create(PVS, volume("second"))
+
+        async def available() -> bool:
+            return all([await _phase(world, PVS, name, None) == "Available" for name in ("first", "second")])
+
+        await world.eventually(available)
+        await world.create(PVCS, claim("data"))
+        await world.create(PODS, pod("db", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]))
+        uid = (await world.get(PVCS, "data"))["metadata"]["uid"]
+
+        async def pre_bound() -> bool:
+            return ((await world.get(PVS, "first", None))["spec"].get("claimRef") or {}).get("uid") == uid
+
+        await world.eventually(pre_bound)
+        await world.advance(600)  # the scheduler's bind timeout: it gives the node up and tries again
+
+        async def gave_up() -> bool:
+            return condition(await world.get(PODS, "db"), "PodScheduled").get("reason") == "SchedulerError"
+
+        await world.eventually(gave_up)
+        await world.advance(1)
+        await world.advance(1)
+        assert not (await world.get(PVS, "second", None))["spec"].get("claimRef")
+        hold.names.clear()
+
+        async def scheduled() -> str:
+            return str((await world.get(PODS, "db"))["spec"].get("nodeName") or "")
+
+        assert (await world.eventually(scheduled, step=1.0)).startswith("kubeloop-node-")
+        assert (await world.get(PVCS, "data"))["spec"]["volumeName"] == "first"
+        assert not (await world.get(PVS, "second", None))["spec"].get("claimRef")

@@ -192,11 +192,10 @@ class Scheduler:
             await self._mark_unschedulable(pod, message)
             return Result(requeue_after=self.unschedulable_retry)
         volumes = self._pod_volumes(pod)
-        # FindMatchingVolume's candidates: unbound volumes in phase Available (volume_matches_claim) and
-        # volumes pre-bound by name to one of the pod's claims (find_pod_volumes).
-        available = [pv for pv in self.volumes.cache.list()
-                     if not (pv.get("spec") or {}).get("claimRef") or not ((pv.get("spec") or {}).get("claimRef")
-                                                                          or {}).get("uid")] if volumes.delayed else []
+        # FindMatchingVolume looks at every volume: unbound ones in phase Available (volume_matches_claim)
+        # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
+        # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
+        available = self.volumes.cache.list() if volumes.delayed else []
         reasons: dict[str, int] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}

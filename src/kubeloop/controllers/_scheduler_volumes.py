@@ -10,8 +10,9 @@ that PreFilter let through:
   that node, either a volume in phase ``Available`` that matches it (class, access modes, volume
   mode, size, selector, as the volume controller matches, plus the volume's node affinity; the
   smallest wins, and two claims of one pod never share one; a volume still ``Pending`` is not
-  offered, as ``FindMatchingVolume`` does not), a volume pre-bound to it by name in any phase (which
-  alone is considered, and must accept the node), or a class with a provisioner (not
+  offered, as ``FindMatchingVolume`` does not), a volume whose ``claimRef`` already names it (by name,
+  or with its uid after an earlier attempt's pre-bind), in any phase (which alone is considered, and
+  must accept the node), or a class with a provisioner (not
   ``kubernetes.io/no-provisioner``). A claim already annotated ``volume.kubernetes.io/selected-node``
   can only be provisioned on that node. Otherwise ``node(s) didn't find available persistent
   volumes to bind``.
