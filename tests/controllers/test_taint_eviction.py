@@ -20,6 +20,7 @@ from kubeloop.controllers._scheduler_resources import LEASES
 from kubeloop.testing import resource
 
 from ._sim_world import NODES, NS, PODS, World, condition, open_world, pod
+from .test_node_lifecycle import _pod_when, _ready, _taints
 
 EVENTS = resource("", "Event")
 FAULT = "kubeloop.dev/fault"
@@ -30,21 +31,11 @@ CANCEL = ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Cancel
 MARK = ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Marking for deletion Pod ns/web")
 
 
-def _taints(node: dict[str, Any]) -> dict[tuple[str, str], str | None]:
-    return {(t["key"], t["effect"]): t.get("timeAdded") for t in node["spec"].get("taints") or ()}
+async def _until_gone(world: World, name: str) -> None:
+    async def gone() -> bool:
+        return await world.maybe(PODS, name) is None
 
-
-def _ready(obj: dict[str, Any]) -> bool:
-    return condition(obj, "Ready").get("status") == "True"
-
-
-async def _pod_when(world: World, name: str, check: Any) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        obj = await world.maybe(PODS, name)
-        return obj if obj is not None and check(obj) else None
-
-    result: dict[str, Any] = await world.eventually(probe)
-    return result
+    await world.eventually(gone)
 
 
 async def _events(world: World, name: str) -> list[tuple[str, str, str, str, int]]:
@@ -146,11 +137,7 @@ async def test_the_deadline_counts_from_when_the_taint_is_seen_not_from_time_add
         await world.advance(59)
         assert await world.maybe(PODS, "web") is not None
         await world.advance(1)
-
-        async def gone() -> bool:
-            return await world.maybe(PODS, "web") is None
-
-        await world.eventually(gone)
+        await _until_gone(world, "web")
 
 
 async def test_a_taint_removed_and_added_again_starts_a_fresh_toleration(tmp_path: Path) -> None:
@@ -170,11 +157,7 @@ async def test_a_taint_removed_and_added_again_starts_a_fresh_toleration(tmp_pat
         await world.advance(59)
         assert await world.maybe(PODS, "web") is not None
         await world.advance(readded_at + 60 - world.clock.now())
-
-        async def gone() -> bool:
-            return await world.maybe(PODS, "web") is None
-
-        await world.eventually(gone)
+        await _until_gone(world, "web")
 
 
 async def test_scheduled_eviction_keeps_its_first_deadline_when_a_shorter_tolerated_taint_comes(
@@ -192,11 +175,7 @@ async def test_scheduled_eviction_keeps_its_first_deadline_when_a_shorter_tolera
         await world.advance(first + 99 - world.clock.now())
         assert await world.maybe(PODS, "web") is not None
         await world.advance(1)
-
-        async def gone() -> bool:
-            return await world.maybe(PODS, "web") is None
-
-        await world.eventually(gone)
+        await _until_gone(world, "web")
 
 
 async def test_disruption_target_keeps_its_transition_time_when_eviction_runs_again(tmp_path: Path) -> None:
@@ -244,10 +223,6 @@ async def test_a_finished_pod_on_a_tainted_node_is_evicted_too(tmp_path: Path) -
                                      annotations={"kubeloop.dev/fault": "succeed-after"}))
         await _pod_when(world, "done", lambda p: p.get("status", {}).get("phase") == "Succeeded")
         await _set_taints(world, [{"key": "maint", "effect": "NoExecute"}])
-
-        async def gone() -> bool:
-            return await world.maybe(PODS, "done") is None
-
-        await world.eventually(gone)
+        await _until_gone(world, "done")
         assert ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Marking for deletion Pod ns/done") in (
             _without_count(await _events(world, "done")))
