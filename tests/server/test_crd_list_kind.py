@@ -23,6 +23,7 @@ from kubeloop.store import SqliteStore
 
 from ._asgi import stream
 from ._uvicorn import serve
+from .test_field_validation import establish
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -36,22 +37,12 @@ CRD: dict[str, Any] = {
 BASE = "/apis/example.com/v1/namespaces/default/gadgets"
 
 
-async def _establish(app: App, client: httpx.AsyncClient, crd: dict[str, Any]) -> None:
-    r = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
-    assert r.status_code == 201, r.text
-    for _ in range(300):
-        if app.kinds.get("example.com", "v1", "gadgets") is not None:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("CRD never served")
-
-
 def _gadget(name: str) -> dict[str, Any]:
     return {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": name}}
 
 
 async def test_list_of_a_custom_resource_has_the_crds_list_kind(app: App, client: httpx.AsyncClient) -> None:
-    await _establish(app, client, CRD)
+    await establish(app, client, CRD)
     assert (await client.post(BASE, json=_gadget("g1"))).status_code == 201
     for path in (BASE, "/apis/example.com/v1/gadgets", f"{BASE}?limit=1"):
         body = (await client.get(path)).json()
@@ -65,14 +56,14 @@ async def test_list_of_a_custom_resource_has_the_crds_list_kind(app: App, client
 async def test_defaulted_list_kind_is_kind_plus_list(app: App, client: httpx.AsyncClient) -> None:
     crd = copy.deepcopy(CRD)
     del crd["spec"]["names"]["listKind"]
-    await _establish(app, client, crd)
+    await establish(app, client, crd)
     stored = (await client.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com")).json()
     assert stored["spec"]["names"]["listKind"] == "GadgetList"
     assert (await client.get(BASE)).json()["kind"] == "GadgetList"
 
 
 async def test_openapi_v3_names_the_list_schema_by_list_kind(app: App, client: httpx.AsyncClient) -> None:
-    await _establish(app, client, CRD)
+    await establish(app, client, CRD)
     doc = (await client.get("/openapi/v3/apis/example.com/v1")).json()
     schemas = doc["components"]["schemas"]
     assert "com.example.v1.GadgetList" not in schemas
@@ -85,7 +76,7 @@ async def test_openapi_v3_names_the_list_schema_by_list_kind(app: App, client: h
 
 
 async def test_watch_of_a_custom_resource_is_unchanged_by_list_kind(app: App, client: httpx.AsyncClient) -> None:
-    await _establish(app, client, CRD)
+    await establish(app, client, CRD)
     await client.post(BASE, json=_gadget("w"))
     async with stream(app, BASE, "watch=true") as watch:
         (event,) = await watch.events(1)
