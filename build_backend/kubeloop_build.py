@@ -39,3 +39,8 @@ def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) 
 
 def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
     return _compiled_requires() if _compiled() else []
+
+
+# An sdist compiles nothing, but setup.py still runs (and, asked for the compiled build, imports mypyc).
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return _compiled_requires() if _compiled() else []

@@ -72,6 +72,7 @@ def test_the_default_build_needs_nothing_but_setuptools(monkeypatch: pytest.Monk
     backend = _backend()
     assert backend.get_requires_for_build_wheel() == []
     assert backend.get_requires_for_build_editable() == []
+    assert backend.get_requires_for_build_sdist() == []
 
 
 def test_the_compiled_build_asks_for_the_compiler_and_what_it_type_checks_against(
@@ -84,7 +85,9 @@ def test_the_compiled_build_asks_for_the_compiler_and_what_it_type_checks_agains
     backend = _backend()
     with open("pyproject.toml", "rb") as f:
         dependencies = tomllib.load(f)["project"]["dependencies"]
-    for hook in (backend.get_requires_for_build_wheel, backend.get_requires_for_build_editable):
+    hooks = (backend.get_requires_for_build_wheel, backend.get_requires_for_build_editable,
+             backend.get_requires_for_build_sdist)
+    for hook in hooks:
         wanted = hook()
         assert "mypy>=1.11" in wanted and "types-PyYAML" in wanted
         assert set(dependencies) <= set(wanted)
