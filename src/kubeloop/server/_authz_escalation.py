@@ -116,11 +116,10 @@ class RbacEscalationCheck(AdmitPlugin):
 
 # upstream's fullAuthority: what setting an aggregationRule needs, since it can gather anything
 _FULL_AUTHORITY = ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]})
-# Metadata an update may change without being more than a GC update (plus what the server maintains).
-_GC_AND_SERVER_FIELDS = frozenset({
-    "ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
-})
+# Metadata an update may change and still be only a GC update (upstream's IsOnlyMutatingGCFields). The
+# server has already filled resourceVersion, uid, creationTimestamp, generation and the deletion fields
+# from the stored object (or refused a change to them), so they compare equal when unchanged.
+_GC_FIELDS = frozenset({"ownerReferences", "finalizers", "selfLink", "managedFields"})
 
 
 def _aggregates(role: Mapping[str, Any] | None) -> bool:
@@ -131,7 +130,7 @@ def _aggregates(role: Mapping[str, Any] | None) -> bool:
 
 def _only_gc_fields_change(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     def rest(o: Mapping[str, Any]) -> dict[str, Any]:
-        meta = {k: v for k, v in (o.get("metadata") or {}).items() if k not in _GC_AND_SERVER_FIELDS}
+        meta = {k: v for k, v in (o.get("metadata") or {}).items() if k not in _GC_FIELDS}
         return {**o, "metadata": meta}
 
     return rest(obj) == rest(old)
