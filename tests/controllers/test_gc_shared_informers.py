@@ -77,6 +77,14 @@ async def test_stopping_the_gc_removes_its_handlers_but_leaves_the_managers_info
         assert running.exception() is None
         assert shared.running
         assert not own.running
+        # The GC's handler is off the shared informer: an object it delivers now never reaches the graph.
+        late = await cluster.create(NAMESPACES, "late")
+
+        async def delivered() -> bool:
+            return shared.cache.get_by_name("late") is not None
+
+        await eventually(delivered, clock=cluster.clock)
+        assert late["metadata"]["uid"] not in gc.graph.nodes
         seen: list[str] = []
         shared.add_handler(lambda obj: seen.append(obj["metadata"]["name"]))
         assert "ns" in seen  # the informer still serves its cache to others
