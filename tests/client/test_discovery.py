@@ -54,12 +54,15 @@ async def test_a_failed_root_fails_discovery_and_leaves_no_request_behind(tmp_pa
         assert faults.in_flight == 0
 
 
-def _legacy_only(app: Any) -> Any:
-    """``app`` as a server without aggregated discovery would answer: every Accept is plain JSON."""
+def _legacy_only(app: Any, *, path: str | None = None) -> Any:
+    """``app`` as a server without aggregated discovery would answer (at ``path`` only, when given):
+    every Accept is plain JSON."""
 
     async def legacy(scope: Any, receive: Any, send: Any) -> None:
-        headers = [(k, b"application/json" if k.lower() == b"accept" else v) for k, v in scope["headers"]]
-        await app({**scope, "headers": headers}, receive, send)
+        if path is None or scope["path"] == path:
+            headers = [(k, b"application/json" if k.lower() == b"accept" else v) for k, v in scope["headers"]]
+            scope = {**scope, "headers": headers}
+        await app(scope, receive, send)
 
     return legacy
 
@@ -78,6 +81,20 @@ async def test_aggregated_discovery_finds_what_the_legacy_documents_list_in_two_
         deployments = aggregated.by_kind("apps/v1", "Deployment")
         assert deployments is not None and deployments.namespaced and "deploy" in deployments.short_names
         assert {"create", "delete", "list", "watch"} <= set(deployments.verbs)
+
+
+@pytest.mark.parametrize("legacy_root", ["/api", "/apis"])
+async def test_when_only_one_root_answers_aggregated_both_are_read_as_legacy_documents(
+    tmp_path: Path, legacy_root: str
+) -> None:
+    async with InProcessCluster(tmp_path, clock=FakeClock()) as cluster:
+        aggregated = await discover_resources(cluster.client)
+        async with Client.from_asgi(_legacy_only(cluster.app, path=legacy_root)) as client:
+            mixed = await discover_resources(client)
+        assert set(mixed.resources) == set(aggregated.resources)
+        assert set(mixed.preferred) == set(aggregated.preferred)
+        assert mixed.failed == {}
+        assert {("", "pods"), ("apps", "deployments")} <= {(r.group, r.plural) for r in mixed.preferred}
 
 
 async def test_a_stale_version_is_failed_and_a_resource_without_response_kind_is_dropped() -> None:
