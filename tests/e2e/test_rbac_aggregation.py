@@ -8,33 +8,22 @@ official ``kubernetes`` client, as the service account the binding names.
 
 from __future__ import annotations
 
-import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
-from ._kubectl import crd
+from ._kubectl import crd, eventually
+from ._robot import kubectl_can_i, robot_kubeconfig, write_robot_token
 
 pytestmark = pytest.mark.slow
 
-ROBOT = "system:serviceaccount:team:robot"
 ROBOT_TOKEN = "robot-token-aggregation-0123"
 GROUP = "aggregation.example.com"
 VIEW_LABEL = "rbac.authorization.k8s.io/aggregate-to-view"
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
 
 
 def test_a_role_labelled_aggregate_to_view_extends_view_bindings_until_the_label_is_removed(
@@ -42,22 +31,12 @@ def test_a_role_labelled_aggregate_to_view_extends_view_bindings_until_the_label
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    groups = "system:serviceaccounts,system:serviceaccounts:team,system:authenticated"
-    (data / "tokens.csv").write_text(f'{ROBOT_TOKEN},{ROBOT},robot-uid,"{groups}"\n')
+    write_robot_token(data, ROBOT_TOKEN)
     server = start_kubeloop(data)  # with the controller manager
-    doc = yaml.safe_load(server.kubeconfig.read_text())
-    doc["users"][0]["user"] = {"token": ROBOT_TOKEN}
-    robot_config = tmp_path / "robot.kubeconfig"
-    robot_config.write_text(yaml.safe_dump(doc))
+    robot_config = robot_kubeconfig(server, tmp_path / "robot.kubeconfig", ROBOT_TOKEN)
     admin_client = k8s_config.new_client_from_config(config_file=str(server.kubeconfig))
     robot_client = k8s_config.new_client_from_config(config_file=str(robot_config))
-    env = {"HOME": str(tmp_path), "KUBECONFIG": str(robot_config), "KUBECACHEDIR": str(tmp_path / "cache"),
-           "PATH": "/usr/local/bin:/usr/bin:/bin"}  # fmt: skip
-
-    def can_i(*args: str) -> str:
-        done = subprocess.run(["kubectl", "auth", "can-i", *args, "-n", "team"], env=env, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
-        return done.stdout.strip()
+    can_i = kubectl_can_i(robot_config, tmp_path)
 
     def robot_lists_widgets() -> bool:
         try:
@@ -77,7 +56,7 @@ def test_a_role_labelled_aggregate_to_view_extends_view_bindings_until_the_label
             "team", k8s.V1RoleBinding(metadata=k8s.V1ObjectMeta(name="robot-view"), role_ref=ref, subjects=[subject]))
 
         # The bootstrap view role is filled from system:aggregate-to-view, so it reads pods but no widgets.
-        _until(lambda: can_i("list", "pods") == "yes")
+        eventually(lambda: can_i("list", "pods") == "yes", timeout=30)
         assert can_i("list", f"widgets.{GROUP}") == "no"
         assert not robot_lists_widgets()
 
@@ -85,7 +64,7 @@ def test_a_role_labelled_aggregate_to_view_extends_view_bindings_until_the_label
             metadata=k8s.V1ObjectMeta(name="widget-reader", labels={VIEW_LABEL: "true"}),
             rules=[k8s.V1PolicyRule(api_groups=[GROUP], resources=["widgets"], verbs=["get", "list"])])
         rbac.create_cluster_role(widget_reader)
-        _until(lambda: can_i("list", f"widgets.{GROUP}") == "yes")
+        eventually(lambda: can_i("list", f"widgets.{GROUP}") == "yes", timeout=30)
         assert robot_lists_widgets()
         assert can_i("create", f"widgets.{GROUP}") == "no"
         view = rbac.read_cluster_role("view")
@@ -93,7 +72,7 @@ def test_a_role_labelled_aggregate_to_view_extends_view_bindings_until_the_label
         assert any(r.api_groups == [GROUP] and r.resources == ["widgets"] for r in view.rules)
 
         rbac.patch_cluster_role("widget-reader", {"metadata": {"labels": {VIEW_LABEL: None}}})
-        _until(lambda: can_i("list", f"widgets.{GROUP}") == "no")
+        eventually(lambda: can_i("list", f"widgets.{GROUP}") == "no", timeout=30)
         assert not robot_lists_widgets()
         assert can_i("list", "pods") == "yes"
     finally:

@@ -5,46 +5,30 @@ request (k/k ``plugin/pkg/auth/authorizer/rbac``; kubeloop re-decides on every R
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
+from ._robot import ROBOT, kubectl_can_i, robot_kubeconfig, write_robot_token
+
 pytestmark = pytest.mark.slow
 
-ROBOT = "system:serviceaccount:team:robot"
 ROBOT_TOKEN = "robot-token-0123456789"
-
-
-def _robot_kubeconfig(server: Any, path: Path) -> Path:
-    doc = yaml.safe_load(server.kubeconfig.read_text())
-    doc["users"][0]["user"] = {"token": ROBOT_TOKEN}
-    path.write_text(yaml.safe_dump(doc))
-    return path
 
 
 def test_a_limited_user_gains_and_loses_access_on_the_next_request(start_kubeloop: Any, tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    # kubeloop keeps the identities of an existing token file and adds its own (docs/cli.md).
-    groups = "system:serviceaccounts,system:serviceaccounts:team,system:authenticated"
-    (data / "tokens.csv").write_text(f'{ROBOT_TOKEN},{ROBOT},robot-uid,"{groups}"\n')
+    write_robot_token(data, ROBOT_TOKEN)
     server = start_kubeloop(data, "--no-controllers")
     admin_client = k8s_config.new_client_from_config(config_file=str(server.kubeconfig))
-    robot_config = _robot_kubeconfig(server, tmp_path / "robot.kubeconfig")
+    robot_config = robot_kubeconfig(server, tmp_path / "robot.kubeconfig", ROBOT_TOKEN)
     robot_client = k8s_config.new_client_from_config(config_file=str(robot_config))
-    env = {"HOME": str(tmp_path), "KUBECONFIG": str(robot_config), "KUBECACHEDIR": str(tmp_path / "cache"),
-           "PATH": "/usr/local/bin:/usr/bin:/bin"}  # fmt: skip
-
-    def can_i(*args: str) -> str:
-        done = subprocess.run(["kubectl", "auth", "can-i", *args, "-n", "team"], env=env, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
-        return done.stdout.strip()
+    can_i = kubectl_can_i(robot_config, tmp_path)
 
     try:
         core, rbac = k8s.CoreV1Api(admin_client), k8s.RbacAuthorizationV1Api(admin_client)
