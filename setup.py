@@ -4,7 +4,8 @@ Everything else about the package is declared in ``pyproject.toml``. The compile
 modules every API request runs through (``COMPILED_MODULES`` in ``src/kubeloop/_build.py``: routing,
 handlers, validation, the store, the HTTP request cycle) into C extensions with mypyc, which compiles
 the code exactly as ``mypy --strict`` types it; ``docs/performance.md`` ("Compiled build") has what it
-buys. The sources are the same for both builds, and both pass the test suite (``scripts/check``).
+buys. The sources are the same for both builds: ``scripts/check`` runs the whole suite on the pure build
+and the request path's tests on the compiled one (``scripts/compiled-check``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 ``KUBELOOP_COMPILE=1 pip install .`` compiles ``COMPILED_MODULES`` with mypyc (``setup.py`` reads the
 list from this file); every other module, and every module of the default build, runs as Python.
-:func:`compiled_modules` reports which of them were actually loaded from C extensions, without
-importing them.
+:func:`compiled_modules` reports which of them this installation has as C extensions, found on disk
+without importing them.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib.machinery
 from pathlib import Path
 
-# The request path, by the share of CPU each took in a profile of durable creates. A module here must
-# not be subclassed or monkeypatched from interpreted code (mypyc's native classes refuse both), so
-# ``server/_admission.py`` (AdmissionChain subclasses ``list``, and interpreted plugins subclass
-# AdmitPlugin), ``server/_strategy.py`` (subclasses override class attributes, which a compiled base
-# would read from its own slots) and ``cli/_serving.py`` (subclasses uvicorn's protocol) stay
-# interpreted.
+# The request path: the modules that took a share of the server's CPU in a profile of durable creates.
+# A module here must not be subclassed or monkeypatched from interpreted code (mypyc's native classes
+# refuse both). So these stay interpreted: ``server/_admission.py`` (AdmissionChain subclasses ``list``,
+# and interpreted plugins subclass AdmitPlugin), ``server/_strategy.py`` (subclasses override class
+# attributes, which a compiled base would read from its own slots), ``cli/_serving.py`` (subclasses
+# uvicorn's protocol) and ``api/_clock.py`` (``Clock`` is a runtime-checkable protocol, which a
+# compiled class is not); ``api/_schemas.py`` stays out because mypyc 2.4 fails on it with an
+# internal error.
 COMPILED_MODULES = (
     "kubeloop.api._apply",
     "kubeloop.api._fieldpath",
