@@ -2,7 +2,8 @@
 
 Upstream: component-helpers ``scheduling/corev1/nodeaffinity`` (``nodeSelectorTerm.match``,
 ``extractNodeFields``, ``nodeSelectorRequirementsAsFieldSelector``: In/NotIn with exactly one value,
-anything else a parse error so the term matches nothing), the NodeAffinity plugin's Score
+anything else a parse error so the term matches nothing; the API server refuses such pods first,
+see tests/server/test_pod_scheduling_validation.py), the NodeAffinity plugin's Score
 (``PreferredSchedulingTerms.Score``, ``DefaultNormalizeScore``) and the volume binder's
 ``CheckNodeAffinity`` on a PersistentVolume's ``spec.nodeAffinity.required``.
 """
@@ -12,6 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kubeloop.api import Invalid
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import STORAGE_CLASSES
 
@@ -74,24 +78,42 @@ async def test_match_fields_and_match_expressions_of_one_term_are_anded(tmp_path
         assert await _bound(world, "either") == "kubeloop-node-2"
 
 
-async def test_match_fields_that_do_not_parse_match_no_node(tmp_path: Path) -> None:
-    # nodeSelectorRequirementsAsFieldSelector: In needs exactly one value; Exists is not a field operator.
+async def test_match_fields_that_do_not_parse_are_refused_by_the_api_server(tmp_path: Path) -> None:
+    # Such a term used to reach the scheduler and match no node; upstream's API validation
+    # (ValidateNodeFieldSelectorRequirement) refuses the pod first: In needs exactly one value,
+    # Exists is not a field operator.
     async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
-        await world.create(PODS, pod("two", affinity=required(fields("In", "kubeloop-node-1", "kubeloop-node-2"))))
-        await world.create(PODS, pod("exists", affinity=required(
-            {"matchFields": [{"key": NAME, "operator": "Exists"}]})))
-        for name in ("two", "exists"):
-            message = await _unschedulable_message(world, name)
-            assert message.startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
+        terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        with pytest.raises(Invalid) as two:
+            await world.create(PODS, pod("two", affinity=required(fields("In", "kubeloop-node-1", "kubeloop-node-2"))))
+        assert [c["field"] for c in two.value.causes] == [f"{terms}.matchFields[0].values"]
+        with pytest.raises(Invalid) as exists:
+            await world.create(PODS, pod("exists", affinity=required(
+                {"matchFields": [{"key": NAME, "operator": "Exists"}]})))
+        assert [c["field"] for c in exists.value.causes] == [f"{terms}.matchFields[0].operator"]
 
 
-async def test_match_fields_on_another_field_compares_against_an_empty_value(tmp_path: Path) -> None:
-    # fields.Set holds only metadata.name: any other key reads as "", so In never matches, NotIn always does.
+async def test_a_gt_value_that_is_not_an_integer_is_accepted_and_matches_no_node(tmp_path: Path) -> None:
+    # API validation checks that Gt/Lt have one value, not that it parses as an integer; the
+    # scheduler's selector (labels.NewRequirement) fails to parse it, and the term matches no node.
     async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
-        await world.create(PODS, pod("in", affinity=required(fields("In", "x", key="spec.podCIDR"))))
-        await world.create(PODS, pod("notin", affinity=required(fields("NotIn", "x", key="spec.podCIDR"))))
-        assert (await _unschedulable_message(world, "in")).startswith("0/2 nodes are available: 2 node(s) didn't")
-        assert (await _bound(world, "notin")).startswith("kubeloop-node-")
+        await world.create(PODS, pod("gt", affinity=required(
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "Gt", "values": ["many"]}]})))
+        message = await _unschedulable_message(world, "gt")
+        assert message.startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
+
+
+async def test_match_fields_on_another_field_are_refused_by_the_api_server(tmp_path: Path) -> None:
+    # The scheduler reads any key but metadata.name as "" (fields.Set holds only the name), but no pod
+    # gets that far: metadata.name is the only key nodeFieldSelectorValidators allows.
+    async with open_world(tmp_path, SimulationOptions(nodes=2)) as world:
+        for name, op in (("in", "In"), ("notin", "NotIn")):
+            with pytest.raises(Invalid) as caught:
+                await world.create(PODS, pod(name, affinity=required(fields(op, "x", key="spec.podCIDR"))))
+            assert caught.value.causes == [{
+                "reason": "FieldValueInvalid", "message": 'Invalid value: "spec.podCIDR": not a valid field selector key',
+                "field": "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                         ".nodeSelectorTerms[0].matchFields[0].key"}]
 
 
 async def test_preferred_match_fields_wins_over_least_allocated(tmp_path: Path) -> None:
@@ -111,10 +133,13 @@ async def test_preferred_terms_add_their_weights(tmp_path: Path) -> None:
             (4, {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
                                        "values": ["kubeloop-node-2"]}]}),  # node-2: 3 + 4 = 7
             (50, {}),  # an empty term scores nothing
-            (0, fields("In", "kubeloop-node-3")),  # weight 0 is skipped
         )
         await world.create(PODS, pod("weighed", affinity=affinity))
         assert await _bound(world, "weighed") == "kubeloop-node-2"
+        # A weight of 0 (which the scoring would skip) is refused by the API server, as upstream's
+        # ValidatePreferredSchedulingTerms does ("must be in the range 1-100").
+        with pytest.raises(Invalid, match=r"preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight: Invalid value: 0"):
+            await world.create(PODS, pod("zero", affinity=preferred((0, fields("In", "kubeloop-node-3")))))
 
 
 async def test_volume_node_affinity_match_fields_are_ignored_as_upstream(tmp_path: Path) -> None:

@@ -158,8 +158,8 @@ def _check_namespace(info: ResourceInfo, meta: dict[str, Any], namespace: str) -
 
 
 def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], errors: list[FieldError],
-              strategy: GenericStrategy) -> None:
-    errors.extend(strategy.validate(obj))
+              strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "") -> None:
+    errors.extend(strategy.validate(obj) if old is None else strategy.validate_update(obj, old, subresource))
     extra = state.validators.get((info.group, info.kind))
     if extra is not None:
         errors.extend(extra(obj))
@@ -407,7 +407,7 @@ async def _prepare_update(
         new_meta["generateName"] = old_meta["generateName"]
     errors = validate_object_meta_update(new_meta, old_meta)
     errors.extend(validate_finalizers(new_meta.get("finalizers")))
-    _validate(state, info, new, errors, strategy)
+    _validate(state, info, new, errors, strategy, old, req.subresource)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
     await run_admission(state.admission, attrs, new, old)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import FieldError, ResourceInfo
+from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
 from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
@@ -122,6 +123,10 @@ class GenericStrategy:
         """Kind-specific checks beyond ObjectMeta (the CRD helper adds schema validation here)."""
         return []
 
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        """The same checks on update (``subresource`` as in the URL, "" for the main resource)."""
+        return self.validate(new)
+
     # -- delete ---------------------------------------------------------------------------------
     def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         """The grace period a delete should use, or ``None`` when the kind deletes immediately."""
@@ -142,6 +147,13 @@ class PodStrategy(GenericStrategy):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_pod_scheduling(obj.get("spec"))
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
+        return [] if subresource == "status" else validate_pod_scheduling(new.get("spec"), old_spec=old.get("spec"))
 
     def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         # pod strategy CheckGracefulDelete: the option, else the pod's own period (default 30);
@@ -258,6 +270,16 @@ class _ZeroStatus(GenericStrategy):
         self.empty_status = status
 
 
+class _PodTemplateOwner(_ZeroStatus):
+    """Deployments, ReplicaSets, StatefulSets: ValidatePodTemplateSpec's scheduling checks (not on /status)."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_pod_template_scheduling(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        return [] if subresource == "status" else validate_pod_template_scheduling(new, old=old)
+
+
 Strategy = GenericStrategy
 
 # Go zero values that survive JSON encoding (fields without omitempty) in each kind's status.
@@ -290,6 +312,8 @@ def strategy_for(info: ResourceInfo) -> GenericStrategy:
     if key == ("", "Node"):
         # Kubelets register nodes with their status (node strategy keeps it on create).
         return _KeepStatusOnCreate(info)
+    if key in (("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")):
+        return _PodTemplateOwner(info, _ZERO_STATUS.get(key, {}))
     if key in _ZERO_STATUS:
         return _ZeroStatus(info, _ZERO_STATUS[key])
     return GenericStrategy(info)

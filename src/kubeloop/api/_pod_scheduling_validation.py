@@ -1,0 +1,421 @@
+"""Validation of a pod spec's scheduling constraints, as upstream's ``ValidatePodSpec`` does it.
+
+:func:`validate_pod_scheduling` checks, in ``ValidatePodSpec``'s order, ``nodeSelector``, ``affinity``,
+``topologySpreadConstraints`` and ``tolerations`` of one pod spec, and returns one :class:`FieldError`
+per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/validation.go``:
+``ValidateLabels`` for the node selector, ``validateAffinity`` / ``validateNodeAffinity`` /
+``ValidateNodeSelector`` / ``ValidateNodeSelectorTerm`` / ``ValidateNodeSelectorRequirement`` /
+``ValidateNodeFieldSelectorRequirement`` / ``ValidatePreferredSchedulingTerms`` /
+``validatePodAffinity(Term)`` / ``validatePodAntiAffinity`` / ``validateWeightedPodAffinityTerms``,
+``validateTopologySpreadConstraints``, ``ValidateTolerations``). :func:`validate_pod_template_scheduling`
+runs the same checks on ``spec.template.spec`` of a workload (``ValidatePodTemplateSpec`` calls
+``ValidatePodSpec``), for Deployments, ReplicaSets and StatefulSets.
+
+On update, pass the stored spec as ``old_spec``: like ``GetValidationOptionsFromPodSpecAndMeta``
+(k/k ``pkg/api/pod/util.go``), label values that the stored object already had wrong in its pod
+(anti-)affinity selectors, its required node affinity or its topology spread selectors are then
+tolerated, so an object stored before a stricter release stays writable. Every other rule applies
+on update as on create.
+
+What upstream does not check, neither does this: the integer in a ``Gt``/``Lt`` requirement (the
+scheduler's parse of it fails, and the term matches no node), an empty node selector term (it
+matches no node). Input that is not the expected JSON shape is skipped (the decoder's job), never a
+crash. Pure functions; nothing is mutated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeloop.api._errors import FieldError
+from kubeloop.api._validation import (
+    is_dns1123_label,
+    is_qualified_name,
+    is_valid_label_value,
+    name_is_dns1123_subdomain,
+    validate_label_selector,
+    validate_labels,
+)
+
+__all__ = ["validate_pod_scheduling", "validate_pod_template_scheduling"]
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+# metav1.ObjectNameField: the one node field a matchFields requirement may name (nodeFieldSelectorValidators).
+_NODE_NAME_FIELD = "metadata.name"
+_WHEN_UNSATISFIABLE = ["DoNotSchedule", "ScheduleAnyway"]  # sets.List(supportedScheduleActions)
+_NODE_INCLUSION_POLICIES = ["Honor", "Ignore"]  # sets.List(supportedPodTopologySpreadNodePolicies)
+_TOLERATION_OPERATORS = ["Equal", "Exists"]
+_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]  # validateTaintEffect's validValues
+_NOT_POSITIVE = "must be greater than zero"  # isNotPositiveErrorMsg
+# A label value error inside a selector requirement (ValidateLabelSelectorRequirement's last loop).
+_SELECTOR_VALUE_PATH = re.compile(r"\.matchExpressions\[\d+\]\.values\[\d+\]$")
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The ``PodValidationOptions`` that relax these checks on update (all off on create)."""
+
+    invalid_label_value_in_selector: bool = False
+    invalid_label_value_in_required_node_affinity: bool = False
+    invalid_topology_spread_label_selector: bool = False
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
+    """The objects of a JSON list with their indexes (anything else in it is skipped)."""
+    if not isinstance(value, list):
+        return []
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, Mapping)]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _values(requirement: Mapping[str, Any]) -> list[Any]:
+    return _list(requirement.get("values"))
+
+
+def _text(value: Any) -> str:
+    """A Go string field: absent or null reads as ""."""
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _label_name(key: str, path: str) -> list[FieldError]:
+    # unversionedvalidation.ValidateLabelName.
+    return [FieldError.invalid(path, key, m) for m in is_qualified_name(key)]
+
+
+def _well_shaped(selector: Mapping[str, Any]) -> bool:
+    labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+    return (labels is None or isinstance(labels, Mapping)) and (
+        expressions is None or (isinstance(expressions, list) and all(isinstance(e, Mapping) for e in expressions)))
+
+
+def _label_selector(selector: Any, path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """meta/v1 ``ValidateLabelSelector`` with ``LabelSelectorValidationOptions``."""
+    if not isinstance(selector, Mapping) or not _well_shaped(selector):
+        return []
+    errs = validate_label_selector(selector, path)
+    if allow_invalid_values:
+        errs = [e for e in errs if not (e.type == "invalid" and _SELECTOR_VALUE_PATH.search(e.field))]
+    return errs
+
+
+# -- node affinity ---------------------------------------------------------------------------------
+
+
+def _node_selector_requirement(req: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """ValidateNodeSelectorRequirement (a ``matchExpressions`` item)."""
+    errs: list[FieldError] = []
+    operator, values = req.get("operator"), _values(req)
+    if operator in ("In", "NotIn"):
+        if not values:
+            errs.append(FieldError.required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            errs.append(FieldError.forbidden(
+                f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(FieldError.required(
+                f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+    else:
+        errs.append(FieldError.invalid(f"{path}.operator", _text(operator), "not a valid selector operator"))
+    errs.extend(_label_name(_text(req.get("key")), f"{path}.key"))
+    if not allow_invalid_values:
+        for j, value in enumerate(values):
+            errs.extend(FieldError.invalid(f"{path}.values[{j}]", value, m) for m in is_valid_label_value(_text(value)))
+    return errs
+
+
+def _node_field_selector_requirement(req: Mapping[str, Any], path: str) -> list[FieldError]:
+    """ValidateNodeFieldSelectorRequirement (a ``matchFields`` item)."""
+    errs: list[FieldError] = []
+    operator, values = req.get("operator"), _values(req)
+    if operator in ("In", "NotIn"):
+        if len(values) != 1:
+            errs.append(FieldError.required(
+                f"{path}.values", "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
+    else:
+        errs.append(FieldError.invalid(f"{path}.operator", _text(operator), "not a valid selector operator"))
+    key = _text(req.get("key"))
+    if key != _NODE_NAME_FIELD:
+        errs.append(FieldError.invalid(f"{path}.key", key, "not a valid field selector key"))
+    else:
+        for i, value in enumerate(values):
+            # ValidateNodeName is NameIsDNSSubdomain.
+            errs.extend(FieldError.invalid(f"{path}.values[{i}]", value, m)
+                        for m in name_is_dns1123_subdomain(_text(value), False))
+    return errs
+
+
+def _node_selector_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """ValidateNodeSelectorTerm: an empty term is valid (it matches no node)."""
+    errs: list[FieldError] = []
+    for j, req in _items(term.get("matchExpressions")):
+        errs.extend(_node_selector_requirement(req, f"{path}.matchExpressions[{j}]",
+                                               allow_invalid_values=allow_invalid_values))
+    for j, req in _items(term.get("matchFields")):
+        errs.extend(_node_field_selector_requirement(req, f"{path}.matchFields[{j}]"))
+    return errs
+
+
+def _node_selector(selector: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """ValidateNodeSelector: at least one term."""
+    terms_path = f"{path}.nodeSelectorTerms"
+    terms = selector.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return [FieldError.required(terms_path, "must have at least one node selector term")]
+    errs: list[FieldError] = []
+    for i, term in _items(terms):
+        errs.extend(_node_selector_term(term, f"{terms_path}[{i}]", allow_invalid_values=allow_invalid_values))
+    return errs
+
+
+def _weight(term: Mapping[str, Any], path: str) -> list[FieldError]:
+    weight = term.get("weight", 0)
+    if isinstance(weight, int) and not isinstance(weight, bool) and 1 <= weight <= 100:
+        return []
+    return [FieldError.invalid(f"{path}.weight", weight, "must be in the range 1-100")]
+
+
+def _node_affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[FieldError]:
+    """validateNodeAffinity; preferred terms always tolerate bad label values (they may still score)."""
+    errs: list[FieldError] = []
+    required = affinity.get(_REQUIRED)
+    if isinstance(required, Mapping):
+        errs.extend(_node_selector(required, f"{path}.{_REQUIRED}",
+                                   allow_invalid_values=opts.invalid_label_value_in_required_node_affinity))
+    for i, term in _items(affinity.get(_PREFERRED)):
+        errs.extend(_weight(term, f"{path}.{_PREFERRED}[{i}]"))
+        errs.extend(_node_selector_term(_mapping(term.get("preference")), f"{path}.{_PREFERRED}[{i}].preference",
+                                        allow_invalid_values=True))
+    return errs
+
+
+# -- pod (anti-)affinity -----------------------------------------------------------------------------
+
+
+def _label_keys(keys: list[Any], selector: Any, path: str) -> list[FieldError]:
+    """validateLabelKeys (``matchLabelKeys`` / ``mismatchLabelKeys`` of a pod affinity term)."""
+    if not keys:
+        return []
+    if selector is None:
+        return [FieldError.forbidden(path, "must not be specified when labelSelector is not set")]
+    return [e for i, key in enumerate(keys) for e in _label_name(_text(key), f"{path}[{i}]")]
+
+
+def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """validatePodAffinityTerm."""
+    errs = _affinity_term_selectors(term, path, allow_invalid_values=allow_invalid_values)
+    namespaces = term.get("namespaces")
+    for name in namespaces if isinstance(namespaces, list) else ():
+        # ValidateNamespaceName, reported at upstream's path ".namespace" (singular).
+        errs.extend(FieldError.invalid(f"{path}.namespace", name, m) for m in is_dns1123_label(_text(name)))
+    # validateMatchLabelKeysAndMismatchLabelKeys, steps 1 and 3 (step 2 looks for a key the server's
+    # selector merge put in twice; kubeloop does not merge matchLabelKeys into the selector).
+    match_keys, mismatch_keys = _list(term.get("matchLabelKeys")), _list(term.get("mismatchLabelKeys"))
+    selector = term.get("labelSelector")
+    errs.extend(_label_keys(match_keys, selector, f"{path}.matchLabelKeys"))
+    errs.extend(_label_keys(mismatch_keys, selector, f"{path}.mismatchLabelKeys"))
+    errs.extend(FieldError.invalid(f"{path}.matchLabelKeys[{i}]", key, "exists in both matchLabelKeys and mismatchLabelKeys")
+                for i, key in enumerate(match_keys) if key in mismatch_keys)
+    topology_key = _text(term.get("topologyKey"))
+    if not topology_key:
+        errs.append(FieldError.required(f"{path}.topologyKey", "can not be empty"))
+    errs.extend(_label_name(topology_key, f"{path}.topologyKey"))
+    return errs
+
+
+def _affinity_term_selectors(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """ValidatePodAffinityTermSelector: ``labelSelector`` and ``namespaceSelector``."""
+    return [*_label_selector(term.get("labelSelector"), f"{path}.labelSelector", allow_invalid_values=allow_invalid_values),
+            *_label_selector(term.get("namespaceSelector"), f"{path}.namespaceSelector",
+                             allow_invalid_values=allow_invalid_values)]
+
+
+def _pod_affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[FieldError]:
+    """validatePodAffinity and validatePodAntiAffinity (the same rules)."""
+    allow = opts.invalid_label_value_in_selector
+    errs: list[FieldError] = []
+    for i, term in _items(affinity.get(_REQUIRED)):
+        errs.extend(_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", allow_invalid_values=allow))
+    for j, weighted in _items(affinity.get(_PREFERRED)):
+        errs.extend(_weight(weighted, f"{path}.{_PREFERRED}[{j}]"))
+        errs.extend(_pod_affinity_term(_mapping(weighted.get("podAffinityTerm")),
+                                       f"{path}.{_PREFERRED}[{j}].podAffinityTerm", allow_invalid_values=allow))
+    return errs
+
+
+def _affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[FieldError]:
+    """validateAffinity."""
+    errs: list[FieldError] = []
+    if isinstance(node := affinity.get("nodeAffinity"), Mapping):
+        errs.extend(_node_affinity(node, f"{path}.nodeAffinity", opts))
+    if isinstance(pod := affinity.get("podAffinity"), Mapping):
+        errs.extend(_pod_affinity(pod, f"{path}.podAffinity", opts))
+    if isinstance(anti := affinity.get("podAntiAffinity"), Mapping):
+        errs.extend(_pod_affinity(anti, f"{path}.podAntiAffinity", opts))
+    return errs
+
+
+# -- topology spread, tolerations ----------------------------------------------------------------------
+
+
+def _positive(value: Any, path: str) -> list[FieldError]:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return []
+    return [FieldError.invalid(path, value, _NOT_POSITIVE)]
+
+
+def _topology_spread_constraints(constraints: list[Any], path: str, opts: _Options) -> list[FieldError]:
+    """validateTopologySpreadConstraints (1.32: matchLabelKeys checked against the selector as given)."""
+    errs: list[FieldError] = []
+    items = _items(constraints)
+    for n, (i, constraint) in enumerate(items):
+        p = f"{path}[{i}]"
+        errs.extend(_positive(constraint.get("maxSkew", 0), f"{p}.maxSkew"))
+        topology_key = _text(constraint.get("topologyKey"))
+        if not topology_key:
+            errs.append(FieldError.required(f"{p}.topologyKey", "can not be empty"))
+        action = _text(constraint.get("whenUnsatisfiable"))
+        if action not in _WHEN_UNSATISFIABLE:
+            errs.append(FieldError.not_supported(f"{p}.whenUnsatisfiable", action, _WHEN_UNSATISFIABLE))
+        # ValidateSpreadConstraintNotRepeat: {topologyKey, whenUnsatisfiable} once, reported at the first.
+        if any(_text(c.get("topologyKey")) == topology_key and _text(c.get("whenUnsatisfiable")) == action
+               for _, c in items[n + 1:]):
+            errs.append(FieldError.duplicate(f"{p}.{{topologyKey, whenUnsatisfiable}}", f"{{{topology_key}, {action}}}"))
+        min_domains = constraint.get("minDomains")
+        if min_domains is not None:
+            errs.extend(_positive(min_domains, f"{p}.minDomains"))
+            if action != "DoNotSchedule":
+                errs.append(FieldError.invalid(f"{p}.minDomains", min_domains,
+                                               f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {action}"))
+        for name in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            policy = constraint.get(name)
+            if policy is not None and policy not in _NODE_INCLUSION_POLICIES:
+                errs.append(FieldError.not_supported(f"{p}.{name}", policy, _NODE_INCLUSION_POLICIES))
+        errs.extend(_spread_match_label_keys(constraint, f"{p}.matchLabelKeys"))
+        if not opts.invalid_topology_spread_label_selector:
+            errs.extend(_label_selector(constraint.get("labelSelector"), f"{p}.labelSelector", allow_invalid_values=False))
+    return errs
+
+
+def _spread_match_label_keys(constraint: Mapping[str, Any], path: str) -> list[FieldError]:
+    """validateMatchLabelKeysInTopologySpread."""
+    keys = constraint.get("matchLabelKeys")
+    if not isinstance(keys, list) or not keys:
+        return []
+    errs: list[FieldError] = []
+    selector = constraint.get("labelSelector")
+    selector_keys: set[str] = set()
+    if isinstance(selector, Mapping):
+        selector_keys.update(_mapping(selector.get("matchLabels")))
+        selector_keys.update(_text(e.get("key")) for _, e in _items(selector.get("matchExpressions")))
+    else:
+        errs.append(FieldError.forbidden(path, "must not be specified when labelSelector is not set"))
+    for i, key in enumerate(keys):
+        errs.extend(_label_name(_text(key), f"{path}[{i}]"))
+        if key in selector_keys:
+            errs.append(FieldError.invalid(f"{path}[{i}]", key, "exists in both matchLabelKeys and labelSelector"))
+    return errs
+
+
+def _tolerations(tolerations: list[Any], path: str) -> list[FieldError]:
+    """ValidateTolerations."""
+    errs: list[FieldError] = []
+    for i, toleration in _items(tolerations):
+        p = f"{path}[{i}]"
+        key, operator = _text(toleration.get("key")), _text(toleration.get("operator"))
+        value, effect = _text(toleration.get("value")), _text(toleration.get("effect"))
+        if key:
+            errs.extend(_label_name(key, f"{p}.key"))
+        # An empty key with operator Exists (and no value) tolerates every taint; any other operator
+        # needs a key.
+        if not key and operator != "Exists":
+            errs.append(FieldError.invalid(f"{p}.operator", operator,
+                                           'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.append(FieldError.invalid(f"{p}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if operator in ("Equal", ""):  # an empty operator means Equal
+            if messages := is_valid_label_value(value):
+                errs.append(FieldError.invalid(f"{p}.operator", value, ";".join(messages)))
+        elif operator == "Exists":
+            if value:
+                errs.append(FieldError.invalid(f"{p}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        else:
+            errs.append(FieldError.not_supported(f"{p}.operator", operator, _TOLERATION_OPERATORS))
+        # An empty effect tolerates every effect.
+        if effect and effect not in _TAINT_EFFECTS:
+            errs.append(FieldError.not_supported(f"{p}.effect", effect, _TAINT_EFFECTS))
+    return errs
+
+
+# -- entry points --------------------------------------------------------------------------------------
+
+
+def _options_from(old_spec: Any) -> _Options:
+    """GetValidationOptionsFromPodSpecAndMeta's three selector relaxations, from the stored spec."""
+    if not isinstance(old_spec, Mapping):
+        return _Options()
+    affinity = _mapping(old_spec.get("affinity"))
+    selector_errors = [
+        e
+        for kind in ("podAffinity", "podAntiAffinity")
+        for _, term in [*_items(_mapping(affinity.get(kind)).get(_REQUIRED)),
+                        *((i, _mapping(w.get("podAffinityTerm"))) for i, w in _items(_mapping(affinity.get(kind)).get(_PREFERRED)))]
+        for e in _affinity_term_selectors(term, "", allow_invalid_values=False)
+    ]
+    required = _mapping(_mapping(affinity.get("nodeAffinity")).get(_REQUIRED))
+    # helper.HasInvalidLabelValueInNodeSelectorTerms: any matchExpressions value that is not a label value.
+    bad_required_value = any(
+        is_valid_label_value(_text(value))
+        for _, term in _items(required.get("nodeSelectorTerms"))
+        for _, req in _items(term.get("matchExpressions"))
+        for value in _values(req)
+    )
+    constraints = old_spec.get("topologySpreadConstraints")
+    bad_spread_selector = any(
+        _label_selector(c.get("labelSelector"), "", allow_invalid_values=False)
+        for _, c in _items(constraints)
+    )
+    return _Options(bool(selector_errors), bad_required_value, bad_spread_selector)
+
+
+def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "spec") -> list[FieldError]:
+    """The scheduling checks of ``ValidatePodSpec`` on the pod spec at ``field``, in upstream's order.
+
+    ``old_spec`` is the stored spec on update (``None`` on create); see the module docstring.
+    """
+    if not isinstance(spec, Mapping):
+        return []
+    opts = _options_from(old_spec)
+    errs: list[FieldError] = []
+    if isinstance(node_selector := spec.get("nodeSelector"), Mapping):
+        errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))
+    if isinstance(affinity := spec.get("affinity"), Mapping):
+        errs.extend(_affinity(affinity, f"{field}.affinity", opts))
+    if isinstance(constraints := spec.get("topologySpreadConstraints"), list):
+        errs.extend(_topology_spread_constraints(constraints, f"{field}.topologySpreadConstraints", opts))
+    if isinstance(tolerations := spec.get("tolerations"), list) and tolerations:
+        errs.extend(_tolerations(tolerations, f"{field}.tolerations"))
+    return errs
+
+
+def _template_spec(obj: Any) -> Any:
+    return _mapping(_mapping(_mapping(obj).get("spec")).get("template")).get("spec")
+
+
+def validate_pod_template_scheduling(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
+    """:func:`validate_pod_scheduling` on a workload's ``spec.template.spec`` (``ValidatePodTemplateSpec``);
+    ``old`` is the stored workload on update (``GetValidationOptionsFromPodTemplate``)."""
+    return validate_pod_scheduling(_template_spec(obj), old_spec=_template_spec(old) if old is not None else None,
+                                   field="spec.template.spec")
