@@ -104,7 +104,10 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], fields: Ma
 
     An empty term matches nothing; a term that does not parse matches nothing (the lazy selector's
     errors); ``matchExpressions`` are against the labels, ``matchFields`` against ``metadata.name``
-    (skipped for a node without a name, as upstream's ``len(nodeFields) > 0`` check does)."""
+    (skipped for a node without a name, as upstream's ``len(nodeFields) > 0`` check does). API
+    validation refuses a pod whose terms break the operator, value-count or field-key rules, so of a
+    pod's terms only a ``Gt``/``Lt`` value that is not an integer (validation counts the values, it
+    does not parse them) fails here; a PersistentVolume's terms are not validated by kubeloop."""
     expressions = [e for e in term.get("matchExpressions") or () if isinstance(e, Mapping)]
     field_reqs = [e for e in term.get("matchFields") or () if isinstance(e, Mapping)]
     if not expressions and not field_reqs:
@@ -139,8 +142,9 @@ def preferred_affinity_score(pod: Mapping[str, Any], node: Mapping[str, Any]) ->
     """NodeAffinity's Score before normalisation: the weights of the preferred terms the node matches.
 
     Upstream (``PreferredSchedulingTerms.Score``) skips terms of weight 0 and empty terms, and fails
-    the pod's scheduling cycle on a term that does not parse (API validation rejects such a pod on
-    create); here such a term scores nothing."""
+    the pod's scheduling cycle on a term that does not parse (API validation refuses weights outside
+    1-100 and most such terms; a ``Gt``/``Lt`` value that is not an integer gets through); here such a
+    term scores nothing."""
     node_affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
     labels = (node.get("metadata") or {}).get("labels") or {}
     fields = _node_fields(node)

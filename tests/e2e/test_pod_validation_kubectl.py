@@ -1,0 +1,46 @@
+"""kubectl against ``kubeloop up``: a pod whose scheduling constraints upstream's API validation refuses
+(k/k ``pkg/apis/core/validation``: ``ValidateNodeFieldSelectorRequirement``, ``ValidateTolerations``)
+is refused with upstream's 422, and kubectl prints it as it does for a real cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BAD_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: misplaced}
+spec:
+  containers: [{name: app, image: nginx:1.25}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchFields: [{key: metadata.namespace, operator: In, values: [a, b]}]
+  tolerations:
+  - {key: dedicated, operator: Exists, value: gpu, effect: NoSchedule}
+"""
+
+TERM = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0]"
+
+
+def test_kubectl_apply_of_a_pod_with_bad_constraints_prints_upstreams_error(
+        kubectl: Any, namespace: str, tmp_path: Any) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(BAD_POD)
+    result = kubectl("apply", "-n", namespace, "-f", str(manifest), check=False)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        'The Pod "misplaced" is invalid: ',
+        f"* {TERM}.values: Required value: must be only one value when `operator` is 'In' or 'NotIn' "
+        "for node field selector",
+        f'* {TERM}.key: Invalid value: "metadata.namespace": not a valid field selector key',
+        "* spec.tolerations[0].operator: Invalid value: \"gpu\": value must be empty when `operator` is 'Exists'",
+    ]
+    missing = kubectl("get", "pod", "misplaced", "-n", namespace, check=False)
+    assert missing.returncode == 1
+    assert 'pods "misplaced" not found' in missing.stderr
