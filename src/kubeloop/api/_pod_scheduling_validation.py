@@ -95,8 +95,8 @@ def _label_name(key: str, path: str) -> list[FieldError]:
 
 def _well_shaped(selector: Mapping[str, Any]) -> bool:
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-    return (labels is None or isinstance(labels, Mapping)) and (
-        expressions is None or (isinstance(expressions, list) and all(isinstance(e, Mapping) for e in expressions)))
+    return (labels is None or isinstance(labels, Mapping)) and (expressions is None or (isinstance(expressions, list) and all(
+        isinstance(e, Mapping) and isinstance(e.get("values"), (list, type(None))) for e in expressions)))
 
 
 def _label_selector(selector: Any, path: str, *, allow_invalid_values: bool) -> list[FieldError]:
@@ -216,8 +216,7 @@ def _label_keys(keys: list[Any], selector: Any, path: str) -> list[FieldError]:
 def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
     """validatePodAffinityTerm."""
     errs = _affinity_term_selectors(term, path, allow_invalid_values=allow_invalid_values)
-    namespaces = term.get("namespaces")
-    for name in namespaces if isinstance(namespaces, list) else ():
+    for name in _list(term.get("namespaces")):
         # ValidateNamespaceName, reported at upstream's path ".namespace" (singular).
         errs.extend(FieldError.invalid(f"{path}.namespace", name, m) for m in is_dns1123_label(_text(name)))
     # validateMatchLabelKeysAndMismatchLabelKeys, steps 1 and 3 (step 2 looks for a key the server's
@@ -324,7 +323,7 @@ def _spread_match_label_keys(constraint: Mapping[str, Any], path: str) -> list[F
         errs.append(FieldError.forbidden(path, "must not be specified when labelSelector is not set"))
     for i, key in enumerate(keys):
         errs.extend(_label_name(_text(key), f"{path}[{i}]"))
-        if key in selector_keys:
+        if _text(key) in selector_keys:
             errs.append(FieldError.invalid(f"{path}[{i}]", key, "exists in both matchLabelKeys and labelSelector"))
     return errs
 
