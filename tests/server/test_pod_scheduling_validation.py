@@ -292,11 +292,13 @@ async def test_an_update_that_breaks_the_constraints_is_refused_and_changes_noth
     broken["spec"]["tolerations"][0]["value"] = "v"
     r = await client.put(f"{PODS}/p", json=broken)
     assert r.status_code == 422, r.text
-    assert [c["field"] for c in r.json()["details"]["causes"]] == ["spec.tolerations[0].operator"]
+    # ValidatePodUpdate also refuses the change itself: validateOnlyAddedTolerations.
+    assert [c["field"] for c in r.json()["details"]["causes"]] == ["spec.tolerations[0].operator", "spec.tolerations"]
     patch = {"spec": {"affinity": required(match_field("metadata.name", "In"))}}
     r = await client.patch(f"{PODS}/p", json=patch, headers={"Content-Type": "application/merge-patch+json"})
     assert r.status_code == 422, r.text
-    assert [c["field"] for c in r.json()["details"]["causes"]] == [f"{TERM}.matchFields[0].values"]
+    # ... and an affinity added to a pod without scheduling gates (the spec: Forbidden of ValidatePodUpdate).
+    assert [c["field"] for c in r.json()["details"]["causes"]] == [f"{TERM}.matchFields[0].values", "spec"]
     stored = (await client.get(f"{PODS}/p")).json()
     assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert stored["spec"] == created["spec"]
@@ -348,7 +350,8 @@ async def test_label_values_the_stored_pod_already_had_wrong_stay_allowed(
         "nodeSelectorTerms"][0]["matchExpressions"][0]["operator"] = "Exists"
     r = await client.put(f"{PODS}/old", json=current)
     assert r.status_code == 422, r.text
-    assert [c["field"] for c in r.json()["details"]["causes"]] == [f"{TERM}.matchExpressions[0].values"]
+    # The spec: Forbidden is ValidatePodUpdate's (the affinity of a pod without gates is immutable).
+    assert [c["field"] for c in r.json()["details"]["causes"]] == [f"{TERM}.matchExpressions[0].values", "spec"]
 
 
 # -- pod templates --------------------------------------------------------------------------------------

@@ -368,7 +368,9 @@ class FieldError:
 
 def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
     """422 Invalid: ``Kind[.group] "name" is invalid: e1`` (or ``[e1, e2]``), one cause per error."""
-    joined = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
+    # field.ErrorList.ToAggregate: the message names each distinct error once; the causes keep all.
+    texts = list(dict.fromkeys(str(e) for e in errors))
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     details: dict[str, Any] = {"name": name, "kind": kind, "causes": [e.to_cause() for e in errors]}
     if group:
         details["group"] = group

@@ -40,7 +40,13 @@ from kubeloop.api._validation import (
     validate_labels,
 )
 
-__all__ = ["validate_pod_scheduling", "validate_pod_template_scheduling"]
+__all__ = [
+    "has_invalid_label_value_in_node_selector",
+    "validate_node_selector",
+    "validate_pod_scheduling",
+    "validate_pod_template_scheduling",
+    "validate_tolerations",
+]
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -374,13 +380,7 @@ def _options_from(old_spec: Any) -> _Options:
         for e in _affinity_term_selectors(term, "", allow_invalid_values=False)
     ]
     required = _mapping(_mapping(affinity.get("nodeAffinity")).get(_REQUIRED))
-    # helper.HasInvalidLabelValueInNodeSelectorTerms: any matchExpressions value that is not a label value.
-    bad_required_value = any(
-        is_valid_label_value(_text(value))
-        for _, term in _items(required.get("nodeSelectorTerms"))
-        for _, req in _items(term.get("matchExpressions"))
-        for value in _values(req)
-    )
+    bad_required_value = has_invalid_label_value_in_node_selector(required)
     constraints = old_spec.get("topologySpreadConstraints")
     bad_spread_selector = any(
         _label_selector(c.get("labelSelector"), "", allow_invalid_values=False)
@@ -418,3 +418,22 @@ def validate_pod_template_scheduling(obj: Mapping[str, Any], *, old: Mapping[str
     ``old`` is the stored workload on update (``GetValidationOptionsFromPodTemplate``)."""
     return validate_pod_scheduling(_template_spec(obj), old_spec=_template_spec(old) if old is not None else None,
                                    field="spec.template.spec")
+
+
+def validate_node_selector(selector: Any, field: str, *, allow_invalid_values: bool = False) -> list[FieldError]:
+    """``ValidateNodeSelector`` on the node selector at ``field`` (a PersistentVolume's
+    ``spec.nodeAffinity.required``, say); anything but a JSON object is skipped."""
+    return _node_selector(selector, field, allow_invalid_values=allow_invalid_values) if isinstance(selector, Mapping) else []
+
+
+def has_invalid_label_value_in_node_selector(selector: Any) -> bool:
+    """``helper.HasInvalidLabelValueInNodeSelectorTerms``: a ``matchExpressions`` value that is not a label value."""
+    return any(is_valid_label_value(_text(value))
+               for _, term in _items(_mapping(selector).get("nodeSelectorTerms"))
+               for _, req in _items(term.get("matchExpressions"))
+               for value in _values(req))
+
+
+def validate_tolerations(tolerations: Any, field: str) -> list[FieldError]:
+    """``ValidateTolerations`` on the list at ``field``."""
+    return _tolerations(tolerations, field) if isinstance(tolerations, list) else []

@@ -21,7 +21,7 @@ from typing import Any
 from kubeloop.api import ResourceInfo
 from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin, Operation
 
-__all__ = ["DEFAULT_TOLERATION_SECONDS", "DefaultTolerationSeconds"]
+__all__ = ["DEFAULT_TOLERATION_SECONDS", "DefaultTolerationSeconds", "with_default_tolerations"]
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -36,6 +36,27 @@ def _tolerates(tolerations: list[Any], key: str) -> bool:
         if toleration.get("key") in (None, "", key) and toleration.get("effect") in (None, "", "NoExecute"):
             return True
     return False
+
+
+def _with_defaults(tolerations: list[Any], seconds: dict[str, int]) -> list[Any]:
+    missing = [key for key in (NOT_READY, UNREACHABLE) if not _tolerates(tolerations, key)]
+    if not missing:
+        return tolerations
+    return [*tolerations, *({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds[key]}
+                            for key in missing)]
+
+
+def with_default_tolerations(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` as this plugin (default seconds) will leave it: itself when it lacks nothing, else a copy
+    with a new spec. Pod update validation uses it, as upstream validates after mutating admission."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return pod
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    admitted = _with_defaults(tolerations, {NOT_READY: DEFAULT_TOLERATION_SECONDS, UNREACHABLE: DEFAULT_TOLERATION_SECONDS})
+    return pod if admitted is tolerations else {**pod, "spec": {**spec, "tolerations": admitted}}
 
 
 class DefaultTolerationSeconds(AdmitPlugin):
@@ -59,9 +80,7 @@ class DefaultTolerationSeconds(AdmitPlugin):
         tolerations = spec.get("tolerations")
         if not isinstance(tolerations, list):
             tolerations = []
-        missing = [key for key in (NOT_READY, UNREACHABLE) if not _tolerates(tolerations, key)]
-        if missing:
-            spec["tolerations"] = [*tolerations, *(
-                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": self.seconds[key]}
-                for key in missing)]
+        admitted = _with_defaults(tolerations, self.seconds)
+        if admitted is not tolerations:
+            spec["tolerations"] = admitted
         return None

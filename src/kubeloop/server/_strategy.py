@@ -19,11 +19,13 @@ from typing import Any
 
 from kubeloop.api import FieldError, ResourceInfo
 from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
+from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
 )
+from kubeloop.server._pod_update import validate_pod_main_update
 
 __all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "strategy_for"]
 
@@ -153,7 +155,9 @@ class PodStrategy(GenericStrategy):
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
-        return [] if subresource == "status" else validate_pod_scheduling(new.get("spec"), old_spec=old.get("spec"))
+        if subresource:
+            return validate_pod_status_update(new, old) if subresource == "status" else []
+        return validate_pod_main_update(self.info, new, old)
 
     def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         # pod strategy CheckGracefulDelete: the option, else the pod's own period (default 30);
