@@ -44,3 +44,38 @@ def test_kubectl_apply_of_a_pod_with_bad_constraints_prints_upstreams_error(
     missing = kubectl("get", "pod", "misplaced", "-n", namespace, check=False)
     assert missing.returncode == 1
     assert 'pods "misplaced" not found' in missing.stderr
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers: [{name: app, image: nginx:1.25}]
+"""
+
+
+def test_kubectl_set_image_works_and_a_restart_policy_patch_prints_the_forbidden_error(
+        kubectl: Any, namespace: str, tmp_path: Any) -> None:
+    # k/k ValidatePodUpdate: images may change; restartPolicy may not.
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD)
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("set", "image", "-n", namespace, "pod/web", "app=nginx:1.27")
+    image = kubectl("get", "pod", "web", "-n", namespace, "-o", "jsonpath={.spec.containers[0].image}")
+    assert image.stdout == "nginx:1.27"
+    manifest.write_text(POD.replace("nginx:1.25", "nginx:1.28"))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    image = kubectl("get", "pod", "web", "-n", namespace, "-o", "jsonpath={.spec.containers[0].image}")
+    assert image.stdout == "nginx:1.28"
+    result = kubectl("patch", "pod", "web", "-n", namespace, "-p", '{"spec":{"restartPolicy":"Never"}}', check=False)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        'The Pod "web" is invalid: spec: Forbidden: pod updates may not change fields other than '
+        "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+        "`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+        "(allow it to be set to 1 if it was previously negative)")
+    assert lines[1:] == ['- spec.restartPolicy: "Always"', '+ spec.restartPolicy: "Never"']
+    policy = kubectl("get", "pod", "web", "-n", namespace, "-o", "jsonpath={.spec.restartPolicy}")
+    assert policy.stdout == "Always"

@@ -20,6 +20,7 @@ from typing import Any
 from kubeloop.api import FieldError, ResourceInfo
 from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
 from kubeloop.api._pod_update_validation import validate_pod_status_update
+from kubeloop.api._pv_validation import validate_persistent_volume_node_affinity
 from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
@@ -284,6 +285,16 @@ class _PodTemplateOwner(_ZeroStatus):
         return [] if subresource == "status" else validate_pod_template_scheduling(new, old=old)
 
 
+class _PersistentVolume(_ZeroStatus):
+    """PersistentVolumes: validateVolumeNodeAffinity on create and main-resource update (not on /status)."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_persistent_volume_node_affinity(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        return [] if subresource == "status" else validate_persistent_volume_node_affinity(new, old=old)
+
+
 Strategy = GenericStrategy
 
 # Go zero values that survive JSON encoding (fields without omitempty) in each kind's status.
@@ -318,6 +329,8 @@ def strategy_for(info: ResourceInfo) -> GenericStrategy:
         return _KeepStatusOnCreate(info)
     if key in (("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")):
         return _PodTemplateOwner(info, _ZERO_STATUS.get(key, {}))
+    if key == ("", "PersistentVolume"):
+        return _PersistentVolume(info, _ZERO_STATUS[key])
     if key in _ZERO_STATUS:
         return _ZeroStatus(info, _ZERO_STATUS[key])
     return GenericStrategy(info)
