@@ -270,6 +270,40 @@ async def test_valid_scheduling_constraints_are_accepted(client: httpx.AsyncClie
     assert r.status_code == 201, r.text
 
 
+async def test_a_match_label_key_also_in_the_selector_is_invalid_when_the_pod_has_that_label(
+        client: httpx.AsyncClient) -> None:
+    # validateMatchLabelKeysAndMismatchLabelKeys step 2, after PrepareForCreate's mutatePodAffinity
+    # appended "app In (web)" for the pod's label: the key is in the selector twice. Upstream reports
+    # it at the term's path indexed by the key's position (fldPath.Index(i)).
+    term = {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["rev", "app"]}
+    body = pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+    body["metadata"]["labels"] = {"app": "web", "rev": "1"}
+    assert await refused(client, body) == [
+        ("FieldValueInvalid", f"{ANTI}[1]", 'Invalid value: "app": exists in both matchLabelKeys and labelSelector')]
+    in_expressions = {**term, "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}
+    body["spec"]["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": in_expressions}]}}
+    assert await refused(client, body) == [
+        ("FieldValueInvalid", "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+         ".podAffinityTerm[1]", 'Invalid value: "app": exists in both matchLabelKeys and labelSelector')]
+
+
+async def test_a_match_label_key_in_the_selector_is_allowed_without_that_pod_label_or_in_a_template(
+        client: httpx.AsyncClient) -> None:
+    # Nothing is merged for a key the pod lacks, nor into a pod template, nor for a mismatchLabelKeys key.
+    term = {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}},
+            "matchLabelKeys": ["app"], "mismatchLabelKeys": ["tier"]}
+    body = pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {**term, "labelSelector": {"matchLabels": {"app": "web", "tier": "x"}}}]}})
+    body["metadata"]["labels"] = {"tier": "front"}
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    deployment = workload("Deployment", "d", {"containers": [{"name": "c", "image": "nginx"}], "affinity": {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    r = await client.post("/apis/apps/v1/namespaces/default/deployments", json=deployment)
+    assert r.status_code == 201, r.text
+
+
 async def test_the_whole_status_reads_as_upstream(client: httpx.AsyncClient) -> None:
     r = await client.post(PODS, json=pod("bad", tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]))
     assert r.json() == {

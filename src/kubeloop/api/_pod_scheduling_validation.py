@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubeloop.api._errors import FieldError
@@ -68,6 +68,8 @@ class _Options:
     invalid_label_value_in_selector: bool = False
     invalid_label_value_in_required_node_affinity: bool = False
     invalid_topology_spread_label_selector: bool = False
+    # The labels of a pod being created, whose matchLabelKeys upstream merges into its selectors.
+    pod_labels: Mapping[str, Any] | None = None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -219,24 +221,55 @@ def _label_keys(keys: list[Any], selector: Any, path: str) -> list[FieldError]:
     return [e for i, key in enumerate(keys) for e in _label_name(_text(key), f"{path}[{i}]")]
 
 
-def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool,
+                       pod_labels: Mapping[str, Any] | None = None) -> list[FieldError]:
     """validatePodAffinityTerm."""
     errs = _affinity_term_selectors(term, path, allow_invalid_values=allow_invalid_values)
     for name in _list(term.get("namespaces")):
         # ValidateNamespaceName, reported at upstream's path ".namespace" (singular).
         errs.extend(FieldError.invalid(f"{path}.namespace", name, m) for m in is_dns1123_label(_text(name)))
-    # validateMatchLabelKeysAndMismatchLabelKeys, steps 1 and 3 (step 2 looks for a key the server's
-    # selector merge put in twice; kubeloop does not merge matchLabelKeys into the selector).
+    # validateMatchLabelKeysAndMismatchLabelKeys.
     match_keys, mismatch_keys = _list(term.get("matchLabelKeys")), _list(term.get("mismatchLabelKeys"))
     selector = term.get("labelSelector")
     errs.extend(_label_keys(match_keys, selector, f"{path}.matchLabelKeys"))
     errs.extend(_label_keys(mismatch_keys, selector, f"{path}.mismatchLabelKeys"))
+    errs.extend(_match_label_keys_in_selector(term, path, pod_labels))
     errs.extend(FieldError.invalid(f"{path}.matchLabelKeys[{i}]", key, "exists in both matchLabelKeys and mismatchLabelKeys")
                 for i, key in enumerate(match_keys) if key in mismatch_keys)
     topology_key = _text(term.get("topologyKey"))
     if not topology_key:
         errs.append(FieldError.required(f"{path}.topologyKey", "can not be empty"))
     errs.extend(_label_name(topology_key, f"{path}.topologyKey"))
+    return errs
+
+
+def _match_label_keys_in_selector(term: Mapping[str, Any], path: str, pod_labels: Mapping[str, Any] | None) -> list[FieldError]:
+    """Step 2 of validateMatchLabelKeysAndMismatchLabelKeys: a matchLabelKeys key the selector names twice.
+
+    Upstream validates a new pod after its PrepareForCreate (``mutatePodAffinity``, MatchLabelKeysInPodAffinity,
+    on by default in 1.32) appended ``key In (value)`` for each matchLabelKeys key and ``key NotIn (value)``
+    for each mismatchLabelKeys key the pod's labels have, to a set ``labelSelector``. kubeloop does not
+    store that merge, so on a pod's create (``pod_labels`` given) this appends the same expressions to a
+    copy before looking; a key in both matchLabelKeys and the given selector is then refused, as
+    upstream refuses it. The error's path is the term's with the key's index (``...[0][1]``), as
+    upstream's ``fldPath.Index(i)`` on the term path gives it.
+    """
+    selector = term.get("labelSelector")
+    match_keys = _list(term.get("matchLabelKeys"))
+    if not isinstance(selector, Mapping) or not _well_shaped(selector):
+        return []
+    expressions = list(_list(selector.get("matchExpressions")))
+    if pod_labels is not None and (match_keys or _list(term.get("mismatchLabelKeys"))):
+        expressions += [{"key": key} for key in match_keys if isinstance(key, str) and key in pod_labels]
+        expressions += [{"key": key} for key in _list(term.get("mismatchLabelKeys")) if isinstance(key, str) and key in pod_labels]
+    index = {key: i for i, key in enumerate(match_keys) if isinstance(key, str)}
+    seen = set(_mapping(selector.get("matchLabels")))
+    errs: list[FieldError] = []
+    for expression in expressions:
+        key = expression.get("key")
+        if isinstance(key, str) and key in index and key in seen:
+            errs.append(FieldError.invalid(f"{path}[{index[key]}]", key, "exists in both matchLabelKeys and labelSelector"))
+        seen.add(key)
     return errs
 
 
@@ -249,14 +282,15 @@ def _affinity_term_selectors(term: Mapping[str, Any], path: str, *, allow_invali
 
 def _pod_affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[FieldError]:
     """validatePodAffinity and validatePodAntiAffinity (the same rules)."""
-    allow = opts.invalid_label_value_in_selector
+    allow, labels = opts.invalid_label_value_in_selector, opts.pod_labels
     errs: list[FieldError] = []
     for i, term in _items(affinity.get(_REQUIRED)):
-        errs.extend(_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", allow_invalid_values=allow))
+        errs.extend(_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", allow_invalid_values=allow, pod_labels=labels))
     for j, weighted in _items(affinity.get(_PREFERRED)):
         errs.extend(_weight(weighted, f"{path}.{_PREFERRED}[{j}]"))
         errs.extend(_pod_affinity_term(_mapping(weighted.get("podAffinityTerm")),
-                                       f"{path}.{_PREFERRED}[{j}].podAffinityTerm", allow_invalid_values=allow))
+                                       f"{path}.{_PREFERRED}[{j}].podAffinityTerm", allow_invalid_values=allow,
+                                       pod_labels=labels))
     return errs
 
 
@@ -389,14 +423,19 @@ def _options_from(old_spec: Any) -> _Options:
     return _Options(bool(selector_errors), bad_required_value, bad_spread_selector)
 
 
-def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "spec") -> list[FieldError]:
+def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "spec",
+                            pod_labels: Any = None) -> list[FieldError]:
     """The scheduling checks of ``ValidatePodSpec`` on the pod spec at ``field``, in upstream's order.
 
     ``old_spec`` is the stored spec on update (``None`` on create); see the module docstring.
+    ``pod_labels`` are the labels of a pod being created (not of a template, nor on update): its pod
+    (anti-)affinity terms are then checked as after upstream's matchLabelKeys merge.
     """
     if not isinstance(spec, Mapping):
         return []
     opts = _options_from(old_spec)
+    if pod_labels is not None:
+        opts = replace(opts, pod_labels=_mapping(pod_labels))
     errs: list[FieldError] = []
     if isinstance(node_selector := spec.get("nodeSelector"), Mapping):
         errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))

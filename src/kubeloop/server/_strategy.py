@@ -152,7 +152,7 @@ class PodStrategy(GenericStrategy):
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return validate_pod_scheduling(obj.get("spec"))
+        return validate_pod_scheduling(obj.get("spec"), pod_labels=_meta(obj).get("labels") or {})
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
