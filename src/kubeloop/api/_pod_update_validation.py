@@ -24,7 +24,6 @@ The caller runs this only for the main resource (``ValidatePodStatusUpdate``, ``
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -51,7 +50,7 @@ _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}  # decoded JSON: a dict, and the concrete check is fast
 
 
 def _list(value: Any) -> list[Any]:
@@ -60,7 +59,7 @@ def _list(value: Any) -> list[Any]:
 
 def _semantic(value: Any, key: str = "") -> Any:
     """``value`` with every zero-valued field dropped, so two decodings of one struct compare equal."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):  # JSON objects are dicts: the concrete check is the fast one
         out = {}
         for k, v in value.items():
             v = _semantic(v, k)
@@ -76,7 +75,8 @@ def _semantic(value: Any, key: str = "") -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return bool(_semantic(a) == _semantic(b))
+    # Plain equality first: the usual update leaves the spec as the client read it.
+    return a == b or bool(_semantic(a) == _semantic(b))
 
 
 def _mirror_annotation_updates(new: Any, old: Any) -> list[FieldError]:
@@ -113,7 +113,7 @@ def _toleration_key(toleration: Any, seconds: Any) -> Any:
 
 def _only_added_tolerations(new: list[Any], old: list[Any]) -> list[FieldError]:
     """validateOnlyAddedTolerations: every stored toleration is still there (its seconds may change)."""
-    for existing in old:
+    for existing in ([] if new == old else old):
         if not any(_toleration_key(existing, _mapping(t).get("tolerationSeconds")) == _semantic(t) for t in new):
             return [FieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds")]
     return validate_tolerations(new, "spec.tolerations")
@@ -236,7 +236,7 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[
     errs.extend(_only_added_tolerations(_list(new_spec.get("tolerations")), _list(old_spec.get("tolerations"))))
     if new_gates := _list(new_spec.get("schedulingGates")):
         errs.extend(_only_deleted_scheduling_gates(new_gates, _list(old_spec.get("schedulingGates"))))
-    if _same(new_spec, old_spec):
+    if new_spec == old_spec:  # upstream's early return (a semantic equality is found below too)
         return errs
     munged = _munge(new_spec, old_spec)
     if _list(old_spec.get("schedulingGates")):
@@ -253,15 +253,22 @@ def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
 
 
 def _munge(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``new_spec`` with the fields an update may change taken from ``old_spec``."""
-    munged = copy.deepcopy(dict(new_spec))
+    """A copy of ``new_spec`` with the fields an update may change taken from ``old_spec``.
+
+    Shallow: only the top level and the containers are copied, as nothing deeper is written."""
+    munged = dict(new_spec)
     for name in ("containers", "initContainers"):
-        old_containers = _list(old_spec.get(name))
-        for container, previous in zip(_list(munged.get(name)), old_containers, strict=False):
-            if isinstance(container, dict):
-                container["image"] = _mapping(previous).get("image")
+        if isinstance(containers := munged.get(name), list):
+            old_containers = _list(old_spec.get(name))
+            munged[name] = [
+                {**container, "image": _mapping(old_containers[i]).get("image")}
+                if isinstance(container, dict) and i < len(old_containers) else container
+                for i, container in enumerate(containers)]
     for name in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
-        munged[name] = old_spec.get(name)
+        if name in old_spec:
+            munged[name] = old_spec[name]
+        else:
+            munged.pop(name, None)
     old_grace = old_spec.get("terminationGracePeriodSeconds")
     if isinstance(old_grace, int) and old_grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
