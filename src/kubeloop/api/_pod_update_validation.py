@@ -119,13 +119,18 @@ def _only_added_tolerations(new: list[Any], old: list[Any]) -> list[FieldError]:
     return validate_tolerations(new, "spec.tolerations")
 
 
+def _name(gate: Any) -> str:
+    name = _mapping(gate).get("name")
+    return name if isinstance(name, str) else "" if name is None else json.dumps(name, sort_keys=True)
+
+
 def _only_deleted_scheduling_gates(new: list[Any], old: list[Any]) -> list[FieldError]:
     """validateOnlyDeletedSchedulingGates; upstream reports in Go map order, this in index order."""
-    added: dict[Any, int] = {}
+    added: dict[str, int] = {}
     for i, gate in enumerate(new):
-        added[_mapping(gate).get("name")] = i
+        added[_name(gate)] = i
     for gate in old:
-        added.pop(_mapping(gate).get("name"), None)
+        added.pop(_name(gate), None)
     return [FieldError.forbidden(f"spec.schedulingGates[{i}].name", f"only deletion is allowed, but found new scheduling gate '{name}'")
             for name, i in sorted(added.items(), key=lambda item: item[1])]
 
