@@ -4,6 +4,7 @@ is refused with upstream's 422, and kubectl prints it as it does for a real clus
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -55,8 +56,8 @@ spec:
 """
 
 
-def test_kubectl_set_image_works_and_a_restart_policy_patch_prints_the_forbidden_error(
-        kubectl: Any, namespace: str, tmp_path: Any) -> None:
+def test_kubectl_set_image_apply_and_edit_change_the_image_and_a_restart_policy_patch_is_forbidden(
+        kubectl: Any, kubectl_env: dict[str, str], namespace: str, tmp_path: Any) -> None:
     # k/k ValidatePodUpdate: images may change; restartPolicy may not.
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(POD)
@@ -68,6 +69,13 @@ def test_kubectl_set_image_works_and_a_restart_policy_patch_prints_the_forbidden
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     image = kubectl("get", "pod", "web", "-n", namespace, "-o", "jsonpath={.spec.containers[0].image}")
     assert image.stdout == "nginx:1.28"
+    # kubectl edit sends a patch of what the editor changed.
+    edited = subprocess.run(["kubectl", "edit", "pod", "web", "-n", namespace],
+                            env={**kubectl_env, "KUBE_EDITOR": "sed -i s/nginx:1.28/nginx:1.29/"},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert edited.returncode == 0, edited.stderr
+    image = kubectl("get", "pod", "web", "-n", namespace, "-o", "jsonpath={.spec.containers[0].image}")
+    assert image.stdout == "nginx:1.29"
     result = kubectl("patch", "pod", "web", "-n", namespace, "-p", '{"spec":{"restartPolicy":"Never"}}', check=False)
     assert result.returncode == 1
     lines = result.stderr.splitlines()
