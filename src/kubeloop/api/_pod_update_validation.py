@@ -45,7 +45,8 @@ _MAX_INT32 = 2**31 - 1
 # v1.MirrorPodAnnotationKey: compared as a prefix, as upstream does.
 _MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 # Pod spec fields (at any depth) that are Go values, not pointers: false or 0 there is the zero value.
-_VALUE_FIELDS = frozenset({"hostNetwork", "hostPID", "hostIPC", "stdin", "stdinOnce", "tty", "hostPort"})
+_VALUE_FIELDS = frozenset({"hostNetwork", "hostPID", "hostIPC", "stdin", "stdinOnce", "tty", "hostPort", "readOnly",
+                           "initialDelaySeconds"})
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
