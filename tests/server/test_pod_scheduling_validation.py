@@ -304,6 +304,17 @@ async def test_a_match_label_key_in_the_selector_is_allowed_without_that_pod_lab
     assert r.status_code == 201, r.text
 
 
+async def test_scheduling_gates_need_qualified_unique_names_and_no_node_name(client: httpx.AsyncClient) -> None:
+    # validateSchedulingGates (ValidatePodSpec) and ValidatePodCreate's nodeName rule.
+    body = pod(schedulingGates=[{"name": "example.com/quota"}, {"name": "-bad"}, {"name": "example.com/quota"}],
+               nodeName="node-1")
+    assert await refused(client, body) == [
+        ("FieldValueInvalid", "spec.schedulingGates[1]", f'Invalid value: "-bad": {QUALIFIED_NAME_REGEX}'),
+        ("FieldValueDuplicate", "spec.schedulingGates[2]", 'Duplicate value: "example.com/quota"'),
+        ("FieldValueForbidden", "spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared"),
+    ]
+
+
 async def test_the_whole_status_reads_as_upstream(client: httpx.AsyncClient) -> None:
     r = await client.post(PODS, json=pod("bad", tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]))
     assert r.json() == {

@@ -7,8 +7,9 @@ per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/
 ``ValidateNodeSelector`` / ``ValidateNodeSelectorTerm`` / ``ValidateNodeSelectorRequirement`` /
 ``ValidateNodeFieldSelectorRequirement`` / ``ValidatePreferredSchedulingTerms`` /
 ``validatePodAffinity(Term)`` / ``validatePodAntiAffinity`` / ``validateWeightedPodAffinityTerms``,
-``validateTopologySpreadConstraints``, ``ValidateTolerations``). :func:`validate_pod_template_scheduling`
-runs the same checks on ``spec.template.spec`` of a workload (``ValidatePodTemplateSpec`` calls
+``validateSchedulingGates``, ``validateTopologySpreadConstraints``, ``ValidateTolerations``);
+:func:`validate_pod_create` adds ``ValidatePodCreate``'s rule on ``nodeName`` and scheduling gates.
+:func:`validate_pod_template_scheduling` runs the same checks on ``spec.template.spec`` of a workload (``ValidatePodTemplateSpec`` calls
 ``ValidatePodSpec``), for Deployments, ReplicaSets and StatefulSets.
 
 On update, pass the stored spec as ``old_spec``: like ``GetValidationOptionsFromPodSpecAndMeta``
@@ -43,6 +44,7 @@ from kubeloop.api._validation import (
 __all__ = [
     "has_invalid_label_value_in_node_selector",
     "validate_node_selector",
+    "validate_pod_create",
     "validate_pod_scheduling",
     "validate_pod_template_scheduling",
     "validate_tolerations",
@@ -441,10 +443,34 @@ def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "sp
         errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))
     if isinstance(affinity := spec.get("affinity"), Mapping):
         errs.extend(_affinity(affinity, f"{field}.affinity", opts))
+    errs.extend(_scheduling_gates(spec.get("schedulingGates"), f"{field}.schedulingGates"))
     if isinstance(constraints := spec.get("topologySpreadConstraints"), list):
         errs.extend(_topology_spread_constraints(constraints, f"{field}.topologySpreadConstraints", opts))
     if isinstance(tolerations := spec.get("tolerations"), list) and tolerations:
         errs.extend(_tolerations(tolerations, f"{field}.tolerations"))
+    return errs
+
+
+def _scheduling_gates(gates: Any, path: str) -> list[FieldError]:
+    """validateSchedulingGates: each name a qualified name, and no name twice."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, gate in _items(gates):
+        name = _text(gate.get("name"))
+        errs.extend(FieldError.invalid(f"{path}[{i}]", name, m) for m in is_qualified_name(name))
+        if name in seen:
+            errs.append(FieldError.duplicate(f"{path}[{i}]", name))
+        seen.add(name)
+    return errs
+
+
+def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
+    """A new pod's checks: :func:`validate_pod_scheduling` with its labels, then ``ValidatePodCreate``'s
+    rule that a pod with scheduling gates may not name a node."""
+    spec = _mapping(pod.get("spec"))
+    errs = validate_pod_scheduling(spec, pod_labels=_mapping(pod.get("metadata")).get("labels") or {})
+    if spec.get("nodeName") and _list(spec.get("schedulingGates")):
+        errs.append(FieldError.forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     return errs
 
 

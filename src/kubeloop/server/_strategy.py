@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import FieldError, ResourceInfo
-from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
+from kubeloop.api._pod_scheduling_validation import validate_pod_create, validate_pod_template_scheduling
 from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._pv_validation import validate_persistent_volume_node_affinity
 from kubeloop.api._validation import (
@@ -152,7 +152,7 @@ class PodStrategy(GenericStrategy):
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return validate_pod_scheduling(obj.get("spec"), pod_labels=_meta(obj).get("labels") or {})
+        return validate_pod_create(obj)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
