@@ -87,3 +87,21 @@ async def test_a_database_with_the_former_key_index_opens_the_same_and_loses_the
     with sqlite3.connect(path) as db:
         indexes = db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'revisions'").fetchall()
     assert indexes == []
+
+
+async def test_rows_hold_null_for_no_previous_revision_and_the_value_as_a_blob(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    s = await SqliteStore.open(path)
+    try:
+        a = await s.create("/r/a", _render("a"))
+        await s.update("/r/a", _render("a2"), expected_revision=a.mod_revision)
+        await s.delete("/r/a", expected_revision=None)
+    finally:
+        await s.close()
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT rev, prev_rev, typeof(prev_rev), value, typeof(value) FROM revisions ORDER BY rev").fetchall()
+    assert rows == [
+        (1, None, "null", b"a@1", "blob"),
+        (2, 1, "integer", b"a2@2", "blob"),
+        (3, 2, "integer", b"a2@2", "blob"),
+    ]

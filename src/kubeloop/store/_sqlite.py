@@ -84,7 +84,13 @@ _CREATE = 0
 _UPDATE = 1
 _DELETE_OP = 2
 # A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
-_Params = list[int | str | bytes | None]
+# Only types the sqlite3 module binds as they are (int, str, bytearray): it sends any other value (bytes,
+# None) through its adapter protocol first, whose failed ``__adapt__`` lookup formats an AttributeError
+# each time (about 2-3k instructions per parameter, on the SQLite thread while it holds the GIL). So the
+# value goes as a bytearray copy, and a row without a previous revision says ``_NO_PREV`` (revisions
+# start at 1), which the statement stores as NULL.
+_Params = list[int | str | bytearray]
+_NO_PREV = 0
 _COLUMNS = 6
 _Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
 # A committed change as the store keeps it: (type, kv, prev). The public StoreEvent is built from it
@@ -94,6 +100,7 @@ _Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
 # transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
 _ROWS_PER_STATEMENT = 128
 _INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
+_ROW = f"(?, ?, ?, ?, NULLIF(?, {_NO_PREV}), ?)"
 
 
 @dataclass(eq=False, slots=True)
@@ -523,17 +530,17 @@ class SqliteStore:
             rev += 1
             if current is None:
                 kv = KeyValue(key, value, rev, rev)
-                rows += (rev, key, _PUT, rev, None, value)
+                rows += (rev, key, _PUT, rev, _NO_PREV, bytearray(value))
                 changes.append(("PUT", kv, None))
                 overlay[key] = kv
             else:
                 kv = KeyValue(key, value, current.create_revision, rev)
                 if kind == _DELETE_OP:
-                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, value)
+                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, bytearray(value))
                     changes.append(("DELETE", kv, current))
                     overlay[key] = None
                 else:
-                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, value)
+                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, bytearray(value))
                     changes.append(("PUT", kv, current))
                     overlay[key] = kv
             answers.append((future, kv))
@@ -605,7 +612,7 @@ def _insert_statement(rows: int) -> str:
     """The INSERT of ``rows`` rows (the same text each time, so SQLite's statement cache keeps it)."""
     text = _INSERT_STATEMENTS.get(rows)
     if text is None:
-        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join(["(?, ?, ?, ?, ?, ?)"] * rows)
+        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join([_ROW] * rows)
     return text
 
 
