@@ -99,6 +99,9 @@ _Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
 # Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
 # transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
 _ROWS_PER_STATEMENT = 128
+# Builds a KeyValue without its named-tuple ``__new__``, a Python function call (about 1k instructions
+# a write, on the event loop); the same tuple, as ``KeyValue._make`` builds it.
+_new_kv = tuple.__new__
 _INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
 _ROW = f"(?, ?, ?, ?, NULLIF(?, {_NO_PREV}), ?)"
 
@@ -382,7 +385,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_CREATE, key, render, None, future, guard))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         # A cancelled caller cancels ``future`` only: the queued operation is still committed (the
         # committer ignores whether anyone waits) and a committed write is never undone.
         return await future
@@ -392,7 +396,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_UPDATE, key, render, expected_revision, future, None))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         return await future
 
     async def delete(self, key: str, *, expected_revision: int | None, render: Render | None = None) -> KeyValue:
@@ -400,7 +405,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_DELETE_OP, key, render, expected_revision, future, None))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         return await future
 
     def _wake(self) -> None:
@@ -465,7 +471,7 @@ class SqliteStore:
                 if self._closed:
                     return
                 continue
-            rows, changes, answers = self._prepare(batch)
+            rows, changes, futures = self._prepare(batch)
             failure: StoreError | None = None
             if rows:
                 try:
@@ -475,11 +481,11 @@ class SqliteStore:
                 else:
                     self._apply(changes)
             if failure is None:
-                for future, kv in answers:
+                for future, change in zip(futures, changes, strict=True):
                     if not future.done():  # its caller was cancelled: the write stands all the same
-                        future.set_result(kv)
+                        future.set_result(change[1])
             else:
-                for future, _ in answers:
+                for future in futures:
                     if not future.done():
                         future.set_exception(failure)
             if failure is None and len(self._ring) > self._history * 11 // 10:
@@ -489,7 +495,7 @@ class SqliteStore:
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[_Params, list[_Change], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+    ) -> tuple[_Params, list[_Change], list[asyncio.Future[KeyValue]]]:
         """Check each operation against committed state plus earlier ones in the batch; assign revisions.
 
         Every queued operation is judged, including those whose caller has since been cancelled."""
@@ -497,7 +503,7 @@ class SqliteStore:
         index = self._index
         rows: _Params = []
         changes: list[_Change] = []
-        answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
+        futures: list[asyncio.Future[KeyValue]] = []  # of each change, in order
         rev = self._revision
         for kind, key, render, expected, future, guard in batch:
             current = overlay[key] if key in overlay else index.get(key)
@@ -529,12 +535,12 @@ class SqliteStore:
                 continue
             rev += 1
             if current is None:
-                kv = KeyValue(key, value, rev, rev)
+                kv = _new_kv(KeyValue, (key, value, rev, rev))
                 rows += (rev, key, _PUT, rev, _NO_PREV, bytearray(value))
                 changes.append(("PUT", kv, None))
                 overlay[key] = kv
             else:
-                kv = KeyValue(key, value, current.create_revision, rev)
+                kv = _new_kv(KeyValue, (key, value, current.create_revision, rev))
                 if kind == _DELETE_OP:
                     rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, bytearray(value))
                     changes.append(("DELETE", kv, current))
@@ -543,8 +549,8 @@ class SqliteStore:
                     rows += (rev, key, _PUT, current.create_revision, current.mod_revision, bytearray(value))
                     changes.append(("PUT", kv, current))
                     overlay[key] = kv
-            answers.append((future, kv))
-        return rows, changes, answers
+            futures.append(future)
+        return rows, changes, futures
 
     def _write_rows(self, rows: _Params) -> None:
         """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
