@@ -522,13 +522,17 @@ class SqliteStore:
                 elif expected is not None and current.mod_revision != expected:
                     raise RevisionMismatch(key, expected, current.mod_revision)
                 if render is not None:
-                    # Kept for as long as the key lives, so kept at its own size: orjson hands back
-                    # bytes in an 8 KiB allocation when the document is smaller (a 900-byte ConfigMap
-                    # held 8.2 KB of memory, and faulted in two fresh pages per create).
-                    value = bytes(memoryview(render(rev + 1)))
+                    # Copied into the bytearray the INSERT binds (see _Params), and from it into the
+                    # bytes the index keeps for as long as the key lives, so at their own size: orjson
+                    # hands back bytes in an 8 KiB allocation when the document is smaller (a 900-byte
+                    # ConfigMap held 8.2 KB of memory, and faulted in two fresh pages per create).
+                    # (About 1k instructions less than the former bytes(memoryview(...)) alone.)
+                    stored = bytearray(render(rev + 1))
+                    value = bytes(stored)
                 else:
                     assert current is not None
                     value = current.value
+                    stored = bytearray(value)
             except Exception as exc:
                 if not future.done():
                     future.set_exception(exc)
@@ -536,17 +540,17 @@ class SqliteStore:
             rev += 1
             if current is None:
                 kv = _new_kv(KeyValue, (key, value, rev, rev))
-                rows += (rev, key, _PUT, rev, _NO_PREV, bytearray(value))
+                rows += (rev, key, _PUT, rev, _NO_PREV, stored)
                 changes.append(("PUT", kv, None))
                 overlay[key] = kv
             else:
                 kv = _new_kv(KeyValue, (key, value, current.create_revision, rev))
                 if kind == _DELETE_OP:
-                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, bytearray(value))
+                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, stored)
                     changes.append(("DELETE", kv, current))
                     overlay[key] = None
                 else:
-                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, bytearray(value))
+                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, stored)
                     changes.append(("PUT", kv, current))
                     overlay[key] = kv
             futures.append(future)
