@@ -55,6 +55,10 @@ __all__ = ["SqliteStore", "StoreClosed"]
 _PUT = 0
 _DELETE = 1
 
+# No index on ``key``: nothing reads rows by key (opening scans the table in revision order, compaction
+# selects by revision), and keeping one cost every insert a second B-tree update (about 2.5 us of the
+# SQLite thread per write). Databases written before keep no index either: opening drops theirs (a
+# one-off that frees its pages; an older kubeloop opening the file again simply builds it anew).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS revisions (
     rev INTEGER PRIMARY KEY,
@@ -64,8 +68,8 @@ CREATE TABLE IF NOT EXISTS revisions (
     prev_rev INTEGER,
     value BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS revisions_key_rev ON revisions (key, rev);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+DROP INDEX IF EXISTS revisions_key_rev;
 """
 
 
@@ -80,7 +84,13 @@ _CREATE = 0
 _UPDATE = 1
 _DELETE_OP = 2
 # A batch's rows, flattened into the INSERT's parameters: rev, key, type, create_rev, prev_rev, value.
-_Params = list[int | str | bytes | None]
+# Only types the sqlite3 module binds as they are (int, str, bytearray): it sends any other value (bytes,
+# None) through its adapter protocol first, whose failed ``__adapt__`` lookup formats an AttributeError
+# each time (about 2-3k instructions per parameter, on the SQLite thread while it holds the GIL). So the
+# value goes as a bytearray copy, and a row without a previous revision says ``_NO_PREV`` (revisions
+# start at 1), which the statement stores as NULL.
+_Params = list[int | str | bytearray]
+_NO_PREV = 0
 _COLUMNS = 6
 _Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
 # A committed change as the store keeps it: (type, kv, prev). The public StoreEvent is built from it
@@ -89,7 +99,11 @@ _Change = tuple[Literal["PUT", "DELETE"], KeyValue, KeyValue | None]
 # Rows per INSERT statement: one statement per batch in the common case (a statement's own implicit
 # transaction, so one SQLite call and one GIL hand-off per commit), within SQLite's 999-parameter floor.
 _ROWS_PER_STATEMENT = 128
+# Builds a KeyValue without its named-tuple ``__new__``, a Python function call (about 1k instructions
+# a write, on the event loop); the same tuple, as ``KeyValue._make`` builds it.
+_new_kv = tuple.__new__
 _INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
+_ROW = f"(?, ?, ?, ?, NULLIF(?, {_NO_PREV}), ?)"
 
 
 @dataclass(eq=False, slots=True)
@@ -214,34 +228,25 @@ class SqliteStore:
         max_rev = db.execute("SELECT MAX(rev) FROM revisions").fetchone()[0] or 0
         self._revision = max(int(meta.get("revision", 0)), max_rev)
         self._compacted = int(meta.get("compacted", 0))
-        rows = db.execute(
-            "SELECT r.key, r.type, r.create_rev, r.rev, r.value FROM revisions r "
-            "JOIN (SELECT key, MAX(rev) AS rev FROM revisions GROUP BY key) m ON r.key = m.key AND r.rev = m.rev"
-        ).fetchall()
-        for key, typ, create_rev, rev, value in rows:
-            if typ == _PUT:
-                self._index[key] = KeyValue(key, bytes(value), create_rev, rev)
-        self._keys = SortedKeys(self._index)
-        # Rebuild the event ring: rows above the compaction point, each with its previous version.
-        by_rev: dict[int, KeyValue] = {}
-        recent = db.execute(
-            "SELECT key, type, create_rev, prev_rev, rev, value FROM revisions WHERE rev > ? ORDER BY rev",
-            (self._compacted,),
-        ).fetchall()
-        prev_revs = [r[3] for r in recent if r[3] is not None and r[3] <= self._compacted]
-        for chunk_start in range(0, len(prev_revs), 500):
-            chunk = prev_revs[chunk_start : chunk_start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, create_rev, rev, value in db.execute(
-                f"SELECT key, create_rev, rev, value FROM revisions WHERE rev IN ({marks})", chunk
-            ):
-                by_rev[rev] = KeyValue(key, bytes(value), create_rev, rev)
-        for key, typ, create_rev, prev_rev, rev, value in recent:
+        # One scan in revision order (the table's own order: ``rev`` is its rowid) rebuilds the current
+        # state, each key's newest row winning, and the event ring above the compaction point. The previous
+        # version of a row is its key's state just before it in the scan: compaction keeps every row a
+        # newer one names in ``prev_rev``.
+        index = self._index
+        compacted = self._compacted
+        for key, typ, create_rev, prev_rev, rev, value in db.execute(
+            "SELECT key, type, create_rev, prev_rev, rev, value FROM revisions ORDER BY rev"
+        ):
             kv = KeyValue(key, bytes(value), create_rev, rev)
-            prev = by_rev.get(prev_rev) if prev_rev is not None else None
+            current = index.get(key)
             if typ == _PUT:
-                by_rev[rev] = kv
-            self._ring.append(("PUT" if typ == _PUT else "DELETE", kv, prev))
+                index[key] = kv
+            elif current is not None:
+                del index[key]
+            if rev > compacted:
+                prev = current if current is not None and current.mod_revision == prev_rev else None
+                self._ring.append(("PUT" if typ == _PUT else "DELETE", kv, prev))
+        self._keys = SortedKeys(index)
 
     async def close(self) -> None:
         """Commit what is queued, end every watch, close the database. Idempotent; cancelling a close
@@ -380,7 +385,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_CREATE, key, render, None, future, guard))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         # A cancelled caller cancels ``future`` only: the queued operation is still committed (the
         # committer ignores whether anyone waits) and a committed write is never undone.
         return await future
@@ -390,7 +396,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_UPDATE, key, render, expected_revision, future, None))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         return await future
 
     async def delete(self, key: str, *, expected_revision: int | None, render: Render | None = None) -> KeyValue:
@@ -398,7 +405,8 @@ class SqliteStore:
             raise StoreClosed("the store is closed")
         future: asyncio.Future[KeyValue] = self._loop.create_future()
         self._pending.append((_DELETE_OP, key, render, expected_revision, future, None))
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
         return await future
 
     def _wake(self) -> None:
@@ -463,7 +471,7 @@ class SqliteStore:
                 if self._closed:
                     return
                 continue
-            rows, changes, answers = self._prepare(batch)
+            rows, changes, futures = self._prepare(batch)
             failure: StoreError | None = None
             if rows:
                 try:
@@ -473,11 +481,11 @@ class SqliteStore:
                 else:
                     self._apply(changes)
             if failure is None:
-                for future, kv in answers:
+                for future, change in zip(futures, changes, strict=True):
                     if not future.done():  # its caller was cancelled: the write stands all the same
-                        future.set_result(kv)
+                        future.set_result(change[1])
             else:
-                for future, _ in answers:
+                for future in futures:
                     if not future.done():
                         future.set_exception(failure)
             if failure is None and len(self._ring) > self._history * 11 // 10:
@@ -487,7 +495,7 @@ class SqliteStore:
 
     def _prepare(
         self, batch: list[_Op]
-    ) -> tuple[_Params, list[_Change], list[tuple[asyncio.Future[KeyValue], KeyValue]]]:
+    ) -> tuple[_Params, list[_Change], list[asyncio.Future[KeyValue]]]:
         """Check each operation against committed state plus earlier ones in the batch; assign revisions.
 
         Every queued operation is judged, including those whose caller has since been cancelled."""
@@ -495,7 +503,7 @@ class SqliteStore:
         index = self._index
         rows: _Params = []
         changes: list[_Change] = []
-        answers: list[tuple[asyncio.Future[KeyValue], KeyValue]] = []
+        futures: list[asyncio.Future[KeyValue]] = []  # of each change, in order
         rev = self._revision
         for kind, key, render, expected, future, guard in batch:
             current = overlay[key] if key in overlay else index.get(key)
@@ -514,35 +522,39 @@ class SqliteStore:
                 elif expected is not None and current.mod_revision != expected:
                     raise RevisionMismatch(key, expected, current.mod_revision)
                 if render is not None:
-                    # Kept for as long as the key lives, so kept at its own size: orjson hands back
-                    # bytes in an 8 KiB allocation when the document is smaller (a 900-byte ConfigMap
-                    # held 8.2 KB of memory, and faulted in two fresh pages per create).
-                    value = bytes(memoryview(render(rev + 1)))
+                    # Copied into the bytearray the INSERT binds (see _Params), and from it into the
+                    # bytes the index keeps for as long as the key lives, so at their own size: orjson
+                    # hands back bytes in an 8 KiB allocation when the document is smaller (a 900-byte
+                    # ConfigMap held 8.2 KB of memory, and faulted in two fresh pages per create).
+                    # (About 1k instructions less than the former bytes(memoryview(...)) alone.)
+                    stored = bytearray(render(rev + 1))
+                    value = bytes(stored)
                 else:
                     assert current is not None
                     value = current.value
+                    stored = bytearray(value)
             except Exception as exc:
                 if not future.done():
                     future.set_exception(exc)
                 continue
             rev += 1
             if current is None:
-                kv = KeyValue(key, value, rev, rev)
-                rows += (rev, key, _PUT, rev, None, value)
+                kv = _new_kv(KeyValue, (key, value, rev, rev))
+                rows += (rev, key, _PUT, rev, _NO_PREV, stored)
                 changes.append(("PUT", kv, None))
                 overlay[key] = kv
             else:
-                kv = KeyValue(key, value, current.create_revision, rev)
+                kv = _new_kv(KeyValue, (key, value, current.create_revision, rev))
                 if kind == _DELETE_OP:
-                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, value)
+                    rows += (rev, key, _DELETE, current.create_revision, current.mod_revision, stored)
                     changes.append(("DELETE", kv, current))
                     overlay[key] = None
                 else:
-                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, value)
+                    rows += (rev, key, _PUT, current.create_revision, current.mod_revision, stored)
                     changes.append(("PUT", kv, current))
                     overlay[key] = kv
-            answers.append((future, kv))
-        return rows, changes, answers
+            futures.append(future)
+        return rows, changes, futures
 
     def _write_rows(self, rows: _Params) -> None:
         """Commit ``rows`` in one transaction (on the store's thread): one INSERT statement, committed
@@ -610,7 +622,7 @@ def _insert_statement(rows: int) -> str:
     """The INSERT of ``rows`` rows (the same text each time, so SQLite's statement cache keeps it)."""
     text = _INSERT_STATEMENTS.get(rows)
     if text is None:
-        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join(["(?, ?, ?, ?, ?, ?)"] * rows)
+        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join([_ROW] * rows)
     return text
 
 
