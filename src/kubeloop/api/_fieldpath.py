@@ -361,10 +361,11 @@ def _created_fields(value: Mapping[str, Any], shape: _Shape, below: _Unowned, sk
     fields, inert, kids = below.fields, below.inert, shape.kids
     children: dict[str, Any] = {}
     node: dict[str, Any] | None
-    for key in sorted(value):
+    # In the body's order, sorted at the end: most fields of an object (apiVersion, kind, the server's
+    # metadata) own nothing, and sorting the few children costs less than sorting every key.
+    for key, item in value.items():
         if key in skipped:
             continue
-        item = value[key]
         if not isinstance(item, (dict, list)):
             if key not in inert:
                 entry = fields.get(key)
@@ -381,6 +382,8 @@ def _created_fields(value: Mapping[str, Any], shape: _Shape, below: _Unowned, sk
             node = _created(item, kid, struct, entry[0], entry[1])
         if node is not None:
             children["f:" + key] = node
+    if len(children) > 1:  # "f:" + key sorts as key does
+        return {element: children[element] for element in sorted(children)}
     return children
 
 
