@@ -92,6 +92,7 @@ class RequestCycle:
         "response_complete",
         "response_started",
         "scope",
+        "task",
         "transport",
         "waiting_for_100_continue",
     )
@@ -101,6 +102,8 @@ class RequestCycle:
         self.scope = scope
         self.transport: asyncio.Transport = protocol.transport
         self.on_response: Callable[[], None] | None = protocol.on_response_complete
+        # The task running the app, set by the protocol; it leaves the server's tasks as it ends.
+        self.task: asyncio.Task[None] | None = None
         # Connection state
         self.disconnected = False
         self.keep_alive = keep_alive
@@ -149,6 +152,7 @@ class RequestCycle:
                 self.transport.close()
         finally:
             self.on_response = None
+            self.protocol.tasks.discard(self.task)
 
     async def send_500_response(self) -> None:
         await self.send(
