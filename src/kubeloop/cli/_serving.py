@@ -9,9 +9,10 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
 
 - **A leaner request cycle.** The per-request callbacks and the app's ``receive``/``send``
   (:class:`~kubeloop.cli._serving_cycle.RequestCycle`) do uvicorn's work in fewer steps: the scope is
-  built once the head is parsed, no ``asyncio.Event`` per request, the body handed over as received,
-  headers checked in one pass, the origin-form target split without ``httptools.parse_url``
-  (:func:`split_target`). WebSockets are not served (``ws="none"``), so no upgrade checks.
+  built once the head is parsed (no ``on_message_begin`` callback), no ``asyncio.Event`` per request,
+  the body handed over as received, each response header checked and rendered once, the origin-form
+  target split without ``httptools.parse_url`` (:func:`split_target`). WebSockets are not served
+  (``ws="none"``), so no upgrade checks.
 - **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
   head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
   TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
@@ -251,13 +252,17 @@ class HttpProtocol(HttpToolsProtocol):
         if self.ws_protocol_class is not None:
             raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
         self._fresh_context = bool(config.reset_contextvars)
+        # The request being parsed: what uvicorn's on_message_begin resets, reset here and by
+        # on_headers_complete as it hands them over.
+        self.url = b""
+        self.headers = []
 
     # ---------------------------------------------------------------- one request (uvicorn's callbacks)
 
-    def on_message_begin(self) -> None:
-        self.url = b""
-        self.expect_100_continue = False
-        self.headers = []
+    # No on_message_begin callback (httptools looks for it once, as the parser is made; a callback into
+    # Python costs about as much as the rest of a header's handling): on_headers_complete resets what
+    # uvicorn's resets.
+    on_message_begin = None  # type: ignore[assignment]
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
@@ -293,6 +298,10 @@ class HttpProtocol(HttpToolsProtocol):
             "query_string": query,
         }
         self.scope = scope  # type: ignore[assignment]
+        expect_100_continue = self.expect_100_continue
+        self.url = b""
+        self.headers = []
+        self.expect_100_continue = False
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
             app = service_unavailable
@@ -304,7 +313,7 @@ class HttpProtocol(HttpToolsProtocol):
             self,
             scope,
             keep_alive=http_version != "1.0" and parser.should_keep_alive(),
-            expect_100_continue=self.expect_100_continue,
+            expect_100_continue=expect_100_continue,
         )
         if existing is None or existing.response_complete:
             self._start_asgi_task(cycle, app)
