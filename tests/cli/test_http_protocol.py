@@ -529,3 +529,51 @@ async def test_parts_written_in_one_turn_on_many_connections_all_go_out_in_that_
                 assert (await reader.readuntil(b"0\r\n\r\n")).endswith(b"0\r\n\r\n")
         for _, writer in clients:
             writer.close()
+
+
+async def test_response_headers_are_checked_and_rendered_exactly_as_uvicorn_does_every_time(tmp_path: Path) -> None:
+    """Headers drawn again and again from one pool (so most are seen before), under uvicorn's own
+    protocol and under kubeloop's: the same bytes, or the same closed connection for a header uvicorn
+    refuses. The pool has mixed case, empty and non-ASCII values, tabs, every framing header in several
+    forms, names and values uvicorn refuses, a bad length, and headers as lists and bytearrays."""
+    tls = ensure_tls(tmp_path)
+    rng = random.Random(20261130)
+    pool: list[Any] = [
+        (b"Content-Type", b"application/json"), (b"CACHE-control", b"no-cache, private"), (b"x-tab", b"a\tb"),
+        (b"x-high", b"\xff\x80"), (b"x-empty", b""), (b"", b"empty name"), [b"X-List", b"v"],
+        (b"x-bytearray", bytearray(b"v")), (b"Transfer-Encoding", b"Chunked"), (b"transfer-encoding", b"gzip"),
+        (b"Connection", b"keep-alive, Close"), (b"connection", b"keep-alive"), (b"content-length", b"abc"),
+        (b"x bad", b"v"), (b"x:bad", b"v"), (b"x\x00", b"v"), (b"x-v", b"a\r\nb"), (b"x-v", b"\x7f"),
+        (b"x-v", b"a\x00b"), (b"x-long", b"l" * 300),
+    ]
+    cases: list[tuple[list[Any], bytes]] = []
+    for _ in range(60):
+        body = rng.randbytes(rng.choice([0, 5, 20]))
+        headers = rng.sample(pool, rng.randint(0, 4))
+        if rng.random() < 0.7:
+            length = len(body) if rng.random() < 0.9 else len(body) + 1
+            headers.insert(rng.randint(0, len(headers)), (b"Content-Length", b"%d" % length))
+        cases.append((headers, body))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        headers, body = cases[int(scope["path"].strip("/"))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def answers(server: Any) -> list[bytes]:
+        got = []
+        async with serving(app, tls, server) as (port, _):
+            for n in range(len(cases)):
+                reader, writer = await connect(port, tls)
+                writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
+                async with asyncio.timeout(10):
+                    got.append(_without_date(await reader.read()))
+                writer.close()
+        return got
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    theirs = await answers(uvicorn.Server(config))
+    ours = await answers(_uvicorn_server(app, tls.cert, tls.key))
+    assert ours == theirs
+    assert 10 < sum(answer.startswith(b"HTTP/1.1 200 OK") for answer in ours) < 50  # answered and refused
