@@ -53,13 +53,16 @@ def default_head(defaults: list[tuple[bytes, bytes]]) -> tuple[bytes, list[tuple
     return head, framing
 
 
-def _render(name: bytes, value: bytes) -> bytes:
-    """``name: value\r\n`` with the name lowered, after uvicorn's checks (raising its errors)."""
+def _render(name: Any, value: Any) -> bytes:
+    """``name: value\r\n`` with the name lowered, after uvicorn's checks (raising its errors). Typed
+    ``Any``: an app may send any bytes-like object (a compiled build would refuse a bytearray for
+    ``bytes``)."""
     if HEADER_RE.search(name):
         raise RuntimeError("Invalid HTTP header name.")
     if HEADER_VALUE_RE.search(value):
         raise RuntimeError("Invalid HTTP header value.")
-    return b"%s: %s\r\n" % (name.lower(), value)
+    # bytes(): a compiled build formats only bytes with %s (a no-op for bytes, a copy for the others)
+    return b"%s: %s\r\n" % (bytes(name.lower()), bytes(value))
 
 
 # The lines of headers seen before, by header: apps send the same headers response after response (a
@@ -67,12 +70,12 @@ def _render(name: bytes, value: bytes) -> bytes:
 # than once per response (two regular expressions, a lowering and a formatting: most of a response
 # head's cost). Only ``(bytes, bytes)`` tuples are remembered, and only short ones; the table is
 # emptied when full.
-_LINES: dict[tuple[bytes, bytes], tuple[bytes, bytes | None, bytes]] = {}
+_LINES: dict[tuple[bytes, bytes], tuple[bytes, bytes | None, Any]] = {}
 _LINES_LIMIT = 1024
 _LINE_BYTES_KEPT = 256
 
 
-def header_line(header: Any) -> tuple[bytes, bytes | None, bytes]:
+def header_line(header: Any) -> tuple[bytes, bytes | None, Any]:
     """An app's header ``(name, value)`` as its line (after uvicorn's checks, raising its errors), its
     lowered name if it frames the response (else None), and its value."""
     try:
@@ -237,7 +240,7 @@ class RequestCycle:
         head.append(b"\r\n")
         self.transport.write(b"".join(head))
 
-    def _frame(self, name: bytes, value: bytes) -> bool:
+    def _frame(self, name: bytes, value: Any) -> bool:
         """uvicorn's handling of a header that frames the response; True for ``connection: close``."""
         if name == b"content-length":
             if self.chunked_encoding is None:
