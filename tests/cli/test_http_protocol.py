@@ -462,3 +462,118 @@ async def test_a_body_the_app_has_not_asked_for_pauses_reading_past_uvicorns_hig
             answer = await reader.readuntil(b"%d" % size)
         assert answer.startswith(b"HTTP/1.1 200 OK")
         writer.close()
+
+
+async def test_a_requests_task_is_one_of_the_servers_tasks_until_its_app_returns(tmp_path: Path) -> None:
+    """uvicorn's shutdown waits for ``server_state.tasks`` (and ``limit_concurrency`` counts them): each
+    request's task is there while its app runs, whether the app answers, fails or answers nothing, and
+    for pipelined requests, and leaves when the app returns."""
+    tls = ensure_tls(tmp_path)
+    running: list[bool] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        [protocol] = server.server_state.connections
+        running.append(asyncio.current_task() in protocol.tasks)
+        await asyncio.sleep(0)
+        running.append(asyncio.current_task() in protocol.tasks)
+        if scope["path"] == "/error":
+            raise RuntimeError("the app fails")
+        if scope["path"] != "/silent":
+            await fixed(b"ok")(scope, receive, send)
+
+    async with serving(app, tls) as (port, server):
+        for raw in (b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"GET /error HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"GET /silent HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"):
+            reader, writer = await connect(port, tls)
+            writer.write(raw)
+            async with asyncio.timeout(10):
+                await reader.read()
+                while server.server_state.tasks:
+                    await asyncio.sleep(0.01)
+            writer.close()
+    assert running == [True] * 10
+
+
+async def test_parts_written_in_one_turn_on_many_connections_all_go_out_in_that_turn(tmp_path: Path) -> None:
+    """One flush per loop turn serves every connection written to in it: apps on eight connections
+    write a part in the same turn, and each waits for its client to have it before finishing."""
+    tls = ensure_tls(tmp_path)
+    go = asyncio.Event()
+    received = {n: asyncio.Event() for n in range(8)}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        n = int(scope["path"].strip("/"))
+        await go.wait()  # every app wakes in the same turn
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"part %d\n" % n, "more_body": True})
+        await received[n].wait()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async with serving(app, tls) as (port, server):
+        clients = [await connect(port, tls) for _ in received]
+        for n, (_, writer) in enumerate(clients):
+            writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\n\r\n" % n)
+        async with asyncio.timeout(10):
+            while len(server.server_state.tasks) < len(clients):
+                await asyncio.sleep(0.01)
+            go.set()
+            for n, (reader, _) in enumerate(clients):
+                seen = b""
+                while b"part %d\n" % n not in seen:
+                    seen += await reader.read(65536)
+                received[n].set()
+            for reader, _ in clients:
+                assert (await reader.readuntil(b"0\r\n\r\n")).endswith(b"0\r\n\r\n")
+        for _, writer in clients:
+            writer.close()
+
+
+async def test_response_headers_are_checked_and_rendered_exactly_as_uvicorn_does_every_time(tmp_path: Path) -> None:
+    """Headers drawn again and again from one pool (so most are seen before), under uvicorn's own
+    protocol and under kubeloop's: the same bytes, or the same closed connection for a header uvicorn
+    refuses. The pool has mixed case, empty and non-ASCII values, tabs, every framing header in several
+    forms, names and values uvicorn refuses, a bad length, and headers as lists."""
+    tls = ensure_tls(tmp_path)
+    rng = random.Random(20261130)
+    pool: list[Any] = [
+        (b"Content-Type", b"application/json"), (b"CACHE-control", b"no-cache, private"), (b"x-tab", b"a\tb"),
+        (b"x-high", b"\xff\x80"), (b"x-empty", b""), (b"", b"empty name"), [b"X-List", b"v"],
+        (b"Transfer-Encoding", b"Chunked"), (b"transfer-encoding", b"gzip"),
+        (b"Connection", b"keep-alive, Close"), (b"connection", b"keep-alive"), (b"content-length", b"abc"),
+        (b"x bad", b"v"), (b"x:bad", b"v"), (b"x\x00", b"v"), (b"x-v", b"a\r\nb"), (b"x-v", b"\x7f"),
+        (b"x-v", b"a\x00b"), (b"x-long", b"l" * 300),
+    ]
+    cases: list[tuple[list[Any], bytes]] = []
+    for _ in range(60):
+        body = rng.randbytes(rng.choice([0, 5, 20]))
+        headers = rng.sample(pool, rng.randint(0, 4))
+        if rng.random() < 0.7:
+            length = len(body) if rng.random() < 0.9 else len(body) + 1
+            headers.insert(rng.randint(0, len(headers)), (b"Content-Length", b"%d" % length))
+        cases.append((headers, body))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        headers, body = cases[int(scope["path"].strip("/"))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def answers(server: Any) -> list[bytes]:
+        got = []
+        async with serving(app, tls, server) as (port, _):
+            for n in range(len(cases)):
+                reader, writer = await connect(port, tls)
+                writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
+                async with asyncio.timeout(10):
+                    got.append(_without_date(await reader.read()))
+                writer.close()
+        return got
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    theirs = await answers(uvicorn.Server(config))
+    ours = await answers(_uvicorn_server(app, tls.cert, tls.key))
+    assert ours == theirs
+    assert 10 < sum(answer.startswith(b"HTTP/1.1 200 OK") for answer in ours) < 50  # answered and refused

@@ -3,20 +3,22 @@
 :func:`uvicorn_config` is the one place the uvicorn settings are written; the server and the benchmark's
 bare baseline both use it, so the two serve under exactly the same settings and protocol class.
 
-:class:`HttpProtocol` is uvicorn's own httptools protocol with four changes to how it meets the transport,
+:class:`HttpProtocol` is uvicorn's own httptools protocol with these changes to how it meets the transport,
 the loop and the app, passed through uvicorn's ``http`` setting; what it parses, what it hands the app and
 every byte it writes are uvicorn's (a test sends the same requests through both and compares):
 
 - **A leaner request cycle.** The per-request callbacks and the app's ``receive``/``send``
   (:class:`~kubeloop.cli._serving_cycle.RequestCycle`) do uvicorn's work in fewer steps: the scope is
-  built once the head is parsed, no ``asyncio.Event`` per request, the body handed over as received,
-  headers checked in one pass, the origin-form target split without ``httptools.parse_url``
-  (:func:`split_target`). WebSockets are not served (``ws="none"``), so no upgrade checks.
+  built once the head is parsed (no ``on_message_begin`` callback), no ``asyncio.Event`` per request,
+  the body handed over as received, each response header checked and rendered once, the origin-form
+  target split without ``httptools.parse_url`` (:func:`split_target`). WebSockets are not served
+  (``ws="none"``), so no upgrade checks.
 - **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
   head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
   TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
-  and handed to the transport once, by a callback scheduled with the first of them (``call_soon``: it
-  runs on the loop's next turn, before any timer and without waiting for I/O). Guarantees: bytes go out
+  and handed to the transport once, by one callback per turn for all of a server's connections
+  (:class:`TurnFlush`, scheduled with the turn's first write: ``call_soon`` runs it on the loop's next
+  turn, before any timer and without waiting for I/O). Guarantees: bytes go out
   in the order written; everything written before ``close()`` or ``write_eof()`` goes out before it;
   a turn that writes more than :data:`FLUSH_BYTES` hands its writes over at once, so the transport's
   flow control (``pause_writing``, which uvicorn's ``send`` waits on) sees them as it did uncorked;
@@ -29,6 +31,12 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
   :data:`IDLE_CHECK_SECONDS` (at most; a quarter of the timeout if that is shorter) while it has
   connections, closes those idle for ``timeout_keep_alive`` seconds: the same rule, a connection
   closing up to one check interval later. A timeout of 0 keeps uvicorn's own timer.
+- **A request's task leaves the server's tasks as its app returns** (the last step of
+  ``RequestCycle.run_asgi``), not through a done callback, which costs a loop callback per request.
+  uvicorn's shutdown waits for that set and ``limit_concurrency`` counts it: a task is in it exactly
+  while its app runs. One exception: a task cancelled before its first step never runs that step and
+  stays in the set; only uvicorn's shutdown cancels the server's tasks, and it reads the set no more
+  after that.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kubeloop.cli._serving_cycle import RequestCycle
 
-__all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "uvicorn_config"]
+__all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "TurnFlush", "uvicorn_config"]
 
 # Corked bytes handed to the transport at once, whatever the turn: well below the TLS transport's write
 # high-water mark (512 KiB), so its flow control still engages as the bytes are written.
@@ -60,16 +68,17 @@ IDLE_CHECK_SECONDS = 1.0
 class CorkedTransport(asyncio.Transport):
     """A transport that hands the writes of one event-loop turn to ``transport`` as one write."""
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport, turn: TurnFlush) -> None:
         super().__init__()
         self._transport = transport
         # Asked on every request: the transport's own methods, without a call through this one.
         self.is_closing = transport.is_closing  # type: ignore[method-assign]
         self.get_extra_info = transport.get_extra_info  # type: ignore[method-assign]
-        self._loop = loop
-        self._pending: list[bytes] = []
+        self._turn = turn
+        self.pending: list[bytes] = []
         self._pending_bytes = 0
-        self._scheduled = False
+        # In the turn's list of corked transports (flushed by the turn, or earlier by flush()).
+        self.scheduled = False
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if type(data) is not bytes:
@@ -78,28 +87,24 @@ class CorkedTransport(asyncio.Transport):
             data = bytes(data)  # the caller may reuse its buffer once write() returns
         if not data:
             return
-        self._pending.append(data)
+        self.pending.append(data)
         self._pending_bytes += len(data)
         if self._pending_bytes >= FLUSH_BYTES:
             self.flush()
-        elif not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self._flush_soon)
+        elif not self.scheduled:
+            self.scheduled = True
+            self._turn.add(self)
 
     def writelines(self, list_of_data: Any) -> None:
         for data in list_of_data:
             self.write(data)
 
-    def _flush_soon(self) -> None:
-        self._scheduled = False
-        self.flush()
-
     def flush(self) -> None:
         """Hand every corked write to the transport now, as one write."""
-        pending = self._pending
+        pending = self.pending
         if not pending:
             return
-        self._pending = []
+        self.pending = []
         self._pending_bytes = 0
         if len(pending) == 1:
             self._transport.write(pending[0])
@@ -112,7 +117,7 @@ class CorkedTransport(asyncio.Transport):
 
     def discard(self) -> None:
         """Drop corked writes: the connection is gone."""
-        self._pending = []
+        self.pending = []
         self._pending_bytes = 0
 
     def close(self) -> None:
@@ -155,6 +160,34 @@ class CorkedTransport(asyncio.Transport):
         return self._transport.get_write_buffer_size() + self._pending_bytes
 
 
+class TurnFlush:
+    """Flushes, at the end of an event-loop turn, every :class:`CorkedTransport` written to in it: one
+    loop callback per turn for all of a server's connections, not one per response."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._corked: list[CorkedTransport] = []
+
+    def add(self, transport: CorkedTransport) -> None:
+        if not self._corked:
+            self.loop.call_soon(self._flush)
+        self._corked.append(transport)
+
+    def _flush(self) -> None:
+        corked = self._corked
+        self._corked = []
+        for transport in corked:
+            transport.scheduled = False
+            if not transport.pending:  # flushed already, as a response completed
+                continue
+            try:
+                transport.flush()
+            except Exception as exc:  # as the loop reports a failed callback; the other flushes still run
+                self.loop.call_exception_handler(
+                    {"message": "Exception in callback CorkedTransport.flush", "exception": exc}
+                )
+
+
 class _IdleConnections:
     """Closes a server's keep-alive connections idle for ``timeout`` seconds, checking every
     :data:`IDLE_CHECK_SECONDS` (at most) while the server has connections."""
@@ -182,7 +215,16 @@ class _IdleConnections:
             self.running = False
 
 
-_idle_connections: weakref.WeakKeyDictionary[Any, _IdleConnections] = weakref.WeakKeyDictionary()
+class _Shared:
+    """What the connections of one server (on one loop) share."""
+
+    def __init__(self, server_state: Any, loop: asyncio.AbstractEventLoop, timeout_keep_alive: float) -> None:
+        self.loop = loop
+        self.turn = TurnFlush(loop)
+        self.idle = _IdleConnections(server_state, loop, timeout_keep_alive) if timeout_keep_alive > 0 else None
+
+
+_shared: weakref.WeakKeyDictionary[Any, _Shared] = weakref.WeakKeyDictionary()
 
 
 class HttpProtocol(HttpToolsProtocol):
@@ -202,24 +244,25 @@ class HttpProtocol(HttpToolsProtocol):
         # When the last response on this connection completed (loop time), while waiting for the next
         # request; None while a request is in flight, as uvicorn's keep-alive timer is unarmed then.
         self.idle_since: float | None = None
-        idle = None
-        if self.timeout_keep_alive > 0:
-            idle = _idle_connections.get(server_state)
-            if idle is None or idle.loop is not self.loop:
-                idle = _idle_connections[server_state] = _IdleConnections(
-                    server_state, self.loop, self.timeout_keep_alive
-                )
-        self._idle = idle
+        shared = _shared.get(server_state)
+        if shared is None or shared.loop is not self.loop:
+            shared = _shared[server_state] = _Shared(server_state, self.loop, self.timeout_keep_alive)
+        self._turn = shared.turn
+        self._idle = shared.idle
         if self.ws_protocol_class is not None:
             raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
         self._fresh_context = bool(config.reset_contextvars)
+        # The request being parsed: what uvicorn's on_message_begin resets, reset here and by
+        # on_headers_complete as it hands them over.
+        self.url = b""
+        self.headers = []
 
     # ---------------------------------------------------------------- one request (uvicorn's callbacks)
 
-    def on_message_begin(self) -> None:
-        self.url = b""
-        self.expect_100_continue = False
-        self.headers = []
+    # No on_message_begin callback (httptools looks for it once, as the parser is made; a callback into
+    # Python costs about as much as the rest of a header's handling): on_headers_complete resets what
+    # uvicorn's resets.
+    on_message_begin = None  # type: ignore[assignment]
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
@@ -255,6 +298,10 @@ class HttpProtocol(HttpToolsProtocol):
             "query_string": query,
         }
         self.scope = scope  # type: ignore[assignment]
+        expect_100_continue = self.expect_100_continue
+        self.url = b""
+        self.headers = []
+        self.expect_100_continue = False
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
             app = service_unavailable
@@ -266,7 +313,7 @@ class HttpProtocol(HttpToolsProtocol):
             self,
             scope,
             keep_alive=http_version != "1.0" and parser.should_keep_alive(),
-            expect_100_continue=self.expect_100_continue,
+            expect_100_continue=expect_100_continue,
         )
         if existing is None or existing.response_complete:
             self._start_asgi_task(cycle, app)
@@ -279,7 +326,7 @@ class HttpProtocol(HttpToolsProtocol):
             task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
         else:
             task = self.loop.create_task(cycle.run_asgi(app))
-        task.add_done_callback(self.tasks.discard)
+        cycle.task = task
         self.tasks.add(task)
 
     def on_body(self, body: bytes) -> None:
@@ -300,7 +347,7 @@ class HttpProtocol(HttpToolsProtocol):
         cycle.notify()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(CorkedTransport(transport, self.loop))
+        super().connection_made(CorkedTransport(transport, self._turn))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport.discard()

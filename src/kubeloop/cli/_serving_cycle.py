@@ -11,33 +11,25 @@ What it leaves out is work, not behaviour:
   first calls ``receive``; the cycle keeps a flag, and a future only while the app waits for more.
 - **The body is handed over as received**: one chunk as it is, several joined once (uvicorn copies into
   a ``bytearray`` and copies again into ``bytes``).
-- **Headers are checked in one pass.** uvicorn runs two regular expressions per header; here one
-  expression checks the whole header block, and only a block that fails is checked header by header,
-  to raise uvicorn's own error. The server's default headers (``date``) are rendered and checked once
-  per value, not once per response.
+- **Each header is checked and rendered once.** uvicorn runs two regular expressions per header of
+  every response, then lowers and joins it. Apps send the same headers response after response, so a
+  bounded table (:func:`header_line`) keeps the line, checked, of each ``(name, value)`` tuple seen
+  before; a header new to it, or refused, goes through uvicorn's own checks and raises uvicorn's
+  error. The server's default headers (``date``) are rendered and checked once per value.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
-__all__ = ["HEADER_BLOCK_RE", "RequestCycle", "default_head", "header_lines"]
-
-# A block of ``name: value\r\n`` lines, each name free of what HEADER_RE forbids and each value free of
-# what HEADER_VALUE_RE forbids. A name cannot hold ``:`` or a space and a value cannot hold ``\r`` or
-# ``\n``, so the block splits into lines one way only: it matches exactly when every header passes
-# uvicorn's two checks (an empty name passes them, as it does here).
-HEADER_BLOCK_RE = re.compile(
-    b'(?:[^\\x00-\\x1f\\x7f()<>@,;:\\[\\]={} \\t\\\\"]*: [^\\x00-\\x08\\x0a-\\x1f\\x7f]*\\r\\n)*'
-)
+__all__ = ["RequestCycle", "default_head", "header_line"]
 
 _DISCONNECT = {"type": "http.disconnect"}
 # Header names whose value changes how the response is framed or whether the connection stays open.
@@ -54,24 +46,53 @@ def default_head(defaults: list[tuple[bytes, bytes]]) -> tuple[bytes, list[tuple
     known = _default_heads.get(id(defaults))
     if known is not None and known[0] is defaults:
         return known[1], known[2]
-    lowered = [(name.lower(), value) for name, value in defaults]
-    head = header_lines(lowered, defaults)
-    framing = [header for header in lowered if header[0] in _FRAMING]
+    head = b"".join([_render(name, value) for name, value in defaults])
+    framing = [(name.lower(), value) for name, value in defaults if name.lower() in _FRAMING]
     _default_heads.clear()  # one date at a time; the list it was built from is kept alive with it
     _default_heads[id(defaults)] = (defaults, head, framing)
     return head, framing
 
 
-def header_lines(lowered: list[tuple[bytes, bytes]], original: Iterable[tuple[bytes, bytes]]) -> bytes:
-    """``name: value\\r\\n`` for each lowered header, after uvicorn's checks on the ``original`` ones."""
-    block = b"".join([b"%s: %s\r\n" % header for header in lowered])
-    if HEADER_BLOCK_RE.fullmatch(block) is None:
-        for name, value in original:  # uvicorn's own checks, for its own error
-            if HEADER_RE.search(name):
-                raise RuntimeError("Invalid HTTP header name.")
-            if HEADER_VALUE_RE.search(value):
-                raise RuntimeError("Invalid HTTP header value.")
-    return block
+def _render(name: Any, value: Any) -> bytes:
+    """``name: value\r\n`` with the name lowered, after uvicorn's checks (raising its errors). Typed
+    ``Any``: an app may send any bytes-like object (a compiled build would refuse a bytearray for
+    ``bytes``)."""
+    if HEADER_RE.search(name):
+        raise RuntimeError("Invalid HTTP header name.")
+    if HEADER_VALUE_RE.search(value):
+        raise RuntimeError("Invalid HTTP header value.")
+    # bytes(): a compiled build formats only bytes with %s (a no-op for bytes, a copy for the others)
+    return b"%s: %s\r\n" % (bytes(name.lower()), bytes(value))
+
+
+# The lines of headers seen before, by header: apps send the same headers response after response (a
+# content type, a cache control, lengths that repeat), so most are checked and rendered once rather
+# than once per response (two regular expressions, a lowering and a formatting: most of a response
+# head's cost). Only ``(bytes, bytes)`` tuples are remembered, and only short ones; the table is
+# emptied when full.
+_LINES: dict[tuple[bytes, bytes], tuple[bytes, bytes | None, Any]] = {}
+_LINES_LIMIT = 1024
+_LINE_BYTES_KEPT = 256
+
+
+def header_line(header: Any) -> tuple[bytes, bytes | None, Any]:
+    """An app's header ``(name, value)`` as its line (after uvicorn's checks, raising its errors), its
+    lowered name if it frames the response (else None), and its value."""
+    try:
+        known = _LINES.get(header)
+    except TypeError:  # not hashable (a list, a bytearray): not remembered
+        known = None
+    if known is not None:
+        return known
+    name, value = header
+    line = _render(name, value)
+    lowered = name.lower()
+    known = (line, lowered if lowered in _FRAMING else None, value)
+    if type(header) is tuple and type(name) is bytes and type(value) is bytes and len(line) <= _LINE_BYTES_KEPT:
+        if len(_LINES) >= _LINES_LIMIT:
+            _LINES.clear()
+        _LINES[header] = known
+    return known
 
 
 class RequestCycle:
@@ -92,6 +113,7 @@ class RequestCycle:
         "response_complete",
         "response_started",
         "scope",
+        "task",
         "transport",
         "waiting_for_100_continue",
     )
@@ -101,6 +123,8 @@ class RequestCycle:
         self.scope = scope
         self.transport: asyncio.Transport = protocol.transport
         self.on_response: Callable[[], None] | None = protocol.on_response_complete
+        # The task running the app, set by the protocol; it leaves the server's tasks as it ends.
+        self.task: asyncio.Task[None] | None = None
         # Connection state
         self.disconnected = False
         self.keep_alive = keep_alive
@@ -149,6 +173,7 @@ class RequestCycle:
                 self.transport.close()
         finally:
             self.on_response = None
+            self.protocol.tasks.discard(self.task)
 
     async def send_500_response(self) -> None:
         await self.send(
@@ -197,26 +222,16 @@ class RequestCycle:
                 status_code,
             )
         defaults, default_framing = default_head(protocol.server_state.default_headers)
-        own = message.get("headers", ())
-        lowered = [(name.lower(), value) for name, value in own]
+        head = [STATUS_LINE[status_code], defaults]
         has_connection_close = False
-        framing = [header for header in lowered if header[0] in _FRAMING]
-        if default_framing:
-            framing = default_framing + framing
-        if framing:
-            for name, value in framing:
-                if name == b"content-length":
-                    if self.chunked_encoding is None:
-                        self.expected_content_length = int(value.decode())
-                        self.chunked_encoding = False
-                elif name == b"transfer-encoding":
-                    if value.lower() == b"chunked":
-                        self.expected_content_length = 0
-                        self.chunked_encoding = True
-                elif b"close" in [token.lower().strip() for token in value.split(b",")]:
-                    self.keep_alive = False
-                    has_connection_close = True
-        head = [STATUS_LINE[status_code], defaults, header_lines(lowered, own)]
+        # uvicorn's order: the default headers, then the app's, each checked and then framing.
+        for name, value in default_framing:
+            has_connection_close = self._frame(name, value) or has_connection_close
+        for header in message.get("headers", ()):
+            line, framing, value = header_line(header)
+            head.append(line)
+            if framing is not None:
+                has_connection_close = self._frame(framing, value) or has_connection_close
         if not self.keep_alive and not has_connection_close:
             head.append(b"connection: close\r\n")
         if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
@@ -224,6 +239,21 @@ class RequestCycle:
             head.append(b"transfer-encoding: chunked\r\n")
         head.append(b"\r\n")
         self.transport.write(b"".join(head))
+
+    def _frame(self, name: bytes, value: Any) -> bool:
+        """uvicorn's handling of a header that frames the response; True for ``connection: close``."""
+        if name == b"content-length":
+            if self.chunked_encoding is None:
+                self.expected_content_length = int(value.decode())
+                self.chunked_encoding = False
+        elif name == b"transfer-encoding":
+            if value.lower() == b"chunked":
+                self.expected_content_length = 0
+                self.chunked_encoding = True
+        elif b"close" in [token.lower().strip() for token in value.split(b",")]:
+            self.keep_alive = False
+            return True
+        return False
 
     def _body(self, body: bytes, more_body: bool) -> None:
         if self.scope["method"] == "HEAD":
