@@ -21,7 +21,7 @@ from kubeloop.api import Unauthorized
 from kubeloop.server._authn import USER_SCOPE_KEY, User, authenticate, canonical_bearer_headers
 from kubeloop.server._authz import Authorizer, authorize_request
 from kubeloop.server._authz_impersonate import impersonate, is_impersonating
-from kubeloop.server._authz_reviews import SelfReviewMiddleware, is_self_review
+from kubeloop.server._authz_reviews import SELF_REVIEW_PATHS, SelfReviewMiddleware, is_self_review
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, header_map, send_error
 
 __all__ = ["SecurityChain", "secure"]
@@ -66,7 +66,8 @@ class SecurityChain:
             master = user.is_master
         if not master and not await authorize_request(self.authorizer, scope, user, send):
             return
-        if is_self_review(scope):
+        # The path alone rules out a self review for almost every request, without a call.
+        if scope.get("path") in SELF_REVIEW_PATHS and is_self_review(scope):
             await self._reviews.answer(scope, receive, send)
             return
         await self.app(scope, receive, send)

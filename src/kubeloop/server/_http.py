@@ -183,6 +183,8 @@ class Request:
         self._body = b"".join(chunks)
         return self._body
 
+    # The negotiation is kept on the (shared) header map: a handler asks twice per request (the media
+    # type, then whether a Table is wanted), so the methods read it there before making a call.
     def _negotiated(self) -> _Negotiation:
         headers = self.headers
         negotiation = headers.negotiation
@@ -196,11 +198,12 @@ class Request:
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
-        return self._negotiated().wants_table
+        negotiation = self.headers.negotiation
+        return (negotiation or self._negotiated()).wants_table
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self._negotiated()
+        negotiation = self.headers.negotiation or self._negotiated()
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
