@@ -138,6 +138,20 @@ async def test_a_responses_head_and_body_arrive_in_one_tls_record(tmp_path: Path
         writer.close()
 
 
+async def _answers(app: App, tls: TlsMaterial, server: Any, count: int) -> list[bytes]:
+    """What ``server`` (serving ``app``) answers to ``GET /0`` ... ``GET /<count-1>``, one connection
+    each, ``Connection: close``, without the date header."""
+    got = []
+    async with serving(app, tls, server) as (port, _):
+        for n in range(count):
+            reader, writer = await connect(port, tls)
+            writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
+            async with asyncio.timeout(10):
+                got.append(_without_date(await reader.read()))
+            writer.close()
+    return got
+
+
 def _without_date(raw: bytes) -> bytes:
     return re.sub(rb"date: [^\r]*\r\n", b"", raw)
 
@@ -166,20 +180,10 @@ async def test_every_byte_is_uvicorns_own_for_random_responses(tmp_path: Path) -
             await send({"type": "http.response.body", "body": part, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def answers(server: Any) -> list[bytes]:
-        got = []
-        async with serving(app, tls, server) as (port, _):
-            for n in range(len(cases)):
-                reader, writer = await connect(port, tls)
-                writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
-                async with asyncio.timeout(10):
-                    got.append(_without_date(await reader.read()))
-                writer.close()
-        return got
-
     config = uvicorn_config(app, cert=tls.cert, key=tls.key)
     config.http = "httptools"
-    assert await answers(_uvicorn_server(app, tls.cert, tls.key)) == await answers(uvicorn.Server(config))
+    ours = await _answers(app, tls, _uvicorn_server(app, tls.cert, tls.key), len(cases))
+    assert ours == await _answers(app, tls, uvicorn.Server(config), len(cases))
 
 
 async def test_a_streamed_response_sends_each_part_before_the_next_is_produced(tmp_path: Path) -> None:
@@ -560,20 +564,9 @@ async def test_response_headers_are_checked_and_rendered_exactly_as_uvicorn_does
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def answers(server: Any) -> list[bytes]:
-        got = []
-        async with serving(app, tls, server) as (port, _):
-            for n in range(len(cases)):
-                reader, writer = await connect(port, tls)
-                writer.write(b"GET /%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % n)
-                async with asyncio.timeout(10):
-                    got.append(_without_date(await reader.read()))
-                writer.close()
-        return got
-
     config = uvicorn_config(app, cert=tls.cert, key=tls.key)
     config.http = "httptools"
-    theirs = await answers(uvicorn.Server(config))
-    ours = await answers(_uvicorn_server(app, tls.cert, tls.key))
+    theirs = await _answers(app, tls, uvicorn.Server(config), len(cases))
+    ours = await _answers(app, tls, _uvicorn_server(app, tls.cert, tls.key), len(cases))
     assert ours == theirs
     assert 10 < sum(answer.startswith(b"HTTP/1.1 200 OK") for answer in ours) < 50  # answered and refused

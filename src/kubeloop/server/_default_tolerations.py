@@ -46,17 +46,25 @@ def _with_defaults(tolerations: list[Any], seconds: dict[str, int]) -> list[Any]
                             for key in missing)]
 
 
+def _admitted(spec: dict[str, Any], seconds: dict[str, int]) -> list[Any] | None:
+    """The tolerations the plugin gives a pod with ``spec``, or None when it changes nothing."""
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    admitted = _with_defaults(tolerations, seconds)
+    return None if admitted is tolerations else admitted
+
+
+_DEFAULT_SECONDS = {NOT_READY: DEFAULT_TOLERATION_SECONDS, UNREACHABLE: DEFAULT_TOLERATION_SECONDS}
+
+
 def with_default_tolerations(pod: dict[str, Any]) -> dict[str, Any]:
     """``pod`` as this plugin (default seconds) will leave it: itself when it lacks nothing, else a copy
     with a new spec. Pod update validation uses it, as upstream validates after mutating admission."""
     spec = pod.get("spec")
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or (admitted := _admitted(spec, _DEFAULT_SECONDS)) is None:
         return pod
-    tolerations = spec.get("tolerations")
-    if not isinstance(tolerations, list):
-        tolerations = []
-    admitted = _with_defaults(tolerations, {NOT_READY: DEFAULT_TOLERATION_SECONDS, UNREACHABLE: DEFAULT_TOLERATION_SECONDS})
-    return pod if admitted is tolerations else {**pod, "spec": {**spec, "tolerations": admitted}}
+    return {**pod, "spec": {**spec, "tolerations": admitted}}
 
 
 class DefaultTolerationSeconds(AdmitPlugin):
@@ -75,12 +83,6 @@ class DefaultTolerationSeconds(AdmitPlugin):
         if attributes.subresource or obj is None or not self.handles(attributes.operation, attributes.resource):
             return None
         spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return None
-        tolerations = spec.get("tolerations")
-        if not isinstance(tolerations, list):
-            tolerations = []
-        admitted = _with_defaults(tolerations, self.seconds)
-        if admitted is not tolerations:
+        if isinstance(spec, dict) and (admitted := _admitted(spec, self.seconds)) is not None:
             spec["tolerations"] = admitted
         return None
