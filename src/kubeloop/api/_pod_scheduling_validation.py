@@ -7,7 +7,8 @@ per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/
 ``ValidateNodeSelector`` / ``ValidateNodeSelectorTerm`` / ``ValidateNodeSelectorRequirement`` /
 ``ValidateNodeFieldSelectorRequirement`` / ``ValidatePreferredSchedulingTerms`` /
 ``validatePodAffinity(Term)`` / ``validatePodAntiAffinity`` / ``validateWeightedPodAffinityTerms``,
-``validateSchedulingGates``, ``validateTopologySpreadConstraints``, ``ValidateTolerations``);
+and, from :mod:`kubeloop.api._pod_placement_validation`, ``validateSchedulingGates``,
+``validateTopologySpreadConstraints`` and ``ValidateTolerations``);
 :func:`validate_pod_create` adds ``ValidatePodCreate``'s rule on ``nodeName`` and scheduling gates.
 :func:`validate_pod_template_scheduling` runs the same checks on ``spec.template.spec`` of a workload (``ValidatePodTemplateSpec`` calls
 ``ValidatePodSpec``), for Deployments, ReplicaSets and StatefulSets.
@@ -26,18 +27,29 @@ crash. Pure functions; nothing is mutated.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_fields import as_list as _list
+from kubeloop.api._pod_fields import go_text as _text
+from kubeloop.api._pod_fields import label_name_errors as _label_name
+from kubeloop.api._pod_fields import label_selector_errors as _label_selector
+from kubeloop.api._pod_fields import mapping_of as _mapping
+from kubeloop.api._pod_fields import objects_of as _items
+from kubeloop.api._pod_fields import values_of as _values
+from kubeloop.api._pod_fields import well_shaped
+from kubeloop.api._pod_placement_validation import (
+    scheduling_gate_errors,
+    toleration_errors,
+    topology_spread_errors,
+    validate_tolerations,
+)
 from kubeloop.api._validation import (
     is_dns1123_label,
-    is_qualified_name,
     is_valid_label_value,
     name_is_dns1123_subdomain,
-    validate_label_selector,
     validate_labels,
 )
 
@@ -54,13 +66,6 @@ _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # metav1.ObjectNameField: the one node field a matchFields requirement may name (nodeFieldSelectorValidators).
 _NODE_NAME_FIELD = "metadata.name"
-_WHEN_UNSATISFIABLE = ["DoNotSchedule", "ScheduleAnyway"]  # sets.List(supportedScheduleActions)
-_NODE_INCLUSION_POLICIES = ["Honor", "Ignore"]  # sets.List(supportedPodTopologySpreadNodePolicies)
-_TOLERATION_OPERATORS = ["Equal", "Exists"]
-_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]  # validateTaintEffect's validValues
-_NOT_POSITIVE = "must be greater than zero"  # isNotPositiveErrorMsg
-# A label value error inside a selector requirement (ValidateLabelSelectorRequirement's last loop).
-_SELECTOR_VALUE_PATH = re.compile(r"\.matchExpressions\[\d+\]\.values\[\d+\]$")
 
 
 @dataclass(frozen=True)
@@ -72,51 +77,6 @@ class _Options:
     invalid_topology_spread_label_selector: bool = False
     # The labels of a pod being created, whose matchLabelKeys upstream merges into its selectors.
     pod_labels: Mapping[str, Any] | None = None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
-    """The objects of a JSON list with their indexes (anything else in it is skipped)."""
-    if not isinstance(value, list):
-        return []
-    return [(i, item) for i, item in enumerate(value) if isinstance(item, Mapping)]
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _values(requirement: Mapping[str, Any]) -> list[Any]:
-    return _list(requirement.get("values"))
-
-
-def _text(value: Any) -> str:
-    """A Go string field: absent or null reads as ""."""
-    return value if isinstance(value, str) else "" if value is None else str(value)
-
-
-def _label_name(key: str, path: str) -> list[FieldError]:
-    # unversionedvalidation.ValidateLabelName.
-    return [FieldError.invalid(path, key, m) for m in is_qualified_name(key)]
-
-
-def _well_shaped(selector: Mapping[str, Any]) -> bool:
-    labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-    return (labels is None or isinstance(labels, Mapping)) and (expressions is None or (isinstance(expressions, list) and all(
-        isinstance(e, Mapping) and isinstance(e.get("values"), (list, type(None))) for e in expressions)))
-
-
-def _label_selector(selector: Any, path: str, *, allow_invalid_values: bool) -> list[FieldError]:
-    """meta/v1 ``ValidateLabelSelector`` with ``LabelSelectorValidationOptions``."""
-    if not isinstance(selector, Mapping) or not _well_shaped(selector):
-        return []
-    errs = validate_label_selector(selector, path)
-    if allow_invalid_values:
-        errs = [e for e in errs if not (e.type == "invalid" and _SELECTOR_VALUE_PATH.search(e.field))]
-    return errs
 
 
 # -- node affinity ---------------------------------------------------------------------------------
@@ -258,7 +218,7 @@ def _match_label_keys_in_selector(term: Mapping[str, Any], path: str, pod_labels
     """
     selector = term.get("labelSelector")
     match_keys = _list(term.get("matchLabelKeys"))
-    if not isinstance(selector, Mapping) or not _well_shaped(selector):
+    if not isinstance(selector, Mapping) or not well_shaped(selector):
         return []
     expressions = list(_list(selector.get("matchExpressions")))
     if pod_labels is not None and (match_keys or _list(term.get("mismatchLabelKeys"))):
@@ -308,98 +268,6 @@ def _affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[Fi
     return errs
 
 
-# -- topology spread, tolerations ----------------------------------------------------------------------
-
-
-def _positive(value: Any, path: str) -> list[FieldError]:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return []
-    return [FieldError.invalid(path, value, _NOT_POSITIVE)]
-
-
-def _topology_spread_constraints(constraints: list[Any], path: str, opts: _Options) -> list[FieldError]:
-    """validateTopologySpreadConstraints (1.32: matchLabelKeys checked against the selector as given)."""
-    errs: list[FieldError] = []
-    items = _items(constraints)
-    for n, (i, constraint) in enumerate(items):
-        p = f"{path}[{i}]"
-        errs.extend(_positive(constraint.get("maxSkew", 0), f"{p}.maxSkew"))
-        topology_key = _text(constraint.get("topologyKey"))
-        if not topology_key:
-            errs.append(FieldError.required(f"{p}.topologyKey", "can not be empty"))
-        action = _text(constraint.get("whenUnsatisfiable"))
-        if action not in _WHEN_UNSATISFIABLE:
-            errs.append(FieldError.not_supported(f"{p}.whenUnsatisfiable", action, _WHEN_UNSATISFIABLE))
-        # ValidateSpreadConstraintNotRepeat: {topologyKey, whenUnsatisfiable} once, reported at the first.
-        if any(_text(c.get("topologyKey")) == topology_key and _text(c.get("whenUnsatisfiable")) == action
-               for _, c in items[n + 1:]):
-            errs.append(FieldError.duplicate(f"{p}.{{topologyKey, whenUnsatisfiable}}", f"{{{topology_key}, {action}}}"))
-        min_domains = constraint.get("minDomains")
-        if min_domains is not None:
-            errs.extend(_positive(min_domains, f"{p}.minDomains"))
-            if action != "DoNotSchedule":
-                errs.append(FieldError.invalid(f"{p}.minDomains", min_domains,
-                                               f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {action}"))
-        for name in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
-            policy = constraint.get(name)
-            if policy is not None and policy not in _NODE_INCLUSION_POLICIES:
-                errs.append(FieldError.not_supported(f"{p}.{name}", policy, _NODE_INCLUSION_POLICIES))
-        errs.extend(_spread_match_label_keys(constraint, f"{p}.matchLabelKeys"))
-        if not opts.invalid_topology_spread_label_selector:
-            errs.extend(_label_selector(constraint.get("labelSelector"), f"{p}.labelSelector", allow_invalid_values=False))
-    return errs
-
-
-def _spread_match_label_keys(constraint: Mapping[str, Any], path: str) -> list[FieldError]:
-    """validateMatchLabelKeysInTopologySpread."""
-    keys = constraint.get("matchLabelKeys")
-    if not isinstance(keys, list) or not keys:
-        return []
-    errs: list[FieldError] = []
-    selector = constraint.get("labelSelector")
-    selector_keys: set[str] = set()
-    if isinstance(selector, Mapping):
-        selector_keys.update(_mapping(selector.get("matchLabels")))
-        selector_keys.update(_text(e.get("key")) for _, e in _items(selector.get("matchExpressions")))
-    else:
-        errs.append(FieldError.forbidden(path, "must not be specified when labelSelector is not set"))
-    for i, key in enumerate(keys):
-        errs.extend(_label_name(_text(key), f"{path}[{i}]"))
-        if _text(key) in selector_keys:
-            errs.append(FieldError.invalid(f"{path}[{i}]", key, "exists in both matchLabelKeys and labelSelector"))
-    return errs
-
-
-def _tolerations(tolerations: list[Any], path: str) -> list[FieldError]:
-    """ValidateTolerations."""
-    errs: list[FieldError] = []
-    for i, toleration in _items(tolerations):
-        p = f"{path}[{i}]"
-        key, operator = _text(toleration.get("key")), _text(toleration.get("operator"))
-        value, effect = _text(toleration.get("value")), _text(toleration.get("effect"))
-        if key:
-            errs.extend(_label_name(key, f"{p}.key"))
-        # An empty key with operator Exists (and no value) tolerates every taint; any other operator
-        # needs a key.
-        if not key and operator != "Exists":
-            errs.append(FieldError.invalid(f"{p}.operator", operator,
-                                           'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
-        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errs.append(FieldError.invalid(f"{p}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
-        if operator in ("Equal", ""):  # an empty operator means Equal
-            if messages := is_valid_label_value(value):
-                errs.append(FieldError.invalid(f"{p}.operator", value, ";".join(messages)))
-        elif operator == "Exists":
-            if value:
-                errs.append(FieldError.invalid(f"{p}.operator", value, "value must be empty when `operator` is 'Exists'"))
-        else:
-            errs.append(FieldError.not_supported(f"{p}.operator", operator, _TOLERATION_OPERATORS))
-        # An empty effect tolerates every effect.
-        if effect and effect not in _TAINT_EFFECTS:
-            errs.append(FieldError.not_supported(f"{p}.effect", effect, _TAINT_EFFECTS))
-    return errs
-
-
 # -- entry points --------------------------------------------------------------------------------------
 
 
@@ -443,24 +311,12 @@ def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "sp
         errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))
     if isinstance(affinity := spec.get("affinity"), Mapping):
         errs.extend(_affinity(affinity, f"{field}.affinity", opts))
-    errs.extend(_scheduling_gates(spec.get("schedulingGates"), f"{field}.schedulingGates"))
+    errs.extend(scheduling_gate_errors(spec.get("schedulingGates"), f"{field}.schedulingGates"))
     if isinstance(constraints := spec.get("topologySpreadConstraints"), list):
-        errs.extend(_topology_spread_constraints(constraints, f"{field}.topologySpreadConstraints", opts))
+        errs.extend(topology_spread_errors(constraints, f"{field}.topologySpreadConstraints",
+                                           check_selectors=not opts.invalid_topology_spread_label_selector))
     if isinstance(tolerations := spec.get("tolerations"), list) and tolerations:
-        errs.extend(_tolerations(tolerations, f"{field}.tolerations"))
-    return errs
-
-
-def _scheduling_gates(gates: Any, path: str) -> list[FieldError]:
-    """validateSchedulingGates: each name a qualified name, and no name twice."""
-    errs: list[FieldError] = []
-    seen: set[str] = set()
-    for i, gate in _items(gates):
-        name = _text(gate.get("name"))
-        errs.extend(FieldError.invalid(f"{path}[{i}]", name, m) for m in is_qualified_name(name))
-        if name in seen:
-            errs.append(FieldError.duplicate(f"{path}[{i}]", name))
-        seen.add(name)
+        errs.extend(toleration_errors(tolerations, f"{field}.tolerations"))
     return errs
 
 
@@ -497,8 +353,3 @@ def has_invalid_label_value_in_node_selector(selector: Any) -> bool:
                for _, term in _items(_mapping(selector).get("nodeSelectorTerms"))
                for _, req in _items(term.get("matchExpressions"))
                for value in _values(req))
-
-
-def validate_tolerations(tolerations: Any, field: str) -> list[FieldError]:
-    """``ValidateTolerations`` on the list at ``field``."""
-    return _tolerations(tolerations, field) if isinstance(tolerations, list) else []

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_scheduling_validation import validate_tolerations
+from kubeloop.api._pod_placement_validation import validate_tolerations
 
 __all__ = ["UPDATABLE_POD_SPEC_FIELDS", "pod_spec_change_message", "validate_pod_status_update", "validate_pod_update"]
 

@@ -1,0 +1,76 @@
+"""Readers of a pod spec's JSON and the label checks the pod validation modules share.
+
+Validation sees a body as the client sent it: these read a field of the expected JSON shape and treat
+anything else as absent (the decoder's job is to refuse wrong types; validation never crashes on
+them). ``label_selector_errors`` is meta/v1 ``ValidateLabelSelector`` with upstream's
+``LabelSelectorValidationOptions``; ``label_name_errors`` is ``ValidateLabelName``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api._errors import FieldError
+from kubeloop.api._validation import is_qualified_name, validate_label_selector
+
+__all__ = [
+    "as_list",
+    "go_text",
+    "label_name_errors",
+    "label_selector_errors",
+    "mapping_of",
+    "objects_of",
+    "values_of",
+    "well_shaped",
+]
+
+# A label value error inside a selector requirement (ValidateLabelSelectorRequirement's last loop).
+_SELECTOR_VALUE_PATH = re.compile(r"\.matchExpressions\[\d+\]\.values\[\d+\]$")
+
+
+def mapping_of(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def objects_of(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
+    """The objects of a JSON list with their indexes (anything else in it is skipped)."""
+    if not isinstance(value, list):
+        return []
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, Mapping)]
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def values_of(requirement: Mapping[str, Any]) -> list[Any]:
+    return as_list(requirement.get("values"))
+
+
+def go_text(value: Any) -> str:
+    """A Go string field: absent or null reads as ""."""
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def label_name_errors(key: str, path: str) -> list[FieldError]:
+    # unversionedvalidation.ValidateLabelName.
+    return [FieldError.invalid(path, key, m) for m in is_qualified_name(key)]
+
+
+def well_shaped(selector: Mapping[str, Any]) -> bool:
+    """Whether a label selector has the JSON shape ``label_selector_errors`` checks."""
+    labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+    return (labels is None or isinstance(labels, Mapping)) and (expressions is None or (isinstance(expressions, list) and all(
+        isinstance(e, Mapping) and isinstance(e.get("values"), (list, type(None))) for e in expressions)))
+
+
+def label_selector_errors(selector: Any, path: str, *, allow_invalid_values: bool) -> list[FieldError]:
+    """meta/v1 ``ValidateLabelSelector`` with ``LabelSelectorValidationOptions``."""
+    if not isinstance(selector, Mapping) or not well_shaped(selector):
+        return []
+    errs = validate_label_selector(selector, path)
+    if allow_invalid_values:
+        errs = [e for e in errs if not (e.type == "invalid" and _SELECTOR_VALUE_PATH.search(e.field))]
+    return errs
