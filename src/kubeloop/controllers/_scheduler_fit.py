@@ -105,9 +105,10 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], fields: Ma
     An empty term matches nothing; a term that does not parse matches nothing (the lazy selector's
     errors); ``matchExpressions`` are against the labels, ``matchFields`` against ``metadata.name``
     (skipped for a node without a name, as upstream's ``len(nodeFields) > 0`` check does). API
-    validation refuses a pod whose terms break the operator, value-count or field-key rules, so of a
-    pod's terms only a ``Gt``/``Lt`` value that is not an integer (validation counts the values, it
-    does not parse them) fails here; a PersistentVolume's terms are not validated by kubeloop."""
+    validation refuses a pod or PersistentVolume whose terms break the operator, value-count or
+    field-key rules (``api/_pod_scheduling_validation.py``, ``api/_pv_validation.py``), so only a
+    ``Gt``/``Lt`` value that is not an integer (validation counts the values, it does not parse them)
+    fails here."""
     expressions = [e for e in term.get("matchExpressions") or () if isinstance(e, Mapping)]
     field_reqs = [e for e in term.get("matchFields") or () if isinstance(e, Mapping)]
     if not expressions and not field_reqs:
