@@ -16,6 +16,7 @@ from kubeloop.api._errors import FieldError
 from kubeloop.api._validation import is_qualified_name, validate_label_selector
 
 __all__ = [
+    "REQUIRED_DURING_SCHEDULING",
     "as_list",
     "go_text",
     "label_name_errors",
@@ -26,6 +27,8 @@ __all__ = [
     "well_shaped",
 ]
 
+# The key of the hard (scheduling-time) half of a node or pod affinity.
+REQUIRED_DURING_SCHEDULING = "requiredDuringSchedulingIgnoredDuringExecution"
 # A label value error inside a selector requirement (ValidateLabelSelectorRequirement's last loop).
 _SELECTOR_VALUE_PATH = re.compile(r"\.matchExpressions\[\d+\]\.values\[\d+\]$")
 

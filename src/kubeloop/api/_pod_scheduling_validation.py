@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
 from kubeloop.api._pod_fields import as_list as _list
 from kubeloop.api._pod_fields import go_text as _text
 from kubeloop.api._pod_fields import label_name_errors as _label_name
@@ -62,7 +63,6 @@ __all__ = [
     "validate_tolerations",
 ]
 
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # metav1.ObjectNameField: the one node field a matchFields requirement may name (nodeFieldSelectorValidators).
 _NODE_NAME_FIELD = "metadata.name"

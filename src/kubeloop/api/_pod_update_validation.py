@@ -29,6 +29,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
+from kubeloop.api._pod_fields import as_list as _list
+from kubeloop.api._pod_fields import mapping_of as _mapping
 from kubeloop.api._pod_placement_validation import validate_tolerations
 
 __all__ = ["UPDATABLE_POD_SPEC_FIELDS", "pod_spec_change_message", "validate_pod_status_update", "validate_pod_update"]
@@ -47,15 +50,6 @@ _MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 # Pod spec fields (at any depth) that are Go values, not pointers: false or 0 there is the zero value.
 _VALUE_FIELDS = frozenset({"hostNetwork", "hostPID", "hostIPC", "stdin", "stdinOnce", "tty", "hostPort", "readOnly",
                            "initialDelaySeconds"})
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}  # decoded JSON: a dict, and the concrete check is fast
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _semantic(value: Any, key: str = "") -> Any:
