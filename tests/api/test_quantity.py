@@ -169,6 +169,7 @@ def test_quantity_key_equates_values_not_spellings() -> None:
     assert quantity_key("1") == quantity_key("1000m") == quantity_key(1) == quantity_key("1e0")
     assert quantity_key("1Gi") == quantity_key("1073741824")
     assert quantity_key("1") != quantity_key("1001m")
+    assert quantity_key("1Gi") == "1073741824"
     assert quantity_key("abc") == "abc"
     assert quantity_key(None) == quantity_key("0")
 

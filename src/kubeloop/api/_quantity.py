@@ -156,24 +156,25 @@ def canonical_text(value: Any) -> str:
     return _canonical_string(_number_text(value))
 
 
-def quantity_key(value: Any) -> tuple[int, int] | Any:
+def quantity_key(value: Any) -> Any:
     """A key equal for two quantity values exactly when upstream's ``Cmp`` says they are equal.
 
-    ``(unscaled, exponent)`` with the trailing zeros moved into the exponent; a value that does not
-    parse is its own key (so it equals only itself).
+    The value's canonical ``DecimalSI`` spelling (``1Gi`` and ``1073741824`` share one, ``1`` and
+    ``1000m`` another), so it reads well in a diff; a value that does not parse is its own key (no
+    canonical spelling equals it, as every canonical spelling parses).
     """
     try:
         if isinstance(value, str):
             quantity = parse_quantity(value.strip())
         elif value is None:
-            return (0, 0)
+            return "0"
         elif isinstance(value, int | float) and not isinstance(value, bool):
             quantity = parse_quantity(_number_text(value))
         else:
             return value
     except QuantityError:
         return value
-    return _normalised(quantity.unscaled, quantity.exponent)
+    return _canonical(quantity.unscaled, quantity.exponent, DECIMAL_SI)
 
 
 # -- parsing ----------------------------------------------------------------------------------------
