@@ -32,6 +32,7 @@ Pure functions; :func:`canonical_text` memoises, as a few spellings fill most ma
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -92,6 +93,17 @@ class Quantity:
         if self.exponent >= 0:
             return Fraction(self.unscaled * 10**self.exponent)
         return Fraction(self.unscaled, 10**-self.exponent)
+
+    def approximate(self) -> float:
+        """``AsApproximateFloat64``: the nearest float; infinite past the float range."""
+        if self.unscaled == 0:
+            return 0.0
+        magnitude = len(_str_of(abs(self.unscaled))) + self.exponent
+        if magnitude > 310:
+            return math.copysign(math.inf, self.unscaled)
+        if magnitude < -330:
+            return 0.0
+        return float(self.value)
 
     def sign(self) -> int:
         return (self.unscaled > 0) - (self.unscaled < 0)
