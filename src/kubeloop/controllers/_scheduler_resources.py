@@ -2,8 +2,8 @@
 
 :func:`parse_quantity` reads a Kubernetes ``resource.Quantity`` string (``100m``, ``1Gi``, ``2e3``,
 ``500M``, ``1E``) as a float in base units, by upstream's grammar (:mod:`kubeloop.api._quantity`);
-:func:`pod_requests` sums a pod's requests the way the scheduler's ``computePodResourceRequest`` does (max of the sum of containers and each init
-container, plus overhead). Invalid quantities count as zero: the API server validates them, and a
+:func:`pod_requests` sums a pod's requests the way the scheduler's ``computePodResourceRequest``
+does (max of the sum of containers and each init container, plus overhead). Invalid quantities count as zero: the API server validates them, and a
 controller must not crash on what it did not write.
 """
 
