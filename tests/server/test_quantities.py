@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
 
 PODS = "/api/v1/namespaces/default/pods"
 PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
@@ -268,3 +269,53 @@ async def test_server_side_apply_canonicalises_and_refuses_like_upstream(client:
 async def test_kinds_without_quantities_keep_their_strings(client: httpx.AsyncClient) -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"cpu": "1000m"}}
     assert (await created(client, "/api/v1/namespaces/default/configmaps", cm))["data"] == {"cpu": "1000m"}
+
+
+async def test_a_pod_stored_before_canonical_form_updates_by_value(client: httpx.AsyncClient, store: Any) -> None:
+    """A pod written with ``1000m`` by an older kubeloop: a client that sends it back as it read it
+    changes nothing (upstream decodes the stored object too), and an image change stores canonical form."""
+    stored = await created(client, PODS, pod(requests={"cpu": "1"}))
+    key = "/registry/core/pods/default/p"
+    current = await store.get(key)
+    legacy = orjson.loads(current.value)
+    legacy["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000m"}}
+
+    def render(revision: int) -> bytes:
+        legacy["metadata"]["resourceVersion"] = str(revision)
+        return orjson.dumps(legacy)
+
+    await store.update(key, render, expected_revision=current.mod_revision)
+    read = (await client.get(f"{PODS}/p")).json()
+    assert container_resources(read) == {"requests": {"cpu": "1000m"}}
+    r = await client.put(f"{PODS}/p", json=read)
+    assert r.status_code == 200, r.text
+    read["metadata"] = r.json()["metadata"]
+    read["spec"]["containers"][0]["image"] = "nginx:1.27"
+    r = await client.put(f"{PODS}/p", json=read)
+    assert r.status_code == 200, r.text
+    assert container_resources(r.json()) == {"requests": {"cpu": "1"}}
+    assert stored["metadata"]["uid"] == r.json()["metadata"]["uid"]
+
+
+async def test_a_template_stored_before_canonical_form_is_no_spec_change(client: httpx.AsyncClient, store: Any) -> None:
+    """A Deployment stored with ``1000m`` in its template and written back as read keeps its generation:
+    the stored object is decoded as well, so the two templates are the same."""
+    template = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [
+        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}}
+    out = await created(client, DEPLOYMENTS, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": template}})
+    key = "/registry/apps/deployments/default/w"
+    current = await store.get(key)
+    legacy = orjson.loads(current.value)
+    container_resources(legacy["spec"]["template"])["requests"]["cpu"] = "1000m"
+
+    def render(revision: int) -> bytes:
+        legacy["metadata"]["resourceVersion"] = str(revision)
+        return orjson.dumps(legacy)
+
+    await store.update(key, render, expected_revision=current.mod_revision)
+    read = (await client.get(f"{DEPLOYMENTS}/w")).json()
+    r = await client.put(f"{DEPLOYMENTS}/w", json=read)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["generation"] == out["metadata"]["generation"] == 1
