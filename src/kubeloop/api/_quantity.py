@@ -27,7 +27,7 @@ tables of ``quantity_test.go`` that ``tests/api/test_quantity.py`` checks):
 
 Not modelled: a JSON number reaches :func:`canonical_text` as the value Python's JSON decoder made
 of it, not its text, so ``1e3`` sent as a bare number reads back ``1k`` (upstream keeps ``1e3``).
-Pure functions; :func:`canonical_text` memoises, as a few spellings fill most manifests.
+Pure functions; :func:`canonical_text` memoises short spellings (a bounded table), as a few fill most manifests.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -70,8 +69,6 @@ _NANO = -9
 # Python refuses int <-> str conversions past this many digits; longer numbers go through Decimal.
 _INT_DIGITS = 4000
 _INT_LIMIT = 10 ** (_INT_DIGITS - 1)
-# Spellings up to this long are memoised (a bounded cache of short strings).
-_CACHED_LENGTH = 64
 
 
 class QuantityError(ValueError):
@@ -143,13 +140,10 @@ def parse_quantity(text: str) -> Quantity:
     return Quantity(unscaled, scale, fmt, canonical)
 
 
-@lru_cache(maxsize=4096)
-def _cached_canonical(text: str) -> str:
-    return parse_quantity(text.strip()).text
-
-
-def _canonical_string(text: str) -> str:
-    return _cached_canonical(text) if len(text) <= _CACHED_LENGTH else parse_quantity(text.strip()).text
+# Short spellings already seen, and what they read back as (cleared when full: a bounded cache).
+_SEEN: dict[str, str] = {}
+_SEEN_LIMIT = 4096
+_CACHED_LENGTH = 64
 
 
 def canonical_text(value: Any) -> str:
@@ -159,13 +153,23 @@ def canonical_text(value: Any) -> str:
     shortest decimal spelling; anything else (``true``, an object, a list) is refused with
     upstream's format error.
     """
-    if isinstance(value, str):
-        return _canonical_string(value)
+    if type(value) is str:
+        seen = _SEEN.get(value)
+        if seen is not None:
+            return seen
+        text = parse_quantity(value.strip()).text
+        if len(value) <= _CACHED_LENGTH:
+            if len(_SEEN) >= _SEEN_LIMIT:
+                _SEEN.clear()
+            _SEEN[value] = text
+        return text
     if value is None:
         return "0"
+    if isinstance(value, str):
+        return canonical_text(str(value))
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise QuantityError(FORMAT_WRONG)
-    return _canonical_string(_number_text(value))
+    return canonical_text(_number_text(value))
 
 
 def quantity_key(value: Any) -> Any:

@@ -49,7 +49,9 @@ def _resource_list(holder: dict[str, Any], key: str, canon: Canon) -> None:
     resources = holder.get(key)
     if type(resources) is dict:
         for name, value in resources.items():
-            resources[name] = canon(value)
+            text = canon(value)
+            if text is not value:
+                resources[name] = text
 
 
 def _requirements(holder: dict[str, Any], key: str, canon: Canon) -> None:
@@ -59,8 +61,12 @@ def _requirements(holder: dict[str, Any], key: str, canon: Canon) -> None:
         _resource_list(requirements, "requests", canon)
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if type(item) is dict] if type(value) is list else []
+def _dicts(value: Any) -> list[Any]:
+    """The list ``value`` (the caller checks its items are objects), or an empty list."""
+    return value if type(value) is list else _NONE
+
+
+_NONE: list[Any] = []
 
 
 def _divisor(holder: dict[str, Any], canon: Canon) -> None:
@@ -72,14 +78,14 @@ def _divisor(holder: dict[str, Any], canon: Canon) -> None:
 def _downward_items(holder: Any, canon: Canon) -> None:
     if type(holder) is dict:
         for item in _dicts(holder.get("items")):
-            _divisor(item, canon)
+            if type(item) is dict:
+                _divisor(item, canon)
 
 
 def _container(container: dict[str, Any], canon: Canon) -> None:
     _requirements(container, "resources", canon)
     for env in _dicts(container.get("env")):
-        source = env.get("valueFrom")
-        if type(source) is dict:
+        if type(env) is dict and type(source := env.get("valueFrom")) is dict:
             _divisor(source, canon)
 
 
@@ -99,7 +105,8 @@ def _volume(volume: dict[str, Any], canon: Canon) -> None:
     projected = volume.get("projected")
     if type(projected) is dict:
         for source in _dicts(projected.get("sources")):
-            _downward_items(source.get("downwardAPI"), canon)
+            if type(source) is dict:
+                _downward_items(source.get("downwardAPI"), canon)
 
 
 def _pod_spec(spec: Any, canon: Canon) -> None:
@@ -107,11 +114,13 @@ def _pod_spec(spec: Any, canon: Canon) -> None:
         return
     for key in ("containers", "initContainers", "ephemeralContainers"):
         for container in _dicts(spec.get(key)):
-            _container(container, canon)
+            if type(container) is dict:
+                _container(container, canon)
     _resource_list(spec, "overhead", canon)
     _requirements(spec, "resources", canon)
     for volume in _dicts(spec.get("volumes")):
-        _volume(volume, canon)
+        if type(volume) is dict:
+            _volume(volume, canon)
 
 
 def _pod_status(status: Any, canon: Canon) -> None:
@@ -119,8 +128,9 @@ def _pod_status(status: Any, canon: Canon) -> None:
         return
     for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
         for container in _dicts(status.get(key)):
-            _resource_list(container, "allocatedResources", canon)
-            _requirements(container, "resources", canon)
+            if type(container) is dict:
+                _resource_list(container, "allocatedResources", canon)
+                _requirements(container, "resources", canon)
 
 
 def _claim(claim: dict[str, Any], canon: Canon) -> None:
@@ -153,7 +163,8 @@ def _stateful_set(obj: dict[str, Any], strict: bool) -> None:
     if type(spec) is dict:
         canon = _canon(strict)
         for claim in _dicts(spec.get("volumeClaimTemplates")):
-            _claim(claim, canon)
+            if type(claim) is dict:
+                _claim(claim, canon)
 
 
 def _persistent_volume_claim(obj: dict[str, Any], strict: bool) -> None:
