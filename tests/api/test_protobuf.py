@@ -154,8 +154,19 @@ def test_time_int_or_string_and_quantity_are_their_json_forms() -> None:
 def test_malformed_quantity_is_a_bad_request() -> None:
     container = field(1, "c") + field(8, field(1, field(1, "cpu") + field(2, field(1, "lots"))))
     spec = field(3, field(2, field(2, container)))
-    with pytest.raises(BadRequest, match="quantities must match"):
+    with pytest.raises(BadRequest, match="quantities must match") as caught:
         decode_protobuf_object(envelope("apps/v1", "Deployment", meta("d") + field(2, spec)))
+    # handlers/rest.go transformDecodeError around ParseQuantity's own error.
+    assert caught.value.message == ('Deployment in version "v1" cannot be handled as a Deployment: quantities must '
+                                    "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+def test_quantities_are_decoded_to_canonical_form() -> None:
+    """Quantity's protobuf Unmarshal is ParseQuantity, and the JSON answer is MarshalJSON's form."""
+    container = field(1, "c") + field(8, field(1, field(1, "cpu") + field(2, field(1, "1000m"))))
+    spec = field(3, field(2, field(2, container)))
+    obj = decode_protobuf_object(envelope("apps/v1", "Deployment", meta("d") + field(2, spec)))
+    assert obj["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}
 
 
 def test_owner_references_and_managed_fields_decode() -> None:

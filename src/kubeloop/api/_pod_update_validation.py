@@ -15,8 +15,10 @@ readable diff of its own (``- path: old`` / ``+ path: new`` lines, not Go's cmp 
 
 Specs are compared as upstream's ``apiequality.Semantic.DeepEqual`` compares the decoded structs: an
 absent field, ``null``, ``""``, ``[]`` and ``{}`` are the same value, and so are ``false`` and ``0``
-in the few fields that are not pointers (:data:`_VALUE_FIELDS`). Not modelled: resource quantities
-spelt differently (``1`` and ``1000m`` differ here; upstream compares their values).
+in the few fields that are not pointers (:data:`_VALUE_FIELDS`). Quantities compare by value, as
+Semantic's ``resource.Quantity`` equality does (``a.Cmp(b) == 0``): the write path stores them in
+canonical form, which already makes ``1000m`` and ``1`` one spelling, and ``1Gi`` and
+``1073741824`` (one value in two formats) are equal here too.
 
 The caller runs this only for the main resource (``ValidatePodStatusUpdate``, ``/binding`` and
 ``/eviction`` do not), with ``new`` as mutating admission leaves it. Pure functions; nothing is mutated.
@@ -33,6 +35,7 @@ from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
 from kubeloop.api._pod_fields import as_list as _list
 from kubeloop.api._pod_fields import mapping_of as _mapping
 from kubeloop.api._pod_placement_validation import validate_tolerations
+from kubeloop.api._quantity import quantity_key
 
 __all__ = ["UPDATABLE_POD_SPEC_FIELDS", "pod_spec_change_message", "validate_pod_status_update", "validate_pod_update"]
 
@@ -50,14 +53,21 @@ _MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 # Pod spec fields (at any depth) that are Go values, not pointers: false or 0 there is the zero value.
 _VALUE_FIELDS = frozenset({"hostNetwork", "hostPID", "hostIPC", "stdin", "stdinOnce", "tty", "hostPort", "readOnly",
                            "initialDelaySeconds"})
+# Pod spec fields holding a ResourceList, and those holding one Quantity (divisor is a value: "0" is absent).
+_RESOURCE_LISTS = frozenset({"limits", "requests", "overhead"})
+_QUANTITIES = frozenset({"sizeLimit", "divisor"})
 
 
 def _semantic(value: Any, key: str = "") -> Any:
     """``value`` with every zero-valued field dropped, so two decodings of one struct compare equal."""
     if isinstance(value, dict):  # JSON objects are dicts: the concrete check is the fast one
+        if key in _RESOURCE_LISTS:
+            return {k: quantity_key(v) for k, v in value.items()}
         out = {}
         for k, v in value.items():
-            v = _semantic(v, k)
+            v = quantity_key(v) if k in _QUANTITIES and v is not None else _semantic(v, k)
+            if k == "divisor" and v == "0":
+                continue
             if v is None or v == "" or v == [] or v == {}:
                 continue
             if k in _VALUE_FIELDS and (v is False or v == 0):

@@ -24,15 +24,15 @@ Contract:
   :class:`~kubeloop.api.UnsupportedMediaType` naming the kind, so the client can resend JSON.
   Nothing else escapes.
 
-Known difference: a Quantity is passed through as sent (validated, not re-canonicalised); clients
-encode canonical quantities, so this only matters for hand-built bodies.
+A Quantity is read as ``ParseQuantity`` reads it (:mod:`kubeloop.api._quantity`) and written in
+the form ``MarshalJSON`` gives it; a bad one is upstream's decode error, ``<Kind> in version "<v>"
+cannot be handled as a <Kind>: <ParseQuantity's error>`` (400).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,6 +48,7 @@ from kubeloop.api._protobuf_wire import (
     unpack_varints,
     wire_name,
 )
+from kubeloop.api._quantity import QuantityError, parse_quantity
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "decode_protobuf_object", "protobuf_kinds"]
 
@@ -62,8 +63,6 @@ _SCALAR_BASES = frozenset({"s", "y"}) | _VARINT_BASES
 _VALUE_STRUCT_BASES = frozenset({"m", "t", "q", "is"})
 _ZERO: dict[str, Any] = {"s": "", "y": "", "b": False, "i": 0, "l": 0}
 
-# resource.Quantity grammar (apimachinery pkg/api/resource/quantity.go, ParseQuantity).
-_QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
 # Unix seconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the range RFC 3339 can write.
 _MIN_SECONDS = -62135596800
 _MAX_SECONDS = 253402300799
@@ -156,7 +155,11 @@ def decode_protobuf_object(body: bytes) -> dict[str, Any]:
             "send the object as application/json"
         )
     obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
-    obj.update(_decode_message(root, raw, 0))
+    try:
+        obj.update(_decode_message(root, raw, 0))
+    except QuantityError as err:  # handlers/rest.go transformDecodeError
+        version = api_version.rpartition("/")[2]
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {err}') from None
     return obj
 
 
@@ -289,9 +292,7 @@ def _quantity(raw: bytes) -> str:
             text = _text(_bytes_of(value, wire, "Quantity.string"))
     if text is None:
         return "0"  # the zero Quantity
-    if not _QUANTITY.fullmatch(text):
-        raise BadRequest(f"quantities must match the regular expression '{_QUANTITY.pattern}': {text!r}")
-    return text
+    return parse_quantity(text).text
 
 
 def _int_or_string(raw: bytes) -> int | str:

@@ -1,19 +1,20 @@
 """Resource quantities and the built-in kinds the simulated cluster controllers use.
 
 :func:`parse_quantity` reads a Kubernetes ``resource.Quantity`` string (``100m``, ``1Gi``, ``2e3``,
-``500M``) as a float in base units; :func:`pod_requests` sums a pod's requests the way the
-scheduler's ``computePodResourceRequest`` does (max of the sum of containers and each init
-container, plus overhead). Invalid quantities count as zero: the API server validates them, and a
+``500M``, ``1E``) as a float in base units, by upstream's grammar (:mod:`kubeloop.api._quantity`);
+:func:`pod_requests` sums a pod's requests the way the scheduler's ``computePodResourceRequest``
+does (max of the sum of containers and each init container, plus overhead). Invalid quantities count as zero: the API server validates them, and a
 controller must not crash on what it did not write.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import BUILTIN_RESOURCES, ResourceInfo
+from kubeloop.api._quantity import QuantityError
+from kubeloop.api._quantity import parse_quantity as parse_exact
 
 __all__ = [
     "LEASES",
@@ -44,29 +45,15 @@ LEASES = builtin("coordination.k8s.io", "leases")
 PDBS = builtin("policy", "poddisruptionbudgets")
 STORAGE_CLASSES = builtin("storage.k8s.io", "storageclasses")
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
-}
-
-
 def parse_quantity(value: Any) -> float:
     if isinstance(value, bool):
         return 0.0
     if isinstance(value, int | float):
         return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
-        return 0.0
-    number, suffix = match.groups()
     try:
-        base = float(number)
-    except ValueError:
+        return parse_exact(str(value).strip()).approximate()
+    except QuantityError:
         return 0.0
-    if suffix[:1] in ("e", "E"):
-        return base * 10.0 ** int(suffix[1:])
-    return base * _SUFFIX.get(suffix, 0.0)
 
 
 def _requests(container: Mapping[str, Any]) -> dict[str, float]:

@@ -10,18 +10,24 @@ missing object (201) and records ownership through :func:`kubeloop.api._apply.se
 from __future__ import annotations
 
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from kubeloop.api import (
+    ApiError,
     BadRequest,
+    FieldError,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
     format_time,
+    invalid,
 )
 from kubeloop.api._apply import server_side_apply
+from kubeloop.api._quantity import QuantityError
+from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
 from kubeloop.server._field_validation import (
     directive_of,
     duplicate_texts,
@@ -63,6 +69,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         raise BadRequest("CBOR apply patches are not supported")
     if not raw.strip():
         raise BadRequest("the body of the request was empty")
+    fields = quantity_fields(info.group, info.kind) if not info.custom else None
     if patch_type == APPLY:
         applied = _decode_apply(raw)
         undeclared_apply_fields(state, info, applied)
@@ -70,11 +77,17 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         manager = req.options.field_manager
 
         async def transform(current: Current) -> dict[str, Any]:
-            return server_side_apply(
+            result = server_side_apply(
                 current() or None, applied, manager=manager, force=bool(req.options.force),
                 schema=state.schema(info), now=format_time(state.clock.now()), api_version=info.api_version,
                 subresource=req.subresource or None, status_subresource=info.status_subresource,
             )
+            if fields is not None and isinstance(result, dict):
+                try:
+                    fields(result, True)
+                except QuantityError as err:
+                    raise _apply_conversion_error(info.group, info.version, info.kind, applied, err) from None
+            return result
 
         status, body, _ = await update_object(state, req, transform, conditional=False, allow_create=True)
         return status, body
@@ -94,6 +107,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             result = apply_strategic_merge_patch(live, patch, state.schema(info))
         if not isinstance(result, dict):
             raise BadRequest("the patch result is not a JSON object")
+        if fields is not None:
+            _decode_quantities(fields, patch_type, patch, result)
         before = orjson.dumps(result) if directive == "Strict" else b""
         texts = duplicates + unknown_field_texts(state, info, result)
         if texts and directive == "Strict":
@@ -104,3 +119,57 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
 
     status, body, _ = await update_object(state, req, patched, conditional=False)
     return status, body
+
+
+def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:
+    """The typed decode of a patched built-in object (handlers/patch.go): its quantities canonical, or 422.
+
+    A JSON or merge patch decodes the patched JSON, and a bad value is ``patch: Invalid value:
+    <that JSON>``; a strategic merge patch converts the patched map, and the value shown is the
+    patch itself as Go's ``%+v`` prints a map.
+    """
+    try:
+        fields(patched, True)
+    except QuantityError as err:
+        shown = go_value(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
+        raise invalid("", "", [FieldError.invalid("patch", shown, str(err))]) from None
+
+
+def _apply_conversion_error(group: str, version: str, kind: str, applied: dict[str, Any], err: QuantityError) -> ApiError:
+    """Server-side apply converts the merged object to its Go type last (structuredmerge.go Apply); that
+    error is no API status, so the handler answers 500 with reason Unknown."""
+    meta = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    gvk = f"{group}/{version}, Kind={kind}"
+    return ApiError(f"failed to convert new object ({namespace}/{name}; {gvk}) to proper version: {err}",
+                    reason="Unknown", code=500)
+
+
+def go_value(value: Any) -> str:
+    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value: maps sorted by key, slices space-separated."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value)
+    return str(value)
+
+
+def _go_float(value: float) -> str:
+    """strconv.FormatFloat(v, 'g', -1, 64): the shortest digits, in exponent form below 1e-4 or from 1e6."""
+    number = Decimal(repr(abs(value))).normalize()
+    _, digit_tuple, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) - 1 + exponent
+    sign = "-" if value < 0 else ""
+    if number and (point < -4 or point >= 6):
+        rest = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{rest}e{'-' if point < 0 else '+'}{abs(point):02d}"
+    return sign + format(number, "f")

@@ -15,12 +15,15 @@ strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/regis
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
-from kubeloop.api import FieldError, ResourceInfo
+from kubeloop.api import BadRequest, FieldError, ResourceInfo
 from kubeloop.api._pod_scheduling_validation import validate_pod_create, validate_pod_template_scheduling
 from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._pv_validation import validate_persistent_volume_node_affinity
+from kubeloop.api._quantity import QuantityError, parse_quantity
+from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
 from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
@@ -144,7 +147,46 @@ class GenericStrategy:
         return grace is None or grace == 0
 
 
-class PodStrategy(GenericStrategy):
+class _DecodesQuantities(GenericStrategy):
+    """Kinds with ``resource.Quantity`` fields: the typed decode's canonical form, before anything else.
+
+    Upstream decodes the body into the Go type, so a bad quantity anywhere in it (even in a part the
+    write then discards, such as the status of a create) fails the request with 400, and every
+    quantity is stored as ``MarshalJSON`` writes it (:mod:`kubeloop.api._quantity_fields`). The stored
+    object is decoded too, leniently (as upstream decodes what it reads from etcd), so an object
+    stored before canonical form compares by what it says, not how it was spelt.
+    """
+
+    @property
+    def _quantity_fields(self) -> QuantityFields:
+        fields = quantity_fields(self.info.group, self.info.kind)
+        assert fields is not None, self.info.kind
+        return fields
+
+    def decode_quantities(self, obj: dict[str, Any]) -> None:
+        """Canonicalise ``obj``'s quantities in place; 400 (handlers/rest.go transformDecodeError) if one is bad."""
+        try:
+            self._quantity_fields(obj, True)
+        except QuantityError as err:
+            kind, version = self.info.kind, self.info.version
+            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {err}') from None
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        self.decode_quantities(obj)
+        super().prepare_for_create(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        self.decode_quantities(new)
+        self._quantity_fields(old, False)
+        super().prepare_for_update(new, old)
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        self.decode_quantities(new)
+        self._quantity_fields(old, False)
+        return super().prepare_for_status_update(new, old)
+
+
+class PodStrategy(_DecodesQuantities):
     """Pods: status Pending on create; graceful delete when scheduled and not finished."""
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
@@ -178,26 +220,55 @@ class PodStrategy(GenericStrategy):
 
 
 def _pod_qos(spec: Any) -> str:
-    """pkg/apis/core/helper/qos GetPodQOS, for cpu and memory."""
+    """pkg/apis/core/helper/qos GetPodQOS: compares quantities by value, counts only those above zero.
+
+    Runs before defaulting here, so a container's missing request reads as its limit (SetDefaults_Pod).
+    """
     if not isinstance(spec, dict):
         return "BestEffort"
-    containers = [c for key in ("initContainers", "containers") for c in spec.get(key) or [] if isinstance(c, dict)]
-    any_set = False
+    containers = [c for key in ("containers", "initContainers") for c in spec.get(key) or [] if isinstance(c, dict)]
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
     guaranteed = True
     for container in containers:
         resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
         assert isinstance(resources, dict)
-        requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
-        limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
-        assert isinstance(requests, dict) and isinstance(limits, dict)
-        for res in ("cpu", "memory"):
-            if requests.get(res) or limits.get(res):
-                any_set = True
-            if not limits.get(res) or (res in requests and requests[res] != limits[res]):
-                guaranteed = False
-    if not any_set:
+        container_limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
+        container_requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
+        assert isinstance(container_limits, dict) and isinstance(container_requests, dict)
+        container_requests = {**container_limits, **container_requests}
+        for name, quantity in container_requests.items():
+            if name in _QOS_RESOURCES and (value := _positive(quantity)) is not None:
+                requests[name] = requests.get(name, Fraction(0)) + value
+        found = set()
+        for name, quantity in container_limits.items():
+            if name in _QOS_RESOURCES and (value := _positive(quantity)) is not None:
+                found.add(name)
+                limits[name] = limits.get(name, Fraction(0)) + value
+        if found != _QOS_RESOURCES:
+            guaranteed = False
+    if not requests and not limits:
         return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+    if guaranteed and all(limits.get(name) == value for name, value in requests.items()) and len(requests) == len(limits):
+        return "Guaranteed"
+    return "Burstable"
+
+
+# isSupportedQoSComputeResource: cpu and memory.
+_QOS_RESOURCES = frozenset({"cpu", "memory"})
+# Larger values are summed as this cap (no manifest reaches it; it keeps the sums small).
+_QOS_CAP = Fraction(10**30)
+
+
+def _positive(quantity: Any) -> Fraction | None:
+    """The value of a quantity above zero, else ``None`` (``quantity.Cmp(zeroQuantity) == 1``)."""
+    try:
+        parsed = parse_quantity(quantity.strip()) if isinstance(quantity, str) else None
+    except QuantityError:
+        return None
+    if parsed is None or parsed.sign() <= 0:
+        return None
+    return _QOS_CAP if parsed.exponent > 30 else min(parsed.value, _QOS_CAP)
 
 
 def _label_with_name(namespace: dict[str, Any]) -> None:
@@ -275,7 +346,7 @@ class _ZeroStatus(GenericStrategy):
         self.empty_status = status
 
 
-class _PodTemplateOwner(_ZeroStatus):
+class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
     """Deployments, ReplicaSets, StatefulSets: ValidatePodTemplateSpec's scheduling checks (not on /status)."""
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
@@ -285,7 +356,7 @@ class _PodTemplateOwner(_ZeroStatus):
         return [] if subresource == "status" else validate_pod_template_scheduling(new, old=old)
 
 
-class _PersistentVolume(_ZeroStatus):
+class _PersistentVolume(_DecodesQuantities, _ZeroStatus):
     """PersistentVolumes: validateVolumeNodeAffinity on create and main-resource update (not on /status)."""
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
@@ -326,19 +397,25 @@ def strategy_for(info: ResourceInfo) -> GenericStrategy:
         return RbacStrategy(info)
     if key == ("", "Node"):
         # Kubelets register nodes with their status (node strategy keeps it on create).
-        return _KeepStatusOnCreate(info)
+        return _Node(info)
     if key in (("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")):
         return _PodTemplateOwner(info, _ZERO_STATUS.get(key, {}))
     if key == ("", "PersistentVolume"):
         return _PersistentVolume(info, _ZERO_STATUS[key])
+    if key == ("", "PersistentVolumeClaim"):
+        return _PersistentVolumeClaim(info, _ZERO_STATUS[key])
     if key in _ZERO_STATUS:
         return _ZeroStatus(info, _ZERO_STATUS[key])
     return GenericStrategy(info)
 
 
-class _KeepStatusOnCreate(GenericStrategy):
+class _Node(_DecodesQuantities):
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         status = obj.get("status")
         super().prepare_for_create(obj)
         if status is not None:
             obj["status"] = status
+
+
+class _PersistentVolumeClaim(_DecodesQuantities, _ZeroStatus):
+    """PersistentVolumeClaims: the zero status, and quantities in canonical form."""

@@ -1,0 +1,52 @@
+"""kubectl against ``kubeloop up``: quantities come back in the canonical form a real cluster writes
+(apimachinery ``resource.Quantity`` MarshalJSON), and a bad one is refused with the decode error
+kubectl prints for a real cluster (handlers/rest.go ``transformDecodeError``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sized}
+spec:
+  containers:
+  - name: app
+    image: nginx:1.25
+    resources:
+      requests: {cpu: 1000m, memory: 1024Mi}
+      limits: {cpu: 1.5, memory: 0.1Gi}
+"""
+
+
+def test_kubectl_apply_reads_back_canonical_quantities_and_a_bad_one_is_refused(
+        kubectl: Any, namespace: str, tmp_path: Any) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD)
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    pod = json.loads(kubectl("get", "pod", "sized", "-n", namespace, "-o", "json").stdout)
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "1500m", "memory": "107374182400m"},
+    }
+    assert pod["status"]["qosClass"] == "Burstable"
+    # Applying the manifest again: kubectl's three-way patch sees "1000m" against the live "1" and sends
+    # it (so it prints "configured", as against a real cluster), and the server reads it as the same value.
+    again = kubectl("apply", "-n", namespace, "-f", str(manifest))
+    assert again.stdout.strip() == "pod/sized configured"
+    after = json.loads(kubectl("get", "pod", "sized", "-n", namespace, "-o", "json").stdout)
+    assert after["spec"]["containers"][0]["resources"] == pod["spec"]["containers"][0]["resources"]
+
+    manifest.write_text(POD.replace("name: sized", "name: broken").replace("cpu: 1000m", "cpu: abc"))
+    result = kubectl("create", "-n", namespace, "-f", str(manifest), "--validate=false", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f'Error from server (BadRequest): error when creating "{manifest}": Pod in version "v1" cannot be handled '
+        "as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    assert kubectl("get", "pod", "broken", "-n", namespace, check=False).returncode == 1
