@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs
 
 import orjson
 
@@ -104,33 +104,21 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
-    __slots__ = ("_body", "_content_type", "_query", "_receive", "headers", "method", "path", "scope")
+    __slots__ = ("_body", "_content_type", "_receive", "headers", "method", "path", "query", "scope")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self._receive = receive
         self.method: str = scope["method"]
-        raw_path = scope.get("raw_path")
-        if raw_path:
-            path = raw_path.decode("latin-1")
-            if "?" in path:
-                path = path.split("?", 1)[0]
-            self.path: str = unquote(path) if "%" in path else path
-        else:
-            self.path = scope["path"]
-        # Most requests have no query string: their (empty) parameters need no parse.
-        self._query: dict[str, list[str]] | None = None if scope.get("query_string") else {}
+        # ASGI's ``path`` is the percent-decoded path (``raw_path`` undecoded, and for some clients with
+        # the query string): what servers and in-process transports all put there.
+        self.path: str = scope["path"]
+        # The query string's parameters: every route reads them. Most requests have none (no parse),
+        # and authorization has already parsed the others into the scope (read-only, shared).
+        self.query: dict[str, list[str]] = query_params(scope) if scope.get("query_string") else {}
         self.headers = header_map(scope)
         self._body: bytes | None = None
         self._content_type: str | None = None
-
-    @property
-    def query(self) -> dict[str, list[str]]:
-        """The query string's parameters (parsed on first use; most requests have none)."""
-        query = self._query
-        if query is None:
-            query = self._query = query_params(self.scope)
-        return query
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
