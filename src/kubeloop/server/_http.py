@@ -35,6 +35,7 @@ __all__ = [
     "negotiation_of",
     "parse_accept",
     "query_params",
+    "response_start",
     "send_bytes",
     "send_error",
     "send_json",
@@ -297,6 +298,21 @@ _NEGOTIATIONS: dict[str, _Negotiation] = {}
 _NEGOTIATIONS_LIMIT = 256
 
 
+def response_start(
+    status: int, length: int, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
+) -> Message:
+    """The ``http.response.start`` message of every answer: its content type and length, ``no-cache``,
+    then ``headers``. A handler that sends a body itself sends this first."""
+    raw_headers = [
+        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
+        (b"content-length", b"%d" % length),
+        _CACHE_CONTROL,
+    ]
+    if headers:
+        raw_headers.extend(headers)
+    return {"type": "http.response.start", "status": status, "headers": raw_headers}
+
+
 async def send_bytes(
     send: Send,
     status: int,
@@ -305,26 +321,14 @@ async def send_bytes(
     content_type: str = JSON,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    raw_headers = [
-        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
-        (b"content-length", b"%d" % len(body)),
-        _CACHE_CONTROL,
-    ]
-    if headers:
-        raw_headers.extend(headers)
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send(response_start(status, len(body), content_type=content_type, headers=headers))
     await send({"type": "http.response.body", "body": body})
 
 
 async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes], *, content_type: str = JSON) -> None:
     """A body of ``length`` bytes sent as ``parts`` (one ASGI message each): the transport writes each
     part as it comes, so a large body is never one buffer and the peer receives while it is produced."""
-    raw_headers = [
-        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
-        (b"content-length", b"%d" % length),
-        _CACHE_CONTROL,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send(response_start(status, length, content_type=content_type))
     for part in parts:
         await send({"type": "http.response.body", "body": part, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
