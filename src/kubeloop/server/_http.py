@@ -55,6 +55,8 @@ _JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 # Where :func:`query_params` keeps a request's parsed query string in its ASGI scope.
 _QUERY_SCOPE_KEY = "kubeloop.query"
+# Where :func:`header_map` keeps a request's header map (and the list it decoded) in its ASGI scope.
+_HEADERS_SCOPE_KEY = "kubeloop.headers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,12 @@ class Request:
         # The query string's parameters: every route reads them. Most requests have none (no parse),
         # and authorization has already parsed the others into the scope (read-only, shared).
         self.query: dict[str, list[str]] = query_params(scope) if scope.get("query_string") else {}
-        self.headers = header_map(scope)
+        # The map the security chain looked up, unless the header list changed since (one call less).
+        kept = scope.get(_HEADERS_SCOPE_KEY)
+        if kept is not None and kept[0] is scope.get("headers", ()):
+            self.headers: HeaderMap = kept[1]
+        else:
+            self.headers = header_map(scope)
         self._body: bytes | None = None
         self._content_type: str | None = None
 
@@ -204,9 +211,18 @@ class Request:
 
 def header_map(scope: Scope) -> HeaderMap:
     """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
-    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
+    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only.
+
+    The map is also kept in the scope beside the header list it came from, so that the app's
+    :class:`Request` takes the one the security chain looked up; a middleware that changes the headers
+    in between gives the scope a new list (as ASGI middlewares do, and impersonation does), and its
+    request gets a fresh map."""
     # ASGI allows each pair as a list too: typed loosely, so that the compiled build accepts both.
     raw: Sequence[Sequence[bytes]] = scope.get("headers", ())
+    kept = scope.get(_HEADERS_SCOPE_KEY)
+    if kept is not None and kept[0] is raw:
+        known: HeaderMap = kept[1]
+        return known
     # Clients repeat their headers request after request: the decoded map is remembered by the
     # raw pairs (a bounded table; hashing and comparing them is C work, decoding each one is not).
     try:
@@ -220,6 +236,7 @@ def header_map(scope: Scope) -> HeaderMap:
             if len(_HEADER_MAPS) >= _HEADER_MAPS_LIMIT:
                 _HEADER_MAPS.clear()
             _HEADER_MAPS[key] = memo
+    scope[_HEADERS_SCOPE_KEY] = (raw, memo)
     return memo
 
 
