@@ -44,6 +44,18 @@ def test_the_header_map_is_the_plain_decode_every_time(raw: list[tuple[bytes, by
     assert first.names == "".join("\n" + name for name in plain_headers(raw))
 
 
+def test_the_request_takes_the_map_looked_up_for_its_header_list_and_a_new_list_gets_its_own() -> None:
+    scope: dict[str, Any] = {"type": "http", "method": "GET", "path": "/", "headers": [(b"accept", b"application/yaml")]}
+    chain_map = header_map(scope)  # as the security chain looks it up, before the app's Request
+    assert Request(scope, _no_body).headers is chain_map
+    # A middleware in between that changes the headers gives the scope a new list: a fresh map, not the kept one.
+    scope["headers"] = [(b"accept", b"application/json"), (b"x-extra", b"1")]
+    request = Request(scope, _no_body)
+    assert dict(request.headers) == {"accept": "application/json", "x-extra": "1"}
+    assert request.negotiate() == "application/json"
+    assert header_map(scope) is request.headers
+
+
 def test_repeated_headers_are_joined_in_order() -> None:
     raw = [(b"Accept", b"application/yaml"), (b"x", b"1"), (b"accept", b"application/json")]
     assert dict(header_map({"headers": raw})) == {"accept": "application/yaml,application/json", "x": "1"}
@@ -212,3 +224,13 @@ async def test_the_pod_eviction_and_binding_route_takes_exactly_its_paths(client
         (405, "MethodNotAllowed"), (404, "NotFound"), (404, "NotFound"), (400, "BadRequest"), (201, None),
         (404, "NotFound"),
     ]
+
+
+async def test_a_percent_encoded_path_is_routed_by_its_decoded_form(client: httpx.AsyncClient) -> None:
+    # The app routes by ASGI's (decoded) ``path``: ``raw_path`` keeps the escapes, and httpx's carries the query.
+    cms = "/api/v1/namespaces/default/configmaps"
+    created = await client.post(cms, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a-b"}})
+    assert created.status_code == 201
+    got = await client.get(f"{cms}/a%2Db", params={"pretty": "false"})
+    assert (got.status_code, got.json()["metadata"]["name"]) == (200, "a-b")
+    assert (await client.get("/api/v1/namespaces/default/config%6Daps/a-b")).status_code == 200

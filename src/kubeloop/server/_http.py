@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs
 
 import orjson
 
@@ -35,6 +35,7 @@ __all__ = [
     "negotiation_of",
     "parse_accept",
     "query_params",
+    "response_start",
     "send_bytes",
     "send_error",
     "send_json",
@@ -54,6 +55,8 @@ _JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 # Where :func:`query_params` keeps a request's parsed query string in its ASGI scope.
 _QUERY_SCOPE_KEY = "kubeloop.query"
+# Where :func:`header_map` keeps a request's header map (and the list it decoded) in its ASGI scope.
+_HEADERS_SCOPE_KEY = "kubeloop.headers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,33 +107,26 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
-    __slots__ = ("_body", "_content_type", "_query", "_receive", "headers", "method", "path", "scope")
+    __slots__ = ("_body", "_content_type", "_receive", "headers", "method", "path", "query", "scope")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self._receive = receive
         self.method: str = scope["method"]
-        raw_path = scope.get("raw_path")
-        if raw_path:
-            path = raw_path.decode("latin-1")
-            if "?" in path:
-                path = path.split("?", 1)[0]
-            self.path: str = unquote(path) if "%" in path else path
+        # ASGI's ``path`` is the percent-decoded path (``raw_path`` undecoded, and for some clients with
+        # the query string): what servers and in-process transports all put there.
+        self.path: str = scope["path"]
+        # The query string's parameters: every route reads them. Most requests have none (no parse),
+        # and authorization has already parsed the others into the scope (read-only, shared).
+        self.query: dict[str, list[str]] = query_params(scope) if scope.get("query_string") else {}
+        # The map the security chain looked up, unless the header list changed since (one call less).
+        kept = scope.get(_HEADERS_SCOPE_KEY)
+        if kept is not None and kept[0] is scope.get("headers", ()):
+            self.headers: HeaderMap = kept[1]
         else:
-            self.path = scope["path"]
-        # Most requests have no query string: their (empty) parameters need no parse.
-        self._query: dict[str, list[str]] | None = None if scope.get("query_string") else {}
-        self.headers = header_map(scope)
+            self.headers = header_map(scope)
         self._body: bytes | None = None
         self._content_type: str | None = None
-
-    @property
-    def query(self) -> dict[str, list[str]]:
-        """The query string's parameters (parsed on first use; most requests have none)."""
-        query = self._query
-        if query is None:
-            query = self._query = query_params(self.scope)
-        return query
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -215,9 +211,18 @@ class Request:
 
 def header_map(scope: Scope) -> HeaderMap:
     """``scope["headers"]`` as one dict: names lower-cased, a repeated header's values joined with
-    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only."""
+    ``,`` in order. The same headers give the same (shared) dict: treat it as read-only.
+
+    The map is also kept in the scope beside the header list it came from, so that the app's
+    :class:`Request` takes the one the security chain looked up; a middleware that changes the headers
+    in between gives the scope a new list (as ASGI middlewares do, and impersonation does), and its
+    request gets a fresh map."""
     # ASGI allows each pair as a list too: typed loosely, so that the compiled build accepts both.
     raw: Sequence[Sequence[bytes]] = scope.get("headers", ())
+    kept = scope.get(_HEADERS_SCOPE_KEY)
+    if kept is not None and kept[0] is raw:
+        known: HeaderMap = kept[1]
+        return known
     # Clients repeat their headers request after request: the decoded map is remembered by the
     # raw pairs (a bounded table; hashing and comparing them is C work, decoding each one is not).
     try:
@@ -231,6 +236,7 @@ def header_map(scope: Scope) -> HeaderMap:
             if len(_HEADER_MAPS) >= _HEADER_MAPS_LIMIT:
                 _HEADER_MAPS.clear()
             _HEADER_MAPS[key] = memo
+    scope[_HEADERS_SCOPE_KEY] = (raw, memo)
     return memo
 
 
@@ -309,6 +315,21 @@ _NEGOTIATIONS: dict[str, _Negotiation] = {}
 _NEGOTIATIONS_LIMIT = 256
 
 
+def response_start(
+    status: int, length: int, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
+) -> Message:
+    """The ``http.response.start`` message of every answer: its content type and length, ``no-cache``,
+    then ``headers``. A handler that sends a body itself sends this first."""
+    raw_headers = [
+        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
+        (b"content-length", b"%d" % length),
+        _CACHE_CONTROL,
+    ]
+    if headers:
+        raw_headers.extend(headers)
+    return {"type": "http.response.start", "status": status, "headers": raw_headers}
+
+
 async def send_bytes(
     send: Send,
     status: int,
@@ -317,26 +338,14 @@ async def send_bytes(
     content_type: str = JSON,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    raw_headers = [
-        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
-        (b"content-length", b"%d" % len(body)),
-        _CACHE_CONTROL,
-    ]
-    if headers:
-        raw_headers.extend(headers)
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send(response_start(status, len(body), content_type=content_type, headers=headers))
     await send({"type": "http.response.body", "body": body})
 
 
 async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes], *, content_type: str = JSON) -> None:
     """A body of ``length`` bytes sent as ``parts`` (one ASGI message each): the transport writes each
     part as it comes, so a large body is never one buffer and the peer receives while it is produced."""
-    raw_headers = [
-        _JSON_CONTENT_TYPE if content_type == JSON else (b"content-type", content_type.encode()),
-        (b"content-length", b"%d" % length),
-        _CACHE_CONTROL,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send(response_start(status, length, content_type=content_type))
     for part in parts:
         await send({"type": "http.response.body", "body": part, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
