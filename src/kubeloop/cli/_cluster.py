@@ -7,13 +7,19 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 2. fork the controller manager process before this one starts its event loop (``_child``: it
    starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
    server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
-3. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
-   ``DIR/controller-manager.kubeconfig``): all written before anything reports ready;
+3. TLS material, the token file and the kubeconfig files (``DIR/controller-manager.kubeconfig``
+   first, which the controller manager waits for, then ``DIR/kubeconfig`` for the admin): all written
+   before anything reports ready. The kubeconfigs are written on a worker thread (each is an fsync and
+   a rename, milliseconds on a disk) while this one goes on with step 4, and waited for before serving;
 4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
    escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
    through the app itself;
 5. tune the garbage collector for serving (:func:`_tune_gc`), then serve HTTPS with uvicorn
    (uvloop, httptools) on the bound socket.
+
+Start-up runs with the cyclic garbage collector paused (:func:`~kubeloop.cli._startup.gc_paused`): it
+allocates a great deal (modules, classes, the app) and frees almost nothing, so the collections it would
+trigger walk live objects for nothing. The collector is back, tuned for serving, from step 5 on.
 
 ``GET /readyz`` is 500 (upstream's failed-check answer) until the server serves and, when there is a
 controller manager, until it reported ready; then it is 200. SIGTERM or SIGINT stop the controller
@@ -35,6 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from kubeloop.cli._startup import gc_paused
 
 if TYPE_CHECKING:
     from kubeloop.cli._bootstrap import ASGIApp
@@ -64,6 +72,11 @@ class ServeOptions:
 
 def run(options: ServeOptions, *, echo: Echo) -> None:
     """Serve until SIGTERM/SIGINT. Raises :class:`StartupError` when start-up fails."""
+    with gc_paused() as resume_gc:
+        _run(options, echo=echo, resume_gc=resume_gc)
+
+
+def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) -> None:
     data_dir = options.data_dir.resolve()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -89,7 +102,7 @@ def run(options: ServeOptions, *, echo: Echo) -> None:
     import uvloop
 
     try:
-        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo))
+        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo, resume_gc=resume_gc))
     finally:
         sock.close()
         lock.close()
@@ -126,7 +139,13 @@ def _bind(address: str, port: int) -> socket.socket:
 
 
 async def _serve(
-    options: ServeOptions, data_dir: Path, sock: socket.socket, forked: ForkedProcess | None, *, echo: Echo
+    options: ServeOptions,
+    data_dir: Path,
+    sock: socket.socket,
+    forked: ForkedProcess | None,
+    *,
+    echo: Echo,
+    resume_gc: Callable[[], None],
 ) -> None:
     # Signals are handled from here on, so a stop during start-up is a clean stop too.
     stop = asyncio.Event()
@@ -143,7 +162,7 @@ async def _serve(
         )
         manager.start()
     try:
-        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo)
+        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo, resume_gc=resume_gc)
     finally:
         if manager is not None:
             await manager.stop()
@@ -158,6 +177,7 @@ async def _serve_locked(
     stop: asyncio.Event,
     *,
     echo: Echo,
+    resume_gc: Callable[[], None],
 ) -> None:
     from kubeloop.api import ApiError
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
@@ -176,21 +196,23 @@ async def _serve_locked(
     except ApiError as exc:
         raise StartupError(exc.message) from None
     kubeconfig = data_dir / KUBECONFIG
-    write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
-    write_kubeconfig(
-        data_dir / CM_KUBECONFIG,
-        server=url,
-        ca_pem=tls.ca_pem,
-        user=CONTROLLER_MANAGER_USER,
-        token=tokens[CONTROLLER_MANAGER_USER],
-    )
 
-    from kubeloop.store import SqliteStore
+    def write_kubeconfigs() -> None:
+        write_kubeconfig(
+            data_dir / CM_KUBECONFIG,
+            server=url,
+            ca_pem=tls.ca_pem,
+            user=CONTROLLER_MANAGER_USER,
+            token=tokens[CONTROLLER_MANAGER_USER],
+        )
+        write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
 
+    writing = asyncio.ensure_future(asyncio.to_thread(write_kubeconfigs))
     try:
-        store = await SqliteStore.open(data_dir / DATABASE)
-    except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
-        raise StartupError(f"cannot open the store {data_dir / DATABASE}: {exc}") from None
+        store = await _open_store(data_dir / DATABASE)
+    except BaseException:
+        await asyncio.gather(writing, return_exceptions=True)
+        raise
     core: App | None = None
     try:
         try:
@@ -203,7 +225,9 @@ async def _serve_locked(
         except (RuntimeError, ApiError) as exc:
             raise StartupError(str(exc)) from None
         _tune_gc()
+        resume_gc()
         server = _uvicorn_server(app, tls.cert, tls.key)
+        await writing  # both kubeconfig files are in place before the first request is answered
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.002)
@@ -224,9 +248,19 @@ async def _serve_locked(
             await manager.stop()
         await _shutdown(server, serving, store)
     finally:
+        await asyncio.gather(writing, return_exceptions=True)  # a start-up that failed leaves no writer behind
         if core is not None:
             await core.shutdown()
         await store.close()
+
+
+async def _open_store(path: Path) -> Store:
+    from kubeloop.store import SqliteStore
+
+    try:
+        return await SqliteStore.open(path)
+    except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
+        raise StartupError(f"cannot open the store {path}: {exc}") from None
 
 
 async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> None:
@@ -287,7 +321,8 @@ def _tune_gc() -> None:
     few dozen requests (about 7 µs per create). Request objects die by reference counting; a higher
     threshold only makes collections rarer. What start-up built (modules, the app, the bootstrap
     objects) lives as long as the process: freezing it keeps full collections from walking it again
-    and again (no collection first: start-up leaves no cyclic garbage, and it would cost start-up).
+    and again (no collection first: start-up, run with the collector paused, leaves only a few hundred
+    cyclic objects from imports, tens of kilobytes, and a collection of everything would cost start-up).
     """
     gc.freeze()
     _, older, oldest = gc.get_threshold()
