@@ -209,7 +209,7 @@ async def _serve_locked(
 
     writing = asyncio.ensure_future(asyncio.to_thread(write_kubeconfigs))
     try:
-        store = await _open_store(data_dir / DATABASE)
+        store = await _open_store_importing_serving(data_dir / DATABASE)
     except BaseException:
         await asyncio.gather(writing, return_exceptions=True)
         raise
@@ -261,6 +261,29 @@ async def _open_store(path: Path) -> Store:
         return await SqliteStore.open(path)
     except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
         raise StartupError(f"cannot open the store {path}: {exc}") from None
+
+
+async def _open_store_importing_serving(path: Path) -> Store:
+    """Open the store and, while its thread loads the database (SQLite's fsyncs, on a first start the
+    schema's), import the HTTPS server on this one: the import would otherwise come after, with the
+    store thread idle. Importing here, not on a thread of its own, keeps every import of this process
+    on one thread."""
+    opening = asyncio.ensure_future(_open_store(path))
+    try:
+        await asyncio.sleep(0)  # the store's thread has its load job from here on
+        _import_serving()
+    except BaseException:
+        opened = (await asyncio.gather(opening, return_exceptions=True))[0]
+        if not isinstance(opened, BaseException):
+            await opened.close()
+        raise
+    return await opening
+
+
+def _import_serving() -> None:
+    import uvicorn  # noqa: F401
+
+    import kubeloop.cli._serving  # noqa: F401
 
 
 async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> None:
