@@ -11,15 +11,18 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
    first, which the controller manager waits for, then ``DIR/kubeconfig`` for the admin): all written
    before anything reports ready. The kubeconfigs are written on a worker thread (each is an fsync and
    a rename, milliseconds on a disk) while this one goes on with step 4, and waited for before serving;
-4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
-   escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
+4. open the SQLite store (importing uvicorn and the HTTP protocol meanwhile, while the store's
+   thread waits on SQLite's fsyncs), build the API app behind authentication, impersonation and RBAC
+   (with escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
    through the app itself;
 5. tune the garbage collector for serving (:func:`_tune_gc`), then serve HTTPS with uvicorn
    (uvloop, httptools) on the bound socket.
 
-Start-up runs with the cyclic garbage collector paused (:func:`~kubeloop.cli._startup.gc_paused`): it
-allocates a great deal (modules, classes, the app) and frees almost nothing, so the collections it would
-trigger walk live objects for nothing. The collector is back, tuned for serving, from step 5 on.
+Steps 1 and 2 run with the cyclic garbage collector paused (:func:`~kubeloop.cli._startup.gc_paused`):
+they import a great deal and free almost nothing, so the collections they would trigger walk live
+objects for nothing, before the fork, in the one process both processes' start waits for. It is back
+on right after the fork (the controller manager keeps it paused until it is ready), so nothing this
+process frees during its start-up is left behind when step 5 freezes what start-up built.
 
 ``GET /readyz`` is 500 (upstream's failed-check answer) until the server serves and, when there is a
 controller manager, until it reported ready; then it is 200. SIGTERM or SIGINT stop the controller
@@ -99,10 +102,13 @@ def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) ->
         # (re)written by _serve_locked with this start's port.
         (data_dir / CM_KUBECONFIG).unlink(missing_ok=True)
         forked = fork_controller_manager(data_dir / CM_KUBECONFIG, close_in_child=(lock, sock))
+    # Collecting again from here on: this process's own start-up garbage stays collectable (it is frozen
+    # with everything else once serving, see _tune_gc); the controller manager keeps it paused to ready.
+    resume_gc()
     import uvloop
 
     try:
-        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo, resume_gc=resume_gc))
+        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo))
     finally:
         sock.close()
         lock.close()
@@ -145,7 +151,6 @@ async def _serve(
     forked: ForkedProcess | None,
     *,
     echo: Echo,
-    resume_gc: Callable[[], None],
 ) -> None:
     # Signals are handled from here on, so a stop during start-up is a clean stop too.
     stop = asyncio.Event()
@@ -162,7 +167,7 @@ async def _serve(
         )
         manager.start()
     try:
-        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo, resume_gc=resume_gc)
+        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo)
     finally:
         if manager is not None:
             await manager.stop()
@@ -177,7 +182,6 @@ async def _serve_locked(
     stop: asyncio.Event,
     *,
     echo: Echo,
-    resume_gc: Callable[[], None],
 ) -> None:
     from kubeloop.api import ApiError
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
@@ -225,7 +229,6 @@ async def _serve_locked(
         except (RuntimeError, ApiError) as exc:
             raise StartupError(str(exc)) from None
         _tune_gc()
-        resume_gc()
         server = _uvicorn_server(app, tls.cert, tls.key)
         await writing  # both kubeconfig files are in place before the first request is answered
         serving = asyncio.create_task(server.serve(sockets=[sock]))
@@ -344,8 +347,7 @@ def _tune_gc() -> None:
     few dozen requests (about 7 µs per create). Request objects die by reference counting; a higher
     threshold only makes collections rarer. What start-up built (modules, the app, the bootstrap
     objects) lives as long as the process: freezing it keeps full collections from walking it again
-    and again (no collection first: start-up, run with the collector paused, leaves only a few hundred
-    cyclic objects from imports, tens of kilobytes, and a collection of everything would cost start-up).
+    and again (no collection first: start-up leaves no cyclic garbage, and it would cost start-up).
     """
     gc.freeze()
     _, older, oldest = gc.get_threshold()
