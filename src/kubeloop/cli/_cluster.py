@@ -145,12 +145,7 @@ def _bind(address: str, port: int) -> socket.socket:
 
 
 async def _serve(
-    options: ServeOptions,
-    data_dir: Path,
-    sock: socket.socket,
-    forked: ForkedProcess | None,
-    *,
-    echo: Echo,
+    options: ServeOptions, data_dir: Path, sock: socket.socket, forked: ForkedProcess | None, *, echo: Echo
 ) -> None:
     # Signals are handled from here on, so a stop during start-up is a clean stop too.
     stop = asyncio.Event()
