@@ -31,3 +31,16 @@ def test_a_kubeconfig_that_is_not_yaml_is_still_a_config_error(tmp_path: Path) -
     path.write_text("clusters: [unclosed\n")
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_kubeconfig(path)
+
+
+def test_importing_the_command_loads_no_server_client_tls_or_http_library() -> None:
+    # ``kubeloop up`` forks its controller manager right after this import (and the few modules both
+    # processes share): whatever it pulls in is paid by both processes, one after the other, before
+    # either can start. Each command imports what it needs when it runs.
+    heavy = (
+        "uvicorn", "httpx", "httptools", "cryptography", "kubernetes", "yaml", "prometheus_client", "sqlite3",
+        "kubeloop.server", "kubeloop.store", "kubeloop.client", "kubeloop.runtime", "kubeloop.controllers",
+        "kubeloop.api",
+    )  # fmt: skip
+    code = f"import sys, kubeloop.cli; loaded = [m for m in {heavy!r} if m in sys.modules]; assert not loaded, loaded"
+    subprocess.run([sys.executable, "-c", code], check=True)

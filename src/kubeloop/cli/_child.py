@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -148,6 +149,9 @@ def _child_main(
         os.dup2(stdout[1], 1)
         os.close(stdin[0])
         os.close(stdout[1])
+        # The parent forks with its collector paused for its own start-up: this process starts with the
+        # collector on, as a spawned one does, and run_controller_manager pauses it until ready.
+        gc.enable()
         from kubeloop.cli._controller_manager import run_controller_manager
 
         try:

@@ -7,13 +7,22 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 2. fork the controller manager process before this one starts its event loop (``_child``: it
    starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
    server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
-3. TLS material, the token file and the kubeconfig files (``DIR/kubeconfig`` for the admin,
-   ``DIR/controller-manager.kubeconfig``): all written before anything reports ready;
-4. open the SQLite store, build the API app behind authentication, impersonation and RBAC (with
-   escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
+3. TLS material, the token file and the kubeconfig files (``DIR/controller-manager.kubeconfig``
+   first, which the controller manager waits for, then ``DIR/kubeconfig`` for the admin): all written
+   before anything reports ready. The kubeconfigs are written on a worker thread (each is an fsync and
+   a rename, milliseconds on a disk) while this one goes on with step 4, and waited for before serving;
+4. open the SQLite store (importing uvicorn and the HTTP protocol meanwhile, while the store's
+   thread waits on SQLite's fsyncs), build the API app behind authentication, impersonation and RBAC
+   (with escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
    through the app itself;
 5. tune the garbage collector for serving (:func:`_tune_gc`), then serve HTTPS with uvicorn
    (uvloop, httptools) on the bound socket.
+
+Steps 1 and 2 run with the cyclic garbage collector paused (:func:`~kubeloop.cli._startup.gc_paused`):
+they import a great deal and free almost nothing, so the collections they would trigger walk live
+objects for nothing, before the fork, in the one process both processes' start waits for. It is back
+on right after the fork (the controller manager keeps it paused until it is ready), so nothing this
+process frees during its start-up is left behind when step 5 freezes what start-up built.
 
 ``GET /readyz`` is 500 (upstream's failed-check answer) until the server serves and, when there is a
 controller manager, until it reported ready; then it is 200. SIGTERM or SIGINT stop the controller
@@ -35,6 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from kubeloop.cli._startup import gc_paused
 
 if TYPE_CHECKING:
     from kubeloop.cli._bootstrap import ASGIApp
@@ -64,6 +75,11 @@ class ServeOptions:
 
 def run(options: ServeOptions, *, echo: Echo) -> None:
     """Serve until SIGTERM/SIGINT. Raises :class:`StartupError` when start-up fails."""
+    with gc_paused() as resume_gc:
+        _run(options, echo=echo, resume_gc=resume_gc)
+
+
+def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) -> None:
     data_dir = options.data_dir.resolve()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -86,6 +102,9 @@ def run(options: ServeOptions, *, echo: Echo) -> None:
         # (re)written by _serve_locked with this start's port.
         (data_dir / CM_KUBECONFIG).unlink(missing_ok=True)
         forked = fork_controller_manager(data_dir / CM_KUBECONFIG, close_in_child=(lock, sock))
+    # Collecting again from here on: this process's own start-up garbage stays collectable (it is frozen
+    # with everything else once serving, see _tune_gc); the controller manager keeps it paused to ready.
+    resume_gc()
     import uvloop
 
     try:
@@ -176,21 +195,23 @@ async def _serve_locked(
     except ApiError as exc:
         raise StartupError(exc.message) from None
     kubeconfig = data_dir / KUBECONFIG
-    write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
-    write_kubeconfig(
-        data_dir / CM_KUBECONFIG,
-        server=url,
-        ca_pem=tls.ca_pem,
-        user=CONTROLLER_MANAGER_USER,
-        token=tokens[CONTROLLER_MANAGER_USER],
-    )
 
-    from kubeloop.store import SqliteStore
+    def write_kubeconfigs() -> None:
+        write_kubeconfig(
+            data_dir / CM_KUBECONFIG,
+            server=url,
+            ca_pem=tls.ca_pem,
+            user=CONTROLLER_MANAGER_USER,
+            token=tokens[CONTROLLER_MANAGER_USER],
+        )
+        write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
 
+    writing = asyncio.ensure_future(asyncio.to_thread(write_kubeconfigs))
     try:
-        store = await SqliteStore.open(data_dir / DATABASE)
-    except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
-        raise StartupError(f"cannot open the store {data_dir / DATABASE}: {exc}") from None
+        store = await _open_store_importing_serving(data_dir / DATABASE)
+    except BaseException:
+        await asyncio.gather(writing, return_exceptions=True)
+        raise
     core: App | None = None
     try:
         try:
@@ -204,6 +225,7 @@ async def _serve_locked(
             raise StartupError(str(exc)) from None
         _tune_gc()
         server = _uvicorn_server(app, tls.cert, tls.key)
+        await writing  # both kubeconfig files are in place before the first request is answered
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.002)
@@ -224,9 +246,42 @@ async def _serve_locked(
             await manager.stop()
         await _shutdown(server, serving, store)
     finally:
+        await asyncio.gather(writing, return_exceptions=True)  # a start-up that failed leaves no writer behind
         if core is not None:
             await core.shutdown()
         await store.close()
+
+
+async def _open_store(path: Path) -> Store:
+    from kubeloop.store import SqliteStore
+
+    try:
+        return await SqliteStore.open(path)
+    except Exception as exc:  # sqlite3 and OS errors: say which file, in one line
+        raise StartupError(f"cannot open the store {path}: {exc}") from None
+
+
+async def _open_store_importing_serving(path: Path) -> Store:
+    """Open the store and, while its thread loads the database (SQLite's fsyncs, on a first start the
+    schema's), import the HTTPS server on this one: the import would otherwise come after, with the
+    store thread idle. Importing here, not on a thread of its own, keeps every import of this process
+    on one thread."""
+    opening = asyncio.ensure_future(_open_store(path))
+    try:
+        await asyncio.sleep(0)  # the store's thread has its load job from here on
+        _import_serving()
+    except BaseException:
+        opened = (await asyncio.gather(opening, return_exceptions=True))[0]
+        if not isinstance(opened, BaseException):
+            await opened.close()
+        raise
+    return await opening
+
+
+def _import_serving() -> None:
+    import uvicorn  # noqa: F401
+
+    import kubeloop.cli._serving  # noqa: F401
 
 
 async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> None:

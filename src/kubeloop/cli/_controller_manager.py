@@ -27,10 +27,13 @@ import contextlib
 import importlib
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from kubeloop.cli._startup import gc_paused
 
 if TYPE_CHECKING:
     from kubeloop.api import ResourceInfo
@@ -94,19 +97,23 @@ def run_controller_manager(
     wait_for_kubeconfig: bool,
 ) -> None:
     """The controller manager in this process, until stopped; a ``ValueError`` is the one-line reason
-    it could not run. ``kubeloop up`` calls this in a child forked from itself (see ``_child``)."""
+    it could not run. ``kubeloop up`` calls this in a child forked from itself (see ``_child``).
+    Start-up, until the ready line, runs with the cyclic garbage collector paused
+    (:func:`~kubeloop.cli._startup.gc_paused`)."""
     skip_unused_imports()
     import uvloop
 
-    uvloop.run(
-        _run(
-            kubeconfig,
-            connect_timeout=connect_timeout,
-            namespace_deletion_grace_period=namespace_deletion_grace_period,
-            exit_with_parent=exit_with_parent,
-            wait_for_kubeconfig=wait_for_kubeconfig,
+    with gc_paused() as resume_gc:
+        uvloop.run(
+            _run(
+                kubeconfig,
+                connect_timeout=connect_timeout,
+                namespace_deletion_grace_period=namespace_deletion_grace_period,
+                exit_with_parent=exit_with_parent,
+                wait_for_kubeconfig=wait_for_kubeconfig,
+                on_ready=resume_gc,
+            )
         )
-    )
 
 
 def skip_unused_imports() -> None:
@@ -129,6 +136,7 @@ async def _run(
     namespace_deletion_grace_period: float,
     exit_with_parent: bool,
     wait_for_kubeconfig: bool,
+    on_ready: Callable[[], None],
 ) -> None:
     from kubeloop.api import ApiError
     from kubeloop.client import ConfigError, ConnectionFailed
@@ -162,7 +170,7 @@ async def _run(
                 await asyncio.sleep(0.02)
             except ApiError as exc:
                 raise ValueError(f"the API server refused the controller manager: {exc.message}") from None
-        await _run_builtin_controllers(manager, controllers, exit_with_parent=exit_with_parent)
+        await _run_builtin_controllers(manager, controllers, exit_with_parent=exit_with_parent, on_ready=on_ready)
 
 
 def _builtin_controllers(client: Client, namespace_deletion_grace_period: float) -> tuple[Manager, dict[str, Runnable]]:
@@ -179,8 +187,10 @@ def _builtin_controllers(client: Client, namespace_deletion_grace_period: float)
     return manager, dict(controllers)
 
 
-async def _run_builtin_controllers(manager: Manager, controllers: dict[str, Runnable], *, exit_with_parent: bool) -> None:
-    """Run the manager; print READY_LINE once it and every controller have synced."""
+async def _run_builtin_controllers(
+    manager: Manager, controllers: dict[str, Runnable], *, exit_with_parent: bool, on_ready: Callable[[], None]
+) -> None:
+    """Run the manager; print READY_LINE (then call ``on_ready``) once it and every controller have synced."""
     from kubeloop.controllers import has_synced
 
     running = asyncio.ensure_future(manager.run())
@@ -193,6 +203,7 @@ async def _run_builtin_controllers(manager: Manager, controllers: dict[str, Runn
                 return
             await asyncio.sleep(SYNC_POLL_SECONDS)
         print(READY_LINE, flush=True)
+        on_ready()
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if running.done():
             running.result()
