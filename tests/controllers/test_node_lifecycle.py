@@ -54,7 +54,8 @@ async def _pod_when(world: World, name: str, check: Any) -> dict[str, Any]:
 
 
 def _taints(node: dict[str, Any]) -> dict[tuple[str, str], str | None]:
-    return {(t["key"], t["effect"]): t.get("timeAdded") for t in node["spec"].get("taints") or ()}
+    # A node created without a spec has none until the lifecycle controller's first taint.
+    return {(t["key"], t["effect"]): t.get("timeAdded") for t in (node.get("spec") or {}).get("taints") or ()}
 
 
 def _ready(obj: dict[str, Any]) -> bool:
