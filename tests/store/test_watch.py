@@ -38,6 +38,21 @@ async def test_next_batch_returns_everything_pending_at_once(store: SqliteStore)
     assert await w.next_batch() == []
 
 
+async def test_each_watcher_gets_exactly_its_prefix_out_of_one_mixed_batch(store: SqliteStore) -> None:
+    # One batch (the writes are queued together) with keys under several prefixes, one of them
+    # holding a NUL followed by another watcher's prefix: a key is delivered to a watcher if and only
+    # if it starts with the watcher's prefix, whatever else it holds.
+    keys = ["/a/1", "/b/1", "/a/2", "/c/x\0/b/y", "/ab", "/b\0/a/", "/a/3"]
+    prefixes = ["/a/", "/b/", "/c/", "/d/", "/a", ""]
+    watches = {p: store.watch(p, after=0) for p in prefixes}
+    await asyncio.gather(*(store.create(k, value(k)) for k in keys))
+    assert store.batches_committed == 1
+    for prefix, w in watches.items():
+        got = [e.kv.key for e in w.poll()]
+        assert got == [k for k in keys if k.startswith(prefix)], prefix
+        w.close()
+
+
 async def test_watch_from_a_compacted_revision_is_refused(store: SqliteStore) -> None:
     for i in range(5):
         await store.create(f"/r/{i}", value(str(i)))
