@@ -17,8 +17,9 @@ from kubeloop.api._apply import (
     _after_update,
     managed_fields_after_update,
     managed_fields_on_create,
+    managed_fields_on_update,
 )
-from kubeloop.api._fieldpath import compare, created_fields_v1, fields_v1
+from kubeloop.api._fieldpath import compare, created_fields_v1, edit_fields_v1, fields_v1, parse_fields_v1
 
 DEPLOY = builtin_schema("apps", "v1", "Deployment")
 MANAGERS = [f"m{i:02}" for i in range(13)]  # more than the cap of 10 Update managers
@@ -87,6 +88,7 @@ def test_incremental_managed_fields_equal_the_full_recomputation(steps: list[tup
         fast = managed_fields_after_update(stored, new, **kwargs)
         full = _after_update(stored, new, operation="Update", status_subresource=True, fast=False, **kwargs)
         assert fast == full
+        assert managed_fields_on_update(stored, new, manager, now, "apps/v1", DEPLOY, kwargs["subresource"], True) == fast
         assert record_update(stored, new, **kwargs)["metadata"].get("managedFields", []) == full
         stored = copy.deepcopy(new)
         stored["metadata"]["managedFields"] = copy.deepcopy(fast)
@@ -316,3 +318,94 @@ def test_created_fields_v1_leaves_out_unowned_scalars_whatever_lies_below_them(o
         added = compare({}, obj, schema).added
         expected = fields_v1(p for p in added if p not in unowned)
         assert orjson.dumps(created_fields_v1(obj, schema, unowned=unowned, skip=frozenset())) == orjson.dumps(expected)
+
+
+_ELEMENTS = ["f:a", "f:b", "f:spec", 'k:{"name":"x"}', 'k:{"name":"y"}', 'v:"a"', "v:1", "i:0", "i:1"]
+_PATHS = st.lists(st.sampled_from(_ELEMENTS), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sets(_PATHS, max_size=12), st.sets(_PATHS, max_size=4), st.sets(_PATHS, max_size=4))
+def test_editing_a_fields_v1_tree_equals_decoding_editing_and_encoding_the_set(
+    owned: set[tuple[str, ...]], removed: set[tuple[str, ...]], added: set[tuple[str, ...]],
+) -> None:
+    tree = fields_v1(owned)
+    frozen = copy.deepcopy(tree)
+    edited = edit_fields_v1(tree, remove=removed, add=added)
+    expected = fields_v1((parse_fields_v1(tree) - removed) | added)
+    assert orjson.dumps(edited) == orjson.dumps(expected)  # key order included
+    assert tree == frozen
+
+
+def _reference_compare(old: Any, new: Any, schema: Any) -> tuple[set[Any], set[Any], set[Any]]:
+    """``compare`` as it was written before its fast paths (equal values and scalar leaves settled
+    without a call, maps walked in two loops): the definition the fast paths must keep."""
+    from kubeloop.api._fieldpath import _empty, _list_items, _shape, resolve
+
+    added: set[Any] = set()
+    removed: set[Any] = set()
+    modified: set[Any] = set()
+    absent = object()
+
+    def leaf(o: Any, n: Any, path: Any) -> None:
+        if o is absent:
+            added.add(path)
+        elif n is absent:
+            removed.add(path)
+        elif o != n:
+            modified.add(path)
+
+    def walk(o: Any, n: Any, schema: Any, path: Any, struct_like: bool) -> None:
+        if o == n:
+            return
+        sample = n if n is not absent and n is not None else o
+        o_none, n_none = o is absent or o is None, n is absent or n is None
+        if isinstance(sample, dict) and (o_none or isinstance(o, dict)) and (n_none or isinstance(n, dict)):
+            shape = _shape(schema)
+            if shape.atomic_map or (_empty(absent_to(o)) and _empty(absent_to(n))):
+                leaf(o, n, path)
+                return
+            left, right = (o if isinstance(o, dict) else {}), (n if isinstance(n, dict) else {})
+            for key in dict.fromkeys([*left, *right]):
+                child_schema, child_struct = shape.child(key)
+                walk(left.get(key, absent), right.get(key, absent), child_schema, (*path, "f:" + key), child_struct)
+        elif isinstance(sample, list) and (o_none or isinstance(o, list)) and (n_none or isinstance(n, list)):
+            shape = _shape(schema)
+            if shape.semantics == "atomic" or (_empty(absent_to(o)) and _empty(absent_to(n))):
+                leaf(o, n, path)
+                return
+            left = _list_items(o, schema, shape) if isinstance(o, list) else {}
+            right = _list_items(n, schema, shape) if isinstance(n, list) else {}
+            for element in dict.fromkeys([*left, *right]):
+                walk(left.get(element, absent), right.get(element, absent), shape.items, (*path, element), False)
+        else:
+            leaf(o, n, path)
+            return
+        if path and not struct_like:
+            if o is absent:
+                added.add(path)
+            elif n is absent:
+                removed.add(path)
+
+    def absent_to(value: Any) -> Any:
+        return None if value is absent else value
+
+    walk(old, new, resolve(schema), (), True)
+    return added, removed, modified
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OBJECTS, _OBJECTS, st.sampled_from(sorted(_ALL_SCHEMAS)), st.booleans())
+def test_compare_equals_its_plain_definition(old: dict[str, Any], new: dict[str, Any], schema: str, empty: bool) -> None:
+    if empty:
+        old = {}
+    try:
+        expected: Any = _reference_compare(old, new, _ALL_SCHEMAS[schema])
+    except BadRequest as error:
+        expected = error.message
+    try:
+        result = compare(old, new, _ALL_SCHEMAS[schema])
+        got: Any = (result.added, result.removed, result.modified)
+    except BadRequest as error:
+        got = error.message
+    assert got == expected

@@ -36,6 +36,7 @@ from kubeloop.api._fieldpath import (
     compare,
     created_fields_v1,
     created_tree,
+    edit_fields_v1,
     fields_v1,
     parse_fields_v1,
     path_string,
@@ -51,6 +52,7 @@ __all__ = [
     "default_field_manager",
     "managed_fields_after_update",
     "managed_fields_on_create",
+    "managed_fields_on_update",
     "record_update",
     "server_side_apply",
 ]
@@ -182,7 +184,7 @@ _TOP_LEVEL_RESETS: dict[tuple[Path, ...], frozenset[str]] = {
 
 def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
     if not reset:
-        return frozenset(p for p in fields if p not in _STRIPPED)
+        return frozenset(fields) - _STRIPPED
     if all(len(r) == 1 for r in reset):  # the reset fields are top-level (spec, status)
         heads = frozenset(reset)
         return frozenset(p for p in fields if p not in _STRIPPED and p[:1] not in heads)
@@ -205,8 +207,19 @@ def _view(obj: Mapping[str, Any] | None) -> dict[str, Any]:
     view = dict(obj)
     meta = view.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
-        view["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+        meta = view["metadata"] = dict(meta)  # a copy and a deletion: cheaper than a comprehension
+        del meta["managedFields"]
     return view
+
+
+def _read_view(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """:func:`_view` for a caller that only reads it: ``obj`` itself when it has no managedFields."""
+    if not obj:
+        return {}
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        return _view(obj)
+    return obj
 
 
 def _is_reset(raw: Any) -> bool:
@@ -341,14 +354,24 @@ _CREATE_TREES = {
 }
 
 
+def managed_fields_on_update(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], manager: str, now: str, api_version: str,
+    schema: Mapping[str, Any] | None, subresource: str | None, status_subresource: bool,
+) -> list[dict[str, Any]]:
+    """``managed_fields_after_update(old, new, manager=manager, now=now, api_version=api_version,
+    schema=schema, subresource=subresource, status_subresource=status_subresource)``, positional: every
+    update, patch and subresource write pays for this call."""
+    return _after_update(old, new, manager, now, api_version, schema, "Update", subresource, status_subresource, True)
+
+
 def _after_update(
-    old: Mapping[str, Any] | None, new: Mapping[str, Any], *, manager: str, now: str, api_version: str,
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], manager: str, now: str, api_version: str,
     schema: Mapping[str, Any] | None, operation: str, subresource: str | None, status_subresource: bool, fast: bool,
 ) -> list[dict[str, Any]]:
     raw_new = (new.get("metadata") or {}).get("managedFields")
     raw_old = ((old or {}).get("metadata") or {}).get("managedFields")
     reset = _reset_prefixes(subresource, status_subresource)
-    old_view, new_view = _view(old), _view(new)
+    old_view, new_view = _read_view(old), _read_view(new)
     if subresource is None and _is_reset(raw_new):
         base: Any = []
     elif subresource is None and raw_new is not None and raw_new != [] and raw_new != raw_old:
@@ -524,16 +547,17 @@ _STORED_ORDERS = frozenset({
 
 def _is_stored_entry(raw: Any) -> bool:
     """An entry as :meth:`ManagedEntry.to_json` writes it (so it re-encodes to itself)."""
+    # Exact types (as decoded JSON has them): a subclass only costs the caller the general path.
     return (
-        isinstance(raw, dict)
+        type(raw) is dict
         and tuple(raw) in _STORED_ORDERS
         and raw["fieldsType"] == "FieldsV1"
-        and isinstance(raw["manager"], str)
-        and isinstance(raw["operation"], str)
-        and isinstance(raw["apiVersion"], str)
-        and isinstance(raw.get("time", ""), str)
-        and (isinstance(raw.get("subresource"), str) and raw["subresource"] != "" if "subresource" in raw else True)
-        and isinstance(raw["fieldsV1"], dict)
+        and type(raw["manager"]) is str
+        and type(raw["operation"]) is str
+        and type(raw["apiVersion"]) is str
+        and type(raw.get("time", "")) is str
+        and (type(raw.get("subresource")) is str and raw["subresource"] != "" if "subresource" in raw else True)
+        and type(raw["fieldsV1"]) is dict
         and bool(raw["fieldsV1"])
     )
 
@@ -561,6 +585,19 @@ def _owns_any(fields_v1: Mapping[str, Any], paths: Iterable[Path]) -> bool:
     return False
 
 
+def _owns_all(fields_v1: Mapping[str, Any], paths: Iterable[Path]) -> bool:
+    """Whether a FieldsV1 tree has every one of ``paths`` as a member."""
+    for path in paths:
+        node: Any = fields_v1
+        for element in path:
+            node = node.get(element)
+            if node is None:
+                return False
+        if node and "." not in node:
+            return False
+    return True
+
+
 def _fast_update(
     stored: list[dict[str, Any]], comparison: Any, reset: tuple[Path, ...], manager: str, operation: str,
     api_version: str, subresource: str, now: str,
@@ -568,30 +605,38 @@ def _fast_update(
     """:func:`_apply_update` over stored JSON entries, touching only the ones the write affects;
     ``None`` when the Update-manager cap would apply (the caller recomputes in full)."""
     changed = _clean_set(comparison.added | comparison.modified, reset)
-    removed = frozenset(comparison.removed)
+    removed = comparison.removed
     touched = changed | removed
     identity = (manager, operation, "" if operation == "Apply" else api_version, subresource)
     result: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
+    # An entry's FieldsV1 is edited along the touched paths (edit_fields_v1), not decoded and encoded:
+    # ``{**raw, "fieldsV1": ...}`` is what ``_replace(entry, remaining).to_json()`` writes for a stored entry.
     for raw in stored:
         if _raw_identity(raw) == identity:
             previous = raw
         elif touched and _owns_any(raw["fieldsV1"], touched):
-            entry = decode_managed_fields([raw])[0]
-            remaining = entry.fields - changed - removed
+            remaining = edit_fields_v1(raw["fieldsV1"], remove=touched)
             if remaining:
-                result.append(_replace(entry, remaining).to_json())
+                result.append({**raw, "fieldsV1": remaining})
         else:
             result.append(raw)
     if changed:
-        base = parse_fields_v1(previous["fieldsV1"]) - removed if previous is not None else frozenset()
-        me = ManagedEntry(manager, operation, api_version, base | changed, now, subresource)
-        result.append(me.to_json())
+        if previous is not None and _owns_all(previous["fieldsV1"], changed) and not (
+                removed and _owns_any(previous["fieldsV1"], removed)):
+            fields = previous["fieldsV1"]  # the writer changed fields it owned: the set is the same
+        else:
+            fields = edit_fields_v1(previous["fieldsV1"] if previous is not None else {}, remove=removed, add=changed)
+        entry = {"manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
+                 "fieldsType": "FieldsV1", "fieldsV1": fields}
+        if subresource:
+            entry["subresource"] = subresource
+        result.append(entry)
     elif previous is not None:
         if removed and _owns_any(previous["fieldsV1"], removed):
-            entry = decode_managed_fields([previous])[0]
-            if entry.fields - removed:
-                result.append(_replace(entry, entry.fields - removed).to_json())
+            remaining = edit_fields_v1(previous["fieldsV1"], remove=removed)
+            if remaining:
+                result.append({**previous, "fieldsV1": remaining})
         else:
             result.append(previous)
     if sum(1 for raw in result if raw["operation"] == "Update") > MAX_UPDATE_MANAGERS:

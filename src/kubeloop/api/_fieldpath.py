@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -37,6 +36,7 @@ __all__ = [
     "compare",
     "created_fields_v1",
     "created_tree",
+    "edit_fields_v1",
     "fields_v1",
     "is_atomic_map",
     "item_element",
@@ -146,15 +146,20 @@ def _walk_set(value: Any, schema: Schema, path: Path, out: set[Path]) -> None:
 
 
 _ABSENT: Any = object()
+# The types of JSON scalars but null (exactly): a value of one of them is a leaf whatever the value
+# on the other side is, where a null next to a map or list stands for an empty one.
+_LEAVES = frozenset({str, int, float, bool})
 
 
-@dataclass(slots=True)
 class Comparison:
     """Paths added, removed and modified going from one object to another (smd ``Comparison``)."""
 
-    added: set[Path] = field(default_factory=set)
-    removed: set[Path] = field(default_factory=set)
-    modified: set[Path] = field(default_factory=set)
+    __slots__ = ("added", "modified", "removed")
+
+    def __init__(self) -> None:  # a plain class: a dataclass's default factories cost more per update
+        self.added: set[Path] = set()
+        self.removed: set[Path] = set()
+        self.modified: set[Path] = set()
 
 
 def compare(old: Any, new: Any, schema: Schema) -> Comparison:
@@ -164,7 +169,7 @@ def compare(old: Any, new: Any, schema: Schema) -> Comparison:
     field or a required field: upstream compares against a typed zero object, where those exist.
     """
     result = Comparison()
-    _compare(old, new, resolve(schema), (), result, struct_like=True)
+    _compare(old, new, _shape(resolve(schema)), (), result, True)
     return result
 
 
@@ -255,9 +260,14 @@ def _shape(schema: Schema) -> _Shape:
     return hit
 
 
-def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison, *, struct_like: bool) -> None:
+def _compare(old: Any, new: Any, shape: _Shape, path: Path, result: Comparison, struct_like: bool) -> None:
+    """The comparison of ``old`` and ``new`` at ``path``, whose schema node is ``shape``."""
+    if type(old) is dict and type(new) is dict and old and new and not shape.atomic_map:
+        # Two non-empty maps, the common case: no leaf here, and the node neither appears nor goes.
+        _compare_maps(old, new, shape, path, result)
+        return
     if old is _ABSENT:
-        _added(new, schema, path, result.added, struct_like)
+        _added(new, shape.schema, path, result.added, struct_like)
         return
     if old == new:
         # Equal values add, remove and modify nothing below them (``==`` is the leaf test too);
@@ -267,31 +277,21 @@ def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison,
     old_none = old is _ABSENT or old is None
     new_none = new is _ABSENT or new is None
     if isinstance(sample, dict) and (old_none or isinstance(old, dict)) and (new_none or isinstance(new, dict)):
-        shape = _shape(schema)
         if shape.atomic_map or (_empty(old) and _empty(new)):
             _leaf(old, new, path, result)
             return
-        left = old if isinstance(old, dict) else {}
-        right = new if isinstance(new, dict) else {}
-        for key in dict.fromkeys([*left, *right]) if left else right:
-            child_schema, child_struct = shape.child(key)
-            _compare(
-                left.get(key, _ABSENT), right.get(key, _ABSENT), child_schema, (*path, "f:" + key), result,
-                struct_like=child_struct,
-            )
+        _compare_maps(old if isinstance(old, dict) else {}, new if isinstance(new, dict) else {}, shape, path, result)
     elif isinstance(sample, list) and (old_none or isinstance(old, list)) and (new_none or isinstance(new, list)):
-        shape = _shape(schema)
         if shape.semantics == "atomic" or (_empty(old) and _empty(new)):
             _leaf(old, new, path, result)
             return
-        left = _list_items(old, schema, shape) if isinstance(old, list) else {}
-        right = _list_items(new, schema, shape) if isinstance(new, list) else {}
-        item_schema = shape.items
+        left = _list_items(old, shape.schema, shape) if isinstance(old, list) else {}
+        right = _list_items(new, shape.schema, shape) if isinstance(new, list) else {}
+        item_shape = shape.item_kid()
         for element in dict.fromkeys([*left, *right]) if left else right:
-            _compare(
-                left.get(element, _ABSENT), right.get(element, _ABSENT), item_schema, (*path, element), result,
-                struct_like=False,
-            )
+            before, after = left.get(element, _ABSENT), right.get(element, _ABSENT)
+            if before != after:  # an equal item changes nothing (_compare's first test, without the call)
+                _compare(before, after, item_shape, (*path, element), result, False)
     else:
         _leaf(old, new, path, result)
         return
@@ -300,6 +300,36 @@ def _compare(old: Any, new: Any, schema: Schema, path: Path, result: Comparison,
             result.added.add(path)
         elif new is _ABSENT:
             result.removed.add(path)
+
+
+def _compare_maps(left: dict[str, Any], right: dict[str, Any], shape: _Shape, path: Path, result: Comparison) -> None:
+    """:func:`_compare` of the fields of two maps: ``left``'s fields, then those only ``right`` has (two
+    loops rather than one over ``dict.fromkeys([*left, *right])``, which costs more than the walk)."""
+    kids = shape.kids
+    for key, before in left.items():
+        after = right.get(key, _ABSENT)
+        # The cases _compare would settle first, settled here without the call: most fields of an
+        # update are equal, and most that differ are scalars.
+        if before == after:
+            continue
+        if type(before) in _LEAVES:
+            if after is _ABSENT:
+                result.removed.add((*path, "f:" + key))
+                continue
+            if type(after) in _LEAVES:
+                result.modified.add((*path, "f:" + key))
+                continue
+        kid, struct = kids.get(key) or shape.kid(key)
+        _compare(before, after, kid, (*path, "f:" + key), result, struct)
+    if not left.keys() >= right.keys():  # some field only ``right`` has
+        for key, after in right.items():
+            if key in left:
+                continue
+            if type(after) in _LEAVES:
+                result.added.add((*path, "f:" + key))
+                continue
+            kid, struct = kids.get(key) or shape.kid(key)
+            _compare(_ABSENT, after, kid, (*path, "f:" + key), result, struct)
 
 
 def _added(new: Any, schema: Schema, path: Path, added: set[Path], struct_like: bool) -> None:
@@ -561,6 +591,62 @@ def _ordered(node: dict[str, Any], path: Path, members: set[Path]) -> dict[str, 
     for element in elements:
         child = node[element]
         out[element] = _ordered(child, (*path, element), members) if child else {}
+    return out
+
+
+def edit_fields_v1(tree: Mapping[str, Any], *, remove: Iterable[Path] = (), add: Iterable[Path] = ()) -> dict[str, Any]:
+    """``fields_v1((parse_fields_v1(tree) - remove) | add)`` for a ``tree`` in the form :func:`fields_v1`
+    writes (``{}`` for the empty set), edited along the given paths only: the nodes on them are new,
+    every other subtree is ``tree``'s own (shared: treat the answer as read-only).
+
+    An update changes a few fields of an entry that owns many; decoding the whole entry into paths
+    and encoding it back cost more than the rest of the bookkeeping."""
+    edits: dict[str, Any] = {}
+    for paths, member in ((remove, False), (add, True)):  # add after remove: a path in both is kept
+        for path in paths:
+            node = edits
+            for element in path[:-1]:
+                node = node.setdefault(element, [None, {}])[1]
+            if path:
+                node.setdefault(path[-1], [None, {}])[0] = member
+    if not edits:
+        return dict(tree)
+    return _edit(tree or None, False, None, edits) or {}
+
+
+def _edit(node: Mapping[str, Any] | None, member: bool, becomes: bool | None, edits: dict[str, Any]
+          ) -> dict[str, Any] | None:
+    """The FieldsV1 node of one path after ``edits`` (element -> [member or not or unchanged, edits
+    below]) below it; ``node`` is its node before (``None``: absent), ``member`` whether the path was
+    a member, ``becomes`` whether it is one after (``None``: as before). ``None`` when nothing is left."""
+    children = {element: child for element, child in node.items() if element != "."} if node else {}
+    grew = False
+    for element, (child_becomes, below) in edits.items():
+        child = children.get(element)
+        child_member = child is not None and (not child or "." in child)
+        if below:
+            edited = _edit(child, child_member, child_becomes, below)
+        elif child_becomes is None or child_becomes == child_member:
+            continue
+        elif child_becomes:  # a member appears: a leaf where nothing was, ``"."`` on a node with children
+            edited = {".": {}, **child} if child else {}
+        else:  # a member goes: its node goes with it unless it has children
+            edited = {e: c for e, c in child.items() if e != "."} if child else None
+        if edited is None:
+            children.pop(element, None)
+        else:
+            grew = grew or child is None
+            children[element] = edited
+    if becomes is not None:
+        member = becomes
+    if not children:
+        return {} if member else None
+    elements = sorted(children) if grew else list(children)
+    if grew and elements[-1][0] in "kv":
+        elements.sort(key=_sort_key)
+    out: dict[str, Any] = {".": {}} if member else {}
+    for element in elements:
+        out[element] = children[element]
     return out
 
 

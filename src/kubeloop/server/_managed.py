@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import format_time
-from kubeloop.api._apply import default_field_manager, managed_fields_after_update, managed_fields_on_create
+from kubeloop.api._apply import default_field_manager, managed_fields_on_create, managed_fields_on_update
 from kubeloop.server._state import ServerState
 
 __all__ = ["record_manager_hook"]
@@ -30,9 +30,9 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
                 info.status_subresource,
             )
         else:
-            managed = managed_fields_after_update(
-                old, obj, manager=manager, now=format_time(state.clock.now()), api_version=info.api_version,
-                schema=state.schema(info), subresource=subresource, status_subresource=info.status_subresource,
+            managed = managed_fields_on_update(
+                old, obj, manager, format_time(state.clock.now()), info.api_version, state.schema(info), subresource,
+                info.status_subresource,
             )
         meta = obj.setdefault("metadata", {})
         if managed:
