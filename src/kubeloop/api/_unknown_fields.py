@@ -38,12 +38,7 @@ def _child(path: str, key: str) -> str:
 def prune_builtin_unknown_fields(obj: Any, schema: Mapping[str, Any] | None) -> list[str]:
     """Drop undeclared fields of ``obj`` (in place) against built-in ``schema``; return their paths."""
     unknown: list[str] = []
-    if schema is None:
-        return unknown
-    # _plan's memo, read here: every create and update body comes through (a call less each).
-    hit = _plans.get(id(schema))
-    plan = hit[1] if hit is not None and hit[0] is schema else _plan(schema)
-    if plan is not None:
+    if schema is not None and (plan := _plan(schema)) is not None:
         _walk(obj, plan, "", unknown, True, _index_element)
     return unknown
 

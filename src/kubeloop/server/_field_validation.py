@@ -54,11 +54,6 @@ def _object_meta_schema() -> Mapping[str, Any] | None:
     return definitions().get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
 
 
-# builtin_schema's answer per ResourceInfo, by identity (the info is kept so that its id stays unique):
-# every create and update asks, and a lookup here is cheaper than building builtin_schema's key.
-_builtin_schemas: dict[int, tuple[ResourceInfo, Mapping[str, Any] | None]] = {}
-
-
 def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> list[str]:
     """Drop the fields ``info``'s schema does not declare from ``obj`` (in place); their texts."""
     if not isinstance(obj, dict):
@@ -72,12 +67,7 @@ def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> lis
         if schema is not None:
             paths.extend(prune(obj, schema))
     else:
-        hit = _builtin_schemas.get(id(info))
-        if hit is None or hit[0] is not info:
-            if len(_builtin_schemas) >= 4096:  # bounded, as every cache keyed by request data
-                _builtin_schemas.clear()
-            hit = _builtin_schemas[id(info)] = (info, builtin_schema(info.group, info.version, info.kind))
-        paths = prune_builtin_unknown_fields(obj, hit[1])
+        paths = prune_builtin_unknown_fields(obj, builtin_schema(info.group, info.version, info.kind))
     return [f'unknown field "{p}"' for p in paths] if paths else paths
 
 
