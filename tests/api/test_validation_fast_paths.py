@@ -147,7 +147,7 @@ _OBJECT = st.fixed_dictionaries({}, optional={"apiVersion": _VALUE, "kind": _VAL
 @given(_OBJECT)
 def test_the_one_pass_type_test_only_passes_objects_without_type_errors(obj: dict[str, Any]) -> None:
     full = v._all_type_errors(obj)
-    if v._well_typed(obj):
+    if v.well_typed(obj):
         assert full == []
     assert type_errors(obj) == full
 

@@ -39,3 +39,24 @@ async def test_plugins_see_each_writes_attributes_and_cannot_change_them(app: Ap
         ("UPDATE", "configmaps", "default", "a", "", False),
         ("DELETE", "configmaps", "default", "a", "", False),
     ]
+
+
+async def test_a_creates_attributes_carry_its_user_and_the_namespace_read_it_commits_against(
+    app: App, client: httpx.AsyncClient
+) -> None:
+    # The create path builds its attributes positionally (a named tuple's keyword ``__new__`` is
+    # skipped): every field lands where a keyword construction puts it.
+    recorder = Recorder()
+    app.admission.append(recorder)
+    assert (await client.post(CM, json={"metadata": {"name": "a"}})).status_code == 201
+    assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "n1"}})).status_code == 201
+    namespaced, cluster = recorder.seen
+    assert isinstance(namespaced, AdmissionAttributes) and isinstance(cluster, AdmissionAttributes)
+    state = namespaced.namespace_state
+    assert state is not None and state[0] is not None
+    assert state[0].key == "/registry/core/namespaces/default"
+    # This app authenticates nobody: the request's user is None.
+    assert namespaced == AdmissionAttributes("CREATE", namespaced.resource, "default", "a", namespace_state=state)
+    assert (namespaced.subresource, namespaced.user, namespaced.dry_run) == ("", None, False)
+    assert cluster == AdmissionAttributes("CREATE", cluster.resource, "", "n1")
+    assert (cluster.subresource, cluster.user, cluster.dry_run, cluster.namespace_state) == ("", None, False, None)

@@ -47,6 +47,7 @@ __all__ = [
     "validate_object_meta",
     "validate_object_meta_update",
     "validate_owner_references",
+    "well_typed",
 ]
 
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
@@ -499,14 +500,14 @@ def _check_string_map(value: Any, field: str, errs: list[FieldError]) -> None:
             errs.append(_type_error(f"{field}[{key}]", item, "string"))
 
 
-# What :func:`_well_typed` accepts per metadata field without looking further (``None`` is fine
+# What :func:`well_typed` accepts per metadata field without looking further (``None`` is fine
 # everywhere); labels, annotations, finalizers and ownerReferences need a look inside.
 _META_SCALAR_TYPES: dict[str, type] = {
     **dict.fromkeys(_META_STRINGS, str), **dict.fromkeys(_META_INTEGERS, int), "managedFields": list,
 }
 
 
-def _well_typed(obj: dict[str, Any]) -> bool:
+def well_typed(obj: dict[str, Any]) -> bool:
     """A sufficient test that :func:`type_errors` finds nothing, one pass over the fields present
     (exact types only: anything unusual takes the full check, which reports in its fixed order)."""
     if "apiVersion" in obj and type(obj["apiVersion"]) is not str:
@@ -557,7 +558,7 @@ def type_errors(obj: Any) -> list[FieldError]:
     """
     if not isinstance(obj, dict):
         return [_type_error("", obj, "object")]
-    return [] if _well_typed(obj) else _all_type_errors(obj)
+    return [] if well_typed(obj) else _all_type_errors(obj)
 
 
 def _all_type_errors(obj: dict[str, Any]) -> list[FieldError]:
