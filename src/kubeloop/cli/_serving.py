@@ -396,7 +396,9 @@ def split_target(url: bytes) -> tuple[bytes, bytes]:
     """A request target's path and query, as ``httptools.parse_url`` splits it: directly for the
     origin form (``/path?query``) without a fragment, which is what clients send; through
     ``parse_url`` otherwise (absolute form, a fragment)."""
-    if url[:1] == b"/" and b"#" not in url:
+    # find(), not ``b"#" not in url``: ``in`` on bytes first tries the operand as an int, and the
+    # TypeError it raises and clears costs more than the whole split.
+    if url[:1] == b"/" and url.find(b"#") < 0:
         path, _, query = url.partition(b"?")
         return path, query
     parsed = httptools.parse_url(url)
