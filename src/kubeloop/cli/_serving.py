@@ -342,9 +342,9 @@ class HttpProtocol(HttpToolsProtocol):
             waiting.set_result((cycle, app))
             self.tasks.add(self._runner)  # type: ignore[arg-type]
             return
-        # The connection's first request, or the app before is still running (a pipelined request, or
-        # one that arrived as that app finished): a task of its own, as uvicorn's, which then runs the
-        # connection's next requests.
+        # No task waits: the connection's first request, one after a task that ended, or one that came
+        # while the app before still runs (pipelined, or as that app finished). A task of its own, as
+        # uvicorn's, which then runs the connection's next requests.
         if self._fresh_context:
             runner = self.loop.create_task(run_requests(self, cycle, app), context=contextvars.Context())
         else:

@@ -69,8 +69,9 @@ def _render(name: Any, value: Any) -> bytes:
 # content type, a cache control, lengths that repeat), so most are checked and rendered once rather
 # than once per response (two regular expressions, a lowering and a formatting: most of a response
 # head's cost). Only ``(bytes, bytes)`` tuples are remembered, and only short ones; the table is
-# emptied when full.
-_LINES: dict[tuple[bytes, bytes], tuple[bytes, bytes | None, Any]] = {}
+# emptied when full. Its key is typed ``Any``: an app may look one up with bytearrays or a list, which a
+# compiled build would refuse for a narrower key type.
+_LINES: dict[Any, tuple[bytes, bytes | None, Any]] = {}
 _LINES_LIMIT = 1024
 _LINE_BYTES_KEPT = 256
 
@@ -87,7 +88,7 @@ def header_line(header: Any) -> tuple[bytes, bytes | None, Any]:
     name, value = header
     line = _render(name, value)
     lowered = name.lower()
-    known = (line, lowered if lowered in _FRAMING else None, value)
+    known = (line, bytes(lowered) if lowered in _FRAMING else None, value)  # bytes: a name may be a bytearray
     if type(header) is tuple and type(name) is bytes and type(value) is bytes and len(line) <= _LINE_BYTES_KEPT:
         if len(_LINES) >= _LINES_LIMIT:
             _LINES.clear()
@@ -201,10 +202,11 @@ class RequestCycle:
         for name, value in default_framing:
             has_connection_close = self._frame(name, value) or has_connection_close
         for header in message.get("headers", ()):
-            line, framing, value = header_line(header)
+            # Not ``value``: the loop above types that bytes, which a compiled build would check.
+            line, framing, header_value = header_line(header)
             head.append(line)
             if framing is not None:
-                has_connection_close = self._frame(framing, value) or has_connection_close
+                has_connection_close = self._frame(framing, header_value) or has_connection_close
         if not self.keep_alive and not has_connection_close:
             head.append(b"connection: close\r\n")
         if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
