@@ -570,3 +570,29 @@ async def test_response_headers_are_checked_and_rendered_exactly_as_uvicorn_does
     ours = await _answers(app, tls, _uvicorn_server(app, tls.cert, tls.key), len(cases))
     assert ours == theirs
     assert 10 < sum(answer.startswith(b"HTTP/1.1 200 OK") for answer in ours) < 50  # answered and refused
+
+
+async def test_header_names_and_values_as_bytearrays_are_answered_as_uvicorn_answers_them(tmp_path: Path) -> None:
+    """ASGI header names and values are byte strings, which an app may give as bytearrays: the same
+    bytes as under uvicorn's own protocol, framing headers and refused values included (on the compiled
+    build too, whose functions check the types they declare)."""
+    tls = ensure_tls(tmp_path)
+    cases: list[list[Any]] = [
+        [(bytearray(b"Content-Type"), bytearray(b"application/json")), (b"content-length", bytearray(b"2"))],
+        [(bytearray(b"Content-Length"), b"2"), (b"x-v", bytearray(b"a\tb"))],
+        [[bytearray(b"Connection"), bytearray(b"keep-alive, close")], (bytearray(b"transfer-encoding"), b"chunked")],
+        [(b"x-v", bytearray(b"a\r\nb"))],
+        [(bytearray(b"x v"), b"v")],
+    ]
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        headers = cases[int(scope["path"].strip("/"))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    theirs = await _answers(app, tls, uvicorn.Server(config), len(cases))
+    ours = await _answers(app, tls, _uvicorn_server(app, tls.cert, tls.key), len(cases))
+    assert ours == theirs
+    assert [answer.startswith(b"HTTP/1.1 200 OK") for answer in ours] == [True, True, True, False, False]

@@ -31,12 +31,19 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
   :data:`IDLE_CHECK_SECONDS` (at most; a quarter of the timeout if that is shorter) while it has
   connections, closes those idle for ``timeout_keep_alive`` seconds: the same rule, a connection
   closing up to one check interval later. A timeout of 0 keeps uvicorn's own timer.
-- **A request's task leaves the server's tasks as its app returns** (the last step of
-  ``RequestCycle.run_asgi``), not through a done callback, which costs a loop callback per request.
-  uvicorn's shutdown waits for that set and ``limit_concurrency`` counts it: a task is in it exactly
-  while its app runs. One exception: a task cancelled before its first step never runs that step and
-  stays in the set; only uvicorn's shutdown cancels the server's tasks, and it reads the set no more
-  after that.
+- **One task per connection, not per request.** uvicorn starts a task for every request; creating one
+  (a context copy, asyncio's registry of tasks, its removal as the task is freed) costs more than
+  waking a task that waits. Here the task that ran a connection's request waits for the next one and
+  runs it (:func:`~kubeloop.cli._serving_cycle.run_requests`). Each request still starts as under
+  uvicorn: in a context equal to the one uvicorn would give it (a copy of the connection's context, or
+  an empty one with ``reset_contextvars``; a task whose app changed its context ends, and the next
+  request gets a new task), at once even if the app before is still running after its response (such
+  a request gets a task of its own, which then serves the connection), with uvicorn's errors and 500.
+  A task is one of the server's tasks (which uvicorn's shutdown waits for and ``limit_concurrency``
+  counts) from the moment it is handed a request until that request's app returns, as uvicorn's
+  request tasks are; it leaves them as its app returns, without a done callback per request, and
+  through a done callback (one per task) if it ends otherwise (cancelled before its first step). A
+  waiting task ends when the connection is lost, when uvicorn's shutdown closes it, or if cancelled.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
+from contextvars import copy_context
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -52,7 +60,7 @@ import httptools
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from kubeloop.cli._serving_cycle import RequestCycle
+from kubeloop.cli._serving_cycle import RequestCycle, run_requests
 
 __all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "TurnFlush", "uvicorn_config"]
 
@@ -256,6 +264,12 @@ class HttpProtocol(HttpToolsProtocol):
         # on_headers_complete as it hands them over.
         self.url = b""
         self.headers = []
+        # The task that runs the connection's requests one after another (see the module docstring),
+        # and the future it waits on for the next one.
+        self._runner: asyncio.Task[None] | None = None
+        self._next_request: asyncio.Future[tuple[RequestCycle, Any] | None] | None = None
+        # What the context of a request's task holds as its app starts.
+        self._request_context = contextvars.Context()
 
     # ---------------------------------------------------------------- one request (uvicorn's callbacks)
 
@@ -322,12 +336,40 @@ class HttpProtocol(HttpToolsProtocol):
             self.pipeline.appendleft((cycle, app))  # type: ignore[arg-type]
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        waiting = self._next_request
+        if waiting is not None and not waiting.done():
+            # The connection's runner waits for its next request: hand this one over, no new task.
+            waiting.set_result((cycle, app))
+            self.tasks.add(self._runner)  # type: ignore[arg-type]
+            return
+        # No task waits: the connection's first request, one after a task that ended, or one that came
+        # while the app before still runs (pipelined, or as that app finished). A task of its own, as
+        # uvicorn's, which then runs the connection's next requests.
         if self._fresh_context:
-            task = self.loop.create_task(cycle.run_asgi(app), context=contextvars.Context())
+            runner = self.loop.create_task(run_requests(self, cycle, app), context=contextvars.Context())
         else:
-            task = self.loop.create_task(cycle.run_asgi(app))
-        cycle.task = task
-        self.tasks.add(task)
+            runner = self.loop.create_task(run_requests(self, cycle, app))
+        # Out of the server's tasks once done, even if cancelled before its first step.
+        runner.add_done_callback(self.tasks.discard)
+        self._runner = runner
+        self.tasks.add(runner)
+
+    def next_request(self, runner: asyncio.Task[None]) -> asyncio.Future[tuple[RequestCycle, Any] | None] | None:
+        """For ``runner``, whose app just returned: a future of the connection's next request (None if
+        the connection is lost first), or None when the runner is to end: another task has taken over
+        the connection, the connection closes, the runner was cancelled, or its app left the context
+        other than a new request starts in (uvicorn's: a copy of the connection's context, or an empty
+        one with ``reset_contextvars``)."""
+        if (
+            runner is not self._runner
+            or self.transport.is_closing()
+            or runner.cancelling()
+            or copy_context() != self._request_context
+        ):
+            return None
+        waiting: asyncio.Future[tuple[RequestCycle, Any] | None] = self.loop.create_future()
+        self._next_request = waiting
+        return waiting
 
     def on_body(self, body: bytes) -> None:
         cycle: RequestCycle = self.cycle  # type: ignore[assignment]
@@ -348,6 +390,19 @@ class HttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CorkedTransport(transport, self._turn))
+        if not self._fresh_context:  # uvicorn's request tasks start with a copy of the connection's
+            self._request_context = copy_context()
+
+    def _release_runner(self) -> None:
+        """The connection will have no next request: a runner waiting for one ends."""
+        waiting = self._next_request
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        # Not at connection_lost, which a client that does not read can hold off past the server's end.
+        self._release_runner()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport.discard()
@@ -357,6 +412,7 @@ class HttpProtocol(HttpToolsProtocol):
             if not cycle.response_complete:
                 cycle.disconnected = True
             cycle.notify()
+        self._release_runner()
         if self.flow is not None:
             self.flow.resume_writing()
         if exc is None:
@@ -396,7 +452,9 @@ def split_target(url: bytes) -> tuple[bytes, bytes]:
     """A request target's path and query, as ``httptools.parse_url`` splits it: directly for the
     origin form (``/path?query``) without a fragment, which is what clients send; through
     ``parse_url`` otherwise (absolute form, a fragment)."""
-    if url[:1] == b"/" and b"#" not in url:
+    # find(), not ``b"#" not in url``: ``in`` on bytes first tries the operand as an int, and the
+    # TypeError it raises and clears costs more than the whole split.
+    if url[:1] == b"/" and url.find(b"#") < 0:
         path, _, query = url.partition(b"?")
         return path, query
     parsed = httptools.parse_url(url)

@@ -29,7 +29,7 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
-__all__ = ["RequestCycle", "default_head", "header_line"]
+__all__ = ["RequestCycle", "default_head", "header_line", "run_requests"]
 
 _DISCONNECT = {"type": "http.disconnect"}
 # Header names whose value changes how the response is framed or whether the connection stays open.
@@ -69,8 +69,9 @@ def _render(name: Any, value: Any) -> bytes:
 # content type, a cache control, lengths that repeat), so most are checked and rendered once rather
 # than once per response (two regular expressions, a lowering and a formatting: most of a response
 # head's cost). Only ``(bytes, bytes)`` tuples are remembered, and only short ones; the table is
-# emptied when full.
-_LINES: dict[tuple[bytes, bytes], tuple[bytes, bytes | None, Any]] = {}
+# emptied when full. Its key is typed ``Any``: an app may look one up with bytearrays or a list, which a
+# compiled build would refuse for a narrower key type.
+_LINES: dict[Any, tuple[bytes, bytes | None, Any]] = {}
 _LINES_LIMIT = 1024
 _LINE_BYTES_KEPT = 256
 
@@ -87,7 +88,7 @@ def header_line(header: Any) -> tuple[bytes, bytes | None, Any]:
     name, value = header
     line = _render(name, value)
     lowered = name.lower()
-    known = (line, lowered if lowered in _FRAMING else None, value)
+    known = (line, bytes(lowered) if lowered in _FRAMING else None, value)  # bytes: a name may be a bytearray
     if type(header) is tuple and type(name) is bytes and type(value) is bytes and len(line) <= _LINE_BYTES_KEPT:
         if len(_LINES) >= _LINES_LIMIT:
             _LINES.clear()
@@ -113,7 +114,6 @@ class RequestCycle:
         "response_complete",
         "response_started",
         "scope",
-        "task",
         "transport",
         "waiting_for_100_continue",
     )
@@ -123,8 +123,6 @@ class RequestCycle:
         self.scope = scope
         self.transport: asyncio.Transport = protocol.transport
         self.on_response: Callable[[], None] | None = protocol.on_response_complete
-        # The task running the app, set by the protocol; it leaves the server's tasks as it ends.
-        self.task: asyncio.Task[None] | None = None
         # Connection state
         self.disconnected = False
         self.keep_alive = keep_alive
@@ -150,30 +148,6 @@ class RequestCycle:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
-
-    async def run_asgi(self, app: Any) -> None:
-        logger: logging.Logger = self.protocol.logger
-        try:
-            result = await app(self.scope, self.receive, self.send)
-        except BaseException as exc:
-            logger.error("Exception in ASGI application\n", exc_info=exc)
-            if not self.response_started:
-                await self.send_500_response()
-            else:
-                self.transport.close()
-        else:
-            if result is not None:
-                logger.error("ASGI callable should return None, but returned '%s'.", result)
-                self.transport.close()
-            elif not self.response_started and not self.disconnected:
-                logger.error("ASGI callable returned without starting response.")
-                await self.send_500_response()
-            elif not self.response_complete and not self.disconnected:
-                logger.error("ASGI callable returned without completing response.")
-                self.transport.close()
-        finally:
-            self.on_response = None
-            self.protocol.tasks.discard(self.task)
 
     async def send_500_response(self) -> None:
         await self.send(
@@ -228,10 +202,11 @@ class RequestCycle:
         for name, value in default_framing:
             has_connection_close = self._frame(name, value) or has_connection_close
         for header in message.get("headers", ()):
-            line, framing, value = header_line(header)
+            # Not ``value``: the loop above types that bytes, which a compiled build would check.
+            line, framing, header_value = header_line(header)
             head.append(line)
             if framing is not None:
-                has_connection_close = self._frame(framing, value) or has_connection_close
+                has_connection_close = self._frame(framing, header_value) or has_connection_close
         if not self.keep_alive and not has_connection_close:
             head.append(b"connection: close\r\n")
         if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
@@ -299,3 +274,44 @@ class RequestCycle:
         self.chunks = []
         self.body_size = 0
         return {"type": "http.request", "body": body, "more_body": self.more_body}
+
+
+async def run_requests(protocol: Any, cycle: RequestCycle, app: Any) -> None:
+    """Run ``app`` for ``cycle``, then for each next request of the connection that ``protocol`` hands
+    this task (``protocol.next_request(task)``: a future of the next ``(cycle, app)``, resolved with
+    None if the connection is lost first; or None when this task is to end). Each request as uvicorn's
+    ``run_asgi`` runs it: the same errors logged, a 500 if the app fails before answering, the
+    connection closed if it fails or stops part-way. The task is one of the server's tasks while an
+    app runs (the protocol adds it when it hands it a request): it leaves them as the app returns."""
+    task = asyncio.current_task()
+    logger: logging.Logger = protocol.logger
+    tasks: set[Any] = protocol.tasks
+    while True:
+        try:
+            result = await app(cycle.scope, cycle.receive, cycle.send)
+        except BaseException as exc:
+            logger.error("Exception in ASGI application\n", exc_info=exc)
+            if not cycle.response_started:
+                await cycle.send_500_response()
+            else:
+                cycle.transport.close()
+        else:
+            if result is not None:
+                logger.error("ASGI callable should return None, but returned '%s'.", result)
+                cycle.transport.close()
+            elif not cycle.response_started and not cycle.disconnected:
+                logger.error("ASGI callable returned without starting response.")
+                await cycle.send_500_response()
+            elif not cycle.response_complete and not cycle.disconnected:
+                logger.error("ASGI callable returned without completing response.")
+                cycle.transport.close()
+        finally:
+            cycle.on_response = None
+            tasks.discard(task)
+        waiting = protocol.next_request(task)
+        if waiting is None:
+            return
+        request = await waiting
+        if request is None:  # the connection is lost
+            return
+        cycle, app = request
