@@ -486,3 +486,15 @@ def test_a_large_body_is_read_in_place_on_uvloop_over_tls(tmp_path: Path) -> Non
     bodies, connections = uvloop.run(scenario())
     assert bodies == [payload, payload]
     assert connections == 1
+
+
+@pytest.mark.parametrize("header", [("x-a", "one\r\nx-injected: 1"), ("x-a", "one\ntwo"), ("x-a", "one\rtwo")])
+async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(header: tuple[str, str]) -> None:
+    # A CR or LF in a header would let it smuggle another header (or a request) onto the wire.
+    async with peer(echo_forever) as state, httpx.AsyncClient(transport=HTTP11Transport(), base_url=state.url) as http:
+        with pytest.raises(httpx.LocalProtocolError, match="invalid header b'x-a'"):
+            await http.get("/r", headers=[header])
+        answer = await http.get("/r", headers=[("x-a", "fine")])
+    assert answer.status_code == 200
+    assert len(state.requests) == 1
+    assert b"x-a: fine" in state.requests[0][1]

@@ -528,8 +528,10 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
 def _request_head(request: httpx.Request) -> bytes:
     lines = [b"%b %b HTTP/1.1" % (request.method.encode("ascii"), request.url.raw_path)]
     for name, value in request.headers.raw:
-        if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
+        line = b"%b: %b" % (name, value)
+        # find(), not `in`: bytes `in` first tries its operand as an int, raising and clearing a TypeError.
+        if line.find(b"\n") >= 0 or line.find(b"\r") >= 0:
             raise httpx.LocalProtocolError(f"invalid header {name!r}")
-        lines.append(b"%b: %b" % (name, value))
+        lines.append(line)
     lines.append(b"\r\n")
     return b"\r\n".join(lines)
