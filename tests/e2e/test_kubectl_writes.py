@@ -163,6 +163,20 @@ def test_replace_puts_the_whole_object_and_refuses_a_stale_one(kc: Kubectl, name
             "changes to the latest version and try again") in stale.stderr
 
 
+def test_replace_with_the_manifest_that_created_a_replicaset_keeps_its_generation(kc: Kubectl, namespace: str) -> None:
+    # The body is defaulted as upstream decodes it, before the specs are compared: same spec, same
+    # generation. (A ReplicaSet: a Deployment's generation also counts annotations, and its controller
+    # adds one the manifest lacks.)
+    name = unique("rgen")
+    manifest = {**deployment(name, namespace, replicas=0), "kind": "ReplicaSet"}
+    path = kc.write("rgen.yaml", manifest)
+    kc("create", "-f", path)
+    assert kc("replace", "-f", path).stdout.strip() == f"replicaset.apps/{name} replaced"
+    stored = kc.api(f"/apis/apps/v1/namespaces/{namespace}/replicasets/{name}")
+    assert stored["metadata"]["generation"] == 1
+    assert stored["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+
+
 def test_edit_applies_what_the_editor_changed(kc: Kubectl, namespace: str, widgets: str) -> None:
     kc.post(f"/api/v1/namespaces/{namespace}/configmaps", configmap("ed", namespace, a="before"))
     editor = kc.home / "editor.sh"

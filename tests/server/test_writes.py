@@ -117,6 +117,24 @@ async def test_generation_bumps_on_spec_and_annotation_changes_only(client: http
     assert r.json()["metadata"]["generation"] == 3
 
 
+async def test_a_manifest_put_back_without_its_defaulted_fields_keeps_the_generation(client: httpx.AsyncClient) -> None:
+    # `kubectl replace -f` of the manifest that created the object: upstream defaults the body as it
+    # decodes it (strategy, template's restartPolicy, containers' pull policy ...) before
+    # PrepareForUpdate compares the specs, so the spec is unchanged and generation stays.
+    created = (await client.post(DEPLOY, json=deployment("d"))).json()
+    assert created["spec"]["strategy"]["type"] == "RollingUpdate"  # a defaulted field the manifest lacks
+    manifest = deployment("d")
+    manifest["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]  # type: ignore[index]
+    r = await client.put(f"{DEPLOY}/d", json=manifest)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["generation"] == 1
+    assert r.json()["spec"] == created["spec"]
+    manifest["spec"]["replicas"] = 2  # type: ignore[index]
+    manifest["metadata"]["resourceVersion"] = r.json()["metadata"]["resourceVersion"]  # type: ignore[index]
+    r = await client.put(f"{DEPLOY}/d", json=manifest)
+    assert r.json()["metadata"]["generation"] == 2
+
+
 async def test_configmaps_have_no_generation(client: httpx.AsyncClient) -> None:
     r = await client.post(CM, json={"metadata": {"name": "a", "generation": 5}})
     assert "generation" not in r.json()["metadata"]

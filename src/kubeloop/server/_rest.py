@@ -403,8 +403,10 @@ async def _prepare_update(
             new = prepare(new, old)
             new_meta = meta_of(new)
     else:
-        strategy.prepare_for_update(new, old)
+        # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
+        # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
         apply_defaults(info, new)
+        strategy.prepare_for_update(new, old)
     # rest.BeforeUpdate: system fields the client omitted or may not change.
     if not new_meta.get("uid"):
         new_meta["uid"] = old_meta.get("uid")
