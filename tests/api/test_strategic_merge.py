@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubeloop.api import BadRequest, apply_strategic_merge_patch, builtin_schema, create_strategic_merge_patch
+from kubeloop.api._strategic import go_format
 
 DEPLOYMENT = builtin_schema("apps", "v1", "Deployment")
 POD = builtin_schema("", "v1", "Pod")
@@ -284,3 +285,10 @@ def test_creating_a_patch_between_malformed_lists_is_a_bad_request(
 ) -> None:
     with pytest.raises(BadRequest, match=message):
         create_strategic_merge_patch(original, modified, POD)
+
+
+def test_go_format_prints_floats_as_go_prints_a_float64() -> None:
+    # fmt's %v of a float64 is strconv.FormatFloat(v, 'g', -1, 64): exponent form from 1e6 and below
+    # 1e-4; JSON integers decode to int64 (apimachinery util/json) and print whole.
+    value = {"a": 1000000.0, "b": 0.5, "c": 1.0, "d": 1e-5, "e": 7, "f": [1e21, -2.5]}
+    assert go_format(value) == "map[a:1e+06 b:0.5 c:1 d:1e-05 e:7 f:[1e+21 -2.5]]"

@@ -22,6 +22,7 @@ Errors are :class:`~kubeloop.api.BadRequest` (malformed patch or directive) or
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from kubeloop.api._errors import BadRequest, Invalid
@@ -63,9 +64,24 @@ def go_format(value: Any) -> str:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return _go_float(value)
     return str(value)
+
+
+def _go_float(value: float) -> str:
+    """strconv.FormatFloat(v, 'g', -1, 64), as ``%v`` prints a float64: the shortest digits, in exponent
+    form below 1e-4 or from 1e6 (a JSON number with a fraction or an exponent decodes to float64)."""
+    number = Decimal(repr(abs(value))).normalize()
+    _, digit_tuple, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) - 1 + exponent
+    sign = "-" if value < 0 else ""
+    if number and (point < -4 or point >= 6):
+        rest = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{rest}e{'-' if point < 0 else '+'}{abs(point):02d}"
+    return sign + format(number, "f")
 
 
 def missing_merge_key(item: Any, merge_key: str) -> BadRequest:

@@ -10,7 +10,6 @@ missing object (201) and records ownership through :func:`kubeloop.api._apply.se
 from __future__ import annotations
 
 from dataclasses import replace
-from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -28,6 +27,7 @@ from kubeloop.api import (
 from kubeloop.api._apply import server_side_apply
 from kubeloop.api._quantity import QuantityError
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
+from kubeloop.api._strategic import go_format
 from kubeloop.server._field_validation import (
     directive_of,
     duplicate_texts,
@@ -131,7 +131,7 @@ def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patc
     try:
         fields(patched, True)
     except QuantityError as err:
-        shown = go_value(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
+        shown = go_format(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
         raise invalid("", "", [FieldError.invalid("patch", shown, str(err))]) from None
 
 
@@ -146,30 +146,3 @@ def _apply_conversion_error(group: str, version: str, kind: str, applied: dict[s
                     reason="Unknown", code=500)
 
 
-def go_value(value: Any) -> str:
-    """``fmt.Sprintf("%+v", v)`` of a decoded JSON value: maps sorted by key, slices space-separated."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_value(v) for v in value) + "]"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return _go_float(value)
-    return str(value)
-
-
-def _go_float(value: float) -> str:
-    """strconv.FormatFloat(v, 'g', -1, 64): the shortest digits, in exponent form below 1e-4 or from 1e6."""
-    number = Decimal(repr(abs(value))).normalize()
-    _, digit_tuple, exponent = number.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) - 1 + exponent
-    sign = "-" if value < 0 else ""
-    if number and (point < -4 or point >= 6):
-        rest = f".{digits[1:]}" if len(digits) > 1 else ""
-        return f"{sign}{digits[0]}{rest}e{'-' if point < 0 else '+'}{abs(point):02d}"
-    return sign + format(number, "f")
