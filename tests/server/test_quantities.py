@@ -47,7 +47,8 @@ async def test_pod_create_stores_canonical_quantities(client: httpx.AsyncClient)
     body = pod(requests={"cpu": "1000m", "memory": "1024Mi", "ephemeral-storage": "0.1Gi"},
                limits={"cpu": 0.5, "memory": "1.5Gi", "example.com/gpu": 2})
     out = await created(client, PODS, body)
-    expected = {"requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "107374182400m"},
+    # The limit with no request is requested at its limit (SetDefaults_Pod).
+    expected = {"requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "107374182400m", "example.com/gpu": "2"},
                 "limits": {"cpu": "500m", "memory": "1536Mi", "example.com/gpu": "2"}}
     assert container_resources(out) == expected
     stored = (await client.get(f"{PODS}/p")).json()
@@ -71,7 +72,7 @@ async def test_every_pod_quantity_field_is_canonical(client: httpx.AsyncClient) 
     out = await created(client, PODS, body)
     spec = out["spec"]
     assert spec["containers"][0]["resources"] == {"requests": {"cpu": "2"}}
-    assert spec["initContainers"][0]["resources"] == {"limits": {"memory": "2Mi"}}
+    assert spec["initContainers"][0]["resources"] == {"limits": {"memory": "2Mi"}, "requests": {"memory": "2Mi"}}
     # ResourceFieldSelector.Divisor is a value, not a pointer: Go writes its zero value.
     assert spec["initContainers"][0]["env"][0]["valueFrom"]["resourceFieldRef"] == {
         "resource": "limits.cpu", "divisor": "0"}
@@ -258,7 +259,7 @@ async def test_server_side_apply_canonicalises_and_refuses_like_upstream(client:
                 '"spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "%s"}}}]}}')
     r = await client.patch(f"{PODS}/a?fieldManager=me", content=manifest % "1000m", headers=APPLY)
     assert r.status_code == 201, r.text
-    assert container_resources(r.json()) == {"limits": {"cpu": "1"}}
+    assert container_resources(r.json()) == {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}
     r = await client.patch(f"{PODS}/b?fieldManager=me", content=(manifest % "lots").replace('"a"', '"b"'),
                            headers=APPLY)
     assert r.status_code == 500, r.text
@@ -319,3 +320,21 @@ async def test_a_template_stored_before_canonical_form_is_no_spec_change(client:
     r = await client.put(f"{DEPLOYMENTS}/w", json=read)
     assert r.status_code == 200, r.text
     assert r.json()["metadata"]["generation"] == out["metadata"]["generation"] == 1
+
+
+async def test_a_pod_container_with_a_limit_and_no_request_is_requested_at_its_limit(client: httpx.AsyncClient) -> None:
+    # SetDefaults_Pod (k/k pkg/apis/core/v1/defaults.go): limits copied into missing requests, for
+    # containers and init containers of a pod; a request the client set stays; pod templates are not
+    # defaulted this way (their pods are, when created).
+    body = pod("lim", limits={"cpu": "500m", "memory": "1024Mi"}, requests={"cpu": "250m"})
+    body["spec"]["initContainers"] = [{"name": "init", "image": "busybox", "resources": {"limits": {"cpu": "1"}}}]
+    out = await created(client, PODS, body)
+    assert container_resources(out) == {"limits": {"cpu": "500m", "memory": "1Gi"},
+                                        "requests": {"cpu": "250m", "memory": "1Gi"}}
+    assert out["spec"]["initContainers"][0]["resources"] == {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}
+    assert out["status"]["qosClass"] == "Burstable"
+    template = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "lim"}, "spec": {
+        "selector": {"matchLabels": {"app": "lim"}}, "template": {"metadata": {"labels": {"app": "lim"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "1"}}}]}}}}
+    out = await created(client, DEPLOYMENTS, template)
+    assert out["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}

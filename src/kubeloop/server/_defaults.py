@@ -68,9 +68,30 @@ def _pod_template(spec: Obj) -> None:
         _pod_spec(_dict(template, "spec"))
 
 
+def _requests_from_limits(container: Any) -> None:
+    """SetDefaults_Pod: a resource with a limit and no request is requested at its limit (pods only,
+    not pod templates: a template's pods are defaulted when they are created)."""
+    resources = container.get("resources") if isinstance(container, dict) else None
+    limits = resources.get("limits") if isinstance(resources, dict) else None
+    if not isinstance(limits, dict) or not limits:
+        return
+    assert isinstance(resources, dict)
+    requests = resources.get("requests")
+    if requests is None:
+        requests = resources["requests"] = {}
+    elif not isinstance(requests, dict):
+        return  # not a ResourceList: the decoder's error, not defaulting's
+    for name, value in limits.items():
+        if name not in requests:
+            requests[name] = value
+
+
 def _pod(obj: Obj) -> None:
     spec = obj.get("spec")
     if isinstance(spec, dict):
+        for key in ("containers", "initContainers"):
+            for container in spec.get(key) or []:
+                _requests_from_limits(container)
         _pod_spec(spec)
         _default(spec, "enableServiceLinks", True)
         _default(spec, "preemptionPolicy", "PreemptLowerPriority")
