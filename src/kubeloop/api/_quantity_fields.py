@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubeloop.api._pod_fields import as_list
 from kubeloop.api._quantity import QuantityError, canonical_text
 
 __all__ = ["QuantityFields", "quantity_fields"]
@@ -61,14 +62,6 @@ def _requirements(holder: dict[str, Any], key: str, canon: Canon) -> None:
         _resource_list(requirements, "requests", canon)
 
 
-def _dicts(value: Any) -> list[Any]:
-    """The list ``value`` (the caller checks its items are objects), or an empty list."""
-    return value if type(value) is list else _NONE
-
-
-_NONE: list[Any] = []
-
-
 def _divisor(holder: dict[str, Any], canon: Canon) -> None:
     ref = holder.get("resourceFieldRef")
     if type(ref) is dict:
@@ -77,14 +70,14 @@ def _divisor(holder: dict[str, Any], canon: Canon) -> None:
 
 def _downward_items(holder: Any, canon: Canon) -> None:
     if type(holder) is dict:
-        for item in _dicts(holder.get("items")):
+        for item in as_list(holder.get("items")):
             if type(item) is dict:
                 _divisor(item, canon)
 
 
 def _container(container: dict[str, Any], canon: Canon) -> None:
     _requirements(container, "resources", canon)
-    for env in _dicts(container.get("env")):
+    for env in as_list(container.get("env")):
         if type(env) is dict and type(source := env.get("valueFrom")) is dict:
             _divisor(source, canon)
 
@@ -104,7 +97,7 @@ def _volume(volume: dict[str, Any], canon: Canon) -> None:
     _downward_items(volume.get("downwardAPI"), canon)
     projected = volume.get("projected")
     if type(projected) is dict:
-        for source in _dicts(projected.get("sources")):
+        for source in as_list(projected.get("sources")):
             if type(source) is dict:
                 _downward_items(source.get("downwardAPI"), canon)
 
@@ -113,12 +106,12 @@ def _pod_spec(spec: Any, canon: Canon) -> None:
     if type(spec) is not dict:
         return
     for key in ("containers", "initContainers", "ephemeralContainers"):
-        for container in _dicts(spec.get(key)):
+        for container in as_list(spec.get(key)):
             if type(container) is dict:
                 _container(container, canon)
     _resource_list(spec, "overhead", canon)
     _requirements(spec, "resources", canon)
-    for volume in _dicts(spec.get("volumes")):
+    for volume in as_list(spec.get("volumes")):
         if type(volume) is dict:
             _volume(volume, canon)
 
@@ -127,7 +120,7 @@ def _pod_status(status: Any, canon: Canon) -> None:
     if type(status) is not dict:
         return
     for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
-        for container in _dicts(status.get(key)):
+        for container in as_list(status.get(key)):
             if type(container) is dict:
                 _resource_list(container, "allocatedResources", canon)
                 _requirements(container, "resources", canon)
@@ -162,7 +155,7 @@ def _stateful_set(obj: dict[str, Any], strict: bool) -> None:
     spec = obj.get("spec")
     if type(spec) is dict:
         canon = _canon(strict)
-        for claim in _dicts(spec.get("volumeClaimTemplates")):
+        for claim in as_list(spec.get("volumeClaimTemplates")):
             if type(claim) is dict:
                 _claim(claim, canon)
 
