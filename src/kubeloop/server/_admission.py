@@ -1,28 +1,51 @@
-"""The admission seam: small async plugins, one signature, run in order before anything is persisted.
+"""The admission seam: small async plugins in two phases, mutating then validating, before anything is persisted.
+
+Upstream (apiserver ``pkg/admission/interfaces.go``) splits admission in two: a ``MutationInterface``
+plugin's ``Admit`` runs in the handler, after the body is decoded and defaulted and before the
+registry strategy (``PrepareForCreate``/``PrepareForUpdate``, metadata fill, ``generateName``,
+``Validate``: ``rest.BeforeCreate``/``BeforeUpdate``); a ``ValidationInterface`` plugin's ``Validate``
+runs after all of that (``createValidation``/``updateValidation`` in ``registry/store.go``), just
+before the store write. So a mutating plugin may fix what validation would refuse, its change is
+validated, and a validating plugin sees the object as it will be stored. On DELETE both phases run
+at one place, mutating first, against the stored object (``rest.AdmissionToValidateObjectDeleteFunc``).
 
 An :class:`Admission` plugin is called with the request's :class:`AdmissionAttributes`, the new
-object (``None`` for DELETE) and the old one (``None`` for CREATE), after the kind's defaulting and
-validation and before the store write, on every attempt of an optimistic-concurrency retry. It may
-mutate the new object in place, or reject the request by raising an
-:class:`~kubeloop.api.ApiError` (upstream's validating admission answers 403 Forbidden, for
-example). ``dryRun`` requests run admission too; plugins with side effects must look at
-``attributes.dry_run``.
+object (``None`` for DELETE) and the old one (``None`` for CREATE), on every attempt of an
+optimistic-concurrency retry. It declares its phases by the methods it has:
+
+- ``mutate(attributes, obj, old)``: the mutating phase (upstream ``Admit``). It may change the new
+  object in place, or refuse by raising an :class:`~kubeloop.api.ApiError`.
+- ``validate(attributes, obj, old)``: the validating phase (upstream ``Validate``). It refuses by
+  raising (upstream's validating admission answers 403 Forbidden, for example) and changes nothing.
+- Neither: the plugin runs in the **validating** phase, as its ``admit`` (below) or as itself. This
+  keeps every plugin written before the split where it ran, after defaulting and validation, seeing
+  the prepared object; a plugin that changes the object must declare ``mutate`` for its change to be
+  validated.
+
+Each method returns ``None`` when it finished without waiting, or an awaitable to await when it must.
+:class:`MutatingPlugin` and :class:`ValidatingPlugin` are bases for such plugins (a plugin of both
+phases subclasses both); calling one runs its phases in order. ``dryRun`` requests run admission
+too; plugins with side effects must look at ``attributes.dry_run``.
 
 Two optional members make a plugin cheap on the hot path, without changing what it decides:
 
 - ``handles(operation, resource) -> bool``: whether the plugin can act on that operation of that
   resource at all. It is asked once per (operation, resource) for a given chain, and a plugin that
-  answers ``False`` is not called for it. A plugin without ``handles`` is called for everything.
-- ``admit(attributes, obj, old) -> Awaitable[None] | None``: the same check as ``__call__``, called
-  as a plain function; it returns ``None`` when it finished without waiting, or an awaitable to
-  await when it must (``__call__`` is then not used).
+  answers ``False`` is not called for it, in either phase. A plugin without ``handles`` is called
+  for everything.
+- ``admit(attributes, obj, old) -> Awaitable[None] | None``: for a plugin without ``mutate`` or
+  ``validate``, the same check as ``__call__``, called as a plain function (``__call__`` is then
+  not used).
 
 A chain is an :class:`AdmissionChain` (a list; any change to it drops the cached plans). For a
 namespaced CREATE, the server reads the namespace once (the version its guarded create commits
 against) and passes that read in ``attributes.namespace_state``; :class:`NamespaceLifecycle` judges
-that same version instead of reading the store again.
+that same version instead of reading the store again. In the mutating phase of a CREATE,
+``attributes.name`` is the name in the body (empty for a ``generateName`` create); in the validating
+phase it is the name the object is created with.
 
-Built in: :class:`NamespaceLifecycle` (apiserver ``pkg/admission/plugin/namespace/lifecycle``).
+Built in: :class:`NamespaceLifecycle` (apiserver ``pkg/admission/plugin/namespace/lifecycle``: it
+implements ``Admit`` only, so it is a mutating plugin and refuses before validation).
 """
 
 from __future__ import annotations
@@ -36,7 +59,20 @@ import orjson
 from kubeloop.api import Forbidden, ResourceInfo, not_found
 from kubeloop.store import KeyValue, Store
 
-__all__ = ["Admission", "AdmissionAttributes", "AdmissionChain", "AdmitPlugin", "NamespaceLifecycle", "admit", "run_admission"]
+__all__ = [
+    "Admission",
+    "AdmissionAttributes",
+    "AdmissionChain",
+    "AdmitPlugin",
+    "MutatingPlugin",
+    "NamespaceLifecycle",
+    "Plans",
+    "ValidatingPlugin",
+    "admit",
+    "plans_for",
+    "run_admission",
+    "run_plan",
+]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 
@@ -65,7 +101,8 @@ class Admission(Protocol):
 
 
 class AdmitPlugin(ABC):
-    """A plugin written as its ``admit``: calling it runs ``admit`` and awaits what that returns."""
+    """A plugin written as its ``admit``: calling it runs ``admit`` and awaits what that returns. It
+    declares no phase, so it runs in the validating phase."""
 
     __slots__ = ()
 
@@ -83,21 +120,78 @@ class AdmitPlugin(ABC):
             await pending
 
 
+class _PhasedPlugin:
+    """Calling a plugin that declares its phases runs them in order: ``mutate``, then ``validate``."""
+
+    __slots__ = ()
+
+    async def __call__(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        for phase in _PHASES:
+            step = getattr(self, phase, None)
+            if step is not None:
+                pending = step(attributes, obj, old)
+                if pending is not None:
+                    await pending
+
+
+class MutatingPlugin(_PhasedPlugin, ABC):
+    """A plugin of the mutating phase (upstream ``admission.MutationInterface``)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def mutate(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> Awaitable[None] | None:
+        """Change ``obj`` in place or refuse (raising an ``ApiError``); an awaitable when it must wait."""
+
+
+class ValidatingPlugin(_PhasedPlugin, ABC):
+    """A plugin of the validating phase (upstream ``admission.ValidationInterface``)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def validate(
+        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> Awaitable[None] | None:
+        """Refuse (raising an ``ApiError``) or let the write through; an awaitable when it must wait."""
+
+
+_PHASES = ("mutate", "validate")
 _Step = Callable[[AdmissionAttributes, "dict[str, Any] | None", "dict[str, Any] | None"], "Awaitable[None] | None"]
-# The plugins that run, each as the runner calls it (its ``admit``, else the plugin itself).
+# The plugins that run in one phase, each as the runner calls it.
 _Plan = tuple[_Step, ...]
 
 
-def _plan(plugins: Iterable[Admission], operation: Operation, resource: ResourceInfo) -> _Plan:
-    """The plugins that handle ``operation`` on ``resource``, in chain order, each as it is called."""
-    steps: list[_Step] = []
+class Plans(NamedTuple):
+    """The steps of each phase for one (operation, resource), in chain order."""
+
+    mutating: _Plan
+    validating: _Plan
+
+
+def _plans(plugins: Iterable[Admission], operation: Operation, resource: ResourceInfo) -> Plans:
+    """The plugins that handle ``operation`` on ``resource``, in chain order, each in its phases."""
+    mutating: list[_Step] = []
+    validating: list[_Step] = []
     for plugin in plugins:
         handles = getattr(plugin, "handles", None)
         if handles is not None and not handles(operation, resource):
             continue
-        admit = getattr(plugin, "admit", None)
-        steps.append(admit if admit is not None else plugin)
-    return tuple(steps)
+        mutate = getattr(plugin, "mutate", None)
+        validate = getattr(plugin, "validate", None)
+        if mutate is None and validate is None:
+            admit = getattr(plugin, "admit", None)
+            validating.append(admit if admit is not None else plugin)
+            continue
+        if mutate is not None:
+            mutating.append(mutate)
+        if validate is not None:
+            validating.append(validate)
+    return Plans(tuple(mutating), tuple(validating))
 
 
 class AdmissionChain(list[Admission]):
@@ -108,10 +202,10 @@ class AdmissionChain(list[Admission]):
 
     def __init__(self, plugins: Iterable[Admission] = ()) -> None:
         super().__init__(plugins)
-        # operation -> id(resource) -> (resource, plan); the resource is kept so its id stays unique.
-        self._plans: dict[str, dict[int, tuple[ResourceInfo, _Plan]]] = {}
+        # operation -> id(resource) -> (resource, plans); the resource is kept so its id stays unique.
+        self._plans: dict[str, dict[int, tuple[ResourceInfo, Plans]]] = {}
 
-    def plan(self, operation: Operation, resource: ResourceInfo) -> _Plan:
+    def plan(self, operation: Operation, resource: ResourceInfo) -> Plans:
         plans = self._plans.get(operation)
         if plans is None:
             plans = self._plans[operation] = {}
@@ -119,7 +213,7 @@ class AdmissionChain(list[Admission]):
         if entry is None or entry[0] is not resource:
             if len(plans) >= 4096:  # bounded: a CRD's update makes a new ResourceInfo
                 plans.clear()
-            entry = plans[id(resource)] = (resource, _plan(self, operation, resource))
+            entry = plans[id(resource)] = (resource, _plans(self, operation, resource))
         return entry[1]
 
     def _changed(self) -> None:
@@ -177,13 +271,21 @@ class AdmissionChain(list[Admission]):
         return self
 
 
+def plans_for(plugins: Sequence[Admission], operation: Operation, resource: ResourceInfo) -> Plans:
+    """The steps of each phase for ``operation`` on ``resource`` (cached when ``plugins`` is a chain)."""
+    if isinstance(plugins, AdmissionChain):
+        return plugins.plan(operation, resource)
+    return _plans(plugins, operation, resource)
+
+
 async def run_admission(
     plugins: Sequence[Admission],
     attributes: AdmissionAttributes,
     obj: dict[str, Any] | None,
     old: dict[str, Any] | None,
 ) -> None:
-    """Run the plugins that handle this operation and resource, in order."""
+    """Run both phases of the plugins that handle this operation and resource: every mutating step,
+    then every validating one (what a DELETE does)."""
     pending = admit(plugins, attributes, obj, old)
     if pending is not None:
         await pending
@@ -197,10 +299,15 @@ def admit(
 ) -> Awaitable[None] | None:
     """:func:`run_admission` as a plain call: ``None`` when every plugin finished without waiting,
     else an awaitable that finishes the first plugin that must wait and runs the rest after it."""
-    if isinstance(plugins, AdmissionChain):
-        plan = plugins.plan(attributes.operation, attributes.resource)
-    else:
-        plan = _plan(plugins, attributes.operation, attributes.resource)
+    plans = plans_for(plugins, attributes.operation, attributes.resource)
+    return run_plan(plans.mutating + plans.validating if plans.mutating else plans.validating, attributes, obj, old)
+
+
+def run_plan(
+    plan: _Plan, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+) -> Awaitable[None] | None:
+    """Run one phase's steps in order: ``None`` when each finished without waiting, else an awaitable
+    that finishes the first that must wait and runs the rest after it."""
     for index, step in enumerate(plan):
         pending = step(attributes, obj, old)
         if pending is not None:
@@ -238,8 +345,11 @@ def _forbidden(attrs: AdmissionAttributes, message: str, causes: list[dict[str, 
     return Forbidden(f"{subject} is forbidden: {message}", details=details)
 
 
-class NamespaceLifecycle(AdmitPlugin):
-    """No new content in a missing (404) or Terminating (403) namespace; three namespaces are immortal."""
+class NamespaceLifecycle(MutatingPlugin):
+    """No new content in a missing (404) or Terminating (403) namespace; three namespaces are immortal.
+
+    Upstream's plugin implements ``Admit`` only, so it is mutating (it changes nothing): it refuses a
+    create before the strategy and validation run."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -252,7 +362,7 @@ class NamespaceLifecycle(AdmitPlugin):
             return operation == "DELETE"
         return operation == "CREATE" and resource.namespaced
 
-    def admit(
+    def mutate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> Awaitable[None] | None:
         info = attributes.resource

@@ -19,9 +19,9 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
-from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin, Operation
+from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin, Operation
 
-__all__ = ["DEFAULT_TOLERATION_SECONDS", "DefaultTolerationSeconds", "with_default_tolerations"]
+__all__ = ["DEFAULT_TOLERATION_SECONDS", "DefaultTolerationSeconds"]
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -55,20 +55,9 @@ def _admitted(spec: dict[str, Any], seconds: dict[str, int]) -> list[Any] | None
     return None if admitted is tolerations else admitted
 
 
-_DEFAULT_SECONDS = {NOT_READY: DEFAULT_TOLERATION_SECONDS, UNREACHABLE: DEFAULT_TOLERATION_SECONDS}
-
-
-def with_default_tolerations(pod: dict[str, Any]) -> dict[str, Any]:
-    """``pod`` as this plugin (default seconds) will leave it: itself when it lacks nothing, else a copy
-    with a new spec. Pod update validation uses it, as upstream validates after mutating admission."""
-    spec = pod.get("spec")
-    if not isinstance(spec, dict) or (admitted := _admitted(spec, _DEFAULT_SECONDS)) is None:
-        return pod
-    return {**pod, "spec": {**spec, "tolerations": admitted}}
-
-
-class DefaultTolerationSeconds(AdmitPlugin):
-    """Appends the 300 s not-ready and unreachable NoExecute tolerations a pod lacks."""
+class DefaultTolerationSeconds(MutatingPlugin):
+    """Appends the 300 s not-ready and unreachable NoExecute tolerations a pod lacks (a mutating plugin:
+    what it adds is validated with the rest of the pod)."""
 
     def __init__(self, *, not_ready_seconds: int = DEFAULT_TOLERATION_SECONDS,
                  unreachable_seconds: int = DEFAULT_TOLERATION_SECONDS) -> None:
@@ -77,7 +66,7 @@ class DefaultTolerationSeconds(AdmitPlugin):
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
         return operation in ("CREATE", "UPDATE") and resource.group == "" and resource.plural == "pods"
 
-    def admit(
+    def mutate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> Awaitable[None] | None:
         if attributes.subresource or obj is None or not self.handles(attributes.operation, attributes.resource):

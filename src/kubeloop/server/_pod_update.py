@@ -2,12 +2,12 @@
 
 Upstream validates a pod update (``ValidatePodUpdate``) on the request body after defaulting and
 mutating admission, against the stored pod as decoded from storage, which defaulting fills too. The
-write path here validates before admission and keeps the stored object as it was written, so
-:func:`validate_pod_main_update` first adds what DefaultTolerationSeconds will add (a PUT of a
-manifest without the default tolerations keeps them, as upstream), and, only when the spec then
-reads as changed, compares again with a defaulted copy of the stored pod (a pod stored before a
-default existed, or written to the store directly, is not refused for fields nobody changed). The
-common update, which leaves the spec alone, copies nothing.
+write path here runs mutating admission before validation too (so a PUT of a manifest without the
+default tolerations gets them back from DefaultTolerationSeconds before it is compared), and keeps
+the stored object as it was written, so :func:`validate_pod_main_update`, only when the spec reads
+as changed, compares again with a defaulted copy of the stored pod (a pod stored before a default
+existed, or written to the store directly, is not refused for fields nobody changed). The common
+update, which leaves the spec alone, copies nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 from kubeloop.api import FieldError, ResourceInfo
 from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling
 from kubeloop.api._pod_update_validation import validate_pod_update
-from kubeloop.server._default_tolerations import with_default_tolerations
 from kubeloop.server._defaults import apply_defaults
 
 __all__ = ["validate_pod_main_update"]
@@ -27,10 +26,9 @@ __all__ = ["validate_pod_main_update"]
 def validate_pod_main_update(info: ResourceInfo, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     """ValidatePodSpec's scheduling checks on ``new``, then ValidatePodUpdate's (see the module docstring)."""
     errs = validate_pod_scheduling(new.get("spec"), old_spec=old.get("spec"))
-    admitted = with_default_tolerations(new)
-    update_errs = validate_pod_update(admitted, old)
+    update_errs = validate_pod_update(new, old)
     if any(e.field == "spec" and e.type == "forbidden" for e in update_errs):
         defaulted = {**old, "spec": copy.deepcopy(old.get("spec"))}
         apply_defaults(info, defaulted)
-        update_errs = validate_pod_update(admitted, defaulted)
+        update_errs = validate_pod_update(new, defaulted)
     return [*errs, *update_errs]

@@ -47,7 +47,7 @@ from kubeloop.api import (
     kubectl_name,
     qualified_resource,
 )
-from kubeloop.server._admission import AdmissionAttributes, AdmitPlugin
+from kubeloop.server._admission import AdmissionAttributes, ValidatingPlugin
 from kubeloop.server._http import Receive, Scope, Send, send_bytes, send_json
 
 __all__ = [
@@ -84,13 +84,14 @@ def deletion_refusal(obj: Mapping[str, Any], *, kind: str, group: str) -> str | 
     )
 
 
-class DeletionProtection(AdmitPlugin):
-    """The admission plugin: refuses DELETE of a protected object that carries no valid approval (403)."""
+class DeletionProtection(ValidatingPlugin):
+    """The admission plugin: refuses DELETE of a protected object that carries no valid approval (403).
+    A validating plugin, as the webhook form of the same rule is."""
 
     def handles(self, operation: str, resource: ResourceInfo) -> bool:
         return operation == "DELETE"
 
-    def admit(
+    def validate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None:
         if attributes.operation != "DELETE" or old is None or attributes.subresource:

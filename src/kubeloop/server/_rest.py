@@ -1,8 +1,9 @@
 """The generic write path for one kind: create, update (main, ``/status``, ``/finalize``), get.
 
 Mirrors apiserver ``pkg/registry/generic/registry/store.go`` and ``pkg/registry/rest``: checks run
-in upstream's order (decode, endpoint match, optimistic lock, strategy, validation, admission), and
-a request that fails any of them stores nothing. Updates are compare-and-swap on the stored
+in upstream's order (decode and defaulting, endpoint match, mutating admission, optimistic lock,
+strategy, validation, validating admission: :mod:`kubeloop.server._admission`), and a request that
+fails any of them stores nothing. Updates are compare-and-swap on the stored
 object's revision; an update without a client precondition (unconditional PUT, every PATCH) is
 retried on a lost race like upstream's ``GuaranteedUpdate``, one with a precondition is a 409.
 A write whose result equals the stored object (ignoring managedFields) is a no-op: no new
@@ -36,7 +37,7 @@ from kubeloop.api._validation import (
     validate_object_meta_update,
     well_typed,
 )
-from kubeloop.server._admission import AdmissionAttributes, admit, run_admission
+from kubeloop.server._admission import AdmissionAttributes, plans_for, run_plan
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
@@ -206,9 +207,28 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         if nonzero:
             # etcd3 store.Create returns a plain error: the handler makes it 500 reason Unknown.
             raise ApiError("resourceVersion should not be set on objects to be created", reason="Unknown", code=500)
+    # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
+    # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
+    apply_defaults(info, obj)
+    namespace = req.namespace if info.namespaced else ""
+    # What _namespace_guard does, awaited here rather than through its coroutine (a frame less per create).
+    guard: tuple[str, int] | None = None
+    namespace_state: tuple[KeyValue | None] | None = None
+    if namespace:
+        guard_key = namespace_key(namespace)
+        ns_kv = await state.store.get(guard_key)
+        guard, namespace_state = (guard_key, ns_kv.mod_revision if ns_kv is not None else 0), (ns_kv,)
+    plans = plans_for(state.admission, "CREATE", info)
+    # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
+    attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
+                                                req.options.dry_run, namespace_state))
+    if plans.mutating:
+        pending = run_plan(plans.mutating, attrs, obj, None)
+        if pending is not None:
+            await pending
+        meta = meta_of(obj)  # a plugin may have replaced it
     strategy = state.strategy(info)
     strategy.prepare_for_create(obj)
-    apply_defaults(info, obj)
     # rest.BeforeCreate / FillObjectMetaSystemFields.
     meta.pop("resourceVersion", None)
     meta.pop("deletionTimestamp", None)
@@ -224,20 +244,12 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     name = str(meta["name"])
-    namespace = req.namespace if info.namespaced else ""
-    # What _namespace_guard does, awaited here rather than through its coroutine (a frame less per create).
-    guard: tuple[str, int] | None = None
-    namespace_state: tuple[KeyValue | None] | None = None
-    if namespace:
-        guard_key = namespace_key(namespace)
-        ns_kv = await state.store.get(guard_key)
-        guard, namespace_state = (guard_key, ns_kv.mod_revision if ns_kv is not None else 0), (ns_kv,)
-    # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
-    attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, name, "", req.user,
-                                                req.options.dry_run, namespace_state))
-    pending = admit(state.admission, attrs, obj, None)
-    if pending is not None:
-        await pending
+    if plans.validating:  # createValidation: the object as it will be stored, under its final name
+        if name != attrs.name:
+            attrs = attrs._replace(name=name)
+        pending = run_plan(plans.validating, attrs, obj, None)
+        if pending is not None:
+            await pending
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         hook(req, obj, None)
@@ -268,7 +280,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             guard, namespace_state = await _namespace_guard(state, info, req.namespace)
             attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
                                         user=req.user, dry_run=False, namespace_state=namespace_state)
-            await run_admission(state.admission, attrs, obj, None)
+            await _admit_again(state, info, strategy, attrs, obj)
     error = already_exists(info.plural, name, info.group)
     if generate:
         error = type(error)(
@@ -276,6 +288,26 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             details=error.details, retry_after_seconds=1,
         )
     raise error
+
+
+async def _admit_again(
+    state: ServerState, info: ResourceInfo, strategy: GenericStrategy, attrs: AdmissionAttributes, obj: dict[str, Any]
+) -> None:
+    """Admit a create again (its namespace changed before it committed): both phases on the object as it
+    stands, mutating plugins being idempotent as upstream's reinvoked ones must be, and validation again
+    between them, so that what a mutating plugin changes is still validated."""
+    plans = plans_for(state.admission, "CREATE", info)
+    await _run(plans.mutating, attrs, obj, None)
+    meta = meta_of(obj)
+    errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
+    _validate(state, info, obj, errors, strategy)
+    await _run(plans.validating, attrs, obj, None)
+
+
+async def _run(plan: Any, attrs: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    pending = run_plan(plan, attrs, obj, old)
+    if pending is not None:
+        await pending
 
 
 async def _namespace_guard(
@@ -386,6 +418,16 @@ async def _prepare_update(
         raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
     new_meta["name"] = req.name
     _check_namespace(info, new_meta, req.namespace)
+    if not req.subresource:
+        # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
+        # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
+        apply_defaults(info, new)
+    plans = plans_for(state.admission, "UPDATE", info)
+    attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
+                                req.subresource, req.user, req.options.dry_run)
+    if plans.mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
+        await _run(plans.mutating, attrs, new, old)
+        new_meta = meta_of(new)  # a plugin may have replaced it
     rv = new_meta.get("resourceVersion")
     if rv:
         if _parse_rv(info, req.name, rv) != kv.mod_revision:
@@ -403,9 +445,6 @@ async def _prepare_update(
             new = prepare(new, old)
             new_meta = meta_of(new)
     else:
-        # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
-        # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
-        apply_defaults(info, new)
         strategy.prepare_for_update(new, old)
     # rest.BeforeUpdate: system fields the client omitted or may not change.
     if not new_meta.get("uid"):
@@ -421,9 +460,8 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     errors.extend(validate_finalizers(new_meta.get("finalizers")))
     _validate(state, info, new, errors, strategy, old, req.subresource)
-    attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
-                                req.subresource, req.user, req.options.dry_run)
-    await run_admission(state.admission, attrs, new, old)
+    if plans.validating:  # updateValidation
+        await _run(plans.validating, attrs, new, old)
     record_manager(state, req, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
