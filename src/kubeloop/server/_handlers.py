@@ -58,6 +58,7 @@ from kubeloop.server._requestinfo import RequestInfo, truthy
 from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
 from kubeloop.server._state import ServerState
+from kubeloop.server._strategy import decode_quantities
 from kubeloop.server._tables import TABLE_CONTENT_TYPE, table_for
 from kubeloop.server._watch import serve_watch
 
@@ -120,6 +121,7 @@ class ResourceHandlers:
             obj = decode_json(body)
         else:
             obj = self._decode(body, media, info)
+        decode_quantities(info, obj)  # a bad one fails the typed decode, before fieldValidation's errors
         directive = directive_of(req.options.field_validation)
         texts = []
         if media == "application/json":

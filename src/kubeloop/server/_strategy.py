@@ -31,7 +31,7 @@ from kubeloop.api._validation import (
 )
 from kubeloop.server._pod_update import validate_pod_main_update
 
-__all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "strategy_for"]
+__all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "decode_quantities", "strategy_for"]
 
 Validator = Callable[[dict[str, Any]], list[FieldError]]
 
@@ -147,14 +147,33 @@ class GenericStrategy:
         return grace is None or grace == 0
 
 
-class _DecodesQuantities(GenericStrategy):
-    """Kinds with ``resource.Quantity`` fields: the typed decode's canonical form, before anything else.
+def decode_quantities(info: ResourceInfo, obj: Any) -> None:
+    """The typed decode of a create or update body (``_handlers``): a built-in kind's quantities made
+    canonical in place, or 400 (handlers/rest.go transformDecodeError) for a bad one.
 
     Upstream decodes the body into the Go type, so a bad quantity anywhere in it (even in a part the
-    write then discards, such as the status of a create) fails the request with 400, and every
-    quantity is stored as ``MarshalJSON`` writes it (:mod:`kubeloop.api._quantity_fields`). The stored
-    object is decoded too, leniently (as upstream decodes what it reads from etcd), so an object
-    stored before canonical form compares by what it says, not how it was spelt.
+    write then discards, such as the status of a create) fails the request at decode, before any
+    check of the write (namespace, name, resourceVersion) and before fieldValidation=Strict's
+    unknown-field errors. Patches and server-side apply decode the patched object in their own way
+    (:mod:`kubeloop.server._patching`)."""
+    fields = None if info.custom else quantity_fields(info.group, info.kind)
+    if fields is None or type(obj) is not dict:
+        return
+    try:
+        fields(obj, True)
+    except QuantityError as err:
+        kind, version = info.kind, info.version
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {err}') from None
+
+
+class _DecodesQuantities(GenericStrategy):
+    """Kinds with ``resource.Quantity`` fields: every quantity in the canonical form the typed decode writes.
+
+    A body's bad quantity was refused at decode (:func:`decode_quantities`, or the patch's own decode),
+    so here the walk is lenient: it canonicalises what a retried attempt decoded afresh from the body's
+    bytes, and the stored object, decoded as upstream decodes what it reads from etcd, so an object
+    stored before canonical form compares by what it says, not how it was spelt
+    (:mod:`kubeloop.api._quantity_fields`).
     """
 
     @property
@@ -163,26 +182,20 @@ class _DecodesQuantities(GenericStrategy):
         assert fields is not None, self.info.kind
         return fields
 
-    def decode_quantities(self, obj: dict[str, Any]) -> None:
-        """Canonicalise ``obj``'s quantities in place; 400 (handlers/rest.go transformDecodeError) if one is bad."""
-        try:
-            self._quantity_fields(obj, True)
-        except QuantityError as err:
-            kind, version = self.info.kind, self.info.version
-            raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {err}') from None
-
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
-        self.decode_quantities(obj)
+        self._quantity_fields(obj, False)
         super().prepare_for_create(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
-        self.decode_quantities(new)
-        self._quantity_fields(old, False)
+        fields = self._quantity_fields
+        fields(new, False)
+        fields(old, False)
         super().prepare_for_update(new, old)
 
     def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-        self.decode_quantities(new)
-        self._quantity_fields(old, False)
+        fields = self._quantity_fields
+        fields(new, False)
+        fields(old, False)
         return super().prepare_for_status_update(new, old)
 
 
