@@ -14,7 +14,7 @@ from pathlib import Path
 # The request path: the modules that took a share of the server's CPU in a profile of durable creates.
 # A module here must not be subclassed or monkeypatched from interpreted code (mypyc's native classes
 # refuse both). So these stay interpreted: ``server/_admission.py`` (AdmissionChain subclasses ``list``,
-# and interpreted plugins subclass AdmitPlugin), ``server/_strategy.py`` (subclasses override class
+# and interpreted plugins subclass its plugin bases), ``server/_strategy.py`` (subclasses override class
 # attributes, which a compiled base would read from its own slots), ``cli/_serving.py`` (subclasses
 # uvicorn's protocol) and ``api/_clock.py`` (``Clock`` is a runtime-checkable protocol, which a
 # compiled class is not); ``api/_schemas.py`` stays out because mypyc 2.4 fails on it with an
