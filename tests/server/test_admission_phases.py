@@ -226,3 +226,32 @@ async def test_a_pod_put_without_default_tolerations_is_validated_with_them(app:
     r = await client.put(f"{pods}/p", json=sent)
     assert r.status_code == 200, r.text
     assert r.json()["spec"]["tolerations"] == created["spec"]["tolerations"]
+
+
+async def test_a_create_admitted_again_validates_the_mutating_phase_again(app: App, client: httpx.AsyncClient) -> None:
+    """When the namespace changes before a create commits, both phases run again on the object as it stands,
+    with validation between them: a mutating plugin's second change is validated too."""
+    assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})).status_code == 201
+
+    class RelabelsNamespaceThenBreaks(MutatingPlugin):
+        calls = 0
+
+        def handles(self, operation: str, resource: ResourceInfo) -> bool:
+            return operation == "CREATE" and resource.plural == "configmaps"
+
+        async def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: Any) -> None:
+            assert obj is not None
+            self.calls += 1
+            if self.calls == 1:  # the namespace changes between this admission and the commit
+                r = await client.patch("/api/v1/namespaces/team", json={"metadata": {"labels": {"x": "y"}}},
+                                       headers=MERGE)
+                assert r.status_code == 200, r.text
+            else:
+                obj["metadata"]["labels"] = {"broken": "not valid!"}
+
+    plugin = RelabelsNamespaceThenBreaks()
+    app.admission.append(plugin)
+    r = await client.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "a"}})
+    assert r.status_code == 422, r.text
+    assert plugin.calls == 2
+    assert (await client.get("/api/v1/namespaces/team/configmaps/a")).status_code == 404

@@ -32,7 +32,7 @@ from typing import Any
 from kubeloop.api._pod_fields import as_list
 from kubeloop.api._quantity import QuantityError, canonical_text
 
-__all__ = ["QuantityFields", "quantity_fields"]
+__all__ = ["QUANTITY_KINDS", "QuantityFields", "quantity_fields"]
 
 # A canonicaliser of one JSON value: canonical_text, or a lenient wrapper of it.
 Canon = Callable[[Any], Any]
@@ -185,6 +185,10 @@ _BY_KIND: dict[tuple[str, str], QuantityFields] = {
     ("apps", "ReplicaSet"): _template_owner,
     ("apps", "StatefulSet"): _stateful_set,
 }
+
+
+# The kinds (of any group) quantity_fields may answer for: a cheap first test on a hot path.
+QUANTITY_KINDS = frozenset(kind for _, kind in _BY_KIND)
 
 
 def quantity_fields(group: str, kind: str) -> QuantityFields | None:

@@ -14,7 +14,8 @@ object (``None`` for DELETE) and the old one (``None`` for CREATE), on every att
 optimistic-concurrency retry. It declares its phases by the methods it has:
 
 - ``mutate(attributes, obj, old)``: the mutating phase (upstream ``Admit``). It may change the new
-  object in place, or refuse by raising an :class:`~kubeloop.api.ApiError`.
+  object in place (any part of it, ``metadata`` included, which stays an object), or refuse by
+  raising an :class:`~kubeloop.api.ApiError`.
 - ``validate(attributes, obj, old)``: the validating phase (upstream ``Validate``). It refuses by
   raising (upstream's validating admission answers 403 Forbidden, for example) and changes nothing.
 - Neither: the plugin runs in the **validating** phase, as its ``admit`` (below) or as itself. This

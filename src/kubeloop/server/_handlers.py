@@ -21,6 +21,7 @@ from kubeloop.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
+from kubeloop.api._quantity_fields import QUANTITY_KINDS
 from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
     directive_of,
@@ -121,7 +122,8 @@ class ResourceHandlers:
             obj = decode_json(body)
         else:
             obj = self._decode(body, media, info)
-        decode_quantities(info, obj)  # a bad one fails the typed decode, before fieldValidation's errors
+        if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
+            decode_quantities(info, obj)
         directive = directive_of(req.options.field_validation)
         texts = []
         if media == "application/json":

@@ -218,15 +218,16 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         guard_key = namespace_key(namespace)
         ns_kv = await state.store.get(guard_key)
         guard, namespace_state = (guard_key, ns_kv.mod_revision if ns_kv is not None else 0), (ns_kv,)
-    plans = plans_for(state.admission, "CREATE", info)
+    mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
                                                 req.options.dry_run, namespace_state))
-    if plans.mutating:
-        pending = run_plan(plans.mutating, attrs, obj, None)
-        if pending is not None:
-            await pending
-        meta = meta_of(obj)  # a plugin may have replaced it
+    if mutating:
+        for step in mutating:  # run_plan, inlined
+            pending = step(attrs, obj, None)
+            if pending is not None:
+                await pending
+        meta = obj["metadata"]  # a plugin may have replaced it
     strategy = state.strategy(info)
     strategy.prepare_for_create(obj)
     # rest.BeforeCreate / FillObjectMetaSystemFields.
@@ -244,12 +245,13 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     name = str(meta["name"])
-    if plans.validating:  # createValidation: the object as it will be stored, under its final name
+    if validating:  # createValidation: the object as it will be stored, under its final name
         if name != attrs.name:
             attrs = attrs._replace(name=name)
-        pending = run_plan(plans.validating, attrs, obj, None)
-        if pending is not None:
-            await pending
+        for step in validating:
+            pending = step(attrs, obj, None)
+            if pending is not None:
+                await pending
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         hook(req, obj, None)
@@ -422,12 +424,12 @@ async def _prepare_update(
         # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
         # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
         apply_defaults(info, new)
-    plans = plans_for(state.admission, "UPDATE", info)
+    mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
-    if plans.mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
-        await _run(plans.mutating, attrs, new, old)
-        new_meta = meta_of(new)  # a plugin may have replaced it
+    if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
+        await _run(mutating, attrs, new, old)
+        new_meta = new["metadata"]  # a plugin may have replaced it
     rv = new_meta.get("resourceVersion")
     if rv:
         if _parse_rv(info, req.name, rv) != kv.mod_revision:
@@ -460,8 +462,8 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     errors.extend(validate_finalizers(new_meta.get("finalizers")))
     _validate(state, info, new, errors, strategy, old, req.subresource)
-    if plans.validating:  # updateValidation
-        await _run(plans.validating, attrs, new, old)
+    if validating:  # updateValidation
+        await _run(validating, attrs, new, old)
     record_manager(state, req, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
