@@ -16,6 +16,7 @@ import copy
 from typing import Any
 
 import httpx
+import orjson
 
 from kubeloop.server import App
 
@@ -115,7 +116,7 @@ async def test_admission_sees_a_bodys_quantities_decoded(app: App, client: httpx
     class Peek:
         def mutate(self, attributes: Any, obj: Any, old: Any) -> None:
             if attributes.resource.plural == "pods" and obj is not None:
-                seen.append(obj["spec"]["containers"][0]["resources"])
+                seen.append(copy.deepcopy(obj["spec"]["containers"][0]["resources"]))
 
         async def __call__(self, attributes: Any, obj: Any, old: Any) -> None:
             self.mutate(attributes, obj, old)
@@ -123,3 +124,39 @@ async def test_admission_sees_a_bodys_quantities_decoded(app: App, client: httpx
     app.admission.append(Peek())
     assert (await client.post(PODS, json=pod(cpu="1000m"))).status_code == 201
     assert seen == [{"requests": {"cpu": "1"}}]
+
+
+async def test_a_retried_put_is_decoded_again_before_admission(app: App, client: httpx.AsyncClient) -> None:
+    """An unconditional PUT that loses a race is retried from its body, decoded afresh: admission sees its
+    quantities canonical on every attempt, as the stored result has them."""
+    stored = (await client.post(PODS, json=pod())).json()
+    seen: list[Any] = []
+
+    class RacesOnce:
+        def mutate(self, attributes: Any, obj: Any, old: Any) -> Any:
+            if attributes.operation != "UPDATE" or attributes.resource.plural != "pods":
+                return None
+            seen.append(copy.deepcopy(obj["spec"]["containers"][0]["resources"]))
+            return self._race() if len(seen) == 1 else None
+
+        async def _race(self) -> None:  # a concurrent write: this attempt's compare-and-swap loses
+            r = await client.patch(f"{PODS}/p", json={"metadata": {"labels": {"race": "1"}}},
+                                   headers={"content-type": "application/merge-patch+json"})
+            assert r.status_code == 200, r.text
+
+        async def __call__(self, attributes: Any, obj: Any, old: Any) -> None:
+            pending = self.mutate(attributes, obj, old)
+            if pending is not None:
+                await pending
+
+    app.admission.append(RacesOnce())
+    body = pod(cpu="1000m")  # only known fields: its first attempt decodes it in place, a retry its bytes
+    body["spec"]["tolerations"] = stored["spec"]["tolerations"]
+    body["metadata"]["annotations"] = {"a": "b"}
+    raw = orjson.dumps(body)
+    r = await client.put(f"{PODS}/p", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    assert seen == [{"requests": {"cpu": "1"}}] * 3  # the PATCH's own update, then the retried PUT
+    out = r.json()
+    assert out["metadata"]["annotations"] == {"a": "b"} and "labels" not in out["metadata"]  # the PUT won, last
+    assert out["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}

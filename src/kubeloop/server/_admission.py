@@ -67,6 +67,7 @@ __all__ = [
     "AdmitPlugin",
     "MutatingPlugin",
     "NamespaceLifecycle",
+    "Plan",
     "Plans",
     "ValidatingPlugin",
     "admit",
@@ -164,14 +165,14 @@ class ValidatingPlugin(_PhasedPlugin, ABC):
 _PHASES = ("mutate", "validate")
 _Step = Callable[[AdmissionAttributes, "dict[str, Any] | None", "dict[str, Any] | None"], "Awaitable[None] | None"]
 # The plugins that run in one phase, each as the runner calls it.
-_Plan = tuple[_Step, ...]
+Plan = tuple[_Step, ...]
 
 
 class Plans(NamedTuple):
     """The steps of each phase for one (operation, resource), in chain order."""
 
-    mutating: _Plan
-    validating: _Plan
+    mutating: Plan
+    validating: Plan
 
 
 def _plans(plugins: Iterable[Admission], operation: Operation, resource: ResourceInfo) -> Plans:
@@ -305,7 +306,7 @@ def admit(
 
 
 def run_plan(
-    plan: _Plan, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    plan: Plan, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
 ) -> Awaitable[None] | None:
     """Run one phase's steps in order: ``None`` when each finished without waiting, else an awaitable
     that finishes the first that must wait and runs the rest after it."""
@@ -318,7 +319,7 @@ def run_plan(
 
 async def _finish(
     pending: Awaitable[None],
-    rest: _Plan,
+    rest: Plan,
     attributes: AdmissionAttributes,
     obj: dict[str, Any] | None,
     old: dict[str, Any] | None,

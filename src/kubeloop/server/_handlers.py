@@ -306,6 +306,8 @@ class ResourceHandlers:
                 return pending.pop()
             fresh = orjson.loads(sent)
             assert isinstance(fresh, dict)
+            if info.kind in QUANTITY_KINDS:  # decoded as the first attempt was (the body's quantities are good)
+                decode_quantities(info, fresh)
             return fresh
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,

@@ -37,7 +37,7 @@ from kubeloop.api._validation import (
     validate_object_meta_update,
     well_typed,
 )
-from kubeloop.server._admission import AdmissionAttributes, plans_for, run_plan
+from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
@@ -306,7 +306,7 @@ async def _admit_again(
     await _run(plans.validating, attrs, obj, None)
 
 
-async def _run(plan: Any, attrs: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+async def _run(plan: Plan, attrs: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     pending = run_plan(plan, attrs, obj, old)
     if pending is not None:
         await pending
