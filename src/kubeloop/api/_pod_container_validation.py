@@ -5,20 +5,19 @@
 return one :class:`FieldError` per problem with upstream's path, type and text (k/k
 ``pkg/apis/core/validation/validation.go``: ``validateContainers``, ``validateInitContainers``,
 ``validateEphemeralContainers``, ``validateContainerCommon``, ``validateContainerPorts``,
-``checkHostPortConflicts``, ``ValidateEnv`` / ``validateEnvVarValueFrom``, ``ValidateEnvFrom``,
-``validateConfigMapKeySelector`` / ``validateSecretKeySelector``, ``ValidateVolumeMounts``,
-``ValidateVolumeDevices``, ``validateMountPropagation``, ``validateMountRecursiveReadOnly``,
-``validatePullPolicy``, ``ValidateContainerResourceRequirements``, ``validateContainerResourceName``;
-apimachinery ``pkg/util/validation``: ``IsValidPortName``, ``IsValidPortNum``, ``IsConfigMapKey``,
-``IsRelaxedEnvVarName``). Upstream's path quirks are kept (a mount's ``subPath`` error names
-``volumeMounts.subPath`` without the index; an init container's host port clash is reported at index 0).
+``checkHostPortConflicts``, ``ValidateVolumeMounts``, ``ValidateVolumeDevices``,
+``validateMountPropagation``, ``validateMountRecursiveReadOnly``, ``validatePullPolicy``,
+``validateContainerOnlyForPod``; apimachinery ``pkg/util/validation``: ``IsValidPortName``,
+``IsValidPortNum``). The environment is :mod:`kubeloop.api._pod_env_validation`'s, the resource
+requirements :mod:`kubeloop.api._pod_resources_validation`'s. Upstream's path quirks are kept (a
+mount's ``subPath`` error names ``volumeMounts.subPath`` without the index; an init container's host
+port clash is reported at index 0).
 
 The checks run on the object after defaulting, as upstream's do: a field that defaulting fills
 (``terminationMessagePolicy``, ``imagePullPolicy``, a port's ``protocol``) is never "Required" here.
-Environment variable names follow 1.32's default (RelaxedEnvironmentVariableValidation, beta): any
-printable ASCII but ``=``. Not checked here: probes and lifecycle handlers, security contexts, resize
-policies (InPlacePodVerticalScaling is alpha in 1.32, its field dropped), resource claims (DRA), the
-integer rule for extended resources and hugepage divisibility.
+Not checked here: probes and lifecycle handlers, security contexts, resize policies
+(InPlacePodVerticalScaling is alpha in 1.32, its field dropped). Input that is not the expected JSON
+shape is skipped, never a crash.
 """
 
 from __future__ import annotations
@@ -27,15 +26,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_env_validation import env_errors, env_from_errors
 from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
-from kubeloop.api._pod_volume_validation import (
-    field_selector_errors,
-    local_descending_path_errors,
-    path_no_backsteps_errors,
-    resource_field_selector_errors,
-)
-from kubeloop.api._quantity import Quantity, QuantityError, parse_quantity
-from kubeloop.api._validation import is_dns1123_label, is_qualified_name, name_is_dns1123_subdomain
+from kubeloop.api._pod_resources_validation import resources_errors
+from kubeloop.api._pod_volume_validation import local_descending_path_errors, path_no_backsteps_errors
+from kubeloop.api._validation import is_dns1123_label
 
 __all__ = [
     "image_whitespace_errors",
@@ -51,23 +46,7 @@ _PULL_POLICIES = ["Always", "IfNotPresent", "Never"]  # sets.List(supportedPullP
 _PROTOCOLS = ["SCTP", "TCP", "UDP"]  # sets.List(supportedPortProtocols)
 _PROPAGATIONS = ["Bidirectional", "HostToContainer", "None"]
 _RECURSIVE_READ_ONLY = ["Disabled", "Enabled", "IfPossible"]
-# validEnvDownwardAPIFieldPathExpressions, sorted.
-_ENV_FIELD_PATHS = ["metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
-                    "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"]
-_RELAXED_ENV_NAME = "a valid environment variable name must consist only of printable ASCII characters other than '='"
 _PORT_RANGE = "must be between 1 and 65535, inclusive"  # InclusiveRangeError(1, 65535)
-_CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
-_CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
-                   f"'KEY_NAME',  or 'key-name', regex used for validation is '{_CONFIG_KEY_FMT}')")
-_NEGATIVE = "must be greater than or equal to 0"  # apimachinery IsNegativeErrorMsg
-# helper.standardResources (the names a resource list may use without a domain).
-_STANDARD_RESOURCES = frozenset({
-    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
-    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
-    "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
-    "services.nodeports", "services.loadbalancers",
-})
-_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})  # standardContainerResources
 # EphemeralContainerCommon's fields outside allowedEphemeralContainerFields, in the struct's order.
 _NOT_FOR_EPHEMERAL = ("ports", "resources", "resizePolicy", "restartPolicy", "livenessProbe", "readinessProbe",
                       "startupProbe", "lifecycle")
@@ -145,97 +124,6 @@ def _host_port_conflicts(containers: list[tuple[int, Mapping[str, Any]]], path: 
 
 
 # -- env -----------------------------------------------------------------------------------------------
-
-
-def _env_name_errors(name: str, path: str) -> list[FieldError]:
-    """IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation, on by default in 1.32)."""
-    if all(" " <= c <= "~" and c != "=" for c in name):
-        return []
-    return [FieldError.invalid(path, name, _RELAXED_ENV_NAME)]
-
-
-def _config_key_errors(key: str) -> list[str]:
-    """IsConfigMapKey."""
-    errs: list[str] = []
-    if len(key.encode()) > 253:
-        errs.append("must be no more than 253 characters")
-    if not key or any(not (c.isascii() and (c.isalnum() or c in "-._")) for c in key):
-        errs.append(_CONFIG_KEY_MSG)
-    if key == ".":
-        errs.append("must not be '.'")
-    elif key == "..":
-        errs.append("must not be '..'")
-    elif key.startswith(".."):
-        errs.append("must not start with '..'")
-    return errs
-
-
-def _key_selector(selector: Mapping[str, Any], path: str) -> list[FieldError]:
-    """validateConfigMapKeySelector / validateSecretKeySelector (the name checked even when empty)."""
-    name = go_text(selector.get("name"))
-    errs = [FieldError.invalid(f"{path}.name", name, m) for m in name_is_dns1123_subdomain(name, False)]
-    key = go_text(selector.get("key"))
-    if not key:
-        return [*errs, FieldError.required(f"{path}.key")]
-    return [*errs, *(FieldError.invalid(f"{path}.key", key, m) for m in _config_key_errors(key))]
-
-
-def _value_from(env: Mapping[str, Any], path: str) -> list[FieldError]:
-    """validateEnvVarValueFrom: exactly one source, and no ``value`` beside it."""
-    source = env.get("valueFrom")
-    if not isinstance(source, dict):
-        return []
-    errs: list[FieldError] = []
-    count = 0
-    if isinstance(ref := source.get("fieldRef"), dict):
-        count += 1
-        errs.extend(field_selector_errors(ref, _ENV_FIELD_PATHS, f"{path}.fieldRef"))
-    if isinstance(ref := source.get("resourceFieldRef"), dict):
-        count += 1
-        errs.extend(resource_field_selector_errors(ref, f"{path}.resourceFieldRef", volume=False))
-    for kind in ("configMapKeyRef", "secretKeyRef"):
-        if isinstance(ref := source.get(kind), dict):
-            count += 1
-            errs.extend(_key_selector(ref, f"{path}.{kind}"))
-    if count == 0:
-        errs.append(FieldError.invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
-    elif go_text(env.get("value")):
-        errs.append(FieldError.invalid(path, "", "may not be specified when `value` is not empty"))
-    elif count > 1:
-        errs.append(FieldError.invalid(path, "", "may not have more than one field specified at a time"))
-    return errs
-
-
-def _env(env: Any, path: str) -> list[FieldError]:
-    """ValidateEnv."""
-    errs: list[FieldError] = []
-    for i, var in objects_of(env):
-        p = f"{path}[{i}]"
-        name = go_text(var.get("name"))
-        errs.extend(_env_name_errors(name, f"{p}.name") if name else [FieldError.required(f"{p}.name")])
-        errs.extend(_value_from(var, f"{p}.valueFrom"))
-    return errs
-
-
-def _env_from(sources: Any, path: str) -> list[FieldError]:
-    """ValidateEnvFrom: the count errors name the list, not the item (as upstream)."""
-    errs: list[FieldError] = []
-    for i, source in objects_of(sources):
-        p = f"{path}[{i}]"
-        if prefix := go_text(source.get("prefix")):
-            errs.extend(_env_name_errors(prefix, f"{p}.prefix"))
-        count = 0
-        for kind in ("configMapRef", "secretRef"):
-            if isinstance(ref := source.get(kind), dict):
-                count += 1
-                name = go_text(ref.get("name"))
-                errs.extend([FieldError.invalid(f"{p}.{kind}.name", name, m) for m in name_is_dns1123_subdomain(name, True)]
-                            if name else [FieldError.required(f"{p}.{kind}.name")])
-        if count == 0:
-            errs.append(FieldError.invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
-        elif count > 1:
-            errs.append(FieldError.invalid(path, "", "may not have more than one field specified at a time"))
-    return errs
 
 
 # -- volume mounts and devices -------------------------------------------------------------------------
@@ -343,105 +231,6 @@ def _devices(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[
 # -- resources -----------------------------------------------------------------------------------------
 
 
-def _is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
-
-
-def _is_extended(name: str) -> bool:
-    return not _is_native(name) and not name.startswith("requests.") and not is_qualified_name("requests." + name)
-
-
-def _resource_name_errors(name: str, path: str) -> list[FieldError]:
-    """validateContainerResourceName (validateResourceName first)."""
-    if name in _CONTAINER_RESOURCES:
-        return []
-    if messages := is_qualified_name(name):
-        return [FieldError.invalid(path, name, m) for m in messages]
-    errs: list[FieldError] = []
-    if "/" not in name:
-        hugepages = name.startswith("hugepages-")
-        if name not in _STANDARD_RESOURCES and not hugepages:
-            errs.append(FieldError.invalid(path, name, "must be a standard resource type or fully qualified"))
-        if name not in _CONTAINER_RESOURCES and not hugepages:
-            errs.append(FieldError.invalid(path, name, "must be a standard resource for containers"))
-    elif not _is_native(name) and not _is_extended(name):
-        errs.append(FieldError.invalid(path, name, "doesn't follow extended resource name standard"))
-    return errs
-
-
-# Quantities already parsed, and comparisons already made (canonical text repeats from pod to pod;
-# each table is cleared when full: bounded caches).
-_PARSED: dict[str, Quantity | None] = {}
-_COMPARED: dict[tuple[str, str], int] = {}
-_CACHE_LIMIT = 4096
-
-
-def _compare(a: Quantity, b: Quantity) -> int:
-    key = (a.text, b.text)
-    result = _COMPARED.get(key)
-    if result is None:
-        if len(_COMPARED) >= _CACHE_LIMIT:
-            _COMPARED.clear()
-        result = _COMPARED[key] = a.compare(b)
-    return result
-
-
-def _quantity(value: Any) -> Quantity | None:
-    if not isinstance(value, str):
-        return None
-    if value in _PARSED:
-        return _PARSED[value]
-    try:
-        parsed: Quantity | None = parse_quantity(value.strip())
-    except QuantityError:
-        parsed = None
-    if len(_PARSED) >= _CACHE_LIMIT:
-        _PARSED.clear()
-    _PARSED[value] = parsed
-    return parsed
-
-
-def _resources(resources: Any, path: str) -> list[FieldError]:
-    """ValidateContainerResourceRequirements: names, non-negative values, requests within limits."""
-    requirements = mapping_of(resources)
-    limits, requests = mapping_of(requirements.get("limits")), mapping_of(requirements.get("requests"))
-    if not limits and not requests:
-        return []
-    errs: list[FieldError] = []
-    limit_path, request_path = f"{path}.limits", f"{path}.requests"
-    parsed_limits: dict[str, Quantity] = {}
-    for name, value in limits.items():
-        p = f"{limit_path}[{name}]"
-        errs.extend(_resource_name_errors(name, p))
-        if (quantity := _quantity(value)) is not None:
-            parsed_limits[name] = quantity
-            if quantity.sign() < 0:
-                errs.append(FieldError.invalid(p, quantity.text, _NEGATIVE))
-    for name, value in requests.items():
-        p = f"{request_path}[{name}]"
-        errs.extend(_resource_name_errors(name, p))
-        quantity = _quantity(value)
-        if quantity is None:
-            continue
-        if quantity.sign() < 0:
-            errs.append(FieldError.invalid(p, quantity.text, _NEGATIVE))
-        overcommit = _is_native(name) and not name.startswith("hugepages-")  # helper.IsOvercommitAllowed
-        limit = parsed_limits.get(name)
-        if limit is not None and limit.text != quantity.text:  # the same canonical text is the same value
-            order = _compare(quantity, limit)
-            if not overcommit and order != 0:
-                errs.append(FieldError.invalid(request_path, quantity.text, f"must be equal to {name} limit of {limit.text}"))
-            elif order > 0:
-                errs.append(FieldError.invalid(request_path, quantity.text,
-                                               f"must be less than or equal to {name} limit of {limit.text}"))
-        elif limit is None and name not in limits and not overcommit:
-            errs.append(FieldError.required(limit_path, "Limit must be set for non overcommitable resources"))
-    names = {*limits, *requests}
-    if any(n.startswith("hugepages-") for n in names) and not names & {"cpu", "memory"}:
-        errs.append(FieldError.forbidden(path, "HugePages require cpu or memory"))
-    return errs
-
-
 # -- containers ----------------------------------------------------------------------------------------
 
 
@@ -462,9 +251,9 @@ def _common(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[F
     if ports := container.get("ports"):
         errs.extend(_ports(ports, f"{path}.ports"))
     if env := container.get("env"):
-        errs.extend(_env(env, f"{path}.env"))
+        errs.extend(env_errors(env, f"{path}.env"))
     if env_from := container.get("envFrom"):
-        errs.extend(_env_from(env_from, f"{path}.envFrom"))
+        errs.extend(env_from_errors(env_from, f"{path}.envFrom"))
     if container.get("volumeMounts") or container.get("volumeDevices"):
         errs.extend(_mounts(container, volumes, f"{path}.volumeMounts"))
         errs.extend(_devices(container, volumes, f"{path}.volumeDevices"))
@@ -472,7 +261,7 @@ def _common(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[F
     if pull and pull not in _PULL_POLICIES:  # "" is defaulted from the image's tag
         errs.append(FieldError.not_supported(f"{path}.imagePullPolicy", pull, _PULL_POLICIES))
     if resources := container.get("resources"):
-        errs.extend(_resources(resources, f"{path}.resources"))
+        errs.extend(resources_errors(resources, f"{path}.resources"))
     return errs
 
 
