@@ -22,7 +22,8 @@ def test_a_spec_field_of_the_wrong_shape_is_skipped(key: str, value: Any) -> Non
 
 @pytest.mark.parametrize("value", ODD_VALUES)
 @pytest.mark.parametrize("key", ["ports", "env", "envFrom", "volumeMounts", "volumeDevices", "resources", "name",
-                                 "image", "imagePullPolicy", "terminationMessagePolicy", "restartPolicy"])
+                                 "image", "imagePullPolicy", "terminationMessagePolicy", "restartPolicy",
+                                 "lifecycle", "livenessProbe", "readinessProbe", "startupProbe"])
 def test_a_container_field_of_the_wrong_shape_is_skipped(key: str, value: Any) -> None:
     container = {"name": "c", "image": "nginx", key: value}
     for spec in ({"containers": [container]}, {"containers": [{"name": "m", "image": "x"}], "initContainers": [container],
@@ -34,6 +35,8 @@ def test_a_container_field_of_the_wrong_shape_is_skipped(key: str, value: Any) -
 def test_odd_items_inside_lists_are_skipped(value: Any) -> None:
     container = {"name": "c", "image": "nginx", "ports": [value], "env": [{"name": "A", "valueFrom": value}],
                  "envFrom": [value], "volumeMounts": [value], "resources": {"limits": value, "requests": {"cpu": value}}}
+    container["livenessProbe"] = {"httpGet": {"port": value, "httpHeaders": [value]}, "exec": value}
+    container["lifecycle"] = {"preStop": value, "postStart": {"sleep": {"seconds": value}}}
     volumes = [value, {"name": "v", "projected": {"sources": [value, {"secret": value}]}},
                {"name": "w", "downwardAPI": {"items": [value]}}, {"name": "x", "configMap": {"items": value}}]
     validate_pod_spec({"containers": [container], "volumes": volumes}, "spec", is_pod=True)

@@ -328,3 +328,46 @@ async def test_a_statefulset_template_may_mount_its_claim_templates(client: http
     assert await refused(client, body, STATEFULSETS) == [
         ("FieldValueForbidden", "spec.template.spec.activeDeadlineSeconds",
          "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported")]
+
+
+async def test_probes_and_hooks_name_one_handler(client: httpx.AsyncClient) -> None:
+    container = app(
+        lifecycle={"preStop": {"sleep": {"seconds": 60}}, "postStart": {}},
+        livenessProbe={"exec": {"command": []}, "httpGet": {"port": 80}, "successThreshold": 2},
+        readinessProbe={"httpGet": {"port": "HTTP", "scheme": "FTP", "httpHeaders": [{"name": "X Y", "value": "1"}]},
+                        "terminationGracePeriodSeconds": 5},
+        startupProbe={"tcpSocket": {}, "periodSeconds": -1})
+    sidecar = {"name": "side", "image": "busybox", "restartPolicy": "Always", "startupProbe": {"grpc": {"port": 70000}}}
+    assert await refused(client, pod(container, initContainers=[sidecar])) == [
+        ("FieldValueRequired", "spec.containers[0].lifecycle.postStart", "Required value: must specify a handler type"),
+        # validateSleepAction: no longer than the pod's (defaulted) grace period of 30 seconds.
+        ("FieldValueInvalid", "spec.containers[0].lifecycle.preStop.sleep", "Invalid value: 60: must be greater than 0 and "
+         "less than terminationGracePeriodSeconds (30). Enable AllowPodLifecycleSleepActionZeroValue feature gate for "
+         "zero sleep."),
+        ("FieldValueRequired", "spec.containers[0].livenessProbe.exec.command", "Required value"),
+        ("FieldValueForbidden", "spec.containers[0].livenessProbe.httpGet",
+         "Forbidden: may not specify more than 1 handler type"),
+        ("FieldValueInvalid", "spec.containers[0].livenessProbe.successThreshold", "Invalid value: 2: must be 1"),
+        ("FieldValueInvalid", "spec.containers[0].readinessProbe.httpGet.port",
+         'Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'),
+        ("FieldValueInvalid", "spec.containers[0].readinessProbe.httpGet.port",
+         'Invalid value: "HTTP": must contain at least one letter (a-z)'),
+        ("FieldValueNotSupported", "spec.containers[0].readinessProbe.httpGet.scheme",
+         'Unsupported value: "FTP": supported values: "HTTP", "HTTPS"'),
+        ("FieldValueInvalid", "spec.containers[0].readinessProbe.httpGet.httpHeaders", "Invalid value: \"X Y\": a valid "
+         "HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation "
+         "is '[-A-Za-z0-9]+')"),
+        ("FieldValueInvalid", "spec.containers[0].readinessProbe.terminationGracePeriodSeconds",
+         "Invalid value: 5: must not be set for readinessProbes"),
+        ("FieldValueInvalid", "spec.containers[0].startupProbe.tcpSocket.port",
+         "Invalid value: 0: must be between 1 and 65535, inclusive"),
+        ("FieldValueInvalid", "spec.containers[0].startupProbe.periodSeconds",
+         "Invalid value: -1: must be greater than or equal to 0"),
+        # A sidecar (an init container that always restarts) may have probes, checked the same way.
+        ("FieldValueInvalid", "spec.initContainers[0].startupProbe.grpc.port",
+         "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+    ]
+    ok = app(livenessProbe={"httpGet": {"port": 8080}}, readinessProbe={"tcpSocket": {"port": "http"}},
+             lifecycle={"preStop": {"sleep": {"seconds": 5}}}, ports=[{"name": "http", "containerPort": 80}])
+    r = await client.post(PODS, json=pod(ok, name="ok"))
+    assert r.status_code == 201, r.text

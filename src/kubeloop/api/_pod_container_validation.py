@@ -15,9 +15,9 @@ port clash is reported at index 0).
 
 The checks run on the object after defaulting, as upstream's do: a field that defaulting fills
 (``terminationMessagePolicy``, ``imagePullPolicy``, a port's ``protocol``) is never "Required" here.
-Not checked here: probes and lifecycle handlers, security contexts, resize policies
-(InPlacePodVerticalScaling is alpha in 1.32, its field dropped). Input that is not the expected JSON
-shape is skipped, never a crash.
+Hooks and probes are :mod:`kubeloop.api._pod_probe_validation`'s. Not checked here: security
+contexts, resize policies (InPlacePodVerticalScaling is alpha in 1.32, its field dropped). Input that
+is not the expected JSON shape is skipped, never a crash.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_env_validation import env_errors, env_from_errors
 from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
+from kubeloop.api._pod_probe_validation import handler_errors, port_name_errors
 from kubeloop.api._pod_resources_validation import resources_errors
 from kubeloop.api._pod_volume_validation import local_descending_path_errors, path_no_backsteps_errors
 from kubeloop.api._validation import is_dns1123_label
@@ -64,22 +65,6 @@ def _not_found(path: str, value: Any) -> FieldError:
 # -- ports ---------------------------------------------------------------------------------------------
 
 
-def _port_name_errors(name: str) -> list[str]:
-    """IsValidPortName."""
-    errs: list[str] = []
-    if len(name) > 15:
-        errs.append("must be no more than 15 characters")
-    if not name or any(not ("a" <= c <= "z" or "0" <= c <= "9" or c == "-") for c in name):
-        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not any("a" <= c <= "z" for c in name):
-        errs.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errs.append("must not contain consecutive hyphens")
-    if name and (name[0] == "-" or name[-1] == "-"):
-        errs.append("must not begin or end with a hyphen")
-    return errs
-
-
 def _ports(ports: Any, path: str) -> list[FieldError]:
     """validateContainerPorts."""
     errs: list[FieldError] = []
@@ -87,7 +72,7 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
     for i, port in objects_of(ports):
         p = f"{path}[{i}]"
         if name := go_text(port.get("name")):
-            if messages := _port_name_errors(name):
+            if messages := port_name_errors(name):
                 errs.extend(FieldError.invalid(f"{p}.name", name, m) for m in messages)
             elif name in names:
                 errs.append(FieldError.duplicate(f"{p}.name", name))
@@ -265,8 +250,9 @@ def _common(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[F
     return errs
 
 
-def validate_containers(containers: Any, volumes: Volumes, path: str) -> list[FieldError]:
-    """validateContainers: at least one, unique names, ``restartPolicy`` only on init containers."""
+def validate_containers(containers: Any, volumes: Volumes, grace: int | None, path: str) -> list[FieldError]:
+    """validateContainers: at least one, unique names, valid hooks and probes (``grace``: the pod's
+    terminationGracePeriodSeconds), ``restartPolicy`` only on init containers."""
     items = objects_of(containers)
     if not items:
         return [FieldError.required(path)]
@@ -279,12 +265,14 @@ def validate_containers(containers: Any, volumes: Volumes, path: str) -> list[Fi
         if name in names:
             errs.append(FieldError.duplicate(f"{p}.name", name))
         names.add(name)
+        errs.extend(handler_errors(container, grace, p))
         if container.get("restartPolicy") is not None:
             errs.append(FieldError.forbidden(f"{p}.restartPolicy", "may not be set for non-init containers"))
     return [*errs, *_host_port_conflicts(items, path)]
 
 
-def validate_init_containers(init_containers: Any, containers: Any, volumes: Volumes, path: str) -> list[FieldError]:
+def validate_init_containers(init_containers: Any, containers: Any, volumes: Volumes, grace: int | None,
+                             path: str) -> list[FieldError]:
     """validateInitContainers: names unique across regular and init containers; handlers only on sidecars."""
     errs: list[FieldError] = []
     names = {go_text(c.get("name")) for _, c in objects_of(containers)}
@@ -301,7 +289,9 @@ def validate_init_containers(init_containers: Any, containers: Any, volumes: Vol
             names.add(name)
         # Each init container runs alone, so its host ports are checked alone (and reported at index 0).
         errs.extend(_host_port_conflicts([(0, container)], path))
-        if restart != "Always":
+        if restart == "Always":
+            errs.extend(handler_errors(container, grace, p))
+        else:
             errs.extend(FieldError.forbidden(f"{p}.{key}", "may not be set for init containers without restartPolicy=Always")
                         for key in _HANDLERS if container.get(key) is not None)
     return errs

@@ -64,9 +64,11 @@ def validate_pod_spec(spec: Any, field: str, *, is_pod: bool, pod_name: str = ""
     spec = spec if isinstance(spec, dict) else {}
     volumes, errs = validate_volumes(spec.get("volumes"), f"{field}.volumes", pod_name=pod_name) if spec.get("volumes") else ({}, [])
     containers, init_containers = spec.get("containers"), spec.get("initContainers")
-    errs.extend(validate_containers(containers, volumes, f"{field}.containers"))
+    grace = spec.get("terminationGracePeriodSeconds")
+    grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else None
+    errs.extend(validate_containers(containers, volumes, grace, f"{field}.containers"))
     if init_containers:
-        errs.extend(validate_init_containers(init_containers, containers, volumes, f"{field}.initContainers"))
+        errs.extend(validate_init_containers(init_containers, containers, volumes, grace, f"{field}.initContainers"))
     if ephemeral := spec.get("ephemeralContainers"):
         errs.extend(validate_ephemeral_containers(ephemeral, containers, init_containers, volumes,
                                                   f"{field}.ephemeralContainers"))
