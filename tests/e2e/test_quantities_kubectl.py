@@ -20,8 +20,8 @@ spec:
   - name: app
     image: nginx:1.25
     resources:
-      requests: {cpu: 1000m, memory: 1024Mi}
-      limits: {cpu: 1.5, memory: 0.1Gi}
+      requests: {cpu: 1000m, memory: 0.1Gi}
+      limits: {cpu: 1.5, memory: 1024Mi}
 """
 
 
@@ -32,8 +32,8 @@ def test_kubectl_apply_reads_back_canonical_quantities_and_a_bad_one_is_refused(
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     pod = json.loads(kubectl("get", "pod", "sized", "-n", namespace, "-o", "json").stdout)
     assert pod["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "1", "memory": "1Gi"},
-        "limits": {"cpu": "1500m", "memory": "107374182400m"},
+        "requests": {"cpu": "1", "memory": "107374182400m"},
+        "limits": {"cpu": "1500m", "memory": "1Gi"},
     }
     assert pod["status"]["qosClass"] == "Burstable"
     # Applying the manifest again: kubectl's three-way patch sees "1000m" against the live "1" and sends

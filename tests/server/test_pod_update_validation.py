@@ -101,10 +101,12 @@ async def test_adding_or_removing_a_container_is_forbidden(client: httpx.AsyncCl
 
 async def test_an_image_may_not_be_blank_or_padded(client: httpx.AsyncClient) -> None:
     await create(client, pod())
+    # ValidatePodUpdate reports each twice: validatePodMetadataAndSpec (validateContainerCommon,
+    # validateContainersOnlyForPod) on the new pod, then ValidateContainerUpdates.
     assert await refused(client, {"spec": {"containers": [{"name": "c", "image": " nginx"}]}}, headers=STRATEGIC) == [
-        ("FieldValueInvalid", "spec.containers[0].image", 'Invalid value: " nginx": must not have leading or trailing whitespace')]
+        ("FieldValueInvalid", "spec.containers[0].image", 'Invalid value: " nginx": must not have leading or trailing whitespace')] * 2
     assert await refused(client, {"spec": {"containers": [{"name": "c", "image": ""}]}}, headers=STRATEGIC) == [
-        ("FieldValueRequired", "spec.containers[0].image", "Required value")]
+        ("FieldValueRequired", "spec.containers[0].image", "Required value")] * 2
 
 
 async def test_active_deadline_may_be_set_and_lowered_but_not_raised_or_unset(client: httpx.AsyncClient) -> None:

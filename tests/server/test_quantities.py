@@ -45,11 +45,11 @@ async def created(client: httpx.AsyncClient, path: str, body: dict[str, Any]) ->
 
 async def test_pod_create_stores_canonical_quantities(client: httpx.AsyncClient) -> None:
     body = pod(requests={"cpu": "1000m", "memory": "1024Mi", "ephemeral-storage": "0.1Gi"},
-               limits={"cpu": 0.5, "memory": "1.5Gi", "example.com/gpu": 2})
+               limits={"cpu": 1.5, "memory": "1.5Gi", "example.com/gpu": 2})
     out = await created(client, PODS, body)
     # The limit with no request is requested at its limit (SetDefaults_Pod).
     expected = {"requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "107374182400m", "example.com/gpu": "2"},
-                "limits": {"cpu": "500m", "memory": "1536Mi", "example.com/gpu": "2"}}
+                "limits": {"cpu": "1500m", "memory": "1536Mi", "example.com/gpu": "2"}}
     assert container_resources(out) == expected
     stored = (await client.get(f"{PODS}/p")).json()
     assert container_resources(stored) == expected

@@ -9,7 +9,7 @@ per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/
 ``validatePodAffinity(Term)`` / ``validatePodAntiAffinity`` / ``validateWeightedPodAffinityTerms``,
 and, from :mod:`kubeloop.api._pod_placement_validation`, ``validateSchedulingGates``,
 ``validateTopologySpreadConstraints`` and ``ValidateTolerations``);
-:func:`validate_pod_create` adds ``ValidatePodCreate``'s rule on ``nodeName`` and scheduling gates.
+:mod:`kubeloop.api._pod_spec_validation` runs them after the volume and container checks.
 :func:`validate_pod_template_scheduling` runs the same checks on ``spec.template.spec`` of a workload (``ValidatePodTemplateSpec`` calls
 ``ValidatePodSpec``), for Deployments, ReplicaSets and StatefulSets.
 
@@ -57,7 +57,6 @@ from kubeloop.api._validation import (
 __all__ = [
     "has_invalid_label_value_in_node_selector",
     "validate_node_selector",
-    "validate_pod_create",
     "validate_pod_scheduling",
     "validate_pod_template_scheduling",
     "validate_tolerations",
@@ -317,16 +316,6 @@ def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "sp
                                            check_selectors=not opts.invalid_topology_spread_label_selector))
     if isinstance(tolerations := spec.get("tolerations"), list) and tolerations:
         errs.extend(toleration_errors(tolerations, f"{field}.tolerations"))
-    return errs
-
-
-def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
-    """A new pod's checks: :func:`validate_pod_scheduling` with its labels, then ``ValidatePodCreate``'s
-    rule that a pod with scheduling gates may not name a node."""
-    spec = _mapping(pod.get("spec"))
-    errs = validate_pod_scheduling(spec, pod_labels=_mapping(pod.get("metadata")).get("labels") or {})
-    if spec.get("nodeName") and _list(spec.get("schedulingGates")):
-        errs.append(FieldError.forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     return errs
 
 

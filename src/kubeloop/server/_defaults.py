@@ -32,13 +32,19 @@ def _default(parent: Obj, key: str, value: Any) -> None:
         parent[key] = value
 
 
+def _default_text(parent: Obj, key: str, value: str) -> None:
+    # A Go string field: "" is its zero value, so SetDefaults_* (``if x == ""``) fills it as if absent.
+    if parent.get(key) is None or parent.get(key) == "":
+        parent[key] = value
+
+
 def _container(container: Any) -> None:
     if not isinstance(container, dict):
         return
-    _default(container, "terminationMessagePath", "/dev/termination-log")
-    _default(container, "terminationMessagePolicy", "File")
+    _default_text(container, "terminationMessagePath", "/dev/termination-log")
+    _default_text(container, "terminationMessagePolicy", "File")
     image = container.get("image")
-    if container.get("imagePullPolicy") is None and isinstance(image, str):
+    if container.get("imagePullPolicy") in (None, "") and isinstance(image, str):
         tail = image.rsplit("/", 1)[-1]
         tag = tail.split("@", 1)[0].partition(":")[2]
         container["imagePullPolicy"] = "IfNotPresent" if ("@" in tail or (tag and tag != "latest")) else "Always"
@@ -46,17 +52,17 @@ def _container(container: Any) -> None:
         container["resources"] = {}
     for port in container.get("ports") or []:
         if isinstance(port, dict):
-            _default(port, "protocol", "TCP")
+            _default_text(port, "protocol", "TCP")
 
 
 def _pod_spec(spec: Any) -> None:
     if not isinstance(spec, dict):
         return
-    _default(spec, "restartPolicy", "Always")
+    _default_text(spec, "restartPolicy", "Always")
     _default(spec, "terminationGracePeriodSeconds", 30)
-    _default(spec, "dnsPolicy", "ClusterFirst")
+    _default_text(spec, "dnsPolicy", "ClusterFirst")
     _default(spec, "securityContext", {})
-    _default(spec, "schedulerName", "default-scheduler")
+    _default_text(spec, "schedulerName", "default-scheduler")
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or []:
             _container(container)
@@ -86,6 +92,16 @@ def _requests_from_limits(container: Any) -> None:
             requests[name] = value
 
 
+def _host_network_ports(spec: Obj) -> None:
+    """SetDefaults_Pod (pods only since DefaultHostNetworkHostPortsInPodTemplates is off): on the
+    host's network a port's unset host port is its container port."""
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            for port in (container.get("ports") or []) if isinstance(container, dict) else []:
+                if isinstance(port, dict) and not port.get("hostPort") and port.get("containerPort"):
+                    port["hostPort"] = port["containerPort"]
+
+
 def _pod(obj: Obj) -> None:
     spec = obj.get("spec")
     if isinstance(spec, dict):
@@ -93,6 +109,8 @@ def _pod(obj: Obj) -> None:
             for container in spec.get(key) or []:
                 _requests_from_limits(container)
         _pod_spec(spec)
+        if spec.get("hostNetwork") is True:
+            _host_network_ports(spec)
         _default(spec, "enableServiceLinks", True)
         _default(spec, "preemptionPolicy", "PreemptLowerPriority")
         _default(spec, "priority", 0)

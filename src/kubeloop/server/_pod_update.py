@@ -16,7 +16,7 @@ import copy
 from typing import Any
 
 from kubeloop.api import FieldError, ResourceInfo
-from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling
+from kubeloop.api._pod_spec_validation import validate_pod_spec_update
 from kubeloop.api._pod_update_validation import validate_pod_update
 from kubeloop.server._defaults import apply_defaults
 
@@ -24,8 +24,8 @@ __all__ = ["validate_pod_main_update"]
 
 
 def validate_pod_main_update(info: ResourceInfo, new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """ValidatePodSpec's scheduling checks on ``new``, then ValidatePodUpdate's (see the module docstring)."""
-    errs = validate_pod_scheduling(new.get("spec"), old_spec=old.get("spec"))
+    """ValidatePodSpec's checks on ``new``, then ValidatePodUpdate's (see the module docstring)."""
+    errs = validate_pod_spec_update(new, old)
     update_errs = validate_pod_update(new, old)
     if any(e.field == "spec" and e.type == "forbidden" for e in update_errs):
         defaulted = {**old, "spec": copy.deepcopy(old.get("spec"))}

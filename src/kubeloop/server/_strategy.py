@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubeloop.api import BadRequest, FieldError, ResourceInfo
-from kubeloop.api._pod_scheduling_validation import validate_pod_create, validate_pod_template_scheduling
+from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._pv_validation import validate_persistent_volume_node_affinity
 from kubeloop.api._quantity import QuantityError, parse_quantity
@@ -360,13 +360,23 @@ class _ZeroStatus(GenericStrategy):
 
 
 class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
-    """Deployments, ReplicaSets, StatefulSets: ValidatePodTemplateSpec's scheduling checks (not on /status)."""
+    """Deployments, ReplicaSets, StatefulSets: their pod template's rules (not on /status).
+
+    Deployments and ReplicaSets run ValidatePodTemplateSpec (ValidatePodTemplateSpecForReplicaSet, whose
+    activeDeadlineSeconds message names a ReplicaSet for both); a StatefulSet's template skips
+    ValidatePodSpec upstream (ValidatePodTemplateSpecForStatefulSet), its mounts may name claim templates.
+    """
+
+    def _template_errors(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+        stateful = self.info.kind == "StatefulSet"
+        return validate_pod_template(obj, kind="StatefulSet" if stateful else "ReplicaSet", old=old,
+                                     check_spec=not stateful)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return validate_pod_template_scheduling(obj)
+        return self._template_errors(obj, None)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
-        return [] if subresource == "status" else validate_pod_template_scheduling(new, old=old)
+        return [] if subresource == "status" else self._template_errors(new, old)
 
 
 class _PersistentVolume(_DecodesQuantities, _ZeroStatus):
