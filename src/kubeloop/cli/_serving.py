@@ -266,7 +266,7 @@ class HttpProtocol(HttpToolsProtocol):
             raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
         self._fresh_context = bool(config.reset_contextvars)
         # The request being parsed: what uvicorn's on_message_begin resets, reset here and by
-        # on_headers_complete as it hands them over.
+        # on_headers_complete (the headers by on_message_complete) as it hands them over.
         self.headers = []
         # Whether a header of the request being parsed may set llhttp's keep-alive flag (see on_headers_complete).
         self._connection_header = False
@@ -354,7 +354,6 @@ class HttpProtocol(HttpToolsProtocol):
         }
         self.scope = scope  # type: ignore[assignment]
         expect_100_continue = self.expect_100_continue
-        self.headers = []
         self.expect_100_continue = False
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
@@ -425,6 +424,10 @@ class HttpProtocol(HttpToolsProtocol):
             cycle.notify()
 
     def on_message_complete(self) -> None:
+        # The next request's headers go to a list of their own. Not at on_headers_complete: a chunked
+        # body's trailers come as headers after it, and under uvicorn they join the request's own
+        # ``scope["headers"]`` (its list until the next request begins).
+        self.headers = []
         cycle: RequestCycle = self.cycle  # type: ignore[assignment]
         if cycle.response_complete:
             return
