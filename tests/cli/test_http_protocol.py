@@ -596,3 +596,46 @@ async def test_header_names_and_values_as_bytearrays_are_answered_as_uvicorn_ans
     ours = await _answers(app, tls, _uvicorn_server(app, tls.cert, tls.key), len(cases))
     assert ours == theirs
     assert [answer.startswith(b"HTTP/1.1 200 OK") for answer in ours] == [True, True, True, False, False]
+
+
+async def test_a_chunked_requests_trailers_join_its_own_headers_as_under_uvicorn_not_the_next_requests(
+    tmp_path: Path,
+) -> None:
+    """A trailer is a header after the body: under uvicorn it joins the request's own ``scope["headers"]``.
+    It must never reach the next request on the connection (a trailing ``Authorization`` would be that
+    request's credentials)."""
+    tls = ensure_tls(tmp_path)
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        seen.append((scope["path"], [tuple(h) for h in scope["headers"]]))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    raw = (
+        b"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+        b"X-Trailer: 1\r\nAuthorization: Bearer t\r\n\r\n"
+        b"GET /b HTTP/1.1\r\nHost: y\r\nConnection: close\r\n\r\n"
+    )
+
+    async def run(server: Any) -> tuple[bytes, list[Any]]:
+        seen.clear()
+        async with serving(app, tls, server) as (port, _):
+            reader, writer = await connect(port, tls)
+            writer.write(raw)
+            async with asyncio.timeout(10):
+                answer = await reader.read()
+            writer.close()
+        return _without_date(answer), list(seen)
+
+    config = uvicorn_config(app, cert=tls.cert, key=tls.key)
+    config.http = "httptools"
+    theirs = await run(uvicorn.Server(config))
+    ours = await run(_uvicorn_server(app, tls.cert, tls.key))
+    assert ours == theirs
+    assert ours[1] == [
+        ("/a", [(b"host", b"x"), (b"transfer-encoding", b"chunked"), (b"x-trailer", b"1"), (b"authorization", b"Bearer t")]),
+        ("/b", [(b"host", b"y"), (b"connection", b"close")]),
+    ]

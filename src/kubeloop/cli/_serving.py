@@ -248,6 +248,11 @@ class HttpProtocol(HttpToolsProtocol):
         app_state: dict[str, Any],
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
+        # The request target as httptools hands it over, in pieces: its ``on_url`` callback is this list's
+        # own ``append`` (a C call, where uvicorn's ``on_url`` is a Python frame per request), joined by
+        # on_headers_complete. Set before uvicorn's __init__ makes the parser, which looks the callback up.
+        self._url_parts: list[bytes] = []
+        self.on_url = self._url_parts.append  # type: ignore[method-assign,assignment]
         super().__init__(config, server_state, app_state, _loop)
         # When the last response on this connection completed (loop time), while waiting for the next
         # request; None while a request is in flight, as uvicorn's keep-alive timer is unarmed then.
@@ -261,9 +266,10 @@ class HttpProtocol(HttpToolsProtocol):
             raise ValueError("HttpProtocol serves no WebSockets: use it with ws='none'")
         self._fresh_context = bool(config.reset_contextvars)
         # The request being parsed: what uvicorn's on_message_begin resets, reset here and by
-        # on_headers_complete as it hands them over.
-        self.url = b""
+        # on_headers_complete (the headers by on_message_complete) as it hands them over.
         self.headers = []
+        # Whether a header of the request being parsed may set llhttp's keep-alive flag (see on_headers_complete).
+        self._connection_header = False
         # The task that runs the connection's requests one after another (see the module docstring),
         # and the future it waits on for the next one.
         self._runner: asyncio.Task[None] | None = None
@@ -278,17 +284,52 @@ class HttpProtocol(HttpToolsProtocol):
     # uvicorn's resets.
     on_message_begin = None  # type: ignore[assignment]
 
+    def data_received(self, data: bytes) -> None:
+        # uvicorn's, with its _unset_keepalive_if_required (a call per request) reduced to what it does here.
+        self.idle_since = None
+        if self.timeout_keep_alive_task is not None:
+            self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
-            self.expect_100_continue = True
+        if name == b"expect":
+            if value.lower() == b"100-continue":
+                self.expect_100_continue = True
+        elif name == b"connection" or name == b"proxy-connection":
+            self._connection_header = True
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         parser = self.parser
-        http_version = parser.get_http_version()
+        should_keep_alive = parser.should_keep_alive()
+        # The request's HTTP version without get_http_version() when the answer is certain (it formats the
+        # version anew each time: about 3% of a request's protocol work). llhttp accepts the versions 0.9,
+        # 1.0, 1.1 and 2.0 (uvicorn asks for no version leniency) and keeps the connection alive for 1.1
+        # without ``Connection: close``, or for another version whose ``Connection`` (or
+        # ``Proxy-Connection``) header says ``keep-alive`` (``llhttp_should_keep_alive``): a request that
+        # keeps it alive without either header is 1.1. A table test compares this with get_http_version().
+        if should_keep_alive and not self._connection_header:
+            http_version = "1.1"
+        else:
+            http_version = parser.get_http_version()
+        self._connection_header = False
         method = parser.get_method().decode("ascii")
-        raw_path, query = split_target(self.url)
+        url_parts = self._url_parts
+        url = url_parts[0] if len(url_parts) == 1 else b"".join(url_parts)
+        url_parts.clear()
+        raw_path, query = split_target(url)
         path = raw_path.decode("ascii")
         if "%" in path:
             path = unquote(path)
@@ -313,8 +354,6 @@ class HttpProtocol(HttpToolsProtocol):
         }
         self.scope = scope  # type: ignore[assignment]
         expect_100_continue = self.expect_100_continue
-        self.url = b""
-        self.headers = []
         self.expect_100_continue = False
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
@@ -323,11 +362,12 @@ class HttpProtocol(HttpToolsProtocol):
         else:
             app = self.app
         existing = self.cycle
+        # Positional: a class called with keywords builds a dict of them per request.
         cycle = self.cycle = RequestCycle(  # type: ignore[assignment]
             self,
             scope,
-            keep_alive=http_version != "1.0" and parser.should_keep_alive(),
-            expect_100_continue=expect_100_continue,
+            http_version != "1.0" and should_keep_alive,
+            expect_100_continue,
         )
         if existing is None or existing.response_complete:
             self._start_asgi_task(cycle, app)
@@ -379,14 +419,22 @@ class HttpProtocol(HttpToolsProtocol):
         cycle.body_size += len(body)
         if cycle.body_size > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
-        cycle.notify()
+        cycle.ready = True  # cycle.notify(), called only when receive() waits
+        if cycle.waiter is not None:
+            cycle.notify()
 
     def on_message_complete(self) -> None:
+        # The next request's headers go to a list of their own. Not at on_headers_complete: a chunked
+        # body's trailers come as headers after it, and under uvicorn they join the request's own
+        # ``scope["headers"]`` (its list until the next request begins).
+        self.headers = []
         cycle: RequestCycle = self.cycle  # type: ignore[assignment]
         if cycle.response_complete:
             return
         cycle.more_body = False
-        cycle.notify()
+        cycle.ready = True  # cycle.notify(), called only when receive() waits
+        if cycle.waiter is not None:
+            cycle.notify()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CorkedTransport(transport, self._turn))
@@ -438,7 +486,9 @@ class HttpProtocol(HttpToolsProtocol):
         self.server_state.total_requests += 1
         if self.transport.is_closing():
             return
-        self.flow.resume_reading()
+        flow = self.flow
+        if flow.read_paused:  # what flow.resume_reading() checks first, without the call
+            flow.resume_reading()
         if self.pipeline:
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)

@@ -100,8 +100,6 @@ class RequestCycle:
     """One request's ASGI ``receive``/``send`` (see the module docstring)."""
 
     __slots__ = (
-        "_ready",
-        "_waiter",
         "body_size",
         "chunked_encoding",
         "chunks",
@@ -111,14 +109,16 @@ class RequestCycle:
         "more_body",
         "on_response",
         "protocol",
+        "ready",
         "response_complete",
         "response_started",
         "scope",
         "transport",
+        "waiter",
         "waiting_for_100_continue",
     )
 
-    def __init__(self, protocol: Any, scope: dict[str, Any], *, keep_alive: bool, expect_100_continue: bool) -> None:
+    def __init__(self, protocol: Any, scope: dict[str, Any], keep_alive: bool, expect_100_continue: bool) -> None:
         self.protocol = protocol
         self.scope = scope
         self.transport: asyncio.Transport = protocol.transport
@@ -131,9 +131,11 @@ class RequestCycle:
         self.chunks: list[bytes] = []
         self.body_size = 0
         self.more_body = True
-        # uvicorn's message_event: set when there is something new for receive() to report
-        self._ready = False
-        self._waiter: asyncio.Future[None] | None = None
+        # uvicorn's message_event: set when there is something new for receive() to report, and the future
+        # receive() waits on while it is not (the protocol sets ``ready`` itself, and calls notify() only if
+        # there is a waiter: most bodies arrive before the app asks)
+        self.ready = False
+        self.waiter: asyncio.Future[None] | None = None
         # Response state
         self.response_started = False
         self.response_complete = False
@@ -142,10 +144,10 @@ class RequestCycle:
 
     def notify(self) -> None:
         """uvicorn's ``message_event.set()``: wake a waiting ``receive``."""
-        self._ready = True
-        waiter = self._waiter
+        self.ready = True
+        waiter = self.waiter
         if waiter is not None:
-            self._waiter = None
+            self.waiter = None
             if not waiter.done():
                 waiter.set_result(None)
 
@@ -195,15 +197,25 @@ class RequestCycle:
                 scope["http_version"],
                 status_code,
             )
-        defaults, default_framing = default_head(protocol.server_state.default_headers)
+        default_headers = protocol.server_state.default_headers
+        known_defaults = _default_heads.get(id(default_headers))  # default_head's table, looked up here first
+        if known_defaults is not None and known_defaults[0] is default_headers:
+            defaults, default_framing = known_defaults[1], known_defaults[2]
+        else:
+            defaults, default_framing = default_head(default_headers)
         head = [STATUS_LINE[status_code], defaults]
         has_connection_close = False
         # uvicorn's order: the default headers, then the app's, each checked and then framing.
         for name, value in default_framing:
             has_connection_close = self._frame(name, value) or has_connection_close
         for header in message.get("headers", ()):
+            # header_line's table looked up here first: a header seen before costs no call.
+            try:
+                known = _LINES.get(header)
+            except TypeError:  # not hashable: header_line renders it
+                known = None
             # Not ``value``: the loop above types that bytes, which a compiled build would check.
-            line, framing, header_value = header_line(header)
+            line, framing, header_value = known if known is not None else header_line(header)
             head.append(line)
             if framing is not None:
                 has_connection_close = self._frame(framing, header_value) or has_connection_close
@@ -247,7 +259,9 @@ class RequestCycle:
             if self.expected_content_length != 0:
                 raise RuntimeError("Response content shorter than Content-Length")
             self.response_complete = True
-            self.notify()
+            self.ready = True  # notify(), called only when receive() waits
+            if self.waiter is not None:
+                self.notify()
             if not self.keep_alive:
                 self.transport.close()
             if self.on_response is not None:
@@ -261,12 +275,12 @@ class RequestCycle:
             flow: FlowControl = self.protocol.flow
             if flow.read_paused:
                 flow.resume_reading()
-            if not self._ready:
-                waiter = self._waiter
+            if not self.ready:
+                waiter = self.waiter
                 if waiter is None or waiter.done():
-                    waiter = self._waiter = self.protocol.loop.create_future()
+                    waiter = self.waiter = self.protocol.loop.create_future()
                 await waiter
-            self._ready = False
+            self.ready = False
         if self.disconnected or self.response_complete:
             return dict(_DISCONNECT)
         chunks = self.chunks
