@@ -166,8 +166,8 @@ def _check_namespace(info: ResourceInfo, meta: dict[str, Any], namespace: str) -
 def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], errors: list[FieldError],
               strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "") -> None:
     errors.extend(strategy.validate(obj) if old is None else strategy.validate_update(obj, old, subresource))
-    extra = state.validators.get((info.group, info.kind))
-    if extra is not None:
+    validators = state.validators  # empty without custom resources: no key to build
+    if validators and (extra := validators.get((info.group, info.kind))) is not None:
         errors.extend(extra(obj))
     if errors:
         raise invalid(info.kind, str(meta_of(obj).get("name") or ""), errors, info.group)
