@@ -119,10 +119,21 @@ class ServerState:
     # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
     custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
 
+    # The last built-in kind schema() answered for, and its schema: a write asks twice (field
+    # validation, managedFields) and writes come in runs of one kind. A built-in kind's schema never
+    # changes (ResourceInfo is frozen; the definitions are loaded once).
+    _last_schema: tuple[ResourceInfo | None, Mapping[str, Any] | None] = field(
+        default=(None, None), init=False, repr=False, compare=False)
+
     def schema(self, info: ResourceInfo) -> Mapping[str, Any] | None:
+        last = self._last_schema
+        if last[0] is info:
+            return last[1]
         if info.custom:
             return self.custom_schema(info.group, info.version, info.kind) if self.custom_schema else None
-        return builtin_schema(info.group, info.version, info.kind)
+        schema = builtin_schema(info.group, info.version, info.kind)
+        self._last_schema = (info, schema)
+        return schema
 
     def strategy(self, info: ResourceInfo) -> GenericStrategy:
         key = (info.group, info.kind)
