@@ -122,8 +122,11 @@ class ServerState:
     # The last built-in kind schema() answered for, and its schema: a write asks twice (field
     # validation, managedFields) and writes come in runs of one kind. A built-in kind's schema never
     # changes (ResourceInfo is frozen; the definitions are loaded once).
-    _last_schema: tuple[ResourceInfo | None, Mapping[str, Any] | None] = field(
-        default=(None, None), init=False, repr=False, compare=False)
+    _last_schema: tuple[ResourceInfo | None, Mapping[str, Any] | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Set here, not by a field default: mypyc's compiled class leaves an init=False default unset.
+        self._last_schema = (None, None)
 
     def schema(self, info: ResourceInfo) -> Mapping[str, Any] | None:
         last = self._last_schema
