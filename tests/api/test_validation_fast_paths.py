@@ -169,3 +169,22 @@ def test_object_meta_reports_every_name_problem(meta: dict[str, Any]) -> None:
     else:
         expected += [FieldError.invalid("metadata.namespace", meta["namespace"], m) for m in _ref_label(meta["namespace"])]
     assert validate_object_meta(meta, namespaced=True) == expected
+
+
+_NAME_PIECE = st.sampled_from(["a", "z", "0", "9", "-", "--", ".", "_", "A", "Z", "é", "É", "ǅ", "ß", "ª", " ", "\n"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_NAME_PIECE, min_size=1, max_size=10).map("".join) | _TEXT)
+def test_the_plain_name_test_only_passes_rfc1123_labels(name: str) -> None:
+    # validate_object_meta skips the pattern for a name _plain_label accepts: it must be a valid label.
+    if v._plain_label(name):
+        assert re.fullmatch(v._DNS1123_LABEL_FMT, name)
+        assert _ref_subdomain(name) == []
+
+
+def test_common_names_take_the_plain_name_test() -> None:
+    for name in ("c0", "web", "web-7d9f8c-x2x4z", "a--b", "0a", "kube-root-ca"):
+        assert v._plain_label(name)
+    for name in ("", "-a", "a-", "A", "a.b", "a_b", "é", "123", "a b"):
+        assert not v._plain_label(name)  # the pattern decides ("123" and "a.b" are valid, the others not)

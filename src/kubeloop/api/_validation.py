@@ -373,6 +373,21 @@ def _go_string_slice(values: Sequence[str]) -> str:
     return "[]string{" + ", ".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
 
 
+def _plain_label(name: str) -> bool:
+    """A sufficient test that ``name`` is an RFC 1123 label, hence subdomain, for the common names
+    (lowercase letters, digits and inner dashes) in a few string methods instead of a pattern match
+    (about half the instructions: ``fullmatch`` sets up a matcher per call). ``False`` says nothing."""
+    # islower: at least one letter and none uppercase; isalnum without dashes: nothing but [A-Za-z0-9-].
+    return (name.isascii() and name.islower() and name[0] != "-" and name[-1] != "-"
+            and name.replace("-", "").isalnum())
+
+
+def _invalid_each(path: str, value: Any, messages: list[str]) -> list[FieldError]:
+    # A loop here rather than generator expressions in validate_object_meta: every variable such an
+    # expression reads becomes a cell, made and freed on each call, error or not.
+    return [FieldError.invalid(path, value, m) for m in messages]
+
+
 def validate_object_meta(
     meta: Mapping[str, Any],
     *,
@@ -386,20 +401,21 @@ def validate_object_meta(
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "")
     if generate_name and (messages := name_validator(generate_name, True)):
-        errs.extend(FieldError.invalid(f"{field}.generateName", generate_name, m) for m in messages)
+        errs.extend(_invalid_each(f"{field}.generateName", generate_name, messages))
     if not name:
         errs.append(FieldError.required(f"{field}.name", "name or generateName is required"))
-    elif name_validator is name_is_dns1123_subdomain and len(name) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+    elif name_validator is name_is_dns1123_subdomain and len(name) <= 253 and (
+            _plain_label(name) or _DNS1123_SUBDOMAIN_RE.fullmatch(name)):
         pass  # what the validator answers for a valid subdomain (most kinds' rule), without the calls
     elif messages := name_validator(name, False):
-        errs.extend(FieldError.invalid(f"{field}.name", name, m) for m in messages)
+        errs.extend(_invalid_each(f"{field}.name", name, messages))
     if namespaced:
         if not namespace:
             errs.append(FieldError.required(f"{field}.namespace"))
         elif namespace in _valid_dns1123_labels:
             pass
         elif messages := is_dns1123_label(namespace):
-            errs.extend(FieldError.invalid(f"{field}.namespace", namespace, m) for m in messages)
+            errs.extend(_invalid_each(f"{field}.namespace", namespace, messages))
     elif namespace:
         errs.append(FieldError.forbidden(f"{field}.namespace", "not allowed on this type"))
     generation = meta.get("generation")
@@ -510,9 +526,8 @@ _META_SCALAR_TYPES: dict[str, type] = {
 def well_typed(obj: dict[str, Any]) -> bool:
     """A sufficient test that :func:`type_errors` finds nothing, one pass over the fields present
     (exact types only: anything unusual takes the full check, which reports in its fixed order)."""
-    if "apiVersion" in obj and type(obj["apiVersion"]) is not str:
-        return False
-    if "kind" in obj and type(obj["kind"]) is not str:
+    # An absent field reads as "" (a str); a present null is not a str, as type_errors says.
+    if type(obj.get("apiVersion", "")) is not str or type(obj.get("kind", "")) is not str:
         return False
     meta = obj.get("metadata")
     if meta is None:

@@ -198,8 +198,13 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
 }
 
 
+# Kinds with a defaulter, whatever their group: most writes (ConfigMaps, custom resources ...) stop at
+# this set, before building the (group, kind) key.
+_DEFAULTED_KINDS = frozenset(kind for _, kind in _DEFAULTERS)
+
+
 def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
-    if info.custom:
+    if info.custom or info.kind not in _DEFAULTED_KINDS:
         return
     defaulter = _DEFAULTERS.get((info.group, info.kind))
     if defaulter is not None:

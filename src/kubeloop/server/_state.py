@@ -119,10 +119,24 @@ class ServerState:
     # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
     custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
 
+    # The last built-in kind schema() answered for, and its schema: a write asks twice (field
+    # validation, managedFields) and writes come in runs of one kind. A built-in kind's schema never
+    # changes (ResourceInfo is frozen; the definitions are loaded once).
+    _last_schema: tuple[ResourceInfo | None, Mapping[str, Any] | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Set here, not by a field default: mypyc's compiled class leaves an init=False default unset.
+        self._last_schema = (None, None)
+
     def schema(self, info: ResourceInfo) -> Mapping[str, Any] | None:
+        last = self._last_schema
+        if last[0] is info:
+            return last[1]
         if info.custom:
             return self.custom_schema(info.group, info.version, info.kind) if self.custom_schema else None
-        return builtin_schema(info.group, info.version, info.kind)
+        schema = builtin_schema(info.group, info.version, info.kind)
+        self._last_schema = (info, schema)
+        return schema
 
     def strategy(self, info: ResourceInfo) -> GenericStrategy:
         key = (info.group, info.kind)
@@ -135,9 +149,10 @@ class ServerState:
     def new_uid(self) -> str:
         """A random (version 4, RFC 4122 variant) UUID from ``rng``: ``str(uuid.UUID(int=bits,
         version=4))``, formatted without building the UUID object."""
-        # Hex in dash-separated groups of four digits, then the three dashes UUID text has not dropped.
-        text = (self.rng.getrandbits(128) & _UUID_KEEP | _UUID_SET).to_bytes(16, "big").hex("-", 2)
-        return text[:4] + text[5:29] + text[30:34] + text[35:]
+        # Hex in dash-separated groups of four digits (8 groups), then the three dashes UUID text has
+        # not (8-4-4-4-12): the first by replace, the last two by slicing (fewer slices than four).
+        text = (self.rng.getrandbits(128) & _UUID_KEEP | _UUID_SET).to_bytes(16, "big").hex("-", 2).replace("-", "", 1)
+        return text[:-10] + text[-9:-5] + text[-4:]
 
     def generate_name(self, prefix: str) -> str:
         """apiserver pkg/storage/names SimpleNameGenerator: prefix (cut to 58) plus 5 random chars."""

@@ -56,13 +56,16 @@ class GenericStrategy:
 
     # -- create ---------------------------------------------------------------------------------
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
-        if self.info.status_subresource:
-            if self.info.custom or self.empty_status is None:
+        info = self.info
+        if info.status_subresource:
+            if info.custom or self.empty_status is None:
                 obj.pop("status", None)
             else:
                 obj["status"] = dict(self.empty_status)
-        meta = _meta(obj)
-        if self.info.tracks_generation:
+        meta = obj.get("metadata")
+        if type(meta) is not dict:  # _meta's test first: the write path has made it a dict (a call less)
+            meta = _meta(obj)
+        if info.tracks_generation:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
