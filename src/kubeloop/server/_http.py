@@ -23,14 +23,17 @@ import orjson
 from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLarge
 
 __all__ = [
+    "JSON",
     "MAX_BODY_BYTES",
     "ASGIApp",
     "HeaderMap",
     "MediaType",
+    "Message",
     "Receive",
     "Request",
     "Scope",
     "Send",
+    "encode_body",
     "header_map",
     "negotiation_of",
     "parse_accept",
@@ -351,16 +354,19 @@ async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def send_json(
-    send: Send, status: int, obj: Any, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
+def encode_body(obj: Any, content_type: str) -> bytes:
+    """``obj`` as a response body of ``content_type``: YAML for ``application/yaml``, JSON otherwise."""
     if content_type == "application/yaml":
         import yaml
 
-        body = yaml.safe_dump(obj, sort_keys=False).encode()
-    else:
-        body = orjson.dumps(obj)
-    await send_bytes(send, status, body, content_type=content_type, headers=headers)
+        return yaml.safe_dump(obj, sort_keys=False).encode()
+    return orjson.dumps(obj)
+
+
+async def send_json(
+    send: Send, status: int, obj: Any, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send_bytes(send, status, encode_body(obj, content_type), content_type=content_type, headers=headers)
 
 
 async def send_error(send: Send, error: ApiError) -> None:
