@@ -110,7 +110,7 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
-    __slots__ = ("_body", "_content_type", "_receive", "headers", "method", "path", "query", "scope")
+    __slots__ = ("_body", "_receive", "content_type", "headers", "method", "path", "query", "scope")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
@@ -128,8 +128,9 @@ class Request:
             self.headers: HeaderMap = kept[1]
         else:
             self.headers = header_map(scope)
+        # The media type of the body without parameters; JSON when absent (the Python client sends none).
+        self.content_type: str = self.headers.media_type
         self._body: bytes | None = None
-        self._content_type: str | None = None
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -142,20 +143,11 @@ class Request:
     def user(self) -> Any:
         return self.scope.get("kubeloop.user")
 
-    @property
-    def content_type(self) -> str:
-        """The media type of the body without parameters; JSON when absent (Python client sends none)."""
-        media = self._content_type
-        if media is None:
-            raw = self.headers.get("content-type", "")
-            media = self._content_type = raw.split(";", 1)[0].strip().lower() or JSON
-        return media
-
     async def body(self) -> bytes:
         if self._body is not None:
             return self._body
-        declared = self.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        headers = self.headers
+        if not headers.declared_within_limit and int(headers["content-length"]) > MAX_BODY_BYTES:
             raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
         message = await self._receive()
         if not message.get("more_body", False) and message["type"] != "http.disconnect":
@@ -244,14 +236,24 @@ def header_map(scope: Scope) -> HeaderMap:
 
 
 class HeaderMap(dict[str, str]):
-    """A request's headers by lower-cased name, with ``names``: ``"\n"`` before each name, joined
-    (so ``"\nimpersonate-" in names`` finds a name prefix in one scan)."""
+    """A request's headers by lower-cased name, with what requests read from them worked out once per
+    distinct header list (the map is shared by every request that sends the same list): ``names``,
+    ``"\n"`` before each name, joined (so ``"\nimpersonate-" in names`` finds a name prefix in one
+    scan); ``media_type``, the Content-Type without parameters (JSON when absent);
+    ``declared_within_limit``, false when Content-Length may declare more than :data:`MAX_BODY_BYTES`."""
 
-    __slots__ = ("names", "negotiation")
+    __slots__ = ("declared_within_limit", "media_type", "names", "negotiation")
 
     def __init__(self, pairs: dict[str, str]) -> None:
         super().__init__(pairs)
         self.names = "".join("\n" + name for name in pairs)
+        self.media_type = pairs.get("content-type", "").split(";", 1)[0].strip().lower() or JSON
+        # Request.body refuses a declared length past the limit before reading. True here only when the
+        # value cannot declare more (not a number, or a few ASCII digits that say so); every other value
+        # is left to its ``int()`` there, which raises as it always has (``"\xb2"``, 5,000 digits).
+        declared = pairs.get("content-length")
+        self.declared_within_limit = (declared is None or not declared.isdigit()
+                                      or (len(declared) <= 7 and declared.isascii() and int(declared) <= MAX_BODY_BYTES))
         # The Accept header's negotiation, worked out on first use (:meth:`Request.negotiate`).
         self.negotiation: _Negotiation | None = None
 
