@@ -174,27 +174,19 @@ class Request:
         self._body = b"".join(chunks)
         return self._body
 
-    # The negotiation is kept on the (shared) header map: a handler asks twice per request (the media
-    # type, then whether a Table is wanted), so the methods read it there before making a call.
-    def _negotiated(self) -> _Negotiation:
-        headers = self.headers
-        negotiation = headers.negotiation
-        if negotiation is None:
-            negotiation = headers.negotiation = negotiation_of(headers.get("accept", ""))
-        return negotiation
-
+    # The negotiation comes with the (shared) header map, worked out once per distinct header list: a
+    # handler asks twice per request (the media type, then whether a Table is wanted).
     def accepts(self) -> list[MediaType]:
         """The Accept header's entries, parsed once per request (treat the list as read-only)."""
-        return self._negotiated().accepts
+        return self.headers.negotiation.accepts
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
-        negotiation = self.headers.negotiation
-        return (negotiation or self._negotiated()).wants_table
+        return self.headers.negotiation.wants_table
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self.headers.negotiation or self._negotiated()
+        negotiation = self.headers.negotiation
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
@@ -239,7 +231,7 @@ class HeaderMap(dict[str, str]):
     """A request's headers by lower-cased name, with what requests read from them worked out once per
     distinct header list (the map is shared by every request that sends the same list): ``names``,
     ``"\n"`` before each name, joined (so ``"\nimpersonate-" in names`` finds a name prefix in one
-    scan); ``media_type``, the Content-Type without parameters (JSON when absent);
+    scan); ``negotiation``, what the Accept header asks for; ``media_type``, the Content-Type without parameters (JSON when absent);
     ``declared_within_limit``, false when Content-Length may declare more than :data:`MAX_BODY_BYTES`."""
 
     __slots__ = ("declared_within_limit", "media_type", "names", "negotiation")
@@ -254,8 +246,8 @@ class HeaderMap(dict[str, str]):
         declared = pairs.get("content-length")
         self.declared_within_limit = (declared is None or not declared.isdigit()
                                       or (len(declared) <= 7 and declared.isascii() and int(declared) <= MAX_BODY_BYTES))
-        # The Accept header's negotiation, worked out on first use (:meth:`Request.negotiate`).
-        self.negotiation: _Negotiation | None = None
+        # The Accept header's negotiation (:meth:`Request.negotiate`), itself remembered per value.
+        self.negotiation = negotiation_of(pairs.get("accept", ""))
 
 
 def _decode_headers(raw: Sequence[Sequence[bytes]]) -> HeaderMap:
