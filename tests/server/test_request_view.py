@@ -234,3 +234,49 @@ async def test_a_percent_encoded_path_is_routed_by_its_decoded_form(client: http
     got = await client.get(f"{cms}/a%2Db", params={"pretty": "false"})
     assert (got.status_code, got.json()["metadata"]["name"]) == (200, "a-b")
     assert (await client.get("/api/v1/namespaces/default/config%6Daps/a-b")).status_code == 200
+
+
+CONTENT_TYPES = st.sampled_from([
+    None, "application/json", "application/json; charset=utf-8", " Application/YAML ", "", ";", "text/plain;x=y",
+    "application/apply-patch+yaml", "application/vnd.kubernetes.protobuf",
+])
+DECLARED = st.one_of(
+    st.none(),
+    st.integers(min_value=0, max_value=2 * MAX_BODY_BYTES).map(str),
+    st.sampled_from([str(MAX_BODY_BYTES), str(MAX_BODY_BYTES + 1), "0003145729", "00000001", "9" * 5000, "",
+                     "abc", " 12", "-1", "1e9", "\xb2", "1\xb3", "\xb9" * 8]),
+)
+
+
+def plain_media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower() or "application/json"
+
+
+def plain_declared_check(declared: str | None) -> str:
+    """What the body's read does with a Content-Length before reading, written out (the oracle)."""
+    try:
+        too_large = declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES
+    except ValueError:
+        return "ValueError"
+    return "413" if too_large else "read"
+
+
+@settings(max_examples=300, deadline=None)
+@given(content_type=CONTENT_TYPES, declared=DECLARED)
+async def test_the_media_type_and_the_declared_length_check_are_the_plain_ones(
+    content_type: str | None, declared: str | None
+) -> None:
+    headers = [(b"content-type", content_type.encode("latin-1"))] if content_type is not None else []
+    if declared is not None:
+        headers.append((b"content-length", declared.encode("latin-1")))
+    for _ in range(2):  # the second request with these headers reuses the remembered map
+        request = Request({"type": "http", "method": "POST", "path": "/", "headers": list(headers)},
+                          _receiver([{"type": "http.request", "body": b"{}", "more_body": False}]))
+        assert request.content_type == plain_media_type(content_type)
+        try:
+            outcome = "read" if await request.body() == b"{}" else "wrong body"
+        except ApiError as error:
+            outcome = str(error.status_code)
+        except ValueError:
+            outcome = "ValueError"
+        assert outcome == plain_declared_check(declared)

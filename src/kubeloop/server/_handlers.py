@@ -31,10 +31,13 @@ from kubeloop.server._field_validation import (
     warning_headers,
 )
 from kubeloop.server._http import (
+    JSON,
+    Message,
     Request,
     Send,
     decode_json,
     decode_yaml,
+    encode_body,
     response_start,
     send_bytes,
     send_json,
@@ -198,7 +201,9 @@ class ResourceHandlers:
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
             obj = self._decode_checked(await request.body(), request.content_type, info, req)[0]
             status, body = await create_object(self.state, req, obj)
-            await self._answer_object(request, info, status, body, send, content_type, warnings=req.warnings)
+            start, message = self._object_messages(request, info, status, body, content_type, req.warnings)
+            await send(start)
+            await send(message)
         elif method == "DELETE":
             self._require_verb(info, "deletecollection")
             await self._delete_collection(request, info, namespace, send)
@@ -226,7 +231,9 @@ class ResourceHandlers:
                 raise _method_not_allowed()
             content_type = request.negotiate()
             kv = await get_object(self.state, info, namespace, name)
-            await self._answer_object(request, info, 200, kv.value, send, content_type)
+            start, message = self._object_messages(request, info, 200, kv.value, content_type)
+            await send(start)
+            await send(message)
         elif method == "PUT":
             self._require_verb(info, "update")
             await self._put(request, info, namespace, name, "", send)
@@ -312,7 +319,9 @@ class ResourceHandlers:
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,
                                              allow_create=info.allow_create_on_update)
-        await self._answer_object(request, info, status, out, send, content_type, warnings=req.warnings)
+        start, message = self._object_messages(request, info, status, out, content_type, req.warnings)
+        await send(start)
+        await send(message)
 
     async def _patch(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
                      send: Send) -> None:
@@ -372,10 +381,11 @@ class ResourceHandlers:
         length, parts = list_body_parts(info, result)
         await send_parts(send, 200, length, parts)
 
-    async def _answer_object(self, request: Request, info: ResourceInfo, status: int, body: bytes, send: Send,
-                             content_type: str, *, warnings: list[str] | None = None) -> None:
-        """Send one object: its stored bytes as they are (the common answer, sent from this frame rather
-        than through ``send_bytes``: one coroutine less per request), a Table, or another media type."""
+    def _object_messages(self, request: Request, info: ResourceInfo, status: int, body: bytes, content_type: str,
+                         warnings: list[str] | None = None) -> tuple[Message, Message]:
+        """The two ASGI messages that answer with one object: its stored bytes as they are (the common
+        answer), a Table, or another media type. The verb's handler sends them from its own frame: a
+        coroutine for the answer would cost a frame and an await on every request."""
         if info.custom:  # a built-in kind is stored at the version it is served at
             body = served_value(info, body)
         headers = warning_headers(warnings) if warnings else None
@@ -384,13 +394,18 @@ class ResourceHandlers:
             table = table_for(info, [obj], now=self.state.clock.now(), include_object=request.param("includeObject"),
                               printer_columns=self._printer_columns(info),
                               resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""))
-            await send_json(send, status, table, content_type=TABLE_CONTENT_TYPE, headers=headers)
-        elif content_type != "application/json":
-            await send_json(send, status, orjson.loads(body), content_type=content_type, headers=headers)
-        else:
-            await send(response_start(status, len(body), headers=headers))
-            await send({"type": "http.response.body", "body": body})
+            body, content_type = encode_body(table, TABLE_CONTENT_TYPE), TABLE_CONTENT_TYPE
+        elif content_type != JSON:
+            body = encode_body(orjson.loads(body), content_type)
+        return (response_start(status, len(body), content_type=content_type, headers=headers),
+                {"type": "http.response.body", "body": body})
 
+    async def _answer_object(self, request: Request, info: ResourceInfo, status: int, body: bytes, send: Send,
+                             content_type: str, *, warnings: list[str] | None = None) -> None:
+        """Send one object (:meth:`_object_messages`), for the verbs that are not hot paths."""
+        start, message = self._object_messages(request, info, status, body, content_type, warnings)
+        await send(start)
+        await send(message)
 
 def _patch_types_message(info: ResourceInfo) -> str:
     types = ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]

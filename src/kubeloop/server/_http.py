@@ -23,14 +23,17 @@ import orjson
 from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLarge
 
 __all__ = [
+    "JSON",
     "MAX_BODY_BYTES",
     "ASGIApp",
     "HeaderMap",
     "MediaType",
+    "Message",
     "Receive",
     "Request",
     "Scope",
     "Send",
+    "encode_body",
     "header_map",
     "negotiation_of",
     "parse_accept",
@@ -107,7 +110,7 @@ def query_params(scope: Scope) -> dict[str, list[str]]:
 class Request:
     """What a handler needs from one HTTP request. The body is read once, on demand."""
 
-    __slots__ = ("_body", "_content_type", "_receive", "headers", "method", "path", "query", "scope")
+    __slots__ = ("_body", "_receive", "content_type", "headers", "method", "path", "query", "scope")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
@@ -125,8 +128,9 @@ class Request:
             self.headers: HeaderMap = kept[1]
         else:
             self.headers = header_map(scope)
+        # The media type of the body without parameters; JSON when absent (the Python client sends none).
+        self.content_type: str = self.headers.media_type
         self._body: bytes | None = None
-        self._content_type: str | None = None
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -139,20 +143,11 @@ class Request:
     def user(self) -> Any:
         return self.scope.get("kubeloop.user")
 
-    @property
-    def content_type(self) -> str:
-        """The media type of the body without parameters; JSON when absent (Python client sends none)."""
-        media = self._content_type
-        if media is None:
-            raw = self.headers.get("content-type", "")
-            media = self._content_type = raw.split(";", 1)[0].strip().lower() or JSON
-        return media
-
     async def body(self) -> bytes:
         if self._body is not None:
             return self._body
-        declared = self.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        headers = self.headers
+        if not headers.declared_within_limit and int(headers["content-length"]) > MAX_BODY_BYTES:
             raise RequestEntityTooLarge(f"Request entity too large: limit is {MAX_BODY_BYTES}")
         message = await self._receive()
         if not message.get("more_body", False) and message["type"] != "http.disconnect":
@@ -179,27 +174,19 @@ class Request:
         self._body = b"".join(chunks)
         return self._body
 
-    # The negotiation is kept on the (shared) header map: a handler asks twice per request (the media
-    # type, then whether a Table is wanted), so the methods read it there before making a call.
-    def _negotiated(self) -> _Negotiation:
-        headers = self.headers
-        negotiation = headers.negotiation
-        if negotiation is None:
-            negotiation = headers.negotiation = negotiation_of(headers.get("accept", ""))
-        return negotiation
-
+    # The negotiation comes with the (shared) header map, worked out once per distinct header list: a
+    # handler asks twice per request (the media type, then whether a Table is wanted).
     def accepts(self) -> list[MediaType]:
         """The Accept header's entries, parsed once per request (treat the list as read-only)."""
-        return self._negotiated().accepts
+        return self.headers.negotiation.accepts
 
     def wants_table(self) -> bool:
         """True when the first acceptable Accept entry asks for a meta.k8s.io Table."""
-        negotiation = self.headers.negotiation
-        return (negotiation or self._negotiated()).wants_table
+        return self.headers.negotiation.wants_table
 
     def negotiate(self, *, yaml_ok: bool = True) -> str:
         """The response media type (``application/json`` or ``application/yaml``), or 406."""
-        negotiation = self.headers.negotiation or self._negotiated()
+        negotiation = self.headers.negotiation
         media = negotiation.media if yaml_ok else negotiation.media_without_yaml
         if media is None:
             raise NotAcceptable(
@@ -241,16 +228,26 @@ def header_map(scope: Scope) -> HeaderMap:
 
 
 class HeaderMap(dict[str, str]):
-    """A request's headers by lower-cased name, with ``names``: ``"\n"`` before each name, joined
-    (so ``"\nimpersonate-" in names`` finds a name prefix in one scan)."""
+    """A request's headers by lower-cased name, with what requests read from them worked out once per
+    distinct header list (the map is shared by every request that sends the same list): ``names``,
+    ``"\n"`` before each name, joined (so ``"\nimpersonate-" in names`` finds a name prefix in one
+    scan); ``negotiation``, what the Accept header asks for; ``media_type``, the Content-Type without parameters (JSON when absent);
+    ``declared_within_limit``, false when Content-Length may declare more than :data:`MAX_BODY_BYTES`."""
 
-    __slots__ = ("names", "negotiation")
+    __slots__ = ("declared_within_limit", "media_type", "names", "negotiation")
 
     def __init__(self, pairs: dict[str, str]) -> None:
         super().__init__(pairs)
         self.names = "".join("\n" + name for name in pairs)
-        # The Accept header's negotiation, worked out on first use (:meth:`Request.negotiate`).
-        self.negotiation: _Negotiation | None = None
+        self.media_type = pairs.get("content-type", "").split(";", 1)[0].strip().lower() or JSON
+        # Request.body refuses a declared length past the limit before reading. True here only when the
+        # value cannot declare more (not a number, or a few ASCII digits that say so); every other value
+        # is left to its ``int()`` there, which raises as it always has (``"\xb2"``, 5,000 digits).
+        declared = pairs.get("content-length")
+        self.declared_within_limit = (declared is None or not declared.isdigit()
+                                      or (len(declared) <= 7 and declared.isascii() and int(declared) <= MAX_BODY_BYTES))
+        # The Accept header's negotiation (:meth:`Request.negotiate`), itself remembered per value.
+        self.negotiation = negotiation_of(pairs.get("accept", ""))
 
 
 def _decode_headers(raw: Sequence[Sequence[bytes]]) -> HeaderMap:
@@ -351,16 +348,19 @@ async def send_parts(send: Send, status: int, length: int, parts: Iterable[bytes
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def send_json(
-    send: Send, status: int, obj: Any, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
+def encode_body(obj: Any, content_type: str) -> bytes:
+    """``obj`` as a response body of ``content_type``: YAML for ``application/yaml``, JSON otherwise."""
     if content_type == "application/yaml":
         import yaml
 
-        body = yaml.safe_dump(obj, sort_keys=False).encode()
-    else:
-        body = orjson.dumps(obj)
-    await send_bytes(send, status, body, content_type=content_type, headers=headers)
+        return yaml.safe_dump(obj, sort_keys=False).encode()
+    return orjson.dumps(obj)
+
+
+async def send_json(
+    send: Send, status: int, obj: Any, *, content_type: str = JSON, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send_bytes(send, status, encode_body(obj, content_type), content_type=content_type, headers=headers)
 
 
 async def send_error(send: Send, error: ApiError) -> None:
