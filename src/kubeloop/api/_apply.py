@@ -335,8 +335,7 @@ def managed_fields_on_create(
     the general path. A test checks both give the same answer."""
     meta = new.get("metadata")
     if type(meta) is dict and "managedFields" not in meta:
-        tree, skipped = _CREATE_TREES[status_subresource]
-        fields = created_tree(new, schema, tree, skipped)
+        fields = created_tree(new, schema, _CREATE_TREES[status_subresource])
         if fields is not None:
             if not fields:
                 return []

@@ -365,42 +365,52 @@ def created_fields_v1(value: Mapping[str, Any], schema: Schema, *, unowned: froz
 
     ``unowned`` is followed as a tree of path elements (:class:`_Unowned`), so only the subtrees
     it reaches into pay for the membership test; below them every node is owned."""
-    tree, skipped = _unowned_tree(unowned, skip)
-    return created_tree(value, schema, tree, skipped)
+    return created_tree(value, schema, _unowned_tree(unowned, skip))
 
 
-def unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> tuple[_Unowned, frozenset[str]]:
+def unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> _Unowned:
     """``unowned`` and ``skip`` prepared once for :func:`created_tree` (a caller with constant sets
     keeps the answer)."""
     return _unowned_tree(unowned, skip)
 
 
-def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned, skipped: frozenset[str]) -> dict[str, Any] | None:
+def created_tree(value: Mapping[str, Any], schema: Schema, tree: _Unowned) -> dict[str, Any] | None:
     """:func:`created_fields_v1` with its sets prepared by :func:`unowned_tree`: positional, for
     the per-create hot path."""
-    shape = _shape(resolve(schema))
+    hit = _root_shapes.get(id(schema))
+    shape = hit[1] if hit is not None and hit[0] is schema else _root_shape(schema)
     if shape.atomic_map or not value:
         return None
-    return _created_fields(value, shape, tree, skipped)
+    return _created_fields(value, shape, tree)
 
 
-def _created_fields(value: Mapping[str, Any], shape: _Shape, below: _Unowned, skipped: frozenset[str]
-                    ) -> dict[str, Any]:
+# The shape of each root schema as given (before resolving), by identity as _shapes: a create asks
+# for the same few.
+_root_shapes: dict[int, tuple[Schema, _Shape]] = {}
+
+
+def _root_shape(schema: Schema) -> _Shape:
+    shape = _shape(resolve(schema))
+    if len(_root_shapes) > 10_000:  # CRD schemas come and go; never grow without bound
+        _root_shapes.clear()
+    _root_shapes[id(schema)] = (schema, shape)
+    return shape
+
+
+def _created_fields(value: Mapping[str, Any], shape: _Shape, below: _Unowned) -> dict[str, Any]:
     """The ``f:`` children :func:`_created` gives the non-empty, non-atomic map ``value`` with the
-    unowned paths ``below`` under it, leaving out the fields named in ``skipped``."""
-    fields, inert, kids = below.fields, below.inert, shape.kids
+    unowned paths ``below`` under it (and without the fields ``below`` skips)."""
+    fields, dropped, skipped, kids = below.fields, below.dropped, below.skipped, shape.kids
     children: dict[str, Any] = {}
     node: dict[str, Any] | None
     # In the body's order, sorted at the end: most fields of an object (apiVersion, kind, the server's
     # metadata) own nothing, and sorting the few children costs less than sorting every key.
     for key, item in value.items():
-        if key in skipped:
-            continue
         if not isinstance(item, (dict, list)):
-            if key not in inert:
-                entry = fields.get(key)
-                if entry is None or entry[0]:
-                    children["f:" + key] = {}
+            if key not in dropped:
+                children["f:" + key] = {}
+            continue
+        if key in skipped:
             continue
         kid, struct = kids.get(key) or shape.kid(key)
         entry = fields.get(key)
@@ -438,11 +448,13 @@ class _Unowned:
     """The unowned paths below one node, by path element: ``fields`` for ``f:`` elements (by field
     name), ``others`` for list items; each maps to (whether the path there is a member, the
     :class:`_Unowned` below it or ``None``). ``inert`` names the fields that are not members and
-    have nothing unowned below them: a scalar there is simply left out."""
+    have nothing unowned below them: a scalar there is simply left out. ``skipped`` names fields
+    left out whatever they hold (the reset fields, at the root); ``dropped`` every field whose
+    scalar value is left out: the skipped ones and those whose path is not a member."""
 
-    __slots__ = ("fields", "inert", "others")
+    __slots__ = ("dropped", "fields", "inert", "others", "skipped")
 
-    def __init__(self, unowned: frozenset[Path], prefix: Path) -> None:
+    def __init__(self, unowned: frozenset[Path], prefix: Path, skipped: frozenset[str] = _NO_FIELDS) -> None:
         depth = len(prefix)
         heads = sorted({p[depth] for p in unowned if len(p) > depth and p[:depth] == prefix})
         self.fields: dict[str, tuple[bool, _Unowned | None]] = {}
@@ -459,23 +471,24 @@ class _Unowned:
             else:
                 self.others[head] = entry
         self.inert = frozenset(inert)
+        self.skipped = skipped
+        self.dropped = skipped | {name for name, (member, _) in self.fields.items() if not member}
 
 
-_unowned_trees: dict[tuple[int, int], tuple[frozenset[Path], frozenset[str], _Unowned, frozenset[str]]] = {}
+_unowned_trees: dict[tuple[int, int], tuple[frozenset[Path], frozenset[str], _Unowned]] = {}
 
 
-def _unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> tuple[_Unowned, frozenset[str]]:
-    """``unowned`` as a tree and ``skip`` as field names, by identity (callers pass the same few
-    constant sets)."""
+def _unowned_tree(unowned: frozenset[Path], skip: frozenset[str]) -> _Unowned:
+    """``unowned`` as a tree skipping the top-level elements ``skip``, by identity (callers pass the
+    same few constant sets)."""
     hit = _unowned_trees.get((id(unowned), id(skip)))
     if hit is not None and hit[0] is unowned and hit[1] is skip:
-        return hit[2], hit[3]
-    tree = _Unowned(unowned, ())
-    skipped = frozenset(element[2:] for element in skip if element.startswith("f:"))
+        return hit[2]
+    tree = _Unowned(unowned, (), frozenset(element[2:] for element in skip if element.startswith("f:")))
     if len(_unowned_trees) > 64:
         _unowned_trees.clear()
-    _unowned_trees[(id(unowned), id(skip))] = (unowned, skip, tree, skipped)
-    return tree, skipped
+    _unowned_trees[(id(unowned), id(skip))] = (unowned, skip, tree)
+    return tree
 
 
 def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool, member: bool,
@@ -492,7 +505,7 @@ def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool
     if isinstance(value, dict):
         if shape.atomic_map or not value:
             return {} if member else None
-        children = _created_fields(value, shape, below, _NO_FIELDS)
+        children = _created_fields(value, shape, below)
     else:
         if shape.semantics == "atomic" or not value:
             return {} if member else None
@@ -514,26 +527,15 @@ def _created(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool
     return children or None
 
 
-def _scalar_values(value: dict[str, Any]) -> bool:
-    for item in value.values():  # noqa: SIM110 - cheaper than a generator or building a set
-        if type(item) not in _SCALARS:
-            return False
-    return True
-
-
 def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) -> dict[str, Any]:
     """:func:`_created` of a member path with no unowned path below it (the common case: all of
     ``spec``, ``data``, labels ...): no membership tests, scalars written in place."""
-    children: dict[str, Any] = {}
+    # A non-empty map or list owns one child per field or item, so ``"."`` (when the node is itself
+    # a member, not a struct's field) goes in first and the children follow in order: one pass.
     if isinstance(value, dict):
         if shape.atomic_map or not value:
             return {}
-        if _scalar_values(value):  # a map of scalars (labels, data ...)
-            if not struct_like:
-                children["."] = {}
-            for key in sorted(value):
-                children["f:" + key] = {}
-            return children
+        children: dict[str, Any] = {} if struct_like else {".": {}}
         kids = shape.kids
         for key in sorted(value):
             item = value[key]
@@ -542,16 +544,15 @@ def _owned(value: dict[str, Any] | list[Any], shape: _Shape, struct_like: bool) 
                 children["f:" + key] = _owned(item, kid, struct)
             else:
                 children["f:" + key] = {}
-    else:
-        if shape.semantics == "atomic" or not value:
-            return {}
-        items = _list_items(value, shape.schema, shape)
-        item_shape = shape.item_kid()
-        for element in sorted(items):
-            item = items[element]
-            children[element] = _owned(item, item_shape, False) if isinstance(item, (dict, list)) else {}
-    if not struct_like:
-        return {".": {}, **children} if children else {}
+        return children
+    if shape.semantics == "atomic" or not value:
+        return {}
+    items = _list_items(value, shape.schema, shape)
+    item_shape = shape.item_kid()
+    children = {} if struct_like else {".": {}}
+    for element in sorted(items):
+        item = items[element]
+        children[element] = _owned(item, item_shape, False) if isinstance(item, (dict, list)) else {}
     return children
 
 
