@@ -131,14 +131,14 @@ def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[
     """
     if directive == "Ignore":
         return []
-    if decoded is not _UNSET:  # first: it settles the bodies clients send
+    if body[:1] not in (b"{", b"[") and not body.lstrip().startswith((b"{", b"[")):
+        return []
+    if decoded is not _UNSET:
         try:
             if orjson.dumps(decoded) == body:
                 return []
         except TypeError:  # not re-encodable (e.g. an integer past 64 bits): parse in full
             pass
-    if body[:1] not in (b"{", b"[") and not body.lstrip().startswith((b"{", b"[")):
-        return []  # a scalar: no key to repeat
     return [f'duplicate field "{p}"' for p in duplicate_fields(body)]
 
 
