@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from kubeloop.api import _unknown_fields, builtin_schema
 from kubeloop.api._schemas import resolve
-from kubeloop.api._unknown_fields import prune_builtin_unknown_fields, undeclared_fields
+from kubeloop.api._unknown_fields import (
+    prune_builtin_unknown_fields,
+    prune_plan,
+    prune_planned,
+    undeclared_fields,
+)
 
 
 def _reference(value: Any, node: Mapping[str, Any], path: str, unknown: list[str], mutate: bool, smd: bool) -> None:
@@ -70,23 +75,24 @@ def _nested(node: Any) -> bool:
     return any(isinstance(schema.get(k), dict) for k in ("properties", "additionalProperties", "items"))
 
 
-def _shaped(node: Mapping[str, Any] | None, depth: int) -> st.SearchStrategy[Any]:
-    """Values that follow ``node``: declared fields (mostly the nested ones), map values, list
-    items, with stray fields and stray JSON mixed in."""
+def _shaped(node: Mapping[str, Any] | None, depth: int, *, every: bool = False) -> st.SearchStrategy[Any]:
+    """Values that follow ``node``: declared fields (mostly the nested ones; any of them with
+    ``every``), map values, list items, with stray fields and stray JSON mixed in."""
     schema = resolve(node) or {}
     if depth == 0:
         return _JSON
     props, extra, items = schema.get("properties"), schema.get("additionalProperties"), schema.get("items")
     options = []
     if isinstance(props, dict) and props:
-        names = sorted(k for k in props if _nested(props[k])) or sorted(props)
+        names = (not every and sorted(k for k in props if _nested(props[k]))) or sorted(props)
         options.append(st.lists(st.sampled_from(names), min_size=1, max_size=3).flatmap(
-            lambda keys: st.fixed_dictionaries({k: _shaped(props[k], depth - 1) for k in keys},
+            lambda keys: st.fixed_dictionaries({k: _shaped(props[k], depth - 1, every=every) for k in keys},
                                                optional={k: _JSON for k in ("bogus", "name") if k not in keys})))
     if isinstance(extra, dict):
-        options.append(st.dictionaries(st.sampled_from(["a", "b"]), _shaped(extra, depth - 1), min_size=1, max_size=2))
+        options.append(st.dictionaries(st.sampled_from(["a", "b"]), _shaped(extra, depth - 1, every=every),
+                                       min_size=1, max_size=2))
     if isinstance(items, dict):
-        options.append(st.lists(_shaped(items, depth - 1), min_size=1, max_size=2))
+        options.append(st.lists(_shaped(items, depth - 1, every=every), min_size=1, max_size=2))
     options.append(_JSON)
     return st.one_of(*options)
 
@@ -131,3 +137,30 @@ def test_pruning_with_cold_and_warm_plan_caches_finds_and_removes_what_the_plain
     _unknown_fields._plans.clear()
     _check(schema, copy.deepcopy(body))
     _check(schema, body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(_KINDS)).flatmap(
+    lambda kind: st.tuples(st.just(kind), _shaped(_KINDS[kind], 7, every=True))))
+def test_pruning_of_bodies_of_any_declared_fields_finds_and_removes_what_the_plain_walk_does(
+        case: tuple[str, Any]) -> None:
+    # Declared fields with nothing below them (names, labels, ConfigMap data) beside nested ones:
+    # a child made only of such fields is settled without a walk.
+    kind, body = case
+    schema = _KINDS[kind]
+    assert schema is not None
+    _check(schema, body)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(_KINDS)).flatmap(
+    lambda kind: st.tuples(st.just(kind), _shaped(_KINDS[kind], 7, every=True))))
+def test_pruning_with_a_remembered_plan_is_pruning_with_the_schema(case: tuple[str, Any]) -> None:
+    kind, body = case
+    schema = _KINDS[kind]
+    plan = prune_plan(schema)
+    assert plan is not None
+    expected_obj, expected = copy.deepcopy(body), []
+    _reference(expected_obj, schema, "", expected, True, False)
+    assert prune_planned(body, plan) == expected
+    assert body == expected_obj

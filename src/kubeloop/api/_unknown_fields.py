@@ -25,7 +25,7 @@ from typing import Any
 
 from kubeloop.api._schemas import resolve
 
-__all__ = ["duplicate_fields", "prune_builtin_unknown_fields", "undeclared_fields"]
+__all__ = ["PrunePlan", "duplicate_fields", "prune_builtin_unknown_fields", "prune_plan", "prune_planned", "undeclared_fields"]
 
 def _resolve(node: Mapping[str, Any]) -> dict[str, Any]:
     return resolve(node) or {}  # memoised by identity in _schemas
@@ -40,6 +40,19 @@ def prune_builtin_unknown_fields(obj: Any, schema: Mapping[str, Any] | None) -> 
     unknown: list[str] = []
     if schema is not None and (plan := _plan(schema)) is not None:
         _walk(obj, plan, "", unknown, True, _index_element)
+    return unknown
+
+
+def prune_plan(schema: Mapping[str, Any] | None) -> PrunePlan | None:
+    """What :func:`prune_planned` needs of ``schema``; ``None`` when nothing can be unknown under it."""
+    return None if schema is None else _plan(schema)
+
+
+def prune_planned(obj: Any, plan: PrunePlan) -> list[str]:
+    """:func:`prune_builtin_unknown_fields` with the schema's plan already looked up (by a caller
+    that remembers it per kind: a write's lookups cost about as much as its walk)."""
+    unknown: list[str] = []
+    _walk(obj, plan, "", unknown, True, _index_element)
     return unknown
 
 
@@ -68,7 +81,7 @@ def _smd_element(item: Any, i: int, schema: Mapping[str, Any]) -> str:
 
 
 def _walk(
-    value: Any, plan: _Plan, path: str, unknown: list[str], mutate: bool,
+    value: Any, plan: PrunePlan, path: str, unknown: list[str], mutate: bool,
     element: Callable[[Any, int, Mapping[str, Any]], str],
 ) -> None:
     if isinstance(value, dict):
@@ -90,7 +103,10 @@ def _walk(
                         below = _plan(extra)
                     else:
                         below = kids[key] = _plan(sub)  # declared keys only: bounded by the schema
-                if below is not None and isinstance(item, (dict, list)) and not _declared_scalars(item, below):
+                # A child whose fields are all declared with nothing below them (``metadata`` of
+                # most writes) is settled here: a set comparison in C costs less than a call.
+                if below is not None and isinstance(item, (dict, list)) and not (
+                        type(item) is dict and item.keys() <= below.leaves):
                     _walk(item, below, _child(path, key), unknown, mutate, element)
             if mutate and drop:
                 for key in drop:
@@ -110,65 +126,61 @@ def _walk(
                     _walk(item, below, path + element(item, i, schema), unknown, mutate, element)
 
 
-# The types of JSON scalars (exactly: a subclass of dict or list is not among them).
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _declared_scalars(value: Any, plan: _Plan) -> bool:
-    """Whether ``value`` is an object of declared fields holding scalars (``metadata`` of most
-    writes): walking it finds nothing."""
-    props = plan.props
-    if type(value) is not dict or props is None:
-        return False
-    for key, item in value.items():  # noqa: SIM110 - a few fields: a loop beats a generator or sets
-        if key not in props or type(item) not in _SCALARS:
-            return False
-    return True
-
-
 _UNSEEN: Any = object()
 
 
-class _Plan:
+class PrunePlan:
     """What :func:`_walk` needs of one schema node: its resolved form, declared properties,
     ``additionalProperties`` and ``items`` (each ``None`` when absent or not a schema), and the
     plans of its declared properties (``kids``)."""
 
-    __slots__ = ("extra", "items", "kids", "props", "schema")
+    __slots__ = ("extra", "items", "kids", "leaves", "props", "schema")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         # The plans of the declared properties met so far (filled as :func:`_walk` meets them;
         # not eagerly, since schemas are recursive).
-        self.kids: dict[str, _Plan | None] = {}
+        self.kids: dict[str, PrunePlan | None] = {}
         self.schema = _resolve(node)
         props, extra, items = self.schema.get("properties"), self.schema.get("additionalProperties"), self.schema.get("items")
         self.props: dict[str, Any] | None = props if isinstance(props, dict) else None
         self.extra: dict[str, Any] | None = extra if isinstance(extra, dict) else None
         self.items: dict[str, Any] | None = items if isinstance(items, dict) else None
-
-    @property
-    def leaf(self) -> bool:
-        """Walking any value against this node finds and changes nothing."""
-        return self.props is None and self.extra is None and self.items is None
+        # The declared properties under which nothing can be unknown, whatever their value.
+        self.leaves = frozenset(
+            key for key, sub in (self.props or {}).items() if isinstance(sub, Mapping) and _holds_nothing(sub))
 
 
 # Plans by node identity, ``None`` for a node under which nothing can be unknown (no declared
 # properties anywhere below it: string maps such as labels and ConfigMap data, free-form values);
 # the node is kept in the value so that an id reused after garbage collection is never mistaken for it.
-_plans: dict[int, tuple[Mapping[str, Any], _Plan | None]] = {}
+_plans: dict[int, tuple[Mapping[str, Any], PrunePlan | None]] = {}
 
 
-def _plan(node: Mapping[str, Any]) -> _Plan | None:
+def _plan(node: Mapping[str, Any]) -> PrunePlan | None:
     hit = _plans.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    plan = _Plan(node)
-    # A map or list of leaves: every key is accepted and nothing below is walked.
-    leaves = plan.props is None and all(below is None or _Plan(below).leaf for below in (plan.extra, plan.items))
+    plan = None if _holds_nothing(node) else PrunePlan(node)
     if len(_plans) > 100_000:  # CRD schemas come and go; never grow without bound
         _plans.clear()
-    _plans[id(node)] = (node, None if leaves else plan)
-    return None if leaves else plan
+    _plans[id(node)] = (node, plan)
+    return plan
+
+
+def _holds_nothing(node: Mapping[str, Any]) -> bool:
+    """Whether no value can hold an unknown field under ``node``: it declares no properties, and
+    what its maps and lists hold declares nothing (string maps such as labels and ConfigMap data,
+    free-form values)."""
+    schema = _resolve(node)
+    if isinstance(schema.get("properties"), dict):
+        return False
+    return all(not isinstance(below, dict) or _is_leaf(below)
+               for below in (schema.get("additionalProperties"), schema.get("items")))
+
+
+def _is_leaf(node: Mapping[str, Any]) -> bool:
+    schema = _resolve(node)
+    return not any(isinstance(schema.get(k), dict) for k in ("properties", "additionalProperties", "items"))
 
 
 class _Pairs(dict[str, Any]):

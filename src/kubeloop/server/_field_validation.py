@@ -27,7 +27,14 @@ import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
 from kubeloop.api._schema_validate import prune
-from kubeloop.api._unknown_fields import duplicate_fields, prune_builtin_unknown_fields, undeclared_fields
+from kubeloop.api._unknown_fields import (
+    PrunePlan,
+    duplicate_fields,
+    prune_builtin_unknown_fields,
+    prune_plan,
+    prune_planned,
+    undeclared_fields,
+)
 from kubeloop.server._state import ServerState
 
 __all__ = [
@@ -67,8 +74,26 @@ def unknown_field_texts(state: ServerState, info: ResourceInfo, obj: Any) -> lis
         if schema is not None:
             paths.extend(prune(obj, schema))
     else:
-        paths = prune_builtin_unknown_fields(obj, builtin_schema(info.group, info.version, info.kind))
+        hit = _builtin_plans.get(id(info))
+        if hit is None or hit[0] is not info:
+            hit = _builtin_plan(info)
+        if hit[1] is None:
+            return []
+        paths = prune_planned(obj, hit[1])
     return [f'unknown field "{p}"' for p in paths] if paths else paths
+
+
+# The pruning plan of each built-in kind, by the identity of its ResourceInfo (the kinds table's
+# entries, which live as long as the server; the info is kept so that a reused id is never mistaken
+# for it): a write then skips the schema and plan lookups.
+_builtin_plans: dict[int, tuple[ResourceInfo, PrunePlan | None]] = {}
+
+
+def _builtin_plan(info: ResourceInfo) -> tuple[ResourceInfo, PrunePlan | None]:
+    if len(_builtin_plans) > 1_000:  # ResourceInfos are few; never grow without bound all the same
+        _builtin_plans.clear()
+    hit = _builtin_plans[id(info)] = (info, prune_plan(builtin_schema(info.group, info.version, info.kind)))
+    return hit
 
 
 def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:

@@ -119,18 +119,17 @@ class ResourceHandlers:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
         and whether no unknown field was dropped from it (the object is then what its body's JSON
         decodes to, for a JSON body)."""
+        directive = directive_of(req.options.field_validation)
         if media == "application/json":  # what clients send: ``_decode``'s first case, without the call
             if not body or body.isspace():
                 raise BadRequest("Object 'Kind' is missing in ''")
             obj = decode_json(body)
+            texts = duplicate_texts(body, directive, obj)
         else:
             obj = self._decode(body, media, info)
+            texts = []
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
-        directive = directive_of(req.options.field_validation)
-        texts = []
-        if media == "application/json":
-            texts = duplicate_texts(body, directive, obj)
         unknown = unknown_field_texts(self.state, info, obj)
         texts.extend(unknown)
         if texts and directive == "Strict":
