@@ -46,3 +46,13 @@ def test_a_pod_or_workload_without_a_spec_needs_containers() -> None:
     assert [str(e) for e in validate_pod_create({"metadata": {"name": "p"}})] == ["spec.containers: Required value"]
     assert [str(e) for e in validate_pod_template({"spec": "not an object"}, kind="ReplicaSet")] == [
         "spec.template.spec.containers: Required value"]
+
+
+def test_a_boolean_is_not_read_as_an_integer_field() -> None:
+    # JSON true is no Go int32: the port reads as unset (Python's True == 1 must not pass as port 1).
+    def port_errors(port: Any) -> list[tuple[str, str]]:
+        spec = {"containers": [{"name": "a", "image": "x", "ports": [{"containerPort": port}]}]}
+        return [(e.field, e.type) for e in validate_pod_spec(spec, "spec", is_pod=True)]
+
+    assert port_errors(True) == [("spec.containers[0].ports[0].containerPort", "required")]
+    assert port_errors(1) == []

@@ -27,7 +27,7 @@ from typing import Any
 
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_env_validation import env_errors, env_from_errors
-from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
+from kubeloop.api._pod_fields import go_text, int_of, mapping_of, objects_of
 from kubeloop.api._pod_probe_validation import handler_errors, port_name_errors
 from kubeloop.api._pod_resources_validation import resources_errors
 from kubeloop.api._pod_volume_validation import local_descending_path_errors, path_no_backsteps_errors
@@ -54,10 +54,6 @@ _NOT_FOR_EPHEMERAL = ("ports", "resources", "resizePolicy", "restartPolicy", "li
 _HANDLERS = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _not_found(path: str, value: Any) -> FieldError:
     return FieldError("not_found", path, "", value)  # field.NotFound
 
@@ -78,12 +74,12 @@ def _ports(ports: Any, path: str) -> list[FieldError]:
                 errs.append(FieldError.duplicate(f"{p}.name", name))
             else:
                 names.add(name)
-        container_port = _int(port.get("containerPort")) or 0
+        container_port = int_of(port.get("containerPort")) or 0
         if not container_port:
             errs.append(FieldError.required(f"{p}.containerPort"))
         elif not 1 <= container_port <= 65535:
             errs.append(FieldError.invalid(f"{p}.containerPort", container_port, _PORT_RANGE))
-        host_port = _int(port.get("hostPort")) or 0
+        host_port = int_of(port.get("hostPort")) or 0
         if host_port and not 1 <= host_port <= 65535:
             errs.append(FieldError.invalid(f"{p}.hostPort", host_port, _PORT_RANGE))
         protocol = go_text(port.get("protocol"))
@@ -98,7 +94,7 @@ def _host_port_conflicts(containers: list[tuple[int, Mapping[str, Any]]], path: 
     seen: set[str] = set()
     for ci, container in containers:
         for pi, port in objects_of(container.get("ports")):
-            host_port = _int(port.get("hostPort")) or 0
+            host_port = int_of(port.get("hostPort")) or 0
             if not host_port:
                 continue
             key = f"{go_text(port.get('protocol')) or 'TCP'}/{go_text(port.get('hostIP'))}/{host_port}"

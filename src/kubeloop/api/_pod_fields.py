@@ -19,6 +19,7 @@ __all__ = [
     "REQUIRED_DURING_SCHEDULING",
     "as_list",
     "go_text",
+    "int_of",
     "label_name_errors",
     "label_selector_errors",
     "mapping_of",
@@ -53,6 +54,11 @@ def as_list(value: Any) -> list[Any]:
 
 def values_of(requirement: Mapping[str, Any]) -> list[Any]:
     return as_list(requirement.get("values"))
+
+
+def int_of(value: Any) -> int | None:
+    """A JSON integer field's value; ``None`` when absent or not an integer (a bool is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def go_text(value: Any) -> str:

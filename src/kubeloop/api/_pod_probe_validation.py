@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_fields import go_text, objects_of
+from kubeloop.api._pod_fields import go_text, int_of, objects_of
 
 __all__ = ["handler_errors", "port_name_errors", "port_num_or_name_errors"]
 
@@ -36,10 +36,6 @@ _HEADER_MSG = ("a valid HTTP header must consist of alphanumeric characters or '
 _PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
 _PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")  # handlerFromProbe
 _HOOK_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")  # handlerFromLifecycle
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def port_name_errors(name: str) -> list[str]:
@@ -62,7 +58,7 @@ def port_num_or_name_errors(port: Any, path: str) -> list[FieldError]:
     """ValidatePortNumOrName on an IntOrString (absent is the integer 0)."""
     if isinstance(port, str):
         return [FieldError.invalid(path, port, m) for m in port_name_errors(port)]
-    number = _int(port) or 0
+    number = int_of(port) or 0
     return [] if 1 <= number <= 65535 else [FieldError.invalid(path, number, _PORT_RANGE)]
 
 
@@ -82,8 +78,8 @@ def _action_errors(kind: str, action: Mapping[str, Any], path: str, grace: int |
     if kind == "tcpSocket":
         return port_num_or_name_errors(action.get("port"), f"{path}.port")
     if kind == "grpc":
-        return port_num_or_name_errors(_int(action.get("port")) or 0, f"{path}.port")
-    seconds = _int(action.get("seconds")) or 0  # sleep; no check without a grace period
+        return port_num_or_name_errors(int_of(action.get("port")) or 0, f"{path}.port")
+    seconds = int_of(action.get("seconds")) or 0  # sleep; no check without a grace period
     if grace is not None and (seconds <= 0 or seconds > grace):
         return [FieldError.invalid(path, seconds, f"must be greater than 0 and less than terminationGracePeriodSeconds "
                                                   f"({grace}). Enable AllowPodLifecycleSleepActionZeroValue feature gate "
@@ -113,10 +109,10 @@ def _probe(probe: Mapping[str, Any], path: str, grace: int | None) -> list[Field
     """validateProbe."""
     errs = _handler(probe, _PROBE_HANDLERS, path, grace)
     for key in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
-        value = _int(probe.get(key)) or _PROBE_DEFAULTS.get(key, 0)
+        value = int_of(probe.get(key)) or _PROBE_DEFAULTS.get(key, 0)
         if value < 0:
             errs.append(FieldError.invalid(f"{path}.{key}", value, _NEGATIVE))
-    own_grace = _int(probe.get("terminationGracePeriodSeconds"))
+    own_grace = int_of(probe.get("terminationGracePeriodSeconds"))
     if own_grace is not None and own_grace <= 0:
         errs.append(FieldError.invalid(f"{path}.terminationGracePeriodSeconds", own_grace, "must be greater than 0"))
     return errs
@@ -140,6 +136,6 @@ def handler_errors(container: Mapping[str, Any], grace: int | None, path: str) -
             if (own_grace := probe.get("terminationGracePeriodSeconds")) is not None:
                 errs.append(FieldError.invalid(f"{p}.terminationGracePeriodSeconds", own_grace,
                                                "must not be set for readinessProbes"))
-        elif (success := _int(probe.get("successThreshold")) or 1) != 1:
+        elif (success := int_of(probe.get("successThreshold")) or 1) != 1:
             errs.append(FieldError.invalid(f"{p}.successThreshold", success, "must be 1"))
     return errs

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
+from kubeloop.api._pod_fields import go_text, int_of, mapping_of, objects_of
 from kubeloop.api._quantity import QuantityError, parse_quantity
 from kubeloop.api._validation import is_dns1123_label, is_qualified_name
 
@@ -75,10 +75,6 @@ _HUGEPAGES_DIVISOR = "only divisor's values " + ", ".join(_SIZE_UNITS) + " are s
 _TOKEN_DEFAULT_EXPIRATION = 3600  # SetDefaults_ServiceAccountTokenProjection
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 # -- paths ---------------------------------------------------------------------------------------------
 
 
@@ -102,7 +98,7 @@ def _local_non_reserved_path(target: str, path: str) -> list[FieldError]:
 
 
 def _mode(holder: Mapping[str, Any], key: str, path: str) -> list[FieldError]:
-    mode = _int(holder.get(key))
+    mode = int_of(holder.get(key))
     if mode is not None and not 0 <= mode <= 0o777:
         return [FieldError.invalid(f"{path}.{key}", mode, _FILE_MODE)]
     return []
@@ -279,7 +275,7 @@ def _projected(source: Mapping[str, Any], path: str) -> list[FieldError]:
                     unique(target, target)
         if isinstance(token := projection.get("serviceAccountToken"), dict):
             count += 1
-            expiration = _int(token.get("expirationSeconds"))
+            expiration = int_of(token.get("expirationSeconds"))
             expiration = _TOKEN_DEFAULT_EXPIRATION if expiration is None else expiration
             if expiration < 600:
                 errs.append(FieldError.invalid(f"{src}.serviceAccountToken.expirationSeconds", expiration,
