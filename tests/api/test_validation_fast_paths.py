@@ -177,10 +177,19 @@ _NAME_PIECE = st.sampled_from(["a", "z", "0", "9", "-", "--", ".", "_", "A", "Z"
 @settings(max_examples=600, deadline=None)
 @given(st.lists(_NAME_PIECE, min_size=1, max_size=10).map("".join) | _TEXT)
 def test_the_plain_name_test_only_passes_rfc1123_labels(name: str) -> None:
-    # validate_object_meta skips the pattern for a name _plain_label accepts: it must be a valid label.
-    if v._plain_label(name):
+    # validate_object_meta skips the pattern for a name of at most 253 characters _plain_label accepts:
+    # it must be a valid subdomain (the length is the caller's test, as there).
+    if len(name) <= 253 and v._plain_label(name):
         assert re.fullmatch(v._DNS1123_LABEL_FMT, name)
         assert _ref_subdomain(name) == []
+
+
+def test_a_plain_name_longer_than_a_subdomain_is_still_refused() -> None:
+    name = "a" * 254
+    assert v._plain_label(name)  # the characters pass; the length is validate_object_meta's test
+    assert validate_object_meta({"name": name}, namespaced=False) == [
+        FieldError.invalid("metadata.name", name, m) for m in _ref_subdomain(name)
+    ]
 
 
 def test_common_names_take_the_plain_name_test() -> None:

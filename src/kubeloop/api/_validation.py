@@ -374,9 +374,10 @@ def _go_string_slice(values: Sequence[str]) -> str:
 
 
 def _plain_label(name: str) -> bool:
-    """A sufficient test that ``name`` is an RFC 1123 label, hence subdomain, for the common names
-    (lowercase letters, digits and inner dashes) in a few string methods instead of a pattern match
-    (about half the instructions: ``fullmatch`` sets up a matcher per call). ``False`` says nothing."""
+    """A sufficient test that ``name``'s characters make an RFC 1123 label (hence a subdomain), for the
+    common names (lowercase letters, digits and inner dashes), in a few string methods instead of a
+    pattern match (about half the instructions: ``fullmatch`` sets up a matcher per call). The length
+    is not looked at: the caller checks it. ``False`` says nothing."""
     # islower: at least one letter and none uppercase; isalnum without dashes: nothing but [A-Za-z0-9-].
     return (name.isascii() and name.islower() and name[0] != "-" and name[-1] != "-"
             and name.replace("-", "").isalnum())
