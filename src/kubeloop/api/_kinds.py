@@ -64,10 +64,11 @@ class ResourceInfo:
     storage_version: str | None = field(default=None, compare=False)
     # A CRD's ``spec.names.listKind`` (the kind of its lists); empty: ``<Kind>List``.
     custom_list_kind: str = ""
+    # ``group/version`` (the version alone for the core group), derived once: every write and answer reads it.
+    api_version: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "api_version", f"{self.group}/{self.version}" if self.group else self.version)
 
     @property
     def list_kind(self) -> str:

@@ -7,10 +7,10 @@ operation ``Update``; server-side apply computes its own entries and is skipped 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import ResourceInfo, format_time
+from kubeloop.api import format_time
 from kubeloop.api._apply import default_field_manager, managed_fields_on_create, managed_fields_on_update
 from kubeloop.server._state import ServerState
 
@@ -18,24 +18,11 @@ __all__ = ["record_manager_hook"]
 
 
 def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], dict[str, Any] | None], None]:
-    # Every write asks for its kind's apiVersion (a property that formats it) and schema: a built-in
-    # kind's never change (ResourceInfo is frozen, builtin schemas are loaded once), so they are kept
-    # per info object; a custom kind's schema follows its CRD and is asked for each time.
-    builtin: dict[int, tuple[ResourceInfo, str, Mapping[str, Any] | None]] = {}
-
     def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if req.operation == "Apply":
             return
         info = req.info
-        hit = builtin.get(id(info))
-        if hit is not None and hit[0] is info:
-            api_version, schema = hit[1], hit[2]
-        else:
-            api_version, schema = info.api_version, state.schema(info)
-            if not info.custom:
-                if len(builtin) > 1_000:  # infos are few and long-lived; never grow without bound
-                    builtin.clear()
-                builtin[id(info)] = (info, api_version, schema)
+        api_version, schema = info.api_version, state.schema(info)
         manager = req.options.field_manager or default_field_manager(req.user_agent)
         subresource = req.subresource if req.subresource in ("status", "scale") else None
         if old is None and subresource is None:  # a create: the positional entry point

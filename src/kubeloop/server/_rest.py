@@ -99,8 +99,7 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "") -> dict[str, Any]:
         raise invalid(info.kind, display if isinstance(display, str) else name, errors, info.group)
     api_version = obj.get("apiVersion")
     kind = obj.get("kind")
-    # ResourceInfo.api_version, without the property's call for the core group.
-    expected_version = info.api_version if info.group else info.version
+    expected_version = info.api_version
     if api_version and api_version != expected_version:
         raise BadRequest(
             f"the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
