@@ -52,8 +52,10 @@ async def test_pods_spread_by_requests_and_never_overcommit_a_node(tmp_path: Pat
 
         cond = await world.eventually(unschedulable)
         assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
+        # NodeResourcesFit fails with Unschedulable, so preemption is tried on both nodes and finds no
+        # lower-priority pod to evict (DefaultPreemption SelectVictimsOnNode).
         assert cond["message"] == ("0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
-                                   "available: 2 Preemption is not helpful for scheduling.")
+                                   "available: 2 No preemption victims found for incoming pod.")
         assert not (await world.get(PODS, "p4"))["spec"].get("nodeName")
 
 

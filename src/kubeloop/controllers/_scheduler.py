@@ -40,21 +40,39 @@ unschedulable for the same reason costs no writes while it waits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeloop.api import Conflict, NotFound, copy_json, format_time
+from kubeloop.api import (
+    ApiError,
+    Conflict,
+    LabelSelector,
+    NotFound,
+    copy_json,
+    format_time,
+    label_selector_from_dict,
+)
 from kubeloop.controllers._events import EventSink, Severity
-from kubeloop.controllers._scheduler_fit import fit_failures, preferred_affinity_score, unschedulable_message
+from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
+from kubeloop.controllers._scheduler_fit import (
+    fit_failures,
+    preemption_might_help,
+    preferred_affinity_score,
+    taint_toleration_score,
+    unschedulable_message,
+)
+from kubeloop.controllers._scheduler_interpod import InterPodAffinity
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PODS,
     PVCS,
     PVS,
     STORAGE_CLASSES,
+    builtin,
     parse_quantity,
     pod_requests,
 )
+from kubeloop.controllers._scheduler_spread import TopologySpread, default_selector, spread_scores
 from kubeloop.controllers._scheduler_volumes import Bindings, PodVolumes, find_pod_volumes
 from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE, is_delayed_binding
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
@@ -64,6 +82,12 @@ __all__ = ["Scheduler"]
 log = logging.getLogger("kubeloop.controllers.scheduler")
 
 _Key = tuple[str, str]
+
+NAMESPACES = builtin("", "namespaces")
+SERVICES = builtin("", "services")
+REPLICASETS = builtin("apps", "replicasets")
+STATEFULSETS = builtin("apps", "statefulsets")
+_OWNER_KINDS = {("apps/v1", "ReplicaSet"): REPLICASETS, ("apps/v1", "StatefulSet"): STATEFULSETS}
 
 
 def _key(pod: Mapping[str, Any]) -> _Key:
@@ -101,6 +125,11 @@ class Scheduler:
         self.claims = manager.informer(PVCS)
         self.classes = manager.informer(STORAGE_CLASSES)
         self.volumes = manager.informer(PVS)
+        self.namespaces = manager.informer(NAMESPACES)
+        self.services = manager.informer(SERVICES)
+        self.owners = {resource: manager.informer(resource) for resource in (REPLICASETS, STATEFULSETS)}
+        self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
+        self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
         self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
         self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
@@ -131,6 +160,7 @@ class Scheduler:
         previous = self._held.pop(key, None)
         if previous is not None:
             self._add(previous[0], previous[1], -1)
+        arrived = False
         if node:
             assumed = self._assumed.pop(key, None)
             if assumed is not None:
@@ -138,16 +168,33 @@ class Scheduler:
             requests = pod_requests(pod)
             self._held[key] = (node, requests)
             self._add(node, requests, +1)
+            before = self.placed.node_of(key)
+            old = self.placed.get(key)
+            self.placed.place(key, node, pod)
+            arrived = before != node or old is None or (
+                (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
+        elif key not in self._assumed:
+            self.placed.remove(key)
         if _wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
+            if _waits_for_other_pods(pod):
+                self._spread_waiting.add(key)
         else:
             self._pending.discard(key)
+            self._spread_waiting.discard(key)
         if previous is not None and not node:
             self._wake_waiting()  # a pod finished: its node has room again
+        elif arrived and self._spread_waiting:
+            # A pod arrived on a node (or its labels changed): pods with required affinity or spread
+            # constraints may now fit (upstream's Pod/Add and Pod/UpdatePodLabel events for them).
+            for ns, name in sorted(self._spread_waiting):
+                self.controller.enqueue(Request(ns, name))
 
     def _forget(self, pod: dict[str, Any]) -> None:
         key = _key(pod)
         self._pending.discard(key)
+        self._spread_waiting.discard(key)
+        self.placed.remove(key)
         self._prebound.pop(key, None)
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
@@ -196,7 +243,11 @@ class Scheduler:
         # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
         # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
         available = self.volumes.cache.list() if volumes.delayed else []
+        # The PreFilters of PodTopologySpread and InterPodAffinity, over every node and the pods placed there.
+        spread = TopologySpread(pod, nodes, self.placed.count_matching)
+        interpod = InterPodAffinity(pod, nodes, self.placed, self._namespace_labels)
         reasons: dict[str, int] = {}
+        resolvable = 0
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
         for node in nodes:
@@ -205,16 +256,25 @@ class Scheduler:
             if not failures:
                 volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
                 failures = [volume_failure] if volume_failure else []
+            # The default profile runs PodTopologySpread, then InterPodAffinity, after VolumeBinding; a node
+            # reports the first filter it fails.
+            if not failures and not spread.skipped:
+                failures = [r for r in (spread.filter(node),) if r]
+            if not failures and not interpod.skipped:
+                failures = [r for r in (interpod.filter(node),) if r]
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
             if not failures:
                 feasible.append(node)
+            elif preemption_might_help(failures):
+                resolvable += 1
         if not feasible:
-            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons))
+            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons, resolvable))
             return Result(requeue_after=self.unschedulable_retry)
-        node_name = self._best(pod, feasible, wanted)
+        node_name = self._best(pod, feasible, wanted, nodes, interpod)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
+        self.placed.place(key, node_name, pod)
         chosen = bindings.get(node_name) or Bindings()
         if chosen.static or chosen.provision:
             try:
@@ -330,18 +390,54 @@ class Scheduler:
         entry = self._assumed.pop(key, None)
         if entry is not None:
             self._add(entry[0], entry[1], -1)
+            if key not in self._held:
+                self.placed.remove(key)
 
-    def _best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], wanted: Mapping[str, float]) -> str:
-        """The feasible node with the highest score: NodeAffinity's preferred terms (normalised to
-        0-100, ``DefaultNormalizeScore``, weight 2 in the default profile) plus LeastAllocated (0-100,
-        weight 1); ties go to the node with fewer pods, then the first name."""
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        obj = self.namespaces.cache.get_by_name(namespace, None)
+        return None if obj is None else ((obj.get("metadata") or {}).get("labels") or {})
+
+    def _default_selector(self, pod: Mapping[str, Any]) -> LabelSelector:
+        """``helper.DefaultSelector``: the selectors of the Services that select the pod, and of the
+        ReplicaSet or StatefulSet that controls it (ReplicationControllers are not served here)."""
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        labels = meta.get("labels") or {}
+        merged: dict[str, str] = {}
+        for service in self.services.cache.list():
+            service_meta = service.get("metadata") or {}
+            selector = (service.get("spec") or {}).get("selector") or {}
+            if (service_meta.get("namespace") == namespace and selector and isinstance(selector, Mapping)
+                    and LabelSelector.from_labels(selector).matches(labels)):
+                merged.update(selector)
+        owners: list[LabelSelector] = []
+        for ref in meta.get("ownerReferences") or ():
+            resource = _OWNER_KINDS.get((ref.get("apiVersion"), ref.get("kind"))) if ref.get("controller") else None
+            owner = self.owners[resource].cache.get_by_name(str(ref.get("name")), namespace) if resource else None
+            if owner is not None:
+                try:
+                    owners.append(label_selector_from_dict((owner.get("spec") or {}).get("selector")))
+                except ApiError:
+                    pass
+        return default_selector(merged, owners)
+
+    def _best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], wanted: Mapping[str, float],
+              nodes: Sequence[Mapping[str, Any]], interpod: InterPodAffinity) -> str:
+        """The feasible node with the highest score, each plugin's 0-100 score times its weight in the
+        default profile: TaintToleration (3), NodeAffinity's preferred terms (2), PodTopologySpread (2),
+        InterPodAffinity (2) and LeastAllocated (1); ties go to the node with fewer pods, then the first
+        name. A plugin that skips (no preferences) adds nothing."""
         affinity = [preferred_affinity_score(pod, node) for node in feasible]
         top = max(affinity)
+        taints = taint_toleration_score(pod, feasible)
+        spread = spread_scores(pod, feasible, nodes, self.placed.count_matching, self._default_selector(pod))
+        pod_affinity = interpod.scores(feasible)
         ranks = []
-        for node, raw in zip(feasible, affinity, strict=True):
+        for i, (node, raw) in enumerate(zip(feasible, affinity, strict=True)):
             name = str(node["metadata"]["name"])
             normalised = (100 * raw // top) if top > 0 else 0
-            total = 2 * normalised + self._least_allocated(node, wanted)
+            total = (3 * taints[i] + 2 * normalised + 2 * (spread[i] if spread else 0) + 2 * pod_affinity[i]
+                     + self._least_allocated(node, wanted))
             ranks.append((-total, self._count.get(name, 0), name))
         return min(ranks)[2]
 
@@ -380,6 +476,12 @@ class Scheduler:
 
     def _event(self, pod: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
         self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")
+
+
+def _waits_for_other_pods(pod: Mapping[str, Any]) -> bool:
+    """A pod whose filters need other pods present: required pod affinity, or spread constraints."""
+    spec = pod.get("spec") or {}
+    return bool(spec.get("topologySpreadConstraints") or has_pod_affinity(pod))
 
 
 def _node_changed(event: Event) -> bool:

@@ -20,7 +20,10 @@ from kubeloop.controllers._scheduler_resources import parse_quantity
 __all__ = [
     "fit_failures",
     "matches_node_selector_terms",
+    "matches_required_node_affinity",
+    "preemption_might_help",
     "preferred_affinity_score",
+    "taint_toleration_score",
     "tolerates",
     "unschedulable_message",
 ]
@@ -120,7 +123,8 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], fields: Ma
     return not fields or all(_match_field(fields, e) for e in field_reqs)
 
 
-def _matches_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+def matches_required_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """``GetRequiredNodeAffinity(pod).Match(node)``: the pod's ``nodeSelector`` and required node affinity."""
     spec = pod.get("spec") or {}
     labels = (node.get("metadata") or {}).get("labels") or {}
     for key, value in (spec.get("nodeSelector") or {}).items():
@@ -158,6 +162,19 @@ def preferred_affinity_score(pod: Mapping[str, Any], node: Mapping[str, Any]) ->
     return score
 
 
+def taint_toleration_score(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> list[int]:
+    """TaintToleration's Score and NormalizeScore: per node, the ``PreferNoSchedule`` taints the pod's
+    tolerations (those with that effect or none) do not tolerate, reversed into 0-100
+    (``DefaultNormalizeScore(100, reverse=true)``): a node with none scores 100."""
+    tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or ()
+                   if isinstance(t, Mapping) and t.get("effect") in (None, "", "PreferNoSchedule")]
+    counts = [sum(1 for taint in (node.get("spec") or {}).get("taints") or ()
+                  if taint.get("effect") == "PreferNoSchedule" and not tolerates(tolerations, taint))
+              for node in nodes]
+    most = max(counts, default=0)
+    return [100 if most == 0 else 100 - 100 * count // most for count in counts]
+
+
 def fit_failures(pod: Mapping[str, Any], node: Mapping[str, Any], requested: Mapping[str, float], pods_on_node: int,
                  pod_request: Mapping[str, float]) -> list[str]:
     """Why ``pod`` does not fit ``node`` (already ``requested`` by ``pods_on_node`` pods); empty if it fits."""
@@ -172,7 +189,7 @@ def fit_failures(pod: Mapping[str, Any], node: Mapping[str, Any], requested: Map
     for taint in node_spec.get("taints") or ():
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
             return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"]
-    if not _matches_affinity(pod, node):
+    if not matches_required_node_affinity(pod, node):
         return ["node(s) didn't match Pod's node affinity/selector"]
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     failures = []
@@ -187,9 +204,36 @@ def fit_failures(pod: Mapping[str, Any], node: Mapping[str, Any], requested: Map
     return failures
 
 
-def unschedulable_message(total_nodes: int, reasons: Mapping[str, int]) -> str:
+# The filter reasons whose status is Unschedulable rather than UnschedulableAndUnresolvable: preemption
+# (removing pods) could make the node fit. NodeResourcesFit's, InterPodAffinity's anti-affinity ones and
+# PodTopologySpread's skew; every other filter here answers UnschedulableAndUnresolvable.
+_RESOLVABLE = frozenset({
+    "Too many pods",
+    "node(s) didn't match pod anti-affinity rules",
+    "node(s) didn't satisfy existing pods anti-affinity rules",
+    "node(s) didn't match pod topology spread constraints",
+})
+
+
+def preemption_might_help(reasons: Iterable[str]) -> bool:
+    """Whether a node failing for ``reasons`` (one filter plugin's) is Unschedulable, not
+    UnschedulableAndUnresolvable (``nodesWherePreemptionMightHelp``)."""
+    listed = list(reasons)
+    return bool(listed) and all(r in _RESOLVABLE or r.startswith("Insufficient ") for r in listed)
+
+
+def unschedulable_message(total_nodes: int, reasons: Mapping[str, int], resolvable_nodes: int = 0) -> str:
+    """``FitError.Error()`` followed by DefaultPreemption's PostFilter message.
+
+    kubeloop's pods all have the same priority, so preemption finds nothing to evict: a node where it
+    might help (``resolvable_nodes`` of them) says ``No preemption victims found for incoming pod``
+    (``SelectVictimsOnNode`` with no lower-priority pod), the others ``Preemption is not helpful for
+    scheduling``; the counts are sorted as the filter reasons are."""
     if total_nodes == 0:
         return "no nodes available to schedule pods"
     parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    preemption = {"No preemption victims found for incoming pod": resolvable_nodes,
+                  "Preemption is not helpful for scheduling": total_nodes - resolvable_nodes}
+    after = sorted(f"{count} {reason}" for reason, count in preemption.items() if count)
     return (f"0/{total_nodes} nodes are available: {', '.join(parts)}. preemption: 0/{total_nodes} nodes are "
-            f"available: {total_nodes} Preemption is not helpful for scheduling.")
+            f"available: {', '.join(after)}.")

@@ -1,0 +1,119 @@
+"""Which pods sit on which node, for the filters and scores that look at other pods.
+
+:class:`PlacedPods` is the pod half of the scheduler cache's ``NodeInfo``: every pod the scheduler
+counts on a node (bound and not finished, or assumed by this scheduler and not yet seen bound) is
+placed there with its latest object. It answers, without scanning every pod:
+
+- :meth:`~PlacedPods.on`: the pods on one node;
+- :meth:`~PlacedPods.with_affinity`: per node, the pods that have pod affinity or anti-affinity
+  (upstream's ``PodsWithAffinity`` and ``PodsWithRequiredAntiAffinity`` lists);
+- :meth:`~PlacedPods.count_matching`: per node, how many pods of a namespace, not being deleted, a
+  label selector matches (PodTopologySpread's ``countPodsMatchSelector``), looking only at the pods
+  that carry the label an exact requirement of the selector names, when it has one.
+
+Placing a pod again replaces its previous placement; the owner (the scheduler) calls :meth:`place`
+and :meth:`remove` from its informer handlers and when it assumes or forgets a pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubeloop.api import LabelSelector
+
+__all__ = ["PlacedPods", "has_pod_affinity"]
+
+_Key = tuple[str, str]
+
+
+def has_pod_affinity(pod: Mapping[str, Any]) -> bool:
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = (pod.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+class PlacedPods:
+    """Pods by node, with a label index per namespace."""
+
+    def __init__(self) -> None:
+        self._where: dict[_Key, tuple[str, Mapping[str, Any]]] = {}
+        self._by_node: dict[str, dict[_Key, Mapping[str, Any]]] = {}
+        self._affine: dict[str, dict[_Key, Mapping[str, Any]]] = {}
+        self._by_label: dict[tuple[str, str, str], set[_Key]] = {}  # (namespace, key, value) -> pods
+        self._by_namespace: dict[str, set[_Key]] = {}
+
+    def node_of(self, key: _Key) -> str | None:
+        entry = self._where.get(key)
+        return entry[0] if entry else None
+
+    def get(self, key: _Key) -> Mapping[str, Any] | None:
+        entry = self._where.get(key)
+        return entry[1] if entry else None
+
+    def place(self, key: _Key, node: str, pod: Mapping[str, Any]) -> None:
+        self.remove(key)
+        self._where[key] = (node, pod)
+        self._by_node.setdefault(node, {})[key] = pod
+        if has_pod_affinity(pod):
+            self._affine.setdefault(node, {})[key] = pod
+        namespace = key[0]
+        self._by_namespace.setdefault(namespace, set()).add(key)
+        for name, value in _labels(pod).items():
+            self._by_label.setdefault((namespace, str(name), str(value)), set()).add(key)
+
+    def remove(self, key: _Key) -> None:
+        entry = self._where.pop(key, None)
+        if entry is None:
+            return
+        node, pod = entry
+        for table in (self._by_node, self._affine):
+            pods = table.get(node)
+            if pods is not None:
+                pods.pop(key, None)
+                if not pods:
+                    del table[node]
+        namespace = key[0]
+        self._discard(self._by_namespace, namespace, key)
+        for name, value in _labels(pod).items():
+            self._discard(self._by_label, (namespace, str(name), str(value)), key)
+
+    @staticmethod
+    def _discard(index: dict[Any, set[_Key]], at: Any, key: _Key) -> None:
+        keys = index.get(at)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del index[at]
+
+    def on(self, node: str) -> list[Mapping[str, Any]]:
+        return list((self._by_node.get(node) or {}).values())
+
+    def with_affinity(self) -> Iterator[tuple[str, list[Mapping[str, Any]]]]:
+        for node, pods in self._affine.items():
+            yield node, list(pods.values())
+
+    def count_matching(self, selector: LabelSelector, namespace: str) -> dict[str, int]:
+        """Per node name, the pods of ``namespace`` not being deleted that ``selector`` matches; an
+        empty selector matches none here, as upstream's ``countPodsMatchSelector`` has it."""
+        if selector.empty or selector.matches_nothing:
+            return {}
+        candidates: set[_Key] | None = None
+        for requirement in selector.requirements:
+            value = selector.requires_exact_match(requirement.key)
+            if value is not None:
+                candidates = self._by_label.get((namespace, requirement.key, value)) or set()
+                break
+        if candidates is None:
+            candidates = self._by_namespace.get(namespace) or set()
+        counts: dict[str, int] = {}
+        for key in candidates:
+            node, pod = self._where[key]
+            if (pod.get("metadata") or {}).get("deletionTimestamp") or not selector.matches(_labels(pod)):
+                continue
+            counts[node] = counts.get(node, 0) + 1
+        return counts
