@@ -168,10 +168,11 @@ class Scheduler:
             requests = pod_requests(pod)
             self._held[key] = (node, requests)
             self._add(node, requests, +1)
-            before = self.placed.node_of(key)
             old = self.placed.get(key)
             self.placed.place(key, node, pod)
-            arrived = before != node or old is None or (
+            # Seen bound for the first time (an assumed pod included: upstream's Pod/Add comes from the
+            # informer too), moved, or relabelled.
+            arrived = previous is None or previous[0] != node or old is None or (
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
