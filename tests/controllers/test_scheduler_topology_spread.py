@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from kubeloop.controllers import SimulationOptions
+from kubeloop.controllers._scheduler_resources import builtin
 
-from ._sim_world import NODES, PODS, World, open_world, pod
+from ._sim_world import NODES, NS, PODS, World, open_world, pod
 from .test_scheduler_pod_affinity import bound, unschedulable
 from .test_workloads_simulated import DEPLOYMENTS, deployment, pods_of
 
+SERVICES = builtin("", "services")
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
@@ -38,6 +40,10 @@ async def zoned(world: World, zones: dict[str, str]) -> None:
                    for node, zone in zones.items())
 
     await world.eventually(labelled)
+
+
+async def _true_if(value: bool) -> bool:
+    return value
 
 
 async def zones_of(world: World, app: str) -> dict[str, int]:
@@ -150,3 +156,50 @@ async def test_schedule_anyway_prefers_the_emptier_domain_but_never_blocks(tmp_p
         await world.create(PODS, pod("pinned", labels={"app": "soft"}, topologySpreadConstraints=soft,
                                      nodeSelector={HOST: "kubeloop-node-1"}))
         assert await bound(world, "pinned") == "kubeloop-node-1"
+
+
+async def test_system_default_spreading_spreads_a_replica_set_against_resource_scores(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=3), workloads=True) as world:
+        # node-1 is the least allocated, so LeastAllocated alone would put every replica there.
+        for i in range(3):
+            await world.create(PODS, pod(f"filler-{i}", labels={"app": "filler"}, cpu="8",
+                                         nodeSelector={HOST: f"kubeloop-node-{2 + i % 2}"}))
+            await bound(world, f"filler-{i}")
+        # No constraints of its own: the default profile's System constraints (hostname maxSkew 3, zone
+        # maxSkew 5, ScheduleAnyway) apply with the ReplicaSet's selector, weight 2.
+        await world.create(DEPLOYMENTS, deployment("web", 3))
+
+        async def placed() -> list[str] | None:
+            nodes = [str(p["spec"].get("nodeName") or "") for p in await pods_of(world, "web")]
+            return sorted(nodes) if len(nodes) == 3 and all(nodes) else None
+
+        assert await world.eventually(placed) == ["kubeloop-node-1", "kubeloop-node-2", "kubeloop-node-3"]
+        # Bare pods are spread the same way when a Service selects them (helper.DefaultSelector).
+        await world.create(SERVICES, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+                                      "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}})
+        cache = world.manager.informer(SERVICES).cache
+        await world.eventually(lambda: _true_if(cache.get_by_name("api", NS) is not None))
+        placed_api = []
+        for i in range(3):
+            await world.create(PODS, pod(f"api-{i}", labels={"app": "api"}))
+            placed_api.append(await bound(world, f"api-{i}"))
+        assert sorted(placed_api) == ["kubeloop-node-1", "kubeloop-node-2", "kubeloop-node-3"]
+
+
+async def test_prefer_no_schedule_taints_steer_pods_to_untainted_nodes(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=3)) as world:
+        for name in ("kubeloop-node-1", "kubeloop-node-2"):
+            await world.client.patch(NODES, name, {"spec": {"taints": [
+                {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}})
+        cache = world.manager.informer(NODES).cache
+
+        async def tainted() -> bool:
+            node = cache.get_by_name("kubeloop-node-2", None) or {}
+            return bool((node.get("spec") or {}).get("taints"))
+
+        await world.eventually(tainted)
+        await world.create(PODS, pod("careful"))
+        assert await bound(world, "careful") == "kubeloop-node-3"
+        # A pod tolerating the taint weighs the nodes alike again (then fewest pods, then name).
+        await world.create(PODS, pod("relaxed", tolerations=[{"key": "spot", "operator": "Exists"}]))
+        assert await bound(world, "relaxed") == "kubeloop-node-1"
