@@ -1,17 +1,22 @@
 """The scheduler: binds pending pods to nodes that fit, or says why none does.
 
 :class:`Scheduler` reconciles pods that have no ``spec.nodeName``, are not being deleted, ask for
-``default-scheduler`` and have no scheduling gates. For each it runs the filters of
-:mod:`._scheduler_fit` over every node, scores the fitting ones by how little of their cpu and
-memory is requested (LeastAllocated; ties broken by pod count, then name) and binds the pod with a
-v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does. Preferred node
-affinity terms count too (NodeAffinity's score, weight 2, normalised as upstream); the default
-profile's other score plugins (TaintToleration, InterPodAffinity, PodTopologySpread, ImageLocality,
-BalancedAllocation) are not modelled.
+``default-scheduler`` and have no scheduling gates. For each it runs the default profile's filters over
+every node, in its order: NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit
+(:mod:`._scheduler_fit`), VolumeBinding (:mod:`._scheduler_volumes`), PodTopologySpread
+(:mod:`._scheduler_spread`) and InterPodAffinity (:mod:`._scheduler_interpod`); a node reports the
+first filter it fails. It scores the fitting ones (:mod:`._scheduler_score`) with the default
+profile's weights: TaintToleration (PreferNoSchedule taints, 3), NodeAffinity's preferred terms (2),
+PodTopologySpread (``ScheduleAnyway`` constraints, or the System defaults for a pod a Service,
+ReplicaSet or StatefulSet selects, 2), InterPodAffinity's preferred terms (2) and LeastAllocated on
+cpu and memory (1); ties go to the node with fewer pods, then the first name. ImageLocality and BalancedAllocation are not modelled. It binds
+the pod with a v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does.
 
 Accounting is incremental (the scheduler cache): every pod event updates what each node has
-committed (requests of non-terminal pods bound to it), and a pod this scheduler bound counts as
-*assumed* on its node until the informer shows it bound, so a lagging cache never overcommits a node.
+committed (requests of non-terminal pods bound to it) and which pods sit there (:mod:`._scheduler_cache`,
+what pod affinity and spreading count), and a pod this scheduler bound counts as *assumed* on its
+node until the informer shows it bound, so a lagging cache never overcommits a node, and replicas of an
+anti-affine Deployment created in one burst never share a node.
 
 Before any node is tried, the pod's claims must be usable (the VolumeBinding plugin's PreFilter): a
 claim that is missing or being deleted, or an unbound claim whose class binds ``Immediate``, keeps
@@ -26,9 +31,13 @@ pod, held on that node meanwhile, is bound once every claim is Bound; after ``bi
 context deadline exceeded" (and that FailedScheduling Event) and is scheduled afresh a second later.
 
 A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
-message (written only when it changes); it is tried again when nodes change or capacity is freed
-(a bound pod deleted or finished), and otherwise every ``unschedulable_retry`` seconds (5 minutes,
-``podMaxInUnschedulablePodsDuration``).
+message (written only when it changes): the filters' reasons, then the preemption sentence for each
+node (kubeloop's pods share one priority, so preemption never finds a victim: ``No preemption victims
+found for incoming pod`` where a filter answered Unschedulable, ``Preemption is not helpful for
+scheduling`` where it answered UnschedulableAndUnresolvable). It is tried again when nodes change,
+capacity is freed (a bound pod deleted or finished), or, for a pod with pod affinity or spread
+constraints, when a pod is first seen bound or relabelled; and otherwise every ``unschedulable_retry``
+seconds (5 minutes, ``podMaxInUnschedulablePodsDuration``).
 
 Events, from component ``<scheduler name>`` (``default-scheduler``): ``Scheduled`` "Successfully
 assigned ns/pod to node" after a binding, Warning ``FailedScheduling`` with the unschedulable message
@@ -40,25 +49,20 @@ unschedulable for the same reason costs no writes while it waits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import (
-    ApiError,
     Conflict,
-    LabelSelector,
     NotFound,
     copy_json,
     format_time,
-    label_selector_from_dict,
 )
 from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
 from kubeloop.controllers._scheduler_fit import (
     fit_failures,
     preemption_might_help,
-    preferred_affinity_score,
-    taint_toleration_score,
     unschedulable_message,
 )
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
@@ -69,10 +73,10 @@ from kubeloop.controllers._scheduler_resources import (
     PVS,
     STORAGE_CLASSES,
     builtin,
-    parse_quantity,
     pod_requests,
 )
-from kubeloop.controllers._scheduler_spread import TopologySpread, default_selector, spread_scores
+from kubeloop.controllers._scheduler_score import NodeScorer
+from kubeloop.controllers._scheduler_spread import TopologySpread
 from kubeloop.controllers._scheduler_volumes import Bindings, PodVolumes, find_pod_volumes
 from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE, is_delayed_binding
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
@@ -84,10 +88,6 @@ log = logging.getLogger("kubeloop.controllers.scheduler")
 _Key = tuple[str, str]
 
 NAMESPACES = builtin("", "namespaces")
-SERVICES = builtin("", "services")
-REPLICASETS = builtin("apps", "replicasets")
-STATEFULSETS = builtin("apps", "statefulsets")
-_OWNER_KINDS = {("apps/v1", "ReplicaSet"): REPLICASETS, ("apps/v1", "StatefulSet"): STATEFULSETS}
 
 
 def _key(pod: Mapping[str, Any]) -> _Key:
@@ -126,8 +126,6 @@ class Scheduler:
         self.classes = manager.informer(STORAGE_CLASSES)
         self.volumes = manager.informer(PVS)
         self.namespaces = manager.informer(NAMESPACES)
-        self.services = manager.informer(SERVICES)
-        self.owners = {resource: manager.informer(resource) for resource in (REPLICASETS, STATEFULSETS)}
         self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
         self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
@@ -136,6 +134,7 @@ class Scheduler:
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
         self._pending: set[_Key] = set()
+        self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
         self.controller = (
@@ -272,7 +271,7 @@ class Scheduler:
         if not feasible:
             await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons, resolvable))
             return Result(requeue_after=self.unschedulable_retry)
-        node_name = self._best(pod, feasible, wanted, nodes, interpod)
+        node_name = self.scorer.best(pod, feasible, wanted, nodes, interpod)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
         self.placed.place(key, node_name, pod)
@@ -397,61 +396,6 @@ class Scheduler:
     def _namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         obj = self.namespaces.cache.get_by_name(namespace, None)
         return None if obj is None else ((obj.get("metadata") or {}).get("labels") or {})
-
-    def _default_selector(self, pod: Mapping[str, Any]) -> LabelSelector:
-        """``helper.DefaultSelector``: the selectors of the Services that select the pod, and of the
-        ReplicaSet or StatefulSet that controls it (ReplicationControllers are not served here)."""
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        labels = meta.get("labels") or {}
-        merged: dict[str, str] = {}
-        for service in self.services.cache.list():
-            service_meta = service.get("metadata") or {}
-            selector = (service.get("spec") or {}).get("selector") or {}
-            if (service_meta.get("namespace") == namespace and selector and isinstance(selector, Mapping)
-                    and LabelSelector.from_labels(selector).matches(labels)):
-                merged.update(selector)
-        owners: list[LabelSelector] = []
-        for ref in meta.get("ownerReferences") or ():
-            resource = _OWNER_KINDS.get((ref.get("apiVersion"), ref.get("kind"))) if ref.get("controller") else None
-            owner = self.owners[resource].cache.get_by_name(str(ref.get("name")), namespace) if resource else None
-            if owner is not None:
-                try:
-                    owners.append(label_selector_from_dict((owner.get("spec") or {}).get("selector")))
-                except ApiError:
-                    pass
-        return default_selector(merged, owners)
-
-    def _best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], wanted: Mapping[str, float],
-              nodes: Sequence[Mapping[str, Any]], interpod: InterPodAffinity) -> str:
-        """The feasible node with the highest score, each plugin's 0-100 score times its weight in the
-        default profile: TaintToleration (3), NodeAffinity's preferred terms (2), PodTopologySpread (2),
-        InterPodAffinity (2) and LeastAllocated (1); ties go to the node with fewer pods, then the first
-        name. A plugin that skips (no preferences) adds nothing."""
-        affinity = [preferred_affinity_score(pod, node) for node in feasible]
-        top = max(affinity)
-        taints = taint_toleration_score(pod, feasible)
-        spread = spread_scores(pod, feasible, nodes, self.placed.count_matching, self._default_selector(pod))
-        pod_affinity = interpod.scores(feasible)
-        ranks = []
-        for i, (node, raw) in enumerate(zip(feasible, affinity, strict=True)):
-            name = str(node["metadata"]["name"])
-            normalised = (100 * raw // top) if top > 0 else 0
-            total = (3 * taints[i] + 2 * normalised + 2 * (spread[i] if spread else 0) + 2 * pod_affinity[i]
-                     + self._least_allocated(node, wanted))
-            ranks.append((-total, self._count.get(name, 0), name))
-        return min(ranks)[2]
-
-    def _least_allocated(self, node: Mapping[str, Any], wanted: Mapping[str, float]) -> float:
-        """LeastAllocated: the mean free share of cpu and memory once the pod is placed, 0-100."""
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        usage = self._usage.get(str(node["metadata"]["name"]), {})
-        fractions = []
-        for name in ("cpu", "memory"):
-            capacity = parse_quantity(allocatable.get(name, 0))
-            if capacity > 0:
-                fractions.append((usage.get(name, 0.0) + wanted.get(name, 0.0)) / capacity)
-        return 100.0 * (1.0 - sum(fractions) / len(fractions)) if fractions else 100.0
 
     async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
         status = copy_json(pod.get("status") or {})

@@ -5,9 +5,12 @@ NodeAffinity for ``nodeSelector`` and required ``nodeSelectorTerms``, TaintToler
 and returns the reasons the node does not fit, in the plugins' words. Node selector terms follow
 component-helpers ``scheduling/corev1/nodeaffinity``: ``matchExpressions`` against the node's labels,
 ``matchFields`` (In/NotIn with one value) against its one selectable field, ``metadata.name``.
-:func:`preferred_affinity_score` is NodeAffinity's Score for the preferred terms.
+:func:`preferred_affinity_score` is NodeAffinity's Score for the preferred terms, and
+:func:`taint_toleration_score` TaintToleration's for ``PreferNoSchedule`` taints.
 :func:`unschedulable_message` is ``FitError.Error()``: ``0/N nodes are available: <count> <reason>, ...``
-(reasons sorted), plus the preemption sentence, since kubeloop's scheduler does not preempt.
+(reasons sorted), plus DefaultPreemption's sentence per node: :func:`preemption_might_help` tells a
+node whose filter answered Unschedulable (preemption is tried, and finds no lower-priority pod) from
+one that answered UnschedulableAndUnresolvable.
 """
 
 from __future__ import annotations
