@@ -86,6 +86,10 @@ async def test_create_defaults_preemption_policy_and_sets_generation_one(client:
     assert body["preemptionPolicy"] == "PreemptLowerPriority"
     assert body["metadata"]["generation"] == 1 and body["value"] == 1000
     assert (await create(client, pc("never", 5, preemptionPolicy="Never"))).json()["preemptionPolicy"] == "Never"
+    # value is an int32 Go always writes: a class created without one has value 0.
+    r = await create(client, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                              "metadata": {"name": "zero"}})
+    assert r.status_code == 201 and r.json()["value"] == 0
 
 
 async def test_a_user_class_may_not_exceed_one_billion(client: httpx.AsyncClient) -> None:

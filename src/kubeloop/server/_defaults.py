@@ -185,6 +185,8 @@ def _storageclass(obj: Obj) -> None:
 def _priorityclass(obj: Obj) -> None:
     # pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass.
     _default(obj, "preemptionPolicy", "PreemptLowerPriority")
+    # ``value`` is an int32 without omitempty: a body without it is stored, and read back, as 0.
+    _default(obj, "value", 0)
 
 
 def _lease(obj: Obj) -> None:
