@@ -195,3 +195,29 @@ async def test_the_apps_startup_is_idempotent(app: App, client: httpx.AsyncClien
     await app.shutdown()
     await app.startup()
     assert len((await client.get(BASE)).json()["items"]) == 2
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("value", "high", "string into Go struct field PriorityClass.value of type int32"),
+    ("value", 1.5, "number 1.5 into Go struct field PriorityClass.value of type int32"),
+    ("value", 3_000_000_000, "number 3000000000 into Go struct field PriorityClass.value of type int32"),
+    ("value", True, "bool into Go struct field PriorityClass.value of type int32"),
+    ("globalDefault", "yes", "string into Go struct field PriorityClass.globalDefault of type bool"),
+    ("description", 5, "number into Go struct field PriorityClass.description of type string"),
+    ("preemptionPolicy", ["Never"], "array into Go struct field PriorityClass.preemptionPolicy of type "
+                                    "v1.PreemptionPolicy"),
+])
+async def test_a_field_of_the_wrong_type_is_a_bad_request(
+    client: httpx.AsyncClient, field: str, value: Any, says: str
+) -> None:
+    body = pc("typed", 1)
+    body[field] = value
+    r = await create(client, body)
+    assert r.status_code == 400
+    assert r.json()["message"] == ('PriorityClass in version "v1" cannot be handled as a PriorityClass: '
+                                   f"json: cannot unmarshal {says}")
+    # The same body as an update (PUT) is refused the same way.
+    stored = (await create(client, pc("typed", 1))).json()
+    stored[field] = value
+    r = await client.put(f"{BASE}/typed", json=stored)
+    assert r.status_code == 400 and r.json()["message"].endswith(says)
