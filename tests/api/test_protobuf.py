@@ -525,6 +525,9 @@ _CREATE_COMMANDS: dict[str, list[str]] = {
     "clusterrole": ["create", "clusterrole", "urls", "--verb=get", "--non-resource-url=/logs/*"],
     "pdb_min_available": ["create", "pdb", "web", "--selector=app=web", "--min-available=2"],
     "pdb_max_unavailable": ["create", "pdb", "api", "--selector=tier=api,env in (a,b)", "--max-unavailable=50%"],
+    "priorityclass": ["create", "priorityclass", "batch", "--value=500", "--description=batch jobs",
+                      "--preemption-policy=Never"],
+    "priorityclass_global_default": ["create", "priorityclass", "standard", "--value=0", "--global-default"],
 }
 
 

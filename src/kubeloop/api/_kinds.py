@@ -140,6 +140,8 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        status_subresource=True, tracks_generation=True),
     _r("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, short_names=("sc",),
        return_deleted_object=True),
+    # pkg/registry/scheduling/priorityclass: generation 1 on create, kept on update (its own strategy).
+    _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
        short_names=("crd", "crds"), status_subresource=True, tracks_generation=True,
        allow_unconditional_update=False),

@@ -1,7 +1,7 @@
 """Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
 
 Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
-``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``; apimachinery
+``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
 ``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
 and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
 table written for one release decodes bodies from every release; fields added later are unknown
@@ -251,6 +251,17 @@ _RBAC_V1: dict[str, dict[int, tuple[str, str]]] = {
     "RoleRef": {1: ("apiGroup", "s!"), 2: ("kind", "s!"), 3: ("name", "s!")},
 }
 
+_SCHEDULING_V1: dict[str, dict[int, tuple[str, str]]] = {
+    # k8s.io/api scheduling/v1: ``value`` has no omitempty (int32), ``preemptionPolicy`` is a pointer.
+    "PriorityClass": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("value", "i!"),
+        3: ("globalDefault", "b"),
+        4: ("description", "s"),
+        5: ("preemptionPolicy", "s?"),
+    },
+}
+
 MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_META_V1,
     **CORE_V1,
@@ -259,6 +270,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_AUTHENTICATION_V1,
     **_RBAC_V1,
     **_POLICY_V1,
+    **_SCHEDULING_V1,
 }
 
 # (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
@@ -267,6 +279,7 @@ KINDS: dict[tuple[str, str], str] = {
     **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding")},
     ("apps/v1", "Deployment"): "Deployment",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("policy/v1", "Eviction"): "Eviction",
     ("policy/v1beta1", "Eviction"): "Eviction",
     **{

@@ -38,6 +38,7 @@ from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._http import MAX_BODY_BYTES, Request
+from kubeloop.server._priority_admission import Priority
 from kubeloop.server._protection import (
     APPROVED_ANNOTATION,
     PROTECT_ANNOTATION,
@@ -71,6 +72,7 @@ __all__ = [
     "DeletionProtection",
     "ImpersonationMiddleware",
     "NamespaceLifecycle",
+    "Priority",
     "RbacAuthorizer",
     "RbacEscalationCheck",
     "Request",

@@ -5,8 +5,8 @@ with authorization); extension routes (``app.add_route``) are consulted first,
 so OpenAPI, aggregated discovery and review endpoints mount without touching this module. Every
 failure is answered with a ``Status`` (the ``ApiError`` tree); anything unexpected is a 500
 InternalError, never a dropped connection. The app is a complete server over a ``Store``:
-on startup (ASGI lifespan, or lazily on the first request) it creates the system namespaces and
-starts the CRD controller, which registers custom kinds into ``app.kinds`` at run time.
+on startup (ASGI lifespan, or lazily on the first request) it creates the system namespaces and the
+system PriorityClasses, and starts the CRD controller, which registers custom kinds into ``app.kinds`` at run time.
 
 Seams for other parts: ``app.kinds`` (the :class:`KindRegistry` served), ``app.admission`` (a list
 of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind)),
@@ -49,6 +49,8 @@ from kubeloop.server._eviction import PodSubresources, is_pod_subresource_post
 from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
 from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
 from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._priority_admission import Priority
+from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
@@ -123,7 +125,7 @@ class App:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def startup(self) -> None:
-        """Create the system namespaces and start the CRD controller (idempotent)."""
+        """Create the system namespaces and PriorityClasses, and start the CRD controller (idempotent)."""
         if self._started:
             return
         if self._start_lock is None:
@@ -138,6 +140,10 @@ class App:
                 # then costs a read each, and a first start creates them together (one group commit).
                 missing = [name for name in SYSTEM_NAMESPACES if await self.state.store.get(namespace_key(name)) is None]
                 await asyncio.gather(*(self._create_namespace(namespaces, name) for name in missing))
+            priority_classes = self.state.kinds.get("scheduling.k8s.io", "v1", "priorityclasses")
+            if priority_classes is not None:
+                # The scheduling/bootstrap-system-priority-classes post-start hook.
+                await ensure_system_priority_classes(self.state, priority_classes)
             if self.state.kinds.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") is not None:
                 await self.crd_controller.start()
             self._started = True
@@ -261,7 +267,7 @@ def create_app(
     server_address: str = "127.0.0.1:6443",
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle,
-    DefaultTolerationSeconds, deletion protection)."""
+    Priority, DefaultTolerationSeconds, deletion protection: upstream's order)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
@@ -269,5 +275,5 @@ def create_app(
         rng=rng or random.Random(),
     )
     state.admission.extend(admission if admission is not None else [
-        NamespaceLifecycle(store), DefaultTolerationSeconds(), DeletionProtection()])
+        NamespaceLifecycle(store), Priority(store), DefaultTolerationSeconds(), DeletionProtection()])
     return App(state, server_address=server_address)

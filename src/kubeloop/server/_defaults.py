@@ -2,7 +2,8 @@
 
 Only fields clients and controllers read back are defaulted (replicas, strategies, pod template
 fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/core/v1/defaults.go``,
-``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``). A field
+``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``,
+``pkg/apis/scheduling/v1/defaults.go``). A field
 the client set is never overwritten. Runs on create and on main-resource update, like upstream's
 decoder does for every request body.
 """
@@ -112,8 +113,9 @@ def _pod(obj: Obj) -> None:
         if spec.get("hostNetwork") is True:
             _host_network_ports(spec)
         _default(spec, "enableServiceLinks", True)
-        _default(spec, "preemptionPolicy", "PreemptLowerPriority")
-        _default(spec, "priority", 0)
+        # spec.priority and spec.preemptionPolicy are not defaults: the Priority admission plugin sets
+        # them from the pod's PriorityClass (server/_priority_admission.py), and refuses a pod that set
+        # them otherwise, so defaulting them here would refuse every pod of a class.
 
 
 def _deployment(obj: Obj) -> None:
@@ -180,6 +182,13 @@ def _storageclass(obj: Obj) -> None:
     _default(obj, "volumeBindingMode", "Immediate")
 
 
+def _priorityclass(obj: Obj) -> None:
+    # pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass.
+    _default(obj, "preemptionPolicy", "PreemptLowerPriority")
+    # ``value`` is an int32 without omitempty: a body without it is stored, and read back, as 0.
+    _default(obj, "value", 0)
+
+
 def _lease(obj: Obj) -> None:
     _dict(obj, "spec")
 
@@ -194,6 +203,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,
     ("storage.k8s.io", "StorageClass"): _storageclass,
+    ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
     ("coordination.k8s.io", "Lease"): _lease,
 }
 

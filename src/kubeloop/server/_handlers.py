@@ -245,6 +245,7 @@ class ResourceHandlers:
             raw = await request.body()
             body = decode_json(raw) if raw.strip() else None
             delete_options = parse_delete_options(request.query, body)
+            self.state.strategy(info).before_delete(name)
             result = await delete_object(self.state, info, namespace, name, delete_options, user=request.user)
             if result.is_status:
                 await send_bytes(send, result.status, result.body)

@@ -137,6 +137,10 @@ class GenericStrategy:
         return self.validate(new)
 
     # -- delete ---------------------------------------------------------------------------------
+    def before_delete(self, name: str) -> None:
+        """A DELETE of one object by name (not deletecollection) may be refused here, before anything is
+        read: a registry's own ``Delete`` override upstream (PriorityClass's system classes)."""
+
     def graceful_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         """The grace period a delete should use, or ``None`` when the kind deletes immediately."""
         return None
@@ -421,6 +425,10 @@ def strategy_for(info: ResourceInfo) -> GenericStrategy:
         from kubeloop.server._authz_strategy import RbacStrategy  # a subclass: imported late to avoid a cycle
 
         return RbacStrategy(info)
+    if key == ("scheduling.k8s.io", "PriorityClass"):
+        from kubeloop.server._priority_class import PriorityClassStrategy  # a subclass: imported late (cycle)
+
+        return PriorityClassStrategy(info)
     if key == ("", "Node"):
         # Kubelets register nodes with their status (node strategy keeps it on create).
         return _Node(info)

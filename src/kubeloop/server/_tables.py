@@ -403,6 +403,10 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                                          _i("Allowed Disruptions"), _AGE], _pdb_cells),
     ("storage.k8s.io", "StorageClass"): ([_NAME, _s("Provisioner"), _s("ReclaimPolicy"), _s("VolumeBindingMode"),
                                           ("AllowVolumeExpansion", "boolean", "", 0), _AGE], _storageclass_cells),
+    # k/k printers.go: PreemptionPolicy after Age since 1.32 (kubernetes#126529), empty when unset.
+    ("scheduling.k8s.io", "PriorityClass"): ([_NAME, _i("Value"), ("Global-Default", "boolean", "", 0), _AGE,
+                                              _s("PreemptionPolicy")], lambda o, now: [
+        _name(o), o.get("value") or 0, bool(o.get("globalDefault")), _age(o, now), o.get("preemptionPolicy") or ""]),
     ("rbac.authorization.k8s.io", "RoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
                                                     _s("ServiceAccounts", 1)], _binding_cells),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
