@@ -352,3 +352,63 @@ async def test_a_fraction_of_an_extended_resource_is_refused(client: httpx.Async
         ("FieldValueInvalid", "spec.containers[0].resources.limits[vendor.example/gpu]"),
         ("FieldValueInvalid", "spec.containers[0].resources.requests[vendor.example/gpu]")]
     assert all(message.endswith(": must be an integer") for _, _, message in causes)
+
+
+# -- the deprecated seccomp and AppArmor annotations ---------------------------------------------------
+
+SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_APP = "container.seccomp.security.alpha.kubernetes.io/app"
+APPARMOR = "container.apparmor.security.beta.kubernetes.io/"
+
+
+def annotated(annotations: dict[str, str], name: str = "p", **spec: Any) -> dict[str, Any]:
+    body = pod(name=name, **spec)
+    body["metadata"]["annotations"] = annotations
+    return body
+
+
+async def test_seccomp_and_apparmor_annotations_name_known_profiles_and_containers(client: httpx.AsyncClient) -> None:
+    annotations = {SECCOMP_POD: "localhost/../x", SECCOMP_APP: "bogus", f"{APPARMOR}ghost": "runtime/default",
+                   f"{APPARMOR}app": "enforce"}
+    assert await refused(client, annotated(annotations)) == [
+        # ValidateSeccompPodAnnotations names the key as a path child, ValidateAppArmorPodAnnotations as a key.
+        ("FieldValueInvalid", f"metadata.annotations.{SECCOMP_POD}", "Invalid value: \"../x\": must not contain '..'"),
+        ("FieldValueInvalid", f"metadata.annotations.{SECCOMP_APP}", 'Invalid value: "bogus": must be a valid seccomp profile'),
+        ("FieldValueInvalid", f"metadata.annotations[{APPARMOR}ghost]", 'Invalid value: "ghost": container not found'),
+        ("FieldValueInvalid", f"metadata.annotations[{APPARMOR}app]", 'Invalid value: "enforce": invalid AppArmor profile name: "enforce"'),
+    ]
+    template = deployment({"containers": [app()]})
+    template["spec"]["template"]["metadata"]["annotations"] = {SECCOMP_POD: "x"}
+    assert await refused(client, template, DEPLOYMENTS) == [
+        # ValidatePodTemplateSpec names the template's annotations without "metadata".
+        ("FieldValueInvalid", f"spec.template.annotations.{SECCOMP_POD}", 'Invalid value: "x": must be a valid seccomp profile')]
+
+
+async def test_a_new_pods_annotations_agree_with_its_profile_fields(client: httpx.AsyncClient) -> None:
+    annotations = {SECCOMP_POD: "unconfined", SECCOMP_APP: "localhost/a.json", f"{APPARMOR}app": "localhost/other"}
+    context = {"seccompProfile": {"type": "RuntimeDefault"}, "appArmorProfile": {"type": "Localhost", "localhostProfile": "p"}}
+    container = app(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "b.json"}})
+    assert await refused(client, annotated(annotations, securityContext=context, containers=[container])) == [
+        ("FieldValueForbidden", "spec.securityContext.seccompProfile.type", "Forbidden: seccomp type in annotation and field must match"),
+        ("FieldValueForbidden", "spec.containers[0].securityContext.seccompProfile.localhostProfile",
+         "Forbidden: seccomp profile in annotation and field must match"),
+        # The container has no AppArmor profile of its own: the pod's is compared.
+        ("FieldValueForbidden", "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
+         "Forbidden: apparmor profile in annotation and field must match"),
+    ]
+    agreeing = {SECCOMP_POD: "runtime/default", f"{APPARMOR}app": "localhost/p"}
+    await created(client, annotated(agreeing, securityContext=context))
+
+
+async def test_apparmor_annotations_may_not_be_added_changed_or_removed(client: httpx.AsyncClient) -> None:
+    await created(client, annotated({f"{APPARMOR}app": "runtime/default"}))
+    for change, message in [({f"{APPARMOR}app": "unconfined"}, "may not remove or update AppArmor annotations"),
+                            ({f"{APPARMOR}app": None}, "may not remove or update AppArmor annotations"),
+                            ({f"{APPARMOR}other": "unconfined"}, "may not add AppArmor annotations")]:
+        for path in (f"{PODS}/p", f"{PODS}/p/status"):
+            r = await client.patch(path, json={"metadata": {"annotations": change}}, headers=MERGE)
+            assert r.status_code == 422, r.text
+            fields = [(c["field"], c["message"]) for c in r.json()["details"]["causes"]]
+            assert (f"metadata.annotations[{next(iter(change))}]", f"Forbidden: {message}") in fields
+    r = await client.patch(f"{PODS}/p", json={"metadata": {"annotations": {"other": "x"}}}, headers=MERGE)
+    assert r.status_code == 200, r.text

@@ -8,9 +8,10 @@
 and ``validateDNSPolicy``; the scheduling part that follows them in ``ValidatePodSpec`` is
 :mod:`kubeloop.api._pod_scheduling_validation`'s. The entry points put the two together:
 
-- :func:`validate_pod_create` is ``ValidatePodCreate``: the spec, ``validateContainersOnlyForPod`` (no
+- :func:`validate_pod_create` is ``ValidatePodCreate``: the seccomp and AppArmor annotations
+  (:mod:`kubeloop.api._pod_security_annotations`), the spec, ``validateContainersOnlyForPod`` (no
   whitespace around an image), no ephemeral containers on create, no ``nodeName`` while scheduling
-  gates remain;
+  gates remain, annotations that agree with their seccomp and AppArmor fields;
 - :func:`validate_pod_spec_update` is the ``validatePodMetadataAndSpec`` part of ``ValidatePodUpdate``
   (the rest is :mod:`kubeloop.api._pod_update_validation`'s);
 - :func:`validate_pod_template` is ``ValidatePodTemplateSpec`` for Deployments and ReplicaSets
@@ -50,6 +51,7 @@ from kubeloop.api._pod_resources_validation import (
     pod_resource_claims_errors,
 )
 from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
+from kubeloop.api._pod_security_annotations import annotation_field_match_errors, security_annotation_errors
 from kubeloop.api._pod_security_validation import host_users
 from kubeloop.api._pod_volume_validation import non_local_token_path_in, validate_volumes
 
@@ -117,7 +119,8 @@ def _pod_only(spec: Mapping[str, Any]) -> list[FieldError]:
 def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
     """ValidatePodCreate's spec checks, in upstream's order."""
     spec, meta = mapping_of(pod.get("spec")), mapping_of(pod.get("metadata"))
-    errs = validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name")))
+    errs = security_annotation_errors(meta.get("annotations"), spec, "metadata.annotations")
+    errs.extend(validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name"))))
     errs.extend(validate_pod_scheduling(spec, pod_labels=meta.get("labels") or {}))
     errs.extend(_pod_only(spec))
     if spec.get("ephemeralContainers"):
@@ -125,14 +128,15 @@ def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
         errs.append(FieldError.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     if spec.get("nodeName") and spec.get("schedulingGates"):
         errs.append(FieldError.forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
+    errs.extend(annotation_field_match_errors(meta.get("annotations"), spec))
     return errs
 
 
 def validate_pod_spec_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """The spec checks of ``validatePodMetadataAndSpec`` on an updated pod (``old`` relaxes the selectors)."""
-    spec, old_spec = mapping_of(new.get("spec")), mapping_of(old.get("spec"))
-    errs = validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(mapping_of(new.get("metadata")).get("name")),
-                             old_spec=old_spec)
+    spec, old_spec, meta = mapping_of(new.get("spec")), mapping_of(old.get("spec")), mapping_of(new.get("metadata"))
+    errs = security_annotation_errors(meta.get("annotations"), spec, "metadata.annotations")
+    errs.extend(validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name")), old_spec=old_spec))
     errs.extend(validate_pod_scheduling(spec, old_spec=old_spec))
     return [*errs, *_pod_only(spec)]
 
@@ -146,7 +150,10 @@ def validate_pod_template(obj: Mapping[str, Any], *, kind: str, old: Mapping[str
     """A workload's ``spec.template`` rules (``kind`` names it in the activeDeadlineSeconds message)."""
     spec = _template_spec(obj)
     field = "spec.template.spec"
-    errs = validate_pod_spec(spec, field, is_pod=False, old_spec=_template_spec(old) if old is not None else None) if check_spec else []
+    # ValidatePodTemplateSpec names the template's annotations without "metadata".
+    template_meta = mapping_of(mapping_of(mapping_of(mapping_of(obj).get("spec")).get("template")).get("metadata"))
+    errs = security_annotation_errors(template_meta.get("annotations"), spec, "spec.template.annotations")
+    errs += validate_pod_spec(spec, field, is_pod=False, old_spec=_template_spec(old) if old is not None else None) if check_spec else []
     errs.extend(validate_pod_template_scheduling(obj, old=old, with_security=check_spec))
     spec = mapping_of(spec)
     if check_spec and spec.get("ephemeralContainers"):
