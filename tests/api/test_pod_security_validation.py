@@ -102,6 +102,12 @@ def test_windows_user_names_follow_upstreams_rules(name: str, message: str) -> N
     assert [(e.field, e.detail) for e in errors][:1] == [("c.windowsOptions.runAsUserName", message)]
 
 
+def test_a_trailing_newline_does_not_pass_an_anchored_pattern() -> None:
+    # Go's "$" is the end of the text; Python's would also match before a final newline.
+    errors = causes(spec(securityContext={"sysctls": [{"name": "kernel.msgmax\n", "value": "1"}]}))
+    assert [field for field, _ in errors] == ["spec.securityContext.sysctls[0].name"]
+
+
 def test_valid_windows_user_names_pass() -> None:
     for name in ("ContainerUser", "NT AUTHORITY\\SYSTEM", "example.com\\svc", "NETBIOS15CHARSX\\u"):
         assert container_security_errors({"windowsOptions": {"runAsUserName": name}}, "c", host_users=True) == []

@@ -182,13 +182,13 @@ def _run_as_user_name_errors(name: str, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     if len(domain.encode()) >= 256:
         errs += bad("runAsUserName's Domain length must be under 256 characters")
-    if len(parts) == 2 and not (_NETBIOS_DOMAIN.match(domain) or _DNS_DOMAIN.match(domain)):
+    if len(parts) == 2 and not (_NETBIOS_DOMAIN.fullmatch(domain) or _DNS_DOMAIN.fullmatch(domain)):
         errs += bad("runAsUserName's Domain doesn't match the NetBios nor the DNS format")
     if not user:
         errs += bad("runAsUserName's User cannot be empty")
     elif len(user.encode()) > 104:
         errs += bad("runAsUserName's User length must not be longer than 104 characters")
-    if _DOTS_AND_SPACES.match(user):
+    if _DOTS_AND_SPACES.fullmatch(user):
         errs += bad("runAsUserName's User cannot contain only periods or spaces")
     if _BAD_USER_CHARS.search(user):
         errs += bad('runAsUserName\'s User cannot contain the following characters: "/\\:;|=,+*?<>@[]')
@@ -275,7 +275,7 @@ def _sysctl_errors(sysctls: Any, spec: Mapping[str, Any], path: str, opts: Secur
         name = go_text(sysctl.get("name"))
         if not name:
             errs.append(FieldError.required(p))
-        elif len(name.encode()) > 253 or not _SYSCTL_NAME.match(name):
+        elif len(name.encode()) > 253 or not _SYSCTL_NAME.fullmatch(name):
             errs.append(FieldError.invalid(p, name, _SYSCTL_MESSAGE))
         elif name in names:
             errs.append(FieldError.duplicate(p, name))
