@@ -58,17 +58,22 @@ def _containers(spec: Mapping[str, Any], field: str) -> Iterator[tuple[Mapping[s
 
 def security_annotation_errors(annotations: Any, spec: Any, path: str) -> list[FieldError]:
     """ValidateSeccompPodAnnotations, then ValidateAppArmorPodAnnotations, on the annotations at ``path``."""
-    annotations, spec = mapping_of(annotations), mapping_of(spec)
+    annotations = mapping_of(annotations)
+    if not annotations:
+        return []
+    spec = mapping_of(spec)
     errs: list[FieldError] = []
     if isinstance(pod_profile := annotations.get(SECCOMP_POD_ANNOTATION), str):
         errs.extend(_seccomp_profile_errors(pod_profile, f"{path}.{SECCOMP_POD_ANNOTATION}"))
     for key, value in annotations.items():
         if key.startswith(SECCOMP_CONTAINER_PREFIX):
             errs.extend(_seccomp_profile_errors(go_text(value), f"{path}.{key}"))
-    names = {go_text(c.get("name")) for c, _ in _containers(spec, "")}
+    names: set[str] | None = None  # the pod's container names, gathered once an AppArmor annotation needs them
     for key, value in annotations.items():
         if not key.startswith(APPARMOR_ANNOTATION_PREFIX):
             continue
+        if names is None:
+            names = {go_text(c.get("name")) for c, _ in _containers(spec, "")}
         container = key[len(APPARMOR_ANNOTATION_PREFIX):]
         if container not in names:
             errs.append(FieldError.invalid(f"{path}[{key}]", container, "container not found"))
