@@ -3,7 +3,8 @@
 :func:`validate_pod_scheduling` checks, in ``ValidatePodSpec``'s order, ``nodeSelector``, the pod's
 security context, ``affinity``, ``schedulingGates``, ``topologySpreadConstraints``, the Windows
 hostProcess and ``hostUsers`` rules, ``tolerations`` and ``os`` of one pod spec (the security rules
-are :mod:`kubeloop.api._pod_security_validation`'s), and returns one :class:`FieldError`
+are :mod:`kubeloop.api._pod_security_validation`'s, the OS ones :mod:`kubeloop.api._pod_os_validation`'s),
+and returns one :class:`FieldError`
 per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/validation.go``:
 ``ValidateLabels`` for the node selector, ``validateAffinity`` / ``validateNodeAffinity`` /
 ``ValidateNodeSelector`` / ``ValidateNodeSelectorTerm`` / ``ValidateNodeSelectorRequirement`` /
@@ -43,6 +44,7 @@ from kubeloop.api._pod_fields import mapping_of as _mapping
 from kubeloop.api._pod_fields import objects_of as _items
 from kubeloop.api._pod_fields import values_of as _values
 from kubeloop.api._pod_fields import well_shaped
+from kubeloop.api._pod_os_validation import host_process_errors, os_errors
 from kubeloop.api._pod_placement_validation import (
     scheduling_gate_errors,
     toleration_errors,
@@ -50,9 +52,7 @@ from kubeloop.api._pod_placement_validation import (
     validate_tolerations,
 )
 from kubeloop.api._pod_security_validation import (
-    host_process_errors,
     host_users_errors,
-    os_errors,
     pod_security_context_errors,
     security_options_from,
 )

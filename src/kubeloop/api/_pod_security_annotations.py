@@ -23,11 +23,11 @@ shape is skipped.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
+from kubeloop.api._pod_fields import containers_with_paths, go_text, mapping_of
 from kubeloop.api._pod_volume_validation import local_descending_path_errors
 
 __all__ = ["APPARMOR_ANNOTATION_PREFIX", "annotation_field_match_errors", "security_annotation_errors"]
@@ -49,13 +49,6 @@ def _seccomp_profile_errors(profile: str, path: str) -> list[FieldError]:
     return [FieldError.invalid(path, profile, "must be a valid seccomp profile")]
 
 
-def _containers(spec: Mapping[str, Any], field: str) -> Iterator[tuple[Mapping[str, Any], str]]:
-    """podshelper.VisitContainersWithPath: init, regular, then ephemeral containers."""
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        for i, container in objects_of(spec.get(key)):
-            yield container, f"{field}.{key}[{i}]"
-
-
 def security_annotation_errors(annotations: Any, spec: Any, path: str) -> list[FieldError]:
     """ValidateSeccompPodAnnotations, then ValidateAppArmorPodAnnotations, on the annotations at ``path``."""
     annotations = mapping_of(annotations)
@@ -73,7 +66,7 @@ def security_annotation_errors(annotations: Any, spec: Any, path: str) -> list[F
         if not key.startswith(APPARMOR_ANNOTATION_PREFIX):
             continue
         if names is None:
-            names = {go_text(c.get("name")) for c, _ in _containers(spec, "")}
+            names = {go_text(c.get("name")) for c, _ in containers_with_paths(spec, "")}
         container = key[len(APPARMOR_ANNOTATION_PREFIX):]
         if container not in names:
             errs.append(FieldError.invalid(f"{path}[{key}]", container, "container not found"))
@@ -122,7 +115,7 @@ def annotation_field_match_errors(annotations: Any, spec: Any) -> list[FieldErro
     pod_seccomp = pod_context.get("seccompProfile")
     if isinstance(pod_seccomp, Mapping) and isinstance(annotation := annotations.get(SECCOMP_POD_ANNOTATION), str):
         errs.extend(_seccomp_match(annotation, pod_seccomp, "spec.securityContext.seccompProfile"))
-    for container, path in _containers(spec, "spec"):
+    for container, path in containers_with_paths(spec, "spec"):
         seccomp = mapping_of(container.get("securityContext")).get("seccompProfile")
         key = SECCOMP_CONTAINER_PREFIX + go_text(container.get("name"))
         if isinstance(seccomp, Mapping) and isinstance(annotation := annotations.get(key), str):
@@ -130,7 +123,7 @@ def annotation_field_match_errors(annotations: Any, spec: Any) -> list[FieldErro
     if go_text(mapping_of(spec.get("os")).get("name")) == "windows":
         return errs  # no AppArmor consistency check for windows pods
     pod_apparmor = pod_context.get("appArmorProfile")
-    for container, path in _containers(spec, "spec"):
+    for container, path in containers_with_paths(spec, "spec"):
         profile = mapping_of(container.get("securityContext")).get("appArmorProfile")
         profile = profile if isinstance(profile, Mapping) else pod_apparmor
         key = APPARMOR_ANNOTATION_PREFIX + go_text(container.get("name"))

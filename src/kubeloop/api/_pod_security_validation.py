@@ -10,14 +10,14 @@ Each function returns one :class:`FieldError` per problem with upstream's path, 
   ``runAsGroup``, ``supplementalGroups``, ``shareProcessNamespace`` with ``hostPID``, ``sysctls``
   (``validateSysctls``, ``ValidateHostSysctl``), ``fsGroupChangePolicy``, ``seccompProfile``,
   ``windowsOptions``, ``appArmorProfile``, ``supplementalGroupsPolicy``, ``seLinuxChangePolicy``);
-- :func:`host_process_errors` is ``validateWindowsHostProcessPod``, :func:`host_users_errors`
-  ``validateHostUsers`` and :func:`os_errors` ``validateOS`` with ``validateLinux`` / ``validateWindows``.
+- :func:`host_users_errors` is ``validateHostUsers``; the OS-specific rules are
+  :mod:`kubeloop.api._pod_os_validation`'s.
 
 Upstream keeps ``hostNetwork``, ``hostPID``, ``hostIPC``, ``shareProcessNamespace`` and ``hostUsers`` in
 its internal pod security context, so some paths name them there
 (``spec.securityContext.shareProcessNamespace``) or spell them as upstream does (``spec.HostPID``).
 kube-apiserver's ``--allow-privileged`` is taken as true, as kubeadm, kind and k3s set it: a
-privileged or hostProcess container is never "disallowed by cluster policy". kubeloop drops no field
+privileged container is never "disallowed by cluster policy". kubeloop drops no field
 behind a feature gate, so ``procMount``, ``hostUsers``, ``supplementalGroupsPolicy`` and
 ``seLinuxChangePolicy`` are checked whenever they are set, as upstream checks them when kept; with
 1.32's SELinuxMount gate off, ``seLinuxChangePolicy`` may only be ``Recursive`` unless the stored
@@ -28,7 +28,7 @@ is skipped, never a crash. Pure functions.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,10 +40,8 @@ from kubeloop.api._validation import is_dns1123_subdomain
 __all__ = [
     "SecurityOptions",
     "container_security_errors",
-    "host_process_errors",
     "host_users",
     "host_users_errors",
-    "os_errors",
     "pod_security_context_errors",
     "security_options_from",
 ]
@@ -56,7 +54,6 @@ _APPARMOR_TYPES = ["Localhost", "RuntimeDefault", "Unconfined"]
 _FS_GROUP_CHANGE_POLICIES = ["Always", "OnRootMismatch"]  # sets.List(validFSGroupChangePolicies)
 _SUPPLEMENTAL_GROUPS_POLICIES = ["Merge", "Strict"]
 _SELINUX_CHANGE_POLICIES = ["MountOption", "Recursive"]
-_OSES = ["linux", "windows"]  # sets.List(validOS)
 _MAX_LOCALHOST_PROFILE = 4095  # PATH_MAX - 1
 # validateSysctls: a sysctl name, with "/" allowed as a separator.
 _SYSCTL_SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
@@ -74,7 +71,6 @@ _DNS_LABEL = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
 _DNS_DOMAIN = re.compile(f"^{_DNS_LABEL}(?:\\.{_DNS_LABEL})*$")
 _BAD_USER_CHARS = re.compile(r'["/\\:;|=,+*?<>@\[\]]')
 _DOTS_AND_SPACES = re.compile(r"^[. ]+$")
-_WINDOWS = "cannot be set for a windows pod"
 
 
 @dataclass(frozen=True)
@@ -101,10 +97,6 @@ def security_options_from(old_spec: Any) -> SecurityOptions:
 def host_users(spec: Mapping[str, Any]) -> bool:
     """Whether the pod uses the host's user namespace (``hostUsers`` defaults to true)."""
     return spec.get("hostUsers") is not False
-
-
-def _is_set(value: Any) -> bool:
-    return value is not None
 
 
 def _id_errors(holder: Mapping[str, Any], key: str, path: str) -> list[FieldError]:
@@ -313,36 +305,6 @@ def pod_security_context_errors(spec: Mapping[str, Any], field: str, opts: Secur
     return errs
 
 
-def _containers(spec: Mapping[str, Any], field: str) -> Iterator[tuple[Mapping[str, Any], str]]:
-    """podshelper.VisitContainersWithPath: init, regular, then ephemeral containers with their paths."""
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        for i, container in objects_of(spec.get(key)):
-            yield container, f"{field}.{key}[{i}]"
-
-
-def host_process_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
-    """validateWindowsHostProcessPod (every container, or none, a hostProcess one; then on the host's network)."""
-    pod_flag = mapping_of(mapping_of(spec.get("securityContext")).get("windowsOptions")).get("hostProcess")
-    pod_flag = pod_flag if isinstance(pod_flag, bool) else None
-    errs: list[FieldError] = []
-    count = host_process_count = 0
-    for container, path in _containers(spec, field):
-        count += 1
-        flag = mapping_of(mapping_of(container.get("securityContext")).get("windowsOptions")).get("hostProcess")
-        flag = flag if isinstance(flag, bool) else None
-        if pod_flag is not None and flag is not None and pod_flag != flag:
-            errs.append(FieldError.invalid(f"{path}.securityContext.windowsOptions.hostProcess", flag,
-                                           f"pod hostProcess value must be identical if both are specified, was {str(pod_flag).lower()}"))
-        if flag is True or (flag is None and pod_flag is True):
-            host_process_count += 1
-    if host_process_count:
-        if host_process_count != count:
-            errs.append(FieldError.invalid(field, "", "If pod contains any hostProcess containers then all containers must be HostProcess containers"))
-        if spec.get("hostNetwork") is not True:
-            errs.append(FieldError.invalid(f"{field}.hostNetwork", False, "hostNetwork must be true if pod contains any hostProcess containers"))
-    return errs
-
-
 def host_users_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
     """validateHostUsers: a pod in its own user namespace shares no other namespace with the host
     (upstream's paths: ``hostNetwork``, ``HostPID``, ``HostIPC``)."""
@@ -351,57 +313,3 @@ def host_users_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
     return [FieldError.forbidden(f"{field}.{name}", "when `pod.Spec.HostUsers` is false")
             for key, name in (("hostNetwork", "hostNetwork"), ("hostPID", "HostPID"), ("hostIPC", "HostIPC"))
             if spec.get(key) is True]
-
-
-_WINDOWS_POD_FIELDS = ("appArmorProfile", "seLinuxOptions")
-_WINDOWS_POD_CONTEXT_FIELDS = ("seccompProfile", "fsGroup", "fsGroupChangePolicy")
-_WINDOWS_POD_IDS = ("runAsUser", "runAsGroup", "supplementalGroups", "supplementalGroupsPolicy", "seLinuxChangePolicy")
-_WINDOWS_CONTAINER_FIELDS = ("appArmorProfile", "seLinuxOptions", "seccompProfile", "capabilities", "readOnlyRootFilesystem",
-                             "privileged", "allowPrivilegeEscalation", "procMount", "runAsUser", "runAsGroup")
-
-
-def _windows_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
-    """validateWindows: the Linux-only settings of a windows pod, in upstream's order."""
-    context = mapping_of(spec.get("securityContext"))
-    path = f"{field}.securityContext"
-    errs = [FieldError.forbidden(f"{path}.{key}", _WINDOWS) for key in _WINDOWS_POD_FIELDS if _is_set(context.get(key))]
-    if _is_set(spec.get("hostUsers")):
-        errs.append(FieldError.forbidden(f"{field}.hostUsers", _WINDOWS))
-    errs.extend(FieldError.forbidden(f"{field}.{key}", _WINDOWS) for key in ("hostPID", "hostIPC") if spec.get(key) is True)
-    errs.extend(FieldError.forbidden(f"{path}.{key}", _WINDOWS) for key in _WINDOWS_POD_CONTEXT_FIELDS if _is_set(context.get(key)))
-    if context.get("sysctls"):
-        errs.append(FieldError.forbidden(f"{path}.sysctls", _WINDOWS))
-    if _is_set(spec.get("shareProcessNamespace")):
-        errs.append(FieldError.forbidden(f"{field}.shareProcessNamespace", _WINDOWS))
-    errs.extend(FieldError.forbidden(f"{path}.{key}", _WINDOWS) for key in _WINDOWS_POD_IDS if _is_set(context.get(key)))
-    for container, container_path in _containers(spec, field):
-        container_context = container.get("securityContext")
-        if isinstance(container_context, Mapping):
-            errs.extend(FieldError.forbidden(f"{container_path}.securityContext.{key}", _WINDOWS)
-                        for key in _WINDOWS_CONTAINER_FIELDS if _is_set(container_context.get(key)))
-    return errs
-
-
-def _linux_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
-    """validateLinux: no Windows options on a linux pod."""
-    message = "windows options cannot be set for a linux pod"
-    errs = []
-    if _is_set(mapping_of(spec.get("securityContext")).get("windowsOptions")):
-        errs.append(FieldError.forbidden(f"{field}.securityContext.windowsOptions", message))
-    for container, path in _containers(spec, field):
-        if _is_set(mapping_of(container.get("securityContext")).get("windowsOptions")):
-            errs.append(FieldError.forbidden(f"{path}.securityContext.windowsOptions", message))
-    return errs
-
-
-def os_errors(spec: Mapping[str, Any], field: str) -> list[FieldError]:
-    """validateOS, then validateLinux or validateWindows for a pod that names its OS."""
-    os = spec.get("os")
-    if not isinstance(os, Mapping):
-        return []
-    name = go_text(os.get("name"))
-    if not name:
-        return [FieldError.required(f"{field}.os.name", "cannot be empty")]
-    if name not in _OSES:
-        return [FieldError.not_supported(f"{field}.os", name, _OSES)]
-    return _linux_errors(spec, field) if name == "linux" else _windows_errors(spec, field)
