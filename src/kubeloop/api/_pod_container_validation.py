@@ -7,22 +7,27 @@ return one :class:`FieldError` per problem with upstream's path, type and text (
 ``validateEphemeralContainers``, ``validateContainerCommon``, ``validateContainerPorts``,
 ``checkHostPortConflicts``, ``ValidateVolumeMounts``, ``ValidateVolumeDevices``,
 ``validateMountPropagation``, ``validateMountRecursiveReadOnly``, ``validatePullPolicy``,
-``validateContainerOnlyForPod``; apimachinery ``pkg/util/validation``: ``IsValidPortName``,
+``validateResizePolicy``, ``validateContainerOnlyForPod``; apimachinery ``pkg/util/validation``: ``IsValidPortName``,
 ``IsValidPortNum``). The environment is :mod:`kubeloop.api._pod_env_validation`'s, the resource
-requirements :mod:`kubeloop.api._pod_resources_validation`'s. Upstream's path quirks are kept (a
+requirements :mod:`kubeloop.api._pod_resources_validation`'s, the security context
+:mod:`kubeloop.api._pod_security_validation`'s. What a container is checked against (the pod's
+volumes, resource claims, grace period, restart policy, user namespace) is one :class:`PodContext`.
+Upstream's path quirks are kept (a
 mount's ``subPath`` error names ``volumeMounts.subPath`` without the index; an init container's host
 port clash is reported at index 0).
 
 The checks run on the object after defaulting, as upstream's do: a field that defaulting fills
 (``terminationMessagePolicy``, ``imagePullPolicy``, a port's ``protocol``) is never "Required" here.
-Hooks and probes are :mod:`kubeloop.api._pod_probe_validation`'s. Not checked here: security
-contexts, resize policies (InPlacePodVerticalScaling is alpha in 1.32, its field dropped). Input that
-is not the expected JSON shape is skipped, never a crash.
+Hooks and probes are :mod:`kubeloop.api._pod_probe_validation`'s. ``resizePolicy`` is checked
+whenever set (upstream 1.32 drops it while its alpha gate, InPlacePodVerticalScaling, is off; kubeloop
+drops no gated field, so it checks it as upstream does with the gate on), and refused on init
+containers. Input that is not the expected JSON shape is skipped, never a crash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api._errors import FieldError
@@ -30,10 +35,12 @@ from kubeloop.api._pod_env_validation import env_errors, env_from_errors
 from kubeloop.api._pod_fields import go_text, int_of, mapping_of, objects_of
 from kubeloop.api._pod_probe_validation import handler_errors, port_name_errors
 from kubeloop.api._pod_resources_validation import resources_errors
+from kubeloop.api._pod_security_validation import container_security_errors
 from kubeloop.api._pod_volume_validation import local_descending_path_errors, path_no_backsteps_errors
 from kubeloop.api._validation import is_dns1123_label
 
 __all__ = [
+    "PodContext",
     "image_whitespace_errors",
     "validate_containers",
     "validate_ephemeral_containers",
@@ -52,6 +59,25 @@ _PORT_RANGE = "must be between 1 and 65535, inclusive"  # InclusiveRangeError(1,
 _NOT_FOR_EPHEMERAL = ("ports", "resources", "resizePolicy", "restartPolicy", "livenessProbe", "readinessProbe",
                       "startupProbe", "lifecycle")
 _HANDLERS = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
+_RESIZE_RESOURCES = ["cpu", "memory"]  # sets.List(supportedResizeResources)
+_RESIZE_POLICIES = ["NotRequired", "RestartContainer"]  # sets.List(supportedResizePolicies)
+
+
+@dataclass(frozen=True)
+class PodContext:
+    """What ``ValidatePodSpec`` passes down to each container's checks."""
+
+    volumes: Volumes
+    # The pod's terminationGracePeriodSeconds, for hooks and probes.
+    grace: int | None = None
+    # gatherPodResourceClaimNames: what resources.claims may name.
+    claim_names: frozenset[str] = frozenset()
+    # The pod's restartPolicy (after defaulting).
+    restart_policy: str = "Always"
+    # Whether the pod shares the host's user namespace (hostUsers, true unless false).
+    host_users: bool = True
+    # AllowIndivisibleHugePagesValues (the stored object already had such a value).
+    allow_indivisible_hugepages: bool = False
 
 
 def _not_found(path: str, value: Any) -> FieldError:
@@ -212,11 +238,38 @@ def _devices(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[
 # -- resources -----------------------------------------------------------------------------------------
 
 
+# -- resize policy -------------------------------------------------------------------------------------
+
+
+def _resize_policy(policies: Any, restart_policy: str, path: str) -> list[FieldError]:
+    """validateResizePolicy: cpu and memory, each once, with a known restart policy (``NotRequired``
+    in a pod that never restarts). Most errors name the list, as upstream's do."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, policy in objects_of(policies):
+        name, restart = go_text(policy.get("resourceName")), go_text(policy.get("restartPolicy"))
+        if name in seen:
+            errs.append(FieldError.duplicate(f"{path}[{i}]", name))
+        seen.add(name)
+        if not name:
+            errs.append(FieldError.required(path))
+        elif name not in _RESIZE_RESOURCES:
+            errs.append(FieldError.not_supported(path, name, _RESIZE_RESOURCES))
+        if not restart:
+            errs.append(FieldError.required(path))
+        elif restart not in _RESIZE_POLICIES:
+            errs.append(FieldError.not_supported(path, restart, _RESIZE_POLICIES))
+        if restart_policy == "Never" and restart != "NotRequired":
+            errs.append(FieldError.invalid(path, restart, "must be 'NotRequired' when `restartPolicy` is 'Never'"))
+    return errs
+
+
 # -- containers ----------------------------------------------------------------------------------------
 
 
-def _common(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[FieldError]:
+def _common(container: Mapping[str, Any], pod: PodContext, path: str) -> list[FieldError]:
     """validateContainerCommon."""
+    volumes = pod.volumes
     errs: list[FieldError] = []
     name = go_text(container.get("name"))
     if not name:
@@ -242,13 +295,19 @@ def _common(container: Mapping[str, Any], volumes: Volumes, path: str) -> list[F
     if pull and pull not in _PULL_POLICIES:  # "" is defaulted from the image's tag
         errs.append(FieldError.not_supported(f"{path}.imagePullPolicy", pull, _PULL_POLICIES))
     if resources := container.get("resources"):
-        errs.extend(resources_errors(resources, f"{path}.resources"))
+        errs.extend(resources_errors(resources, f"{path}.resources", claim_names=pod.claim_names,
+                                     allow_indivisible_hugepages=pod.allow_indivisible_hugepages))
+    if policies := container.get("resizePolicy"):
+        errs.extend(_resize_policy(policies, pod.restart_policy, f"{path}.resizePolicy"))
+    if context := container.get("securityContext"):
+        errs.extend(container_security_errors(context, f"{path}.securityContext", host_users=pod.host_users))
     return errs
 
 
-def validate_containers(containers: Any, volumes: Volumes, grace: int | None, path: str) -> list[FieldError]:
-    """validateContainers: at least one, unique names, valid hooks and probes (``grace``: the pod's
-    terminationGracePeriodSeconds), ``restartPolicy`` only on init containers."""
+def validate_containers(containers: Any, pod: PodContext, path: str) -> list[FieldError]:
+    """validateContainers: at least one, unique names, valid hooks and probes, ``restartPolicy`` only on
+    init containers."""
+    grace = pod.grace
     items = objects_of(containers)
     if not items:
         return [FieldError.required(path)]
@@ -256,7 +315,7 @@ def validate_containers(containers: Any, volumes: Volumes, grace: int | None, pa
     names: set[str] = set()
     for i, container in items:
         p = f"{path}[{i}]"
-        errs.extend(_common(container, volumes, p))
+        errs.extend(_common(container, pod, p))
         name = go_text(container.get("name"))
         if name in names:
             errs.append(FieldError.duplicate(f"{p}.name", name))
@@ -267,14 +326,15 @@ def validate_containers(containers: Any, volumes: Volumes, grace: int | None, pa
     return [*errs, *_host_port_conflicts(items, path)]
 
 
-def validate_init_containers(init_containers: Any, containers: Any, volumes: Volumes, grace: int | None,
-                             path: str) -> list[FieldError]:
-    """validateInitContainers: names unique across regular and init containers; handlers only on sidecars."""
+def validate_init_containers(init_containers: Any, containers: Any, pod: PodContext, path: str) -> list[FieldError]:
+    """validateInitContainers: names unique across regular and init containers; handlers only on
+    sidecars; no resize policy."""
+    grace = pod.grace
     errs: list[FieldError] = []
     names = {go_text(c.get("name")) for _, c in objects_of(containers)}
     for i, container in objects_of(init_containers):
         p = f"{path}[{i}]"
-        errs.extend(_common(container, volumes, p))
+        errs.extend(_common(container, pod, p))
         restart = container.get("restartPolicy")
         if isinstance(restart, str) and restart != "Always":
             errs.append(FieldError.not_supported(f"{p}.restartPolicy", restart, ["Always"]))
@@ -290,6 +350,8 @@ def validate_init_containers(init_containers: Any, containers: Any, volumes: Vol
         else:
             errs.extend(FieldError.forbidden(f"{p}.{key}", "may not be set for init containers without restartPolicy=Always")
                         for key in _HANDLERS if container.get(key) is not None)
+        if isinstance(policies := container.get("resizePolicy"), list) and policies:
+            errs.append(FieldError.invalid(f"{p}.resizePolicy", policies, "must not be set for init containers"))
     return errs
 
 
@@ -298,7 +360,7 @@ def _is_set(value: Any) -> bool:
     return value is not None and value != {}
 
 
-def validate_ephemeral_containers(ephemeral: Any, containers: Any, init_containers: Any, volumes: Volumes,
+def validate_ephemeral_containers(ephemeral: Any, containers: Any, init_containers: Any, pod: PodContext,
                                   path: str) -> list[FieldError]:
     """validateEphemeralContainers: names unique across all containers, a real target, a restricted field set."""
     items = objects_of(ephemeral)
@@ -309,7 +371,7 @@ def validate_ephemeral_containers(ephemeral: Any, containers: Any, init_containe
     errs: list[FieldError] = []
     for i, container in items:
         p = f"{path}[{i}]"
-        errs.extend(_common(container, volumes, p))
+        errs.extend(_common(container, pod, p))
         errs.extend(image_whitespace_errors(container, p))
         name = go_text(container.get("name"))
         if name in names:

@@ -9,7 +9,7 @@ them). ``label_selector_errors`` is meta/v1 ``ValidateLabelSelector`` with upstr
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
@@ -18,6 +18,7 @@ from kubeloop.api._validation import is_qualified_name, validate_label_selector
 __all__ = [
     "REQUIRED_DURING_SCHEDULING",
     "as_list",
+    "containers_with_paths",
     "go_text",
     "int_of",
     "label_name_errors",
@@ -46,6 +47,13 @@ def objects_of(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
     if not isinstance(value, list):
         return []
     return [(i, item) for i, item in enumerate(value) if isinstance(item, (dict, Mapping))]
+
+
+def containers_with_paths(spec: Mapping[str, Any], field: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """podshelper.VisitContainersWithPath: init, regular, then ephemeral containers, with their paths."""
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for i, container in objects_of(spec.get(key)):
+            yield container, f"{field}.{key}[{i}]"
 
 
 def as_list(value: Any) -> list[Any]:

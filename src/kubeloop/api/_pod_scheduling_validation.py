@@ -1,7 +1,10 @@
 """Validation of a pod spec's scheduling constraints, as upstream's ``ValidatePodSpec`` does it.
 
-:func:`validate_pod_scheduling` checks, in ``ValidatePodSpec``'s order, ``nodeSelector``, ``affinity``,
-``topologySpreadConstraints`` and ``tolerations`` of one pod spec, and returns one :class:`FieldError`
+:func:`validate_pod_scheduling` checks, in ``ValidatePodSpec``'s order, ``nodeSelector``, the pod's
+security context, ``affinity``, ``schedulingGates``, ``topologySpreadConstraints``, the Windows
+hostProcess and ``hostUsers`` rules, ``tolerations`` and ``os`` of one pod spec (the security rules
+are :mod:`kubeloop.api._pod_security_validation`'s, the OS ones :mod:`kubeloop.api._pod_os_validation`'s),
+and returns one :class:`FieldError`
 per problem with upstream's path, type and text (k/k ``pkg/apis/core/validation/validation.go``:
 ``ValidateLabels`` for the node selector, ``validateAffinity`` / ``validateNodeAffinity`` /
 ``ValidateNodeSelector`` / ``ValidateNodeSelectorTerm`` / ``ValidateNodeSelectorRequirement`` /
@@ -41,11 +44,17 @@ from kubeloop.api._pod_fields import mapping_of as _mapping
 from kubeloop.api._pod_fields import objects_of as _items
 from kubeloop.api._pod_fields import values_of as _values
 from kubeloop.api._pod_fields import well_shaped
+from kubeloop.api._pod_os_validation import host_process_errors, os_errors
 from kubeloop.api._pod_placement_validation import (
     scheduling_gate_errors,
     toleration_errors,
     topology_spread_errors,
     validate_tolerations,
+)
+from kubeloop.api._pod_security_validation import (
+    host_users_errors,
+    pod_security_context_errors,
+    security_options_from,
 )
 from kubeloop.api._validation import (
     is_dns1123_label,
@@ -293,12 +302,14 @@ def _options_from(old_spec: Any) -> _Options:
 
 
 def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "spec",
-                            pod_labels: Any = None) -> list[FieldError]:
-    """The scheduling checks of ``ValidatePodSpec`` on the pod spec at ``field``, in upstream's order.
+                            pod_labels: Any = None, with_security: bool = True) -> list[FieldError]:
+    """The checks of ``ValidatePodSpec`` after ``dnsPolicy`` on the pod spec at ``field``, in upstream's order.
 
     ``old_spec`` is the stored spec on update (``None`` on create); see the module docstring.
     ``pod_labels`` are the labels of a pod being created (not of a template, nor on update): its pod
     (anti-)affinity terms are then checked as after upstream's matchLabelKeys merge.
+    ``with_security=False`` leaves out the security rules (a StatefulSet's template, whose pod spec
+    upstream does not validate).
     """
     if not isinstance(spec, Mapping):
         return []
@@ -308,14 +319,21 @@ def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "sp
     errs: list[FieldError] = []
     if isinstance(node_selector := spec.get("nodeSelector"), Mapping):
         errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))
+    if with_security:
+        errs.extend(pod_security_context_errors(spec, field, security_options_from(old_spec)))
     if isinstance(affinity := spec.get("affinity"), Mapping):
         errs.extend(_affinity(affinity, f"{field}.affinity", opts))
     errs.extend(scheduling_gate_errors(spec.get("schedulingGates"), f"{field}.schedulingGates"))
     if isinstance(constraints := spec.get("topologySpreadConstraints"), list):
         errs.extend(topology_spread_errors(constraints, f"{field}.topologySpreadConstraints",
                                            check_selectors=not opts.invalid_topology_spread_label_selector))
+    if with_security:
+        errs.extend(host_process_errors(spec, field))
+        errs.extend(host_users_errors(spec, field))
     if isinstance(tolerations := spec.get("tolerations"), list) and tolerations:
         errs.extend(toleration_errors(tolerations, f"{field}.tolerations"))
+    if with_security:
+        errs.extend(os_errors(spec, field))
     return errs
 
 
@@ -323,11 +341,12 @@ def _template_spec(obj: Any) -> Any:
     return _mapping(_mapping(_mapping(obj).get("spec")).get("template")).get("spec")
 
 
-def validate_pod_template_scheduling(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
+def validate_pod_template_scheduling(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None,
+                                     with_security: bool = True) -> list[FieldError]:
     """:func:`validate_pod_scheduling` on a workload's ``spec.template.spec`` (``ValidatePodTemplateSpec``);
     ``old`` is the stored workload on update (``GetValidationOptionsFromPodTemplate``)."""
     return validate_pod_scheduling(_template_spec(obj), old_spec=_template_spec(old) if old is not None else None,
-                                   field="spec.template.spec")
+                                   field="spec.template.spec", with_security=with_security)
 
 
 def validate_node_selector(selector: Any, field: str, *, allow_invalid_values: bool = False) -> list[FieldError]:

@@ -2,14 +2,16 @@
 
 :func:`validate_pod_spec` is the volume and container part of ``ValidatePodSpec`` (k/k
 ``pkg/apis/core/validation/validation.go``): ``ValidateVolumes`` (:mod:`kubeloop.api._pod_volume_validation`),
+``validatePodResourceClaims`` (:mod:`kubeloop.api._pod_resources_validation`),
 ``validateContainers`` / ``validateInitContainers`` / ``validateEphemeralContainers``
 (:mod:`kubeloop.api._pod_container_validation`), ``validatePodHostNetworkDeps``, ``validateRestartPolicy``
 and ``validateDNSPolicy``; the scheduling part that follows them in ``ValidatePodSpec`` is
 :mod:`kubeloop.api._pod_scheduling_validation`'s. The entry points put the two together:
 
-- :func:`validate_pod_create` is ``ValidatePodCreate``: the spec, ``validateContainersOnlyForPod`` (no
+- :func:`validate_pod_create` is ``ValidatePodCreate``: the seccomp and AppArmor annotations
+  (:mod:`kubeloop.api._pod_security_annotations`), the spec, ``validateContainersOnlyForPod`` (no
   whitespace around an image), no ephemeral containers on create, no ``nodeName`` while scheduling
-  gates remain;
+  gates remain, annotations that agree with their seccomp and AppArmor fields;
 - :func:`validate_pod_spec_update` is the ``validatePodMetadataAndSpec`` part of ``ValidatePodUpdate``
   (the rest is :mod:`kubeloop.api._pod_update_validation`'s);
 - :func:`validate_pod_template` is ``ValidatePodTemplateSpec`` for Deployments and ReplicaSets
@@ -17,6 +19,13 @@ and ``validateDNSPolicy``; the scheduling part that follows them in ``ValidatePo
   ``restartPolicy`` Always and no ``activeDeadlineSeconds``) and, with ``check_spec=False``, the template
   rules of a StatefulSet (``ValidatePodTemplateSpecForStatefulSet`` does not run ``ValidatePodSpec``:
   a StatefulSet's mounts may name its claim templates, which are not pod volumes).
+
+On update the stored spec relaxes some rules, as ``GetValidationOptionsFromPodSpecAndMeta`` (k/k
+``pkg/api/pod/util.go``) does for pods and ``GetValidationOptionsFromPodTemplate`` for templates: a
+hugepage request that is not a whole number of pages, a projected token path that is not local, a
+namespaced sysctl on a pod sharing the host's network or IPC, are kept if the stored object had one.
+Not checked: the pod-only rule that a projected token needs ``serviceAccountName`` (upstream's
+ServiceAccount admission, which kubeloop does not run, names ``default`` before validation).
 
 The object is read after defaulting (``restartPolicy`` and ``dnsPolicy`` are then never empty).
 Input that is not the expected JSON shape is skipped, never a crash. Pure functions.
@@ -29,14 +38,22 @@ from typing import Any
 
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_container_validation import (
+    PodContext,
     image_whitespace_errors,
     validate_containers,
     validate_ephemeral_containers,
     validate_init_containers,
 )
 from kubeloop.api._pod_fields import go_text, mapping_of, objects_of
+from kubeloop.api._pod_resources_validation import (
+    claim_names_of,
+    indivisible_hugepages_in,
+    pod_resource_claims_errors,
+)
 from kubeloop.api._pod_scheduling_validation import validate_pod_scheduling, validate_pod_template_scheduling
-from kubeloop.api._pod_volume_validation import validate_volumes
+from kubeloop.api._pod_security_annotations import annotation_field_match_errors, security_annotation_errors
+from kubeloop.api._pod_security_validation import host_users
+from kubeloop.api._pod_volume_validation import non_local_token_path_in, validate_volumes
 
 __all__ = ["validate_pod_create", "validate_pod_spec", "validate_pod_spec_update", "validate_pod_template"]
 
@@ -59,18 +76,29 @@ def _host_network_ports(spec: Mapping[str, Any], field: str, *, is_pod: bool) ->
     return errs
 
 
-def validate_pod_spec(spec: Any, field: str, *, is_pod: bool, pod_name: str = "") -> list[FieldError]:
-    """ValidatePodSpec's checks up to ``dnsPolicy`` on the spec at ``field`` (see the module docstring)."""
+def validate_pod_spec(spec: Any, field: str, *, is_pod: bool, pod_name: str = "", old_spec: Any = None) -> list[FieldError]:
+    """ValidatePodSpec's checks up to ``dnsPolicy`` on the spec at ``field`` (see the module docstring);
+    ``old_spec`` is the stored spec on update."""
     spec = spec if isinstance(spec, dict) else {}
-    volumes, errs = validate_volumes(spec.get("volumes"), f"{field}.volumes", pod_name=pod_name) if spec.get("volumes") else ({}, [])
+    volumes, errs = validate_volumes(
+        spec.get("volumes"), f"{field}.volumes", pod_name=pod_name,
+        allow_non_local_token_path=old_spec is not None and non_local_token_path_in(old_spec),
+    ) if spec.get("volumes") else ({}, [])
+    if claims := spec.get("resourceClaims"):
+        errs.extend(pod_resource_claims_errors(claims, f"{field}.resourceClaims"))
     containers, init_containers = spec.get("containers"), spec.get("initContainers")
     grace = spec.get("terminationGracePeriodSeconds")
-    grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else None
-    errs.extend(validate_containers(containers, volumes, grace, f"{field}.containers"))
+    pod = PodContext(
+        volumes, grace if isinstance(grace, int) and not isinstance(grace, bool) else None,
+        claim_names=claim_names_of(spec) if claims else frozenset(),
+        restart_policy=go_text(spec.get("restartPolicy")) or "Always", host_users=host_users(spec),
+        allow_indivisible_hugepages=old_spec is not None and indivisible_hugepages_in(old_spec),
+    )
+    errs.extend(validate_containers(containers, pod, f"{field}.containers"))
     if init_containers:
-        errs.extend(validate_init_containers(init_containers, containers, volumes, grace, f"{field}.initContainers"))
+        errs.extend(validate_init_containers(init_containers, containers, pod, f"{field}.initContainers"))
     if ephemeral := spec.get("ephemeralContainers"):
-        errs.extend(validate_ephemeral_containers(ephemeral, containers, init_containers, volumes,
+        errs.extend(validate_ephemeral_containers(ephemeral, containers, init_containers, pod,
                                                   f"{field}.ephemeralContainers"))
     errs.extend(_host_network_ports(spec, field, is_pod=is_pod))
     restart = go_text(spec.get("restartPolicy"))
@@ -91,7 +119,8 @@ def _pod_only(spec: Mapping[str, Any]) -> list[FieldError]:
 def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
     """ValidatePodCreate's spec checks, in upstream's order."""
     spec, meta = mapping_of(pod.get("spec")), mapping_of(pod.get("metadata"))
-    errs = validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name")))
+    errs = security_annotation_errors(meta.get("annotations"), spec, "metadata.annotations")
+    errs.extend(validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name"))))
     errs.extend(validate_pod_scheduling(spec, pod_labels=meta.get("labels") or {}))
     errs.extend(_pod_only(spec))
     if spec.get("ephemeralContainers"):
@@ -99,14 +128,16 @@ def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
         errs.append(FieldError.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     if spec.get("nodeName") and spec.get("schedulingGates"):
         errs.append(FieldError.forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
+    errs.extend(annotation_field_match_errors(meta.get("annotations"), spec))
     return errs
 
 
 def validate_pod_spec_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """The spec checks of ``validatePodMetadataAndSpec`` on an updated pod (``old`` relaxes the selectors)."""
-    spec = mapping_of(new.get("spec"))
-    errs = validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(mapping_of(new.get("metadata")).get("name")))
-    errs.extend(validate_pod_scheduling(spec, old_spec=old.get("spec")))
+    spec, old_spec, meta = mapping_of(new.get("spec")), mapping_of(old.get("spec")), mapping_of(new.get("metadata"))
+    errs = security_annotation_errors(meta.get("annotations"), spec, "metadata.annotations")
+    errs.extend(validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name")), old_spec=old_spec))
+    errs.extend(validate_pod_scheduling(spec, old_spec=old_spec))
     return [*errs, *_pod_only(spec)]
 
 
@@ -119,8 +150,11 @@ def validate_pod_template(obj: Mapping[str, Any], *, kind: str, old: Mapping[str
     """A workload's ``spec.template`` rules (``kind`` names it in the activeDeadlineSeconds message)."""
     spec = _template_spec(obj)
     field = "spec.template.spec"
-    errs = validate_pod_spec(spec, field, is_pod=False) if check_spec else []
-    errs.extend(validate_pod_template_scheduling(obj, old=old))
+    # ValidatePodTemplateSpec names the template's annotations without "metadata".
+    template_meta = mapping_of(mapping_of(mapping_of(mapping_of(obj).get("spec")).get("template")).get("metadata"))
+    errs = security_annotation_errors(template_meta.get("annotations"), spec, "spec.template.annotations")
+    errs += validate_pod_spec(spec, field, is_pod=False, old_spec=_template_spec(old) if old is not None else None) if check_spec else []
+    errs.extend(validate_pod_template_scheduling(obj, old=old, with_security=check_spec))
     spec = mapping_of(spec)
     if check_spec and spec.get("ephemeralContainers"):
         errs.append(FieldError.forbidden(f"{field}.ephemeralContainers", "ephemeral containers not allowed in pod template"))

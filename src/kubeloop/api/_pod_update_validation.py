@@ -4,7 +4,8 @@
 upstream's path, type and text (k/k ``pkg/apis/core/validation/validation.go``, release 1.32:
 ``ValidatePodUpdate``, ``ValidateContainerUpdates``, ``validateOnlyAddedTolerations``,
 ``validateOnlyDeletedSchedulingGates``, ``validateNodeSelectorMutation``, ``validateNodeAffinityMutation``,
-``validateNodeSelectorTermHasOnlyAdditions``, ``ValidatePodSpecificAnnotationUpdates``). The spec is
+``validateNodeSelectorTermHasOnlyAdditions``, ``ValidatePodSpecificAnnotationUpdates``: neither the
+mirror pod annotation nor an AppArmor one may be added, changed or removed). The spec is
 immutable except for container and init container images, ``activeDeadlineSeconds`` (set when unset,
 or lowered; never unset), added tolerations (an existing one may change only its
 ``tolerationSeconds``), removed scheduling gates, ``terminationGracePeriodSeconds`` from a negative
@@ -35,6 +36,7 @@ from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
 from kubeloop.api._pod_fields import as_list as _list
 from kubeloop.api._pod_fields import mapping_of as _mapping
 from kubeloop.api._pod_placement_validation import validate_tolerations
+from kubeloop.api._pod_security_annotations import APPARMOR_ANNOTATION_PREFIX, security_annotation_errors
 from kubeloop.api._quantity import quantity_key
 
 __all__ = ["UPDATABLE_POD_SPEC_FIELDS", "pod_spec_change_message", "validate_pod_status_update", "validate_pod_update"]
@@ -84,17 +86,27 @@ def _same(a: Any, b: Any) -> bool:
     return a == b or bool(_semantic(a) == _semantic(b))
 
 
-def _mirror_annotation_updates(new: Any, old: Any) -> list[FieldError]:
-    """ValidatePodSpecificAnnotationUpdates: the mirror pod annotation may not be added, changed or removed."""
+def _annotation_updates(new: Any, old: Any, new_spec: Any) -> list[FieldError]:
+    """ValidatePodSpecificAnnotationUpdates: the AppArmor and mirror pod annotations may not be added,
+    changed or removed; then the new annotations' own checks (which a main-resource update has already
+    run once: upstream reports their errors twice there)."""
     new_annotations, old_annotations = _mapping(new), _mapping(old)
     errs: list[FieldError] = []
     for key, value in old_annotations.items():
-        if key.startswith(_MIRROR_POD_ANNOTATION) and new_annotations.get(key) != value:
+        if key in new_annotations and new_annotations[key] == value:
+            continue
+        if key.startswith(APPARMOR_ANNOTATION_PREFIX):
+            errs.append(FieldError.forbidden(f"metadata.annotations[{key}]", "may not remove or update AppArmor annotations"))
+        if key.startswith(_MIRROR_POD_ANNOTATION):
             errs.append(FieldError.forbidden(f"metadata.annotations[{key}]", "may not remove or update mirror pod annotation"))
     for key in new_annotations:
-        if key.startswith(_MIRROR_POD_ANNOTATION) and key not in old_annotations:
+        if key in old_annotations:
+            continue
+        if key.startswith(APPARMOR_ANNOTATION_PREFIX):
+            errs.append(FieldError.forbidden(f"metadata.annotations[{key}]", "may not add AppArmor annotations"))
+        if key.startswith(_MIRROR_POD_ANNOTATION):
             errs.append(FieldError.forbidden(f"metadata.annotations[{key}]", "may not add mirror pod annotation"))
-    return errs
+    return [*errs, *security_annotation_errors(new_annotations, new_spec, "metadata.annotations")]
 
 
 def _container_updates(new: list[Any], old: list[Any], path: str) -> tuple[list[FieldError], bool]:
@@ -225,9 +237,9 @@ def pod_spec_change_message(old_spec: Any, munged_spec: Any) -> str:
 
 def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """ValidatePodUpdate's checks beyond those a create runs too (see the module docstring)."""
-    errs = _mirror_annotation_updates(_mapping(new.get("metadata")).get("annotations"),
-                                      _mapping(old.get("metadata")).get("annotations"))
     new_spec, old_spec = _mapping(new.get("spec")), _mapping(old.get("spec"))
+    errs = _annotation_updates(_mapping(new.get("metadata")).get("annotations"),
+                               _mapping(old.get("metadata")).get("annotations"), new_spec)
     for name in ("containers", "initContainers"):
         container_errs, stop = _container_updates(_list(new_spec.get(name)), _list(old_spec.get(name)), f"spec.{name}")
         errs.extend(container_errs)
@@ -258,8 +270,8 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[
 
 def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """The part of ``ValidatePodStatusUpdate`` on metadata: ValidatePodSpecificAnnotationUpdates."""
-    return _mirror_annotation_updates(_mapping(new.get("metadata")).get("annotations"),
-                                      _mapping(old.get("metadata")).get("annotations"))
+    return _annotation_updates(_mapping(new.get("metadata")).get("annotations"),
+                               _mapping(old.get("metadata")).get("annotations"), new.get("spec"))
 
 
 def _munge(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[str, Any]:

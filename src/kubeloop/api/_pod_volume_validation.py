@@ -16,7 +16,11 @@ downwardAPI and projected are checked in depth; the cloud and network sources (n
 are only counted. A volume with an error is left out of the returned map, so a mount of it is also
 "Not found", as upstream reports it. Defaulted fields are read as upstream's defaulting leaves them
 (a projected token's ``expirationSeconds`` is 3600 when absent, a field selector's ``apiVersion`` is
-``v1``). Input that is not the expected JSON shape is skipped, never a crash.
+``v1``). A projected service account token lasts at least 10 minutes and at most 2^32 seconds, and
+its ``path`` is a relative one without ``..`` unless the stored object already had one that is not
+(``AllowNonLocalProjectedTokenPath``: pass ``allow_non_local_token_path``, see
+:func:`non_local_token_path_in`); its ``audience`` is free text, as upstream leaves it. Input that is
+not the expected JSON shape is skipped, never a crash.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kubeloop.api._validation import is_dns1123_label, is_qualified_name
 __all__ = [
     "field_selector_errors",
     "local_descending_path_errors",
+    "non_local_token_path_in",
     "path_no_backsteps_errors",
     "resource_field_selector_errors",
     "validate_volumes",
@@ -245,7 +250,7 @@ def _downward_api(source: Mapping[str, Any], path: str) -> list[FieldError]:
     return [*errs, *(e for _, item in objects_of(source.get("items")) for e in _downward_file(item, path))]
 
 
-def _projected(source: Mapping[str, Any], path: str) -> list[FieldError]:
+def _projected(source: Mapping[str, Any], path: str, *, allow_non_local_token_path: bool = False) -> list[FieldError]:
     """validateProjectedVolumeSource / validateProjectionSources (clusterTrustBundle only counted)."""
     errs = _mode(source, "defaultMode", path)
     seen: set[str] = set()
@@ -285,7 +290,10 @@ def _projected(source: Mapping[str, Any], path: str) -> list[FieldError]:
                                                "may not specify a duration larger than 2^32 seconds"))
             target = go_text(token.get("path"))
             # Upstream reports the token's path at the projected source's own path.
-            errs.extend(_local_non_reserved_path(target, f"{path}.path") if target else [FieldError.required(f"{path}.path")])
+            if not target:
+                errs.append(FieldError.required(f"{path}.path"))
+            elif not allow_non_local_token_path:
+                errs.extend(_local_non_reserved_path(target, f"{path}.path"))
         if isinstance(projection.get("clusterTrustBundle"), dict):
             count += 1
         if count > 1:
@@ -303,7 +311,15 @@ _RANK = {key: rank for rank, (key, _) in enumerate(_SOURCES)}
 _CHILD = dict(_SOURCES)
 
 
-def _source_errors(volume: Mapping[str, Any], path: str) -> list[FieldError]:
+def non_local_token_path_in(spec: Any) -> bool:
+    """``hasNonLocalProjectedTokenPath``: a projected token of ``spec`` has a path upstream now refuses."""
+    return any(_local_non_reserved_path(go_text(token.get("path")), "")
+               for _, volume in objects_of(mapping_of(spec).get("volumes"))
+               for _, projection in objects_of(mapping_of(volume.get("projected")).get("sources"))
+               if isinstance(token := projection.get("serviceAccountToken"), dict))
+
+
+def _source_errors(volume: Mapping[str, Any], path: str, *, allow_non_local_token_path: bool = False) -> list[FieldError]:
     """validateVolumeSource: exactly one source, each checked at its own key (in upstream's order)."""
     present = [key for key in volume if key in _RANK and isinstance(volume[key], dict)]
     if not present:
@@ -312,12 +328,16 @@ def _source_errors(volume: Mapping[str, Any], path: str) -> list[FieldError]:
         present.sort(key=_RANK.__getitem__)
     first = present[0]
     check = _CHECKS.get(first)
-    errs = check(volume[first], f"{path}.{first}") if check is not None else []
+    if first == "projected":
+        errs = _projected(volume[first], f"{path}.{first}", allow_non_local_token_path=allow_non_local_token_path)
+    else:
+        errs = check(volume[first], f"{path}.{first}") if check is not None else []
     errs.extend(FieldError.forbidden(f"{path}.{_CHILD[key]}", "may not specify more than 1 volume type") for key in present[1:])
     return errs
 
 
-def validate_volumes(volumes: Any, path: str, *, pod_name: str = "") -> tuple[dict[str, Mapping[str, Any]], list[FieldError]]:
+def validate_volumes(volumes: Any, path: str, *, pod_name: str = "",
+                     allow_non_local_token_path: bool = False) -> tuple[dict[str, Mapping[str, Any]], list[FieldError]]:
     """ValidateVolumes: the valid volumes by name, and the errors (``pod_name`` for a pod, "" for a template)."""
     errs: list[FieldError] = []
     valid: dict[str, Mapping[str, Any]] = {}
@@ -327,7 +347,7 @@ def validate_volumes(volumes: Any, path: str, *, pod_name: str = "") -> tuple[di
     for i, volume in items:
         p = f"{path}[{i}]"
         name = go_text(volume.get("name"))
-        found = _source_errors(volume, p)
+        found = _source_errors(volume, p, allow_non_local_token_path=allow_non_local_token_path)
         if not name:
             found.append(FieldError.required(f"{p}.name"))
         else:
