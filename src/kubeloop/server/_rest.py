@@ -435,7 +435,10 @@ async def _prepare_update(
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
-        await _run(mutating, attrs, new, old)
+        for step in mutating:  # run_plan, inlined: NamespaceLifecycle runs on every namespaced update
+            pending = step(attrs, new, old)
+            if pending is not None:
+                await pending
         new_meta = new["metadata"]  # a plugin may have replaced it
     if "ownerReferences" in new_meta and req.subresource != "scale":  # the Scale is what scale's admission sees
         dedup_owner_references(new_meta, req.warnings, after_admission=True)
