@@ -350,8 +350,17 @@ def _forbidden(attrs: AdmissionAttributes, message: str, causes: list[dict[str, 
 class NamespaceLifecycle(MutatingPlugin):
     """No new content in a missing (404) or Terminating (403) namespace; three namespaces are immortal.
 
-    Upstream's plugin implements ``Admit`` only, so it is mutating (it changes nothing): it refuses a
-    create before the strategy and validation run."""
+    Upstream's plugin (``plugin/namespace/lifecycle/admission.go`` ``Admit``) implements ``Admit`` only,
+    so it is mutating (it changes nothing): it refuses before the strategy and validation run. Its rules:
+
+    - a Namespace itself: every operation allowed, but the DELETE of ``default``, ``kube-system`` or
+      ``kube-public`` (403);
+    - a cluster-scoped object, a DELETE of a namespaced one, an access review
+      (``localsubjectaccessreviews``, whose answer must not tell whether a namespace exists): allowed;
+    - a CREATE or UPDATE (a PUT, a patch, an apply, on the object or a subresource) of a namespaced
+      object in a namespace that does not exist: 404 ``namespaces "x" not found``;
+    - a CREATE in a Terminating namespace: 403 with a ``NamespaceTerminating`` cause. An UPDATE there is
+      allowed (finalizers must still be removable while the namespace empties)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -362,7 +371,9 @@ class NamespaceLifecycle(MutatingPlugin):
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
         if resource.group == "" and resource.plural == "namespaces":
             return operation == "DELETE"
-        return operation == "CREATE" and resource.namespaced
+        if resource.group == "authorization.k8s.io" and resource.plural == "localsubjectaccessreviews":
+            return False
+        return operation != "DELETE" and resource.namespaced
 
     def mutate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
@@ -372,13 +383,21 @@ class NamespaceLifecycle(MutatingPlugin):
             if attributes.operation == "DELETE" and attributes.name in IMMORTAL_NAMESPACES:
                 raise _forbidden(attributes, "this namespace may not be deleted")
             return None
-        if attributes.operation != "CREATE" or not info.namespaced or not attributes.namespace:
+        if attributes.operation == "DELETE" or not info.namespaced or not attributes.namespace:
             return None
+        if attributes.operation == "UPDATE":
+            return self._require(attributes)
         state = attributes.namespace_state
         if state is None:
             return self._read_and_judge(attributes)
         self._judge(attributes, state[0])
         return None
+
+    async def _require(self, attributes: AdmissionAttributes) -> None:
+        """An UPDATE needs the namespace to exist, whatever its phase (only a CREATE is refused in a
+        Terminating one)."""
+        if await self._store.get(f"/registry/core/namespaces/{attributes.namespace}") is None:
+            raise not_found("namespaces", attributes.namespace)
 
     async def _read_and_judge(self, attributes: AdmissionAttributes) -> None:
         self._judge(attributes, await self._store.get(f"/registry/core/namespaces/{attributes.namespace}"))

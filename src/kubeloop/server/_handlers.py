@@ -57,6 +57,7 @@ from kubeloop.server._options import (
     parse_list_options,
     parse_write_options,
 )
+from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._patching import PATCH_TYPES, patch_transform
 from kubeloop.server._requestinfo import RequestInfo, truthy
 from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
@@ -310,11 +311,15 @@ class ResourceHandlers:
 
         async def transform(current: Current) -> dict[str, Any]:  # the body replaces the stored object
             if pending:
-                return pending.pop()
-            fresh = orjson.loads(sent)
-            assert isinstance(fresh, dict)
-            if info.kind in QUANTITY_KINDS:  # decoded as the first attempt was (the body's quantities are good)
-                decode_quantities(info, fresh)
+                fresh = pending.pop()
+            else:
+                fresh = orjson.loads(sent)
+                assert isinstance(fresh, dict)
+                if info.kind in QUANTITY_KINDS:  # decoded as the first attempt was (the body's quantities are good)
+                    decode_quantities(info, fresh)
+            meta = fresh.get("metadata")
+            if isinstance(meta, dict) and "ownerReferences" in meta:  # handlers/update.go, before admission
+                dedup_owner_references(meta, req.warnings, after_admission=False)
             return fresh
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,

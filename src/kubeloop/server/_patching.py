@@ -36,6 +36,7 @@ from kubeloop.server._field_validation import (
     unknown_field_texts,
 )
 from kubeloop.server._http import decode_json, decode_yaml
+from kubeloop.server._owner_references import check_applied_owner_references
 from kubeloop.server._rest import Current, WriteRequest, update_object
 from kubeloop.server._state import ServerState
 
@@ -73,6 +74,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
     if patch_type == APPLY:
         applied = _decode_apply(raw)
         undeclared_apply_fields(state, info, applied)
+        check_applied_owner_references(info, applied)
         req = replace(req, operation="Apply")
         manager = req.options.field_manager
 

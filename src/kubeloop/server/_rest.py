@@ -40,6 +40,7 @@ from kubeloop.api._validation import (
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
 from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._options import WriteOptions
+from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
 from kubeloop.server._strategy import GenericStrategy
 from kubeloop.store import GuardChanged, KeyExists, KeyNotFound, KeyValue, RevisionMismatch
@@ -221,6 +222,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         guard_key = namespace_key(namespace)
         ns_kv = await state.store.get(guard_key)
         guard, namespace_state = (guard_key, ns_kv.mod_revision if ns_kv is not None else 0), (ns_kv,)
+    if "ownerReferences" in meta and req.operation != "Apply":  # a patch dedups only after admission
+        dedup_owner_references(meta, req.warnings, after_admission=False)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -231,6 +234,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             if pending is not None:
                 await pending
         meta = obj["metadata"]  # a plugin may have replaced it
+        if "ownerReferences" in meta:
+            dedup_owner_references(meta, req.warnings, after_admission=True)
     strategy = state.strategy(info)
     strategy.prepare_for_create(obj)
     # rest.BeforeCreate / FillObjectMetaSystemFields.
@@ -430,8 +435,13 @@ async def _prepare_update(
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
-        await _run(mutating, attrs, new, old)
+        for step in mutating:  # run_plan, inlined: NamespaceLifecycle runs on every namespaced update
+            pending = step(attrs, new, old)
+            if pending is not None:
+                await pending
         new_meta = new["metadata"]  # a plugin may have replaced it
+    if "ownerReferences" in new_meta and req.subresource != "scale":  # the Scale is what scale's admission sees
+        dedup_owner_references(new_meta, req.warnings, after_admission=True)
     rv = new_meta.get("resourceVersion")
     if rv:
         if _parse_rv(info, req.name, rv) != kv.mod_revision:
