@@ -612,7 +612,11 @@ class SqliteStore:
         assert db is not None
         count = len(rows) // _COLUMNS
         if count <= _ROWS_PER_STATEMENT:
-            db.execute(_insert_statement(count), rows)
+            # executemany of the one parameter list, not execute: the same statement, bound and stepped
+            # once, minus the ``lastrowid`` read that execute() makes after it, which Python 3.11's sqlite3
+            # wraps in a GIL release. Each release is a re-take of the GIL from the busy event loop (a
+            # futex hand-off and often two context switches on the server's core): 6 → 5 per commit.
+            db.executemany(_insert_statement(count), (rows,))
             return
         db.execute("BEGIN IMMEDIATE")
         try:
