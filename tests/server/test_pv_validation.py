@@ -243,3 +243,13 @@ async def test_status_updates_and_stored_objects_without_defaults_are_not_refuse
     current["status"]["phase"] = "Released"
     r = await client.put(f"{PVS}/legacy/status", json=current)
     assert r.status_code == 200, r.text
+
+
+async def test_volume_attributes_class_is_dropped_as_with_the_feature_gate_off(client: httpx.AsyncClient) -> None:
+    # pkg/api/persistentvolume DropDisabledSpecFields: VolumeAttributesClass is off by default in 1.32.
+    stored = await created(client, pv(csi={"driver": "d.example", "volumeHandle": "h"}, volumeAttributesClassName="gold"))
+    assert "volumeAttributesClassName" not in stored["spec"]
+    stored["spec"]["volumeAttributesClassName"] = "gold"
+    r = await client.put(f"{PVS}/pv", json=stored)
+    assert r.status_code == 200, r.text
+    assert "volumeAttributesClassName" not in r.json()["spec"]

@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
+
+from kubeloop.store import SqliteStore
 
 PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
 GROUP_REGEX = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
@@ -144,3 +147,29 @@ async def test_a_status_update_may_not_record_a_negative_capacity(client: httpx.
          'Unsupported value: "cpu": supported values: "ControllerResizeFailed", "ControllerResizeInProgress", '
          '"NodeResizeFailed", "NodeResizeInProgress", "NodeResizePending"'),
     ]
+
+
+async def test_volume_attributes_class_is_dropped_as_with_the_feature_gate_off(
+        client: httpx.AsyncClient, store: SqliteStore) -> None:
+    # pkg/api/persistentvolumeclaim DropDisabledFields: VolumeAttributesClass is off by default in 1.32.
+    stored = await created(client, pvc(volumeAttributesClassName="gold"))
+    assert "volumeAttributesClassName" not in stored["spec"]
+    stored["spec"]["volumeAttributesClassName"] = "gold"
+    r = await client.put(f"{PVCS}/data", json=stored)
+    assert r.status_code == 200, r.text
+    assert "volumeAttributesClassName" not in r.json()["spec"]
+    # A claim stored with a class (while the gate was on) keeps it, and may not change it.
+    body = {**pvc("kept", volumeAttributesClassName="gold", volumeMode="Filesystem"), "status": {"phase": "Pending"}}
+    body["metadata"].update(namespace="default", uid="0b5b1d6e-8d51-4a53-9c32-000000000005",
+                            creationTimestamp="2026-01-01T00:00:00Z")
+
+    def render(revision: int) -> bytes:
+        body["metadata"]["resourceVersion"] = str(revision)
+        return orjson.dumps(body)
+
+    await store.create("/registry/core/persistentvolumeclaims/default/kept", render)
+    kept = (await client.get(f"{PVCS}/kept")).json()
+    kept["spec"]["volumeAttributesClassName"] = "silver"
+    assert causes(await client.put(f"{PVCS}/kept", json=kept)) == [
+        ("FieldValueForbidden", "spec.volumeAttributesClassName",
+         "Forbidden: update is forbidden when the VolumeAttributesClass feature gate is disabled")]

@@ -409,7 +409,29 @@ def _against_stored(info: ResourceInfo, validate: Callable[[dict[str, Any], dict
     return errs
 
 
-class _PersistentVolume(_DecodesQuantities, _ZeroStatus):
+class _DropsVolumeAttributesClass(GenericStrategy):
+    """DropDisabledSpecFields (pkg/api/persistentvolume) and DropDisabledFields (pkg/api/persistentvolumeclaim):
+    with the VolumeAttributesClass feature gate off (1.32's default), ``spec.volumeAttributesClassName``
+    is dropped on create, and on update unless the stored object already has one."""
+
+    @staticmethod
+    def _drop(new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        spec = new.get("spec")
+        old_spec = old.get("spec") if old is not None else None
+        if (isinstance(spec, dict) and "volumeAttributesClassName" in spec
+                and not (isinstance(old_spec, dict) and old_spec.get("volumeAttributesClassName") is not None)):
+            del spec["volumeAttributesClassName"]
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        self._drop(obj, None)
+        super().prepare_for_create(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        self._drop(new, old)
+        super().prepare_for_update(new, old)
+
+
+class _PersistentVolume(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
     """PersistentVolumes: ValidatePersistentVolume on create, and ValidatePersistentVolumeUpdate on a
     main-resource update; ValidatePersistentVolumeStatusUpdate checks nothing of the status."""
 
@@ -471,7 +493,7 @@ class _Node(_DecodesQuantities):
             obj["status"] = status
 
 
-class _PersistentVolumeClaim(_DecodesQuantities, _ZeroStatus):
+class _PersistentVolumeClaim(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
     """PersistentVolumeClaims: the zero status, quantities in canonical form, ValidatePersistentVolumeClaim
     on create, ValidatePersistentVolumeClaimUpdate on a main-resource update, and
     ValidatePersistentVolumeClaimStatusUpdate on ``/status``."""
