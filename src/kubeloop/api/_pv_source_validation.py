@@ -30,8 +30,8 @@ from kubeloop.api._pod_fields import as_list, go_text, int_of, mapping_of
 from kubeloop.api._pod_volume_validation import path_no_backsteps_errors
 from kubeloop.api._validation import is_dns1123_label, is_dns1123_subdomain, name_is_dns1123_label
 
-__all__ = ["MOUNT_OPTION_ANNOTATION", "PERSISTENT_VOLUME_SOURCES", "mount_option_errors", "raw_invalid",
-           "volume_source_errors"]
+__all__ = ["MOUNT_OPTION_ANNOTATION", "PERSISTENT_VOLUME_SOURCES", "csi_driver_name_errors", "mount_option_errors",
+           "raw_invalid", "volume_source_errors"]
 
 # pkg/volume/validation MountOptionAnnotation.
 MOUNT_OPTION_ANNOTATION = "volume.beta.kubernetes.io/mount-options"
