@@ -14,6 +14,7 @@ strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/regis
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -21,7 +22,12 @@ from typing import Any
 from kubeloop.api import BadRequest, FieldError, ResourceInfo
 from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
-from kubeloop.api._pv_validation import validate_persistent_volume_node_affinity
+from kubeloop.api._pv_validation import validate_persistent_volume, validate_persistent_volume_update
+from kubeloop.api._pvc_validation import (
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_status_update,
+    validate_persistent_volume_claim_update,
+)
 from kubeloop.api._quantity import QuantityError, parse_quantity
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
 from kubeloop.api._validation import (
@@ -29,6 +35,7 @@ from kubeloop.api._validation import (
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
 )
+from kubeloop.server._defaults import apply_defaults
 from kubeloop.server._pod_update import validate_pod_main_update
 
 __all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "decode_quantities", "strategy_for"]
@@ -386,14 +393,57 @@ class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
         return [] if subresource == "status" else self._template_errors(new, old)
 
 
-class _PersistentVolume(_DecodesQuantities, _ZeroStatus):
-    """PersistentVolumes: validateVolumeNodeAffinity on create and main-resource update (not on /status)."""
+# The fields at which PersistentVolume and claim updates report a change from the stored object.
+_CHANGED_FROM_STORED = frozenset({"spec", "spec.persistentvolumesource", "volumeMode", "nodeAffinity"})
+
+
+def _against_stored(info: ResourceInfo, validate: Callable[[dict[str, Any], dict[str, Any]], list[FieldError]],
+                    new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """``validate(new, old)``; when it reports a change, again against a defaulted copy of ``old``.
+
+    Upstream compares with the stored object as decoded, defaults filled in; the store here keeps
+    objects as written, so one stored before a default existed (or written directly) is not refused
+    for a default nobody changed. The common update, which reports no change, copies nothing.
+    """
+    errs = validate(new, old)
+    if any(e.field in _CHANGED_FROM_STORED for e in errs):
+        defaulted = {**old, "spec": copy.deepcopy(old.get("spec"))}
+        apply_defaults(info, defaulted)
+        errs = validate(new, defaulted)
+    return errs
+
+
+class _DropsVolumeAttributesClass(GenericStrategy):
+    """DropDisabledSpecFields (pkg/api/persistentvolume) and DropDisabledFields (pkg/api/persistentvolumeclaim):
+    with the VolumeAttributesClass feature gate off (1.32's default), ``spec.volumeAttributesClassName``
+    is dropped on create, and on update unless the stored object already has one."""
+
+    @staticmethod
+    def _drop(new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        spec = new.get("spec")
+        old_spec = old.get("spec") if old is not None else None
+        if (isinstance(spec, dict) and "volumeAttributesClassName" in spec
+                and not (isinstance(old_spec, dict) and old_spec.get("volumeAttributesClassName") is not None)):
+            del spec["volumeAttributesClassName"]
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        self._drop(obj, None)
+        super().prepare_for_create(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        self._drop(new, old)
+        super().prepare_for_update(new, old)
+
+
+class _PersistentVolume(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
+    """PersistentVolumes: ValidatePersistentVolume on create, and ValidatePersistentVolumeUpdate on a
+    main-resource update; ValidatePersistentVolumeStatusUpdate checks nothing of the status."""
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return validate_persistent_volume_node_affinity(obj)
+        return validate_persistent_volume(obj)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
-        return [] if subresource == "status" else validate_persistent_volume_node_affinity(new, old=old)
+        return [] if subresource == "status" else _against_stored(self.info, validate_persistent_volume_update, new, old)
 
 
 Strategy = GenericStrategy
@@ -451,5 +501,15 @@ class _Node(_DecodesQuantities):
             obj["status"] = status
 
 
-class _PersistentVolumeClaim(_DecodesQuantities, _ZeroStatus):
-    """PersistentVolumeClaims: the zero status, and quantities in canonical form."""
+class _PersistentVolumeClaim(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
+    """PersistentVolumeClaims: the zero status, quantities in canonical form, ValidatePersistentVolumeClaim
+    on create, ValidatePersistentVolumeClaimUpdate on a main-resource update, and
+    ValidatePersistentVolumeClaimStatusUpdate on ``/status``."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_persistent_volume_claim(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource:
+            return validate_persistent_volume_claim_status_update(new) if subresource == "status" else []
+        return _against_stored(self.info, validate_persistent_volume_claim_update, new, old)
