@@ -219,3 +219,55 @@ async def test_the_stored_pod_is_what_the_watch_and_the_raw_bytes_show(client: h
     assert "hostUsers" not in raw["spec"]
     assert raw["spec"]["affinity"]["podAntiAffinity"][ANTI][0]["labelSelector"]["matchExpressions"] == [
         {"key": "rev", "operator": "In", "values": ["1"]}]
+
+
+def seeded_pod(status: dict[str, Any]) -> dict[str, Any]:
+    body = pod()
+    body["metadata"].update(namespace="default", uid="u-2", creationTimestamp="2024-01-01T00:00:00Z")
+    body["status"] = status
+    return body
+
+
+GATED_STATUS = {
+    "phase": "Running", "qosClass": "BestEffort", "resize": "InProgress",
+    "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu"}],
+    "containerStatuses": [{
+        "name": "c", "image": "nginx", "imageID": "", "ready": True, "restartCount": 0, "started": True,
+        "state": {"running": {"startedAt": "2024-01-01T00:00:01Z"}},
+        "allocatedResources": {"cpu": "1"}, "resources": {"requests": {"cpu": "1"}},
+        "user": {"linux": {"uid": 0, "gid": 0}},
+        "allocatedResourcesStatus": [{"name": "claim:gpu", "resources": []}]}],
+}
+
+
+async def test_a_main_resource_update_drops_gated_status_fields(client: httpx.AsyncClient,
+                                                                store: SqliteStore) -> None:
+    # PrepareForUpdate keeps the stored status, then DropDisabledPodFields clears what its gates (off
+    # in 1.32) cover, as the stored spec does not use them (dropDisabledPodStatusFields).
+    await store.create("/registry/core/pods/default/p", renderer(seeded_pod(orjson.loads(orjson.dumps(GATED_STATUS)))))
+    current = (await client.get(f"{PODS}/p")).json()
+    assert current["status"]["resize"] == "InProgress"  # stored as written
+    current["metadata"]["labels"] = {"a": "b"}
+    r = await client.put(f"{PODS}/p", json=current)
+    assert r.status_code == 200, r.text
+    status = r.json()["status"]
+    assert "resize" not in status and "resourceClaimStatuses" not in status
+    (container,) = status["containerStatuses"]
+    assert container == {"name": "c", "image": "nginx", "imageID": "", "ready": True, "restartCount": 0,
+                         "started": True, "state": {"running": {"startedAt": "2024-01-01T00:00:01Z"}}}
+
+
+async def test_input_of_the_wrong_shape_is_never_a_server_error(client: httpx.AsyncClient) -> None:
+    # The mutations leave what is not the expected JSON shape to the decoder's and validation's checks.
+    shapes: list[dict[str, Any]] = [
+        pod(affinity={"podAntiAffinity": {ANTI: [{"topologyKey": "z", "labelSelector": "app=web",
+                                                  "matchLabelKeys": ["app"]}]}}),
+        pod(affinity={"podAffinity": {PREFERRED: "x"}}, schedulingGates="gate"),
+        pod(containers=[{"name": "c", "image": "nginx", "securityContext": "x", "resources": []}],
+            volumes=[{"name": "v", "image": "x"}], securityContext=[]),
+        {**pod(), "metadata": {"name": "p", "labels": ["app"], "annotations": "x"}},
+    ]
+    for i, body in enumerate(shapes):
+        body["metadata"]["name"] = f"p{i}"
+        r = await client.post(PODS, json=body)
+        assert r.status_code < 500, r.text

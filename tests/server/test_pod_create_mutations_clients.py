@@ -60,6 +60,9 @@ async def test_kubectl_get_shows_the_merged_selector_and_no_dropped_field(real_a
             "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
         await kubectl("create", "-f", str(manifest))
         shown = json.loads(await kubectl("get", "pod", "p", "-o", "json"))
+        row = (await kubectl("get", "pod", "p", "--no-headers")).decode().split()
+    # printPod shows the SchedulingGated reason of the PodScheduled condition as the status.
+    assert row[:3] == ["p", "0/1", "SchedulingGated"]
     assert shown["spec"]["affinity"]["podAntiAffinity"][ANTI][0]["labelSelector"] == MERGED
     assert "hostUsers" not in shown["spec"]
     assert [(c["type"], c["status"], c["reason"]) for c in shown["status"]["conditions"]] == [
