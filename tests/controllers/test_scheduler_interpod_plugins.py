@@ -168,18 +168,28 @@ def test_anti_affinity_by_hostname_leaves_only_empty_nodes() -> None:
     assert interpod(pod, nodes, existing) == [None, ANTI, None]
 
 
-def test_match_label_keys_and_mismatch_label_keys_merge_the_pods_own_values() -> None:
+def test_match_label_keys_are_not_merged_by_the_scheduler_it_reads_the_stored_selector() -> None:
+    # Upstream's API server merges matchLabelKeys / mismatchLabelKeys into the stored labelSelector on
+    # create (mutatePodAffinity); the 1.32 scheduler uses the stored selector as it is
+    # (kubernetes/kubernetes#129480), so an unmerged term matches by its selector alone.
     pod = a_pod(labels={"app": "web", "rev": "2", "tenant": "a"})
     anti_term = {**term(expr("app", "In", "web")), "matchLabelKeys": ["rev"], "mismatchLabelKeys": ["tenant"]}
     pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti_term]}}
+    (unmerged,) = pod_affinity_terms(pod, "podAntiAffinity")
+    assert unmerged.selector.matches({"app": "web", "rev": "2", "tenant": "b"})
+    assert unmerged.selector.matches({"app": "web", "rev": "1", "tenant": "b"})  # other revision: not merged
+    assert unmerged.selector.matches({"app": "web", "rev": "2", "tenant": "a"})  # same tenant: not merged
+    # The selector as the server stores it (merged) narrows the term to the pod's own values.
+    anti_term["labelSelector"]["matchExpressions"] += [{"key": "rev", "operator": "In", "values": ["2"]},
+                                                       {"key": "tenant", "operator": "NotIn", "values": ["a"]}]
     (merged,) = pod_affinity_terms(pod, "podAntiAffinity")
     assert merged.selector.matches({"app": "web", "rev": "2", "tenant": "b"})
     assert not merged.selector.matches({"app": "web", "rev": "1", "tenant": "b"})  # other revision
     assert not merged.selector.matches({"app": "web", "rev": "2", "tenant": "a"})  # same tenant
-    # A nil labelSelector stays nil (matches nothing): upstream does not merge into it.
+    # A nil labelSelector stays nil (matches nothing).
     del anti_term["labelSelector"]
-    (unmerged,) = pod_affinity_terms(pod, "podAntiAffinity")
-    assert not unmerged.selector.matches({"app": "web", "rev": "2", "tenant": "b"})
+    (nothing,) = pod_affinity_terms(pod, "podAntiAffinity")
+    assert not nothing.selector.matches({"app": "web", "rev": "2", "tenant": "b"})
 
 
 def test_preferred_terms_score_between_the_lowest_and_the_highest_node() -> None:

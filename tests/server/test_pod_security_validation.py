@@ -60,16 +60,37 @@ async def created(client: httpx.AsyncClient, body: dict[str, Any], path: str = P
     return result
 
 
+_SEEDED = 0
+
+
+async def refused_on_update(client: httpx.AsyncClient, store: SqliteStore, body: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """A pod stored while its fields' feature gates were on (seeded in the store, as an older or
+    differently configured server wrote it): upstream keeps a gated field the stored pod already uses
+    (``DropDisabledPodFields``' InUse checks), so an update validates it. PATCH a label: 422 causes."""
+    global _SEEDED
+    _SEEDED += 1
+    name = body["metadata"]["name"]
+    seeded = {**body, "metadata": {**body["metadata"], "namespace": "default",
+                                   "uid": f"0b5b1d6e-8d51-4a53-9c32-{_SEEDED:012d}",
+                                   "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    await _store_raw(store, f"/registry/core/pods/default/{name}", seeded)
+    r = await client.patch(f"{PODS}/{name}", json={"metadata": {"labels": {"touched": "yes"}}}, headers=MERGE)
+    assert r.status_code == 422, r.text
+    return [(c["reason"], c["field"], c["message"]) for c in r.json()["details"]["causes"]]
+
+
 # -- the pod's security context ------------------------------------------------------------------------
 
 
-async def test_pod_ids_sysctls_and_policies_are_checked_in_upstreams_order(client: httpx.AsyncClient) -> None:
+async def test_pod_ids_sysctls_and_policies_are_checked_in_upstreams_order(client: httpx.AsyncClient,
+                                                                           store: SqliteStore) -> None:
     context = {"runAsUser": -1, "runAsGroup": 2**31, "fsGroup": -5, "supplementalGroups": [1, -2],
                "sysctls": [{"name": "net.core.somaxconn", "value": "1"}, {"name": "Bad!"}, {"name": "net.core.somaxconn"},
                            {"name": ""}, {"name": "kernel/shm_rmid_forced"}],
                "fsGroupChangePolicy": "Sometimes", "seccompProfile": {"type": "Localhost"},
                "appArmorProfile": {"type": "RuntimeDefault", "localhostProfile": "x"},
                "supplementalGroupsPolicy": "Loose", "seLinuxChangePolicy": "MountOption"}
+    gated = {key: context.pop(key) for key in ("supplementalGroupsPolicy", "seLinuxChangePolicy")}
     causes = await refused(client, pod(securityContext=context, hostNetwork=True, hostIPC=True, hostPID=True,
                                        shareProcessNamespace=True))
     host_net = "may not be specified when 'hostNetwork' is true"
@@ -96,11 +117,21 @@ async def test_pod_ids_sysctls_and_policies_are_checked_in_upstreams_order(clien
          "Required value: must be set when seccomp type is Localhost"),
         ("FieldValueInvalid", "spec.securityContext.appArmorProfile.localhostProfile",
          'Invalid value: "x": can only be set when AppArmor type is Localhost'),
+    ]
+    # SupplementalGroupsPolicy and SELinuxChangePolicy are off by default in 1.32: a new pod's two fields
+    # are dropped before validation (DropDisabledPodFields). A pod stored with them keeps them, and its
+    # update checks them; as the stored pod already has a policy, any known one is allowed
+    # (useOnlyRecursiveSELinuxChangePolicy), not only Recursive.
+    assert await refused_on_update(client, store, pod(name="stored", securityContext=gated)) == [
         ("FieldValueNotSupported", "spec.securityContext.supplementalGroupsPolicy",
          'Unsupported value: "Loose": supported values: "Merge", "Strict"'),
-        # SELinuxMount is off in 1.32: only Recursive.
+    ]
+    gated["seLinuxChangePolicy"] = "Sometimes"
+    assert await refused_on_update(client, store, pod(name="other", securityContext=gated)) == [
+        ("FieldValueNotSupported", "spec.securityContext.supplementalGroupsPolicy",
+         'Unsupported value: "Loose": supported values: "Merge", "Strict"'),
         ("FieldValueNotSupported", "spec.securityContext.seLinuxChangePolicy",
-         'Unsupported value: "MountOption": supported values: "Recursive"'),
+         'Unsupported value: "Sometimes": supported values: "MountOption", "Recursive"'),
     ]
 
 
@@ -141,13 +172,16 @@ async def test_a_valid_security_context_is_stored_as_sent(client: httpx.AsyncCli
 # -- containers ----------------------------------------------------------------------------------------
 
 
-async def test_container_rules_apply_to_containers_and_init_containers(client: httpx.AsyncClient) -> None:
+async def test_container_rules_apply_to_containers_and_init_containers(client: httpx.AsyncClient,
+                                                                        store: SqliteStore) -> None:
+    # ProcMountType is off by default in 1.32: a new pod's procMount is stored as Default, so these
+    # rules bite on a pod stored with another value (kept on update: dropDisabledProcMountField).
     context = {"privileged": True, "allowPrivilegeEscalation": False, "runAsUser": -1, "procMount": "Unmasked",
                "capabilities": {"add": ["CAP_SYS_ADMIN"]}}
     text = ('{"allowPrivilegeEscalation": false, "capabilities": {"add": ["CAP_SYS_ADMIN"]}, "privileged": true, '
             '"procMount": "Unmasked", "runAsUser": -1}')
     init = {"name": "init", "image": "busybox", "securityContext": {"procMount": "Weird", "runAsGroup": -3}}
-    assert await refused(client, pod(app(securityContext=context), initContainers=[init])) == [
+    assert await refused_on_update(client, store, pod(app(securityContext=context), initContainers=[init])) == [
         ("FieldValueInvalid", "spec.containers[0].securityContext.runAsUser", f"Invalid value: -1: {ID_RANGE}"),
         ("FieldValueInvalid", "spec.containers[0].securityContext.procMount",
          'Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`'),
@@ -161,10 +195,15 @@ async def test_container_rules_apply_to_containers_and_init_containers(client: h
     ]
 
 
-async def test_unmasked_proc_mount_needs_its_own_user_namespace(client: httpx.AsyncClient) -> None:
+async def test_unmasked_proc_mount_needs_its_own_user_namespace(client: httpx.AsyncClient, store: SqliteStore) -> None:
+    # UserNamespacesSupport and ProcMountType are off by default in 1.32: a new pod is stored without
+    # hostUsers and with procMount Default; a pod stored with them keeps them, and an update checks them.
     container = app(securityContext={"procMount": "Unmasked"})
-    assert (await created(client, pod(container, hostUsers=False)))["spec"]["hostUsers"] is False
-    assert await refused(client, pod(container, name="q", hostUsers=False, hostNetwork=True, hostPID=True, hostIPC=True)) == [
+    stored = await created(client, pod(container, hostUsers=False))
+    assert "hostUsers" not in stored["spec"]
+    assert stored["spec"]["containers"][0]["securityContext"] == {"procMount": "Default"}
+    assert await refused_on_update(client, store, pod(container, name="q", hostUsers=False, hostNetwork=True,
+                                                      hostPID=True, hostIPC=True)) == [
         # validateHostUsers, with upstream's own spellings of the paths.
         ("FieldValueForbidden", "spec.hostNetwork", "Forbidden: when `pod.Spec.HostUsers` is false"),
         ("FieldValueForbidden", "spec.HostPID", "Forbidden: when `pod.Spec.HostUsers` is false"),
@@ -172,12 +211,16 @@ async def test_unmasked_proc_mount_needs_its_own_user_namespace(client: httpx.As
     ]
 
 
-async def test_resize_policies_name_cpu_or_memory_once_and_never_on_init_containers(client: httpx.AsyncClient) -> None:
+async def test_resize_policies_name_cpu_or_memory_once_and_never_on_init_containers(client: httpx.AsyncClient,
+                                                                                    store: SqliteStore) -> None:
+    # InPlacePodVerticalScaling is off by default in 1.32: a new pod's resizePolicy is dropped; a pod
+    # stored with one keeps it, and an update checks it.
     policies = [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}, {"resourceName": "cpu", "restartPolicy": "NotRequired"},
                 {"resourceName": "gpu", "restartPolicy": "Sometimes"}, {}]
     init = {"name": "init", "image": "busybox", "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}]}
     never = "must be 'NotRequired' when `restartPolicy` is 'Never'"
-    assert await refused(client, pod(app(resizePolicy=policies), initContainers=[init], restartPolicy="Never")) == [
+    assert await refused_on_update(client, store, pod(app(resizePolicy=policies), initContainers=[init],
+                                                      restartPolicy="Never")) == [
         ("FieldValueInvalid", "spec.containers[0].resizePolicy", f'Invalid value: "RestartContainer": {never}'),
         ("FieldValueDuplicate", "spec.containers[0].resizePolicy[1]", 'Duplicate value: "cpu"'),
         ("FieldValueNotSupported", "spec.containers[0].resizePolicy", 'Unsupported value: "gpu": supported values: "cpu", "memory"'),
@@ -191,7 +234,7 @@ async def test_resize_policies_name_cpu_or_memory_once_and_never_on_init_contain
          'Invalid value: [{"resourceName": "cpu", "restartPolicy": "NotRequired"}]: must not be set for init containers'),
     ]
     fine = [{"resourceName": "cpu", "restartPolicy": "NotRequired"}, {"resourceName": "memory", "restartPolicy": "RestartContainer"}]
-    assert (await created(client, pod(app(resizePolicy=fine))))["spec"]["containers"][0]["resizePolicy"] == fine
+    assert "resizePolicy" not in (await created(client, pod(app(resizePolicy=fine), name="fine")))["spec"]["containers"][0]
 
 
 # -- resources -----------------------------------------------------------------------------------------
@@ -214,12 +257,15 @@ async def test_extended_resources_are_whole_numbers_and_hugepages_whole_pages(cl
     assert stored["spec"]["containers"][0]["resources"]["requests"] == {"example.com/foo": "3", "hugepages-2Mi": "4Mi", "memory": "1Gi"}
 
 
-async def test_resource_claims_are_named_once_and_containers_name_them(client: httpx.AsyncClient) -> None:
+async def test_resource_claims_are_named_once_and_containers_name_them(client: httpx.AsyncClient,
+                                                                       store: SqliteStore) -> None:
+    # DynamicResourceAllocation is beta and off by default in 1.32: a new pod's claims are dropped; a pod
+    # stored with resourceClaims keeps them (and its containers' claims), and an update checks them.
     claims = [{"name": "gpu", "resourceClaimName": "gpu-claim"}, {"name": "gpu", "resourceClaimTemplateName": "t"},
               {"name": "Bad", "resourceClaimName": "a", "resourceClaimTemplateName": "b"}, {"name": ""},
               {"name": "x", "resourceClaimName": "Not_Valid"}]
     refs = [{"name": "gpu"}, {"name": "gpu", "request": "r1"}, {"name": "ghost"}, {"name": ""}, {"name": "x", "request": "R_1"}]
-    causes = await refused(client, pod(app(resources={"claims": refs}), resourceClaims=claims))
+    causes = await refused_on_update(client, store, pod(app(resources={"claims": refs}), resourceClaims=claims))
     assert [(reason, field) for reason, field, _ in causes] == [
         ("FieldValueDuplicate", "spec.resourceClaims[1].name"),
         ("FieldValueInvalid", "spec.resourceClaims[2].name"),
@@ -236,12 +282,14 @@ async def test_resource_claims_are_named_once_and_containers_name_them(client: h
                             "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified")
     assert causes[4][2] == 'Invalid value: {"name": ""}: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`'
     assert causes[7][2] == 'Not found: "ghost": must be one of the names in pod.spec.resourceClaims: Bad, gpu, x'
-    lone = await refused(client, pod(app(resources={"claims": [{"name": "gpu"}]}), name="q"))
-    assert lone == [("FieldValueNotFound", "spec.containers[0].resources.claims[0]",
-                     'Not found: "gpu": must be one of the names in pod.spec.resourceClaims which is empty')]
+    # A container's claim with no pod claims at all: the stored pod does not use DRA, so on create
+    # (and on update) the container's claims are dropped too and nothing is refused.
+    lone = await created(client, pod(app(resources={"claims": [{"name": "gpu"}]}), name="q"))
+    assert lone["spec"]["containers"][0]["resources"] == {}
     stored = await created(client, pod(app(resources={"claims": [{"name": "gpu", "request": "a"}, {"name": "gpu", "request": "b"}]}),
-                                       resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]))
-    assert stored["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]
+                                       resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
+                                       name="fine"))
+    assert "resourceClaims" not in stored["spec"]
 
 
 # -- the pod's OS --------------------------------------------------------------------------------------
@@ -287,9 +335,9 @@ async def test_a_linux_pod_sets_no_windows_options_and_the_os_is_known(client: h
 async def test_workload_templates_follow_the_pod_rules_but_a_statefulsets_does_not(client: httpx.AsyncClient) -> None:
     spec = {"containers": [app(securityContext={"runAsUser": -1}, resizePolicy=[{"resourceName": "disk", "restartPolicy": "NotRequired"}])],
             "securityContext": {"sysctls": [{"name": "bad name"}]}}
+    # InPlacePodVerticalScaling is off by default in 1.32: DropDisabledTemplateFields removes the
+    # template's resizePolicy before validation, so only the other rules are reported.
     assert await refused(client, deployment(spec), DEPLOYMENTS) == [
-        ("FieldValueNotSupported", "spec.template.spec.containers[0].resizePolicy",
-         'Unsupported value: "disk": supported values: "cpu", "memory"'),
         ("FieldValueInvalid", "spec.template.spec.containers[0].securityContext.runAsUser", f"Invalid value: -1: {ID_RANGE}"),
         ("FieldValueInvalid", "spec.template.spec.securityContext.sysctls[0].name",
          f'Invalid value: "bad name": must have at most 253 characters and match regex {SYSCTL_REGEX}'),
@@ -387,15 +435,23 @@ async def test_seccomp_and_apparmor_annotations_name_known_profiles_and_containe
 async def test_a_new_pods_annotations_agree_with_its_profile_fields(client: httpx.AsyncClient) -> None:
     annotations = {SECCOMP_POD: "unconfined", SECCOMP_APP: "localhost/a.json", f"{APPARMOR}app": "localhost/other"}
     context = {"seccompProfile": {"type": "RuntimeDefault"}, "appArmorProfile": {"type": "Localhost", "localhostProfile": "p"}}
-    container = app(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "b.json"}})
+    container = app(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "b.json"},
+                                     "appArmorProfile": {"type": "Localhost", "localhostProfile": "mine"}})
     assert await refused(client, annotated(annotations, securityContext=context, containers=[container])) == [
         ("FieldValueForbidden", "spec.securityContext.seccompProfile.type", "Forbidden: seccomp type in annotation and field must match"),
         ("FieldValueForbidden", "spec.containers[0].securityContext.seccompProfile.localhostProfile",
          "Forbidden: seccomp profile in annotation and field must match"),
-        # The container has no AppArmor profile of its own: the pod's is compared.
+        # The container's own AppArmor profile disagrees with its annotation.
         ("FieldValueForbidden", "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
          "Forbidden: apparmor profile in annotation and field must match"),
     ]
+    # A container with no AppArmor profile of its own gets the one its annotation names
+    # (applyAppArmorVersionSkew, before validation): it then agrees, though the pod's differs.
+    inherits = app(securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "a.json"}})
+    agreeing_seccomp = {SECCOMP_POD: "runtime/default", SECCOMP_APP: "localhost/a.json", f"{APPARMOR}app": "localhost/other"}
+    stored = await created(client, annotated(agreeing_seccomp, name="synced", securityContext=context, containers=[inherits]))
+    assert stored["spec"]["containers"][0]["securityContext"]["appArmorProfile"] == {
+        "type": "Localhost", "localhostProfile": "other"}
     agreeing = {SECCOMP_POD: "runtime/default", f"{APPARMOR}app": "localhost/p"}
     await created(client, annotated(agreeing, securityContext=context))
 

@@ -31,7 +31,7 @@ crash. Pure functions; nothing is mutated.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api._errors import FieldError
@@ -83,8 +83,6 @@ class _Options:
     invalid_label_value_in_selector: bool = False
     invalid_label_value_in_required_node_affinity: bool = False
     invalid_topology_spread_label_selector: bool = False
-    # The labels of a pod being created, whose matchLabelKeys upstream merges into its selectors.
-    pod_labels: Mapping[str, Any] | None = None
 
 
 # -- node affinity ---------------------------------------------------------------------------------
@@ -191,8 +189,7 @@ def _label_keys(keys: list[Any], selector: Any, path: str) -> list[FieldError]:
     return [e for i, key in enumerate(keys) for e in _label_name(_text(key), f"{path}[{i}]")]
 
 
-def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool,
-                       pod_labels: Mapping[str, Any] | None = None) -> list[FieldError]:
+def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_values: bool) -> list[FieldError]:
     """validatePodAffinityTerm."""
     errs = _affinity_term_selectors(term, path, allow_invalid_values=allow_invalid_values)
     for name in _list(term.get("namespaces")):
@@ -203,7 +200,7 @@ def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_valu
     selector = term.get("labelSelector")
     errs.extend(_label_keys(match_keys, selector, f"{path}.matchLabelKeys"))
     errs.extend(_label_keys(mismatch_keys, selector, f"{path}.mismatchLabelKeys"))
-    errs.extend(_match_label_keys_in_selector(term, path, pod_labels))
+    errs.extend(_match_label_keys_in_selector(term, path))
     errs.extend(FieldError.invalid(f"{path}.matchLabelKeys[{i}]", key, "exists in both matchLabelKeys and mismatchLabelKeys")
                 for i, key in enumerate(match_keys) if key in mismatch_keys)
     topology_key = _text(term.get("topologyKey"))
@@ -213,29 +210,24 @@ def _pod_affinity_term(term: Mapping[str, Any], path: str, *, allow_invalid_valu
     return errs
 
 
-def _match_label_keys_in_selector(term: Mapping[str, Any], path: str, pod_labels: Mapping[str, Any] | None) -> list[FieldError]:
+def _match_label_keys_in_selector(term: Mapping[str, Any], path: str) -> list[FieldError]:
     """Step 2 of validateMatchLabelKeysAndMismatchLabelKeys: a matchLabelKeys key the selector names twice.
 
-    Upstream validates a new pod after its PrepareForCreate (``mutatePodAffinity``, MatchLabelKeysInPodAffinity,
-    on by default in 1.32) appended ``key In (value)`` for each matchLabelKeys key and ``key NotIn (value)``
-    for each mismatchLabelKeys key the pod's labels have, to a set ``labelSelector``. kubeloop does not
-    store that merge, so on a pod's create (``pod_labels`` given) this appends the same expressions to a
-    copy before looking; a key in both matchLabelKeys and the given selector is then refused, as
-    upstream refuses it. The error's path is the term's with the key's index (``...[0][1]``), as
-    upstream's ``fldPath.Index(i)`` on the term path gives it.
+    A new pod is validated after its PrepareForCreate merged ``key In (value)`` / ``key NotIn (value)``
+    into a set ``labelSelector`` for the keys its labels carry (``mutatePodAffinity``,
+    :mod:`kubeloop.api._pod_create_mutations`), so a matchLabelKeys key that the given selector
+    already named is there twice and refused; a pod template is not merged, so in one the key may
+    appear once. The error's path is the term's with the key's index (``...[0][1]``), as upstream's
+    ``fldPath.Index(i)`` on the term path gives it.
     """
     selector = term.get("labelSelector")
     match_keys = _list(term.get("matchLabelKeys"))
     if not isinstance(selector, Mapping) or not well_shaped(selector):
         return []
-    expressions = list(_list(selector.get("matchExpressions")))
-    if pod_labels is not None and (match_keys or _list(term.get("mismatchLabelKeys"))):
-        expressions += [{"key": key} for key in match_keys if isinstance(key, str) and key in pod_labels]
-        expressions += [{"key": key} for key in _list(term.get("mismatchLabelKeys")) if isinstance(key, str) and key in pod_labels]
     index = {key: i for i, key in enumerate(match_keys) if isinstance(key, str)}
     seen = set(_mapping(selector.get("matchLabels")))
     errs: list[FieldError] = []
-    for expression in expressions:
+    for expression in _list(selector.get("matchExpressions")):
         key = expression.get("key")
         if isinstance(key, str) and key in index and key in seen:
             errs.append(FieldError.invalid(f"{path}[{index[key]}]", key, "exists in both matchLabelKeys and labelSelector"))
@@ -252,15 +244,14 @@ def _affinity_term_selectors(term: Mapping[str, Any], path: str, *, allow_invali
 
 def _pod_affinity(affinity: Mapping[str, Any], path: str, opts: _Options) -> list[FieldError]:
     """validatePodAffinity and validatePodAntiAffinity (the same rules)."""
-    allow, labels = opts.invalid_label_value_in_selector, opts.pod_labels
+    allow = opts.invalid_label_value_in_selector
     errs: list[FieldError] = []
     for i, term in _items(affinity.get(_REQUIRED)):
-        errs.extend(_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", allow_invalid_values=allow, pod_labels=labels))
+        errs.extend(_pod_affinity_term(term, f"{path}.{_REQUIRED}[{i}]", allow_invalid_values=allow))
     for j, weighted in _items(affinity.get(_PREFERRED)):
         errs.extend(_weight(weighted, f"{path}.{_PREFERRED}[{j}]"))
         errs.extend(_pod_affinity_term(_mapping(weighted.get("podAffinityTerm")),
-                                       f"{path}.{_PREFERRED}[{j}].podAffinityTerm", allow_invalid_values=allow,
-                                       pod_labels=labels))
+                                       f"{path}.{_PREFERRED}[{j}].podAffinityTerm", allow_invalid_values=allow))
     return errs
 
 
@@ -302,20 +293,18 @@ def _options_from(old_spec: Any) -> _Options:
 
 
 def validate_pod_scheduling(spec: Any, *, old_spec: Any = None, field: str = "spec",
-                            pod_labels: Any = None, with_security: bool = True) -> list[FieldError]:
+                            with_security: bool = True) -> list[FieldError]:
     """The checks of ``ValidatePodSpec`` after ``dnsPolicy`` on the pod spec at ``field``, in upstream's order.
 
     ``old_spec`` is the stored spec on update (``None`` on create); see the module docstring.
-    ``pod_labels`` are the labels of a pod being created (not of a template, nor on update): its pod
-    (anti-)affinity terms are then checked as after upstream's matchLabelKeys merge.
+    A pod's spec is read as its strategy prepared it (a new pod's affinity selectors merged with its
+    matchLabelKeys), a template's as sent.
     ``with_security=False`` leaves out the security rules (a StatefulSet's template, whose pod spec
     upstream does not validate).
     """
     if not isinstance(spec, Mapping):
         return []
     opts = _options_from(old_spec)
-    if pod_labels is not None:
-        opts = replace(opts, pod_labels=_mapping(pod_labels))
     errs: list[FieldError] = []
     if isinstance(node_selector := spec.get("nodeSelector"), Mapping):
         errs.extend(validate_labels(node_selector, f"{field}.nodeSelector"))

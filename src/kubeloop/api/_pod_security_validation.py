@@ -17,9 +17,11 @@ Upstream keeps ``hostNetwork``, ``hostPID``, ``hostIPC``, ``shareProcessNamespac
 its internal pod security context, so some paths name them there
 (``spec.securityContext.shareProcessNamespace``) or spell them as upstream does (``spec.HostPID``).
 kube-apiserver's ``--allow-privileged`` is taken as true, as kubeadm, kind and k3s set it: a
-privileged container is never "disallowed by cluster policy". kubeloop drops no field
-behind a feature gate, so ``procMount``, ``hostUsers``, ``supplementalGroupsPolicy`` and
-``seLinuxChangePolicy`` are checked whenever they are set, as upstream checks them when kept; with
+privileged container is never "disallowed by cluster policy". The pod strategy drops
+``hostUsers``, ``supplementalGroupsPolicy`` and ``seLinuxChangePolicy`` (and forces ``procMount`` to
+``Default``) before validation while 1.32's default gates have them off, unless the stored object
+already uses them (:mod:`kubeloop.api._pod_drop_disabled`); what remains is checked here as upstream
+checks it when kept; with
 1.32's SELinuxMount gate off, ``seLinuxChangePolicy`` may only be ``Recursive`` unless the stored
 object already had another value (:class:`SecurityOptions`). Input that is not the expected JSON shape
 is skipped, never a crash. Pure functions.
@@ -39,6 +41,7 @@ from kubeloop.api._validation import is_dns1123_subdomain
 
 __all__ = [
     "SecurityOptions",
+    "apparmor_profile_errors",
     "container_security_errors",
     "host_users",
     "host_users_errors",
@@ -156,6 +159,10 @@ def _apparmor_errors(profile: Any, path: str) -> list[FieldError]:
     if not kind:
         return [FieldError.required(f"{path}.type", "type is required when appArmorProfile is set")]
     return [FieldError.not_supported(f"{path}.type", kind, _APPARMOR_TYPES)]
+
+
+# The pod strategy's AppArmor version skew checks a profile derived from an annotation with it.
+apparmor_profile_errors = _apparmor_errors
 
 
 def _run_as_user_name_errors(name: str, path: str) -> list[FieldError]:

@@ -121,7 +121,7 @@ def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
     spec, meta = mapping_of(pod.get("spec")), mapping_of(pod.get("metadata"))
     errs = security_annotation_errors(meta.get("annotations"), spec, "metadata.annotations")
     errs.extend(validate_pod_spec(spec, "spec", is_pod=True, pod_name=go_text(meta.get("name"))))
-    errs.extend(validate_pod_scheduling(spec, pod_labels=meta.get("labels") or {}))
+    errs.extend(validate_pod_scheduling(spec))
     errs.extend(_pod_only(spec))
     if spec.get("ephemeralContainers"):
         # Ephemeral containers are added through the ephemeralcontainers subresource only.

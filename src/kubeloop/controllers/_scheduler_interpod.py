@@ -7,11 +7,10 @@ Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity`` (``filtering.go``
 preferred) of a pod as :class:`AffinityTerm`: the namespaces it names (the pod's own when neither
 ``namespaces`` nor ``namespaceSelector`` is set), its ``namespaceSelector`` (nil matches nothing, ``{}``
 every namespace), its ``labelSelector`` (nil matches nothing) and its ``topologyKey``.
-``matchLabelKeys`` / ``mismatchLabelKeys`` (MatchLabelKeysInPodAffinity, beta and on by default in
-1.32) are merged into a set ``labelSelector`` as ``key In (value)`` / ``key NotIn (value)`` for each
-key the pod's labels carry: upstream's API server does that merge once when the pod is created
-(``mutatePodAffinity``); kubeloop's server stores the pod as sent, so the scheduler merges here. A term
-whose selector does not parse matches nothing.
+``matchLabelKeys`` / ``mismatchLabelKeys`` (MatchLabelKeysInPodAffinity) are not read here: the API
+server merged them into the stored ``labelSelector`` when the pod was created (``mutatePodAffinity``),
+and upstream's scheduler uses that selector as it is (kubernetes/kubernetes#129480). A term whose
+selector does not parse matches nothing.
 
 :class:`InterPodAffinity` is the plugin's PreFilter state for one pod against the pods placed on each
 node (bound and assumed: the scheduler cache), and its :meth:`~InterPodAffinity.filter` gives the
@@ -102,26 +101,13 @@ class AffinityTerm:
         return admitted and self.selector.matches(_labels(pod))
 
 
-def _merged_label_selector(term: Mapping[str, Any], pod_labels: Mapping[str, str]) -> Any:
-    """``applyMatchLabelKeysAndMismatchLabelKeys``: the keys' values appended to a set labelSelector."""
-    selector = term.get("labelSelector")
-    match_keys = [k for k in term.get("matchLabelKeys") or () if isinstance(k, str) and k in pod_labels]
-    mismatch_keys = [k for k in term.get("mismatchLabelKeys") or () if isinstance(k, str) and k in pod_labels]
-    if not isinstance(selector, Mapping) or not (match_keys or mismatch_keys):
-        return selector
-    expressions = list(selector.get("matchExpressions") or ())
-    expressions += [{"key": k, "operator": "In", "values": [pod_labels[k]]} for k in match_keys]
-    expressions += [{"key": k, "operator": "NotIn", "values": [pod_labels[k]]} for k in mismatch_keys]
-    return {**selector, "matchExpressions": expressions}
-
-
 def _term(pod: Mapping[str, Any], term: Mapping[str, Any], weight: int) -> AffinityTerm:
     namespaces = [str(n) for n in term.get("namespaces") or () if n]
     raw_namespace_selector = term.get("namespaceSelector")
     if not namespaces and raw_namespace_selector is None:
         namespaces = [str(_meta(pod).get("namespace") or "")]
     return AffinityTerm(frozenset(namespaces), _selector(raw_namespace_selector),
-                        _selector(_merged_label_selector(term, _labels(pod))), str(term.get("topologyKey") or ""),
+                        _selector(term.get("labelSelector")), str(term.get("topologyKey") or ""),
                         weight)
 
 

@@ -142,7 +142,7 @@ class ServerState:
         key = (info.group, info.kind)
         strategy = self.strategies.get(key)
         if strategy is None or (strategy.info is not info and strategy.info != info):
-            strategy = strategy_for(info)
+            strategy = strategy_for(info, clock=self.clock)
             self.strategies[key] = strategy
         return strategy
 

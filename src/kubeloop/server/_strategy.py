@@ -19,7 +19,13 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from kubeloop.api import BadRequest, FieldError, ResourceInfo
+from kubeloop.api import BadRequest, Clock, FieldError, ResourceInfo, SystemClock, format_time
+from kubeloop.api._pod_create_mutations import (
+    apply_apparmor_version_skew,
+    apply_scheduling_gated_condition,
+    merge_pod_affinity_label_keys,
+)
+from kubeloop.api._pod_drop_disabled import drop_disabled_pod_fields, drop_disabled_template_fields
 from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._pv_validation import validate_persistent_volume, validate_persistent_volume_update
@@ -214,11 +220,31 @@ class _DecodesQuantities(GenericStrategy):
 
 
 class PodStrategy(_DecodesQuantities):
-    """Pods: status Pending on create; graceful delete when scheduled and not finished."""
+    """Pods: status Pending on create, then upstream's create-time mutations; graceful delete when
+    scheduled and not finished.
+
+    ``PrepareForCreate`` (release-1.32): status Pending with the QoS class, ``DropDisabledPodFields``
+    (:mod:`kubeloop.api._pod_drop_disabled`), then ``applySchedulingGatedCondition``,
+    ``mutatePodAffinity`` and ``applyAppArmorVersionSkew`` (:mod:`kubeloop.api._pod_create_mutations`),
+    so validation sees the pod as it will be stored. ``PrepareForUpdate`` drops disabled fields too,
+    against the stored pod. ``clock`` dates the SchedulingGated condition.
+    """
+
+    def __init__(self, info: ResourceInfo, *, clock: Clock | None = None) -> None:
+        super().__init__(info)
+        self.clock: Clock = clock if clock is not None else SystemClock()
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
+        drop_disabled_pod_fields(obj, None)
+        apply_scheduling_gated_condition(obj, format_time(self.clock.now()))
+        merge_pod_affinity_label_keys(obj)
+        apply_apparmor_version_skew(obj)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)  # status from old first, as upstream, then the drop
+        drop_disabled_pod_fields(new, old)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_pod_create(obj)
@@ -381,6 +407,15 @@ class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
     ValidatePodSpec upstream (ValidatePodTemplateSpecForStatefulSet), its mounts may name claim templates.
     """
 
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        drop_disabled_template_fields(obj, None)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        # DropDisabledTemplateFields before the generation compares the specs (deployment strategy.go).
+        drop_disabled_template_fields(new, old)
+        super().prepare_for_update(new, old)
+
     def _template_errors(self, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         stateful = self.info.kind == "StatefulSet"
         return validate_pod_template(obj, kind="StatefulSet" if stateful else "ReplicaSet", old=old,
@@ -460,13 +495,14 @@ _ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
-def strategy_for(info: ResourceInfo) -> GenericStrategy:
-    """The strategy of a kind; custom kinds use the generic one."""
+def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericStrategy:
+    """The strategy of a kind; custom kinds use the generic one. ``clock`` (the server's) dates what a
+    strategy writes itself (a new pod's SchedulingGated condition); the system clock by default."""
     if info.custom:
         return GenericStrategy(info)
     key = (info.group, info.kind)
     if key == ("", "Pod"):
-        return PodStrategy(info)
+        return PodStrategy(info, clock=clock)
     if key == ("", "Namespace"):
         return NamespaceStrategy(info)
     if key == ("", "Service"):

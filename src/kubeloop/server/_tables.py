@@ -135,6 +135,10 @@ def _pod_cells(pod: Obj, now: float) -> list[Any]:
     statuses = _get(pod, "status", "containerStatuses", default=[]) or []
     total = len(_containers(pod))
     reason = _get(pod, "status", "reason") or _get(pod, "status", "phase", default="") or ""
+    # printPod: a pod whose PodScheduled condition says SchedulingGated shows that.
+    if any(isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+           for c in _get(pod, "status", "conditions", default=[]) or []):
+        reason = "SchedulingGated"
     ready = restarts = 0
     last_restart: float | None = None
     init_statuses = _get(pod, "status", "initContainerStatuses", default=[]) or []

@@ -1,0 +1,166 @@
+"""What upstream's pod strategy writes into a new pod after dropping disabled fields, before validation.
+
+k/k ``pkg/registry/core/pod/strategy.go`` (release-1.32) ``PrepareForCreate`` ends with three mutations,
+here in the same order (the strategy calls them after :mod:`kubeloop.api._pod_drop_disabled`):
+
+- :func:`apply_scheduling_gated_condition` (``applySchedulingGatedCondition``): a pod created with
+  ``spec.schedulingGates`` gets the condition ``PodScheduled`` False, reason ``SchedulingGated``,
+  message ``Scheduling is blocked due to non-empty scheduling gates`` (``lastTransitionTime`` now);
+- :func:`merge_pod_affinity_label_keys` (``mutatePodAffinity``, MatchLabelKeysInPodAffinity: beta and on
+  by default since 1.31): for each pod (anti-)affinity term, required and preferred, with a set
+  ``labelSelector``, ``key In (value)`` is appended to its ``matchExpressions`` for each
+  ``matchLabelKeys`` key the pod's labels carry, then ``key NotIn (value)`` for each
+  ``mismatchLabelKeys`` one; the stored pod shows the merged selector and the scheduler reads it as
+  is. ``topologySpreadConstraints``' ``matchLabelKeys`` are not merged by 1.32 (that is 1.34's
+  MatchLabelKeysInPodTopologySpreadSelectorMerge): the scheduler applies those itself;
+- :func:`apply_apparmor_version_skew` (``applyAppArmorVersionSkew``, KEP-24's version skew strategy),
+  for a pod whose ``spec.os.name`` is not ``windows``: for each container (init, regular, ephemeral)
+  without the deprecated ``container.apparmor.security.beta.kubernetes.io/<name>`` annotation, the
+  annotation is written from the container's ``securityContext.appArmorProfile``, else the pod's
+  (``unconfined``, ``runtime/default``, ``localhost/<profile>``); for a container with the annotation
+  and no profile of its own, the profile the annotation names is copied into the container's
+  ``securityContext`` when it is valid and differs from the pod's. (1.34 stopped copying fields into
+  annotations, kubernetes/kubernetes#131989; 1.32 still does.)
+
+Pure JSON-dict mutations in place; a part that is not the expected JSON shape is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubeloop.api._pod_fields import well_shaped
+from kubeloop.api._pod_security_annotations import APPARMOR_ANNOTATION_PREFIX
+from kubeloop.api._pod_security_validation import apparmor_profile_errors
+
+__all__ = ["apply_apparmor_version_skew", "apply_scheduling_gated_condition", "merge_pod_affinity_label_keys"]
+
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_LOCALHOST_PREFIX = "localhost/"
+
+
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, dict))
+
+
+def apply_scheduling_gated_condition(pod: dict[str, Any], now: str) -> None:
+    """applySchedulingGatedCondition: ``now`` is the formatted time of the create."""
+    spec = _dict(pod.get("spec")) or {}
+    gates = spec.get("schedulingGates")
+    status = _dict(pod.get("status"))
+    if not isinstance(gates, list) or not gates or status is None:
+        return
+    conditions = status.get("conditions")
+    if isinstance(conditions, list) and any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions):
+        return
+    condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None, "lastTransitionTime": now,
+                 "reason": "SchedulingGated", "message": SCHEDULING_GATED_MESSAGE}
+    status["conditions"] = [*conditions, condition] if isinstance(conditions, list) else [condition]
+
+
+def _affinity_terms(spec: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every pod (anti-)affinity term, in mutatePodAffinity's order (preferred before required)."""
+    affinity = _dict(spec.get("affinity")) or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        terms = _dict(affinity.get(kind)) or {}
+        for weighted in _dicts(terms.get(_PREFERRED)):
+            if (term := _dict(weighted.get("podAffinityTerm"))) is not None:
+                yield term
+        yield from _dicts(terms.get(_REQUIRED))
+
+
+def merge_pod_affinity_label_keys(pod: dict[str, Any]) -> None:
+    """mutatePodAffinity / applyMatchLabelKeysAndMismatchLabelKeys (a nil selector matches nothing: kept nil)."""
+    spec = _dict(pod.get("spec"))
+    meta = _dict(pod.get("metadata")) or {}
+    labels = _dict(meta.get("labels")) or {}
+    if spec is None:
+        return
+    for term in _affinity_terms(spec):
+        selector = term.get("labelSelector")
+        match_keys, mismatch_keys = term.get("matchLabelKeys"), term.get("mismatchLabelKeys")
+        keys = [(k, "In") for k in match_keys or () if isinstance(k, str) and k in labels] if isinstance(match_keys, list) else []
+        if isinstance(mismatch_keys, list):
+            keys += [(k, "NotIn") for k in mismatch_keys if isinstance(k, str) and k in labels]
+        if not keys or not isinstance(selector, dict) or not well_shaped(selector):
+            continue
+        expressions = list(selector.get("matchExpressions") or ())
+        expressions += [{"key": key, "operator": operator, "values": [labels[key]]} for key, operator in keys]
+        selector["matchExpressions"] = expressions
+
+
+def _annotation_for(profile: Mapping[str, Any]) -> str:
+    """appArmorAnnotationForField: "" when the profile names nothing the annotation can say."""
+    kind = profile.get("type")
+    if kind == "Unconfined":
+        return "unconfined"
+    if kind == "RuntimeDefault":
+        return "runtime/default"
+    if kind == "Localhost" and isinstance(local := profile.get("localhostProfile"), str):
+        return _LOCALHOST_PREFIX + local
+    return ""
+
+
+def _profile_for(annotation: Any) -> dict[str, Any] | None:
+    """apparmorFieldForAnnotation, then ValidateAppArmorProfileField: None for a value it cannot use."""
+    if annotation == "unconfined":
+        profile: dict[str, Any] = {"type": "Unconfined"}
+    elif annotation == "runtime/default":
+        profile = {"type": "RuntimeDefault"}
+    elif isinstance(annotation, str) and annotation.startswith(_LOCALHOST_PREFIX) and annotation != _LOCALHOST_PREFIX:
+        profile = {"type": "Localhost", "localhostProfile": annotation[len(_LOCALHOST_PREFIX):]}
+    else:
+        return None
+    return None if apparmor_profile_errors(profile, "") else profile
+
+
+def _same_profile(a: Mapping[str, Any] | None, b: Any) -> bool:
+    """apiequality.Semantic.DeepEqual on two AppArmorProfiles (nil only equals nil)."""
+    if a is None or not isinstance(b, Mapping):
+        return a is None and b is None
+    return (a.get("type"), a.get("localhostProfile")) == (b.get("type"), b.get("localhostProfile"))
+
+
+def apply_apparmor_version_skew(pod: dict[str, Any]) -> None:
+    """applyAppArmorVersionSkew as of 1.32 (both directions; see the module docstring)."""
+    spec = _dict(pod.get("spec"))
+    meta = _dict(pod.get("metadata"))
+    if spec is None or meta is None or (_dict(spec.get("os")) or {}).get("name") == "windows":
+        return
+    if meta.get("annotations") is not None and _dict(meta.get("annotations")) is None:
+        return  # not a map: validation reports it
+    pod_profile = (_dict(spec.get("securityContext")) or {}).get("appArmorProfile")
+    pod_profile = pod_profile if isinstance(pod_profile, dict) else None
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in _dicts(spec.get(key)):
+            name = container.get("name")
+            if not isinstance(name, str):
+                continue
+            annotation_key = APPARMOR_ANNOTATION_PREFIX + name
+            annotations = _dict(meta.get("annotations"))
+            context = _dict(container.get("securityContext"))
+            if context is None and container.get("securityContext") is not None:
+                continue
+            profile = context.get("appArmorProfile") if context is not None else None
+            profile = profile if isinstance(profile, dict) else None
+            if annotations is None or annotation_key not in annotations:
+                source = profile if profile is not None else pod_profile
+                value = _annotation_for(source) if source is not None else ""
+                if value:
+                    if annotations is None:
+                        annotations = meta["annotations"] = {}
+                    annotations[annotation_key] = value
+            elif profile is None:
+                derived = _profile_for(annotations[annotation_key])
+                if derived is not None and not _same_profile(derived, pod_profile):
+                    if context is None:
+                        context = container["securityContext"] = {}
+                    context["appArmorProfile"] = derived
