@@ -48,8 +48,9 @@ unschedulable for the same reason costs no writes while it waits.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeloop.api import (
@@ -60,14 +61,21 @@ from kubeloop.api import (
 )
 from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
-from kubeloop.controllers._scheduler_fit import (
-    fit_failures,
-    preemption_might_help,
-    unschedulable_message,
-)
+from kubeloop.controllers._scheduler_fit import fit_error, fit_failures, preemption_might_help
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
+from kubeloop.controllers._scheduler_preemption import (
+    NOT_HELPFUL,
+    Victims,
+    candidate_count,
+    disruption_condition,
+    eligible_to_preempt,
+    pick_node,
+    pod_priority,
+    select_victims,
+)
 from kubeloop.controllers._scheduler_resources import (
     NODES,
+    PDBS,
     PODS,
     PVCS,
     PVS,
@@ -126,6 +134,7 @@ class Scheduler:
         self.classes = manager.informer(STORAGE_CLASSES)
         self.volumes = manager.informer(PVS)
         self.namespaces = manager.informer(NAMESPACES)
+        self.pdbs = manager.informer(PDBS)
         self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
         self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
@@ -134,6 +143,7 @@ class Scheduler:
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
         self._pending: set[_Key] = set()
+        self._nominated: dict[_Key, tuple[str, int, dict[str, float]]] = {}  # pod -> (node, priority, requests)
         self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
@@ -143,6 +153,8 @@ class Scheduler:
             .watches(PVCS, EnqueueMapped(self._waiting_in_namespace))
             .watches(PVS, EnqueueMapped(lambda _pv: self._waiting())).build(self)
         )
+        # activeQ order (PrioritySort's QueueSort): higher spec.priority first, then arrival.
+        self.controller.queue.order = self._queue_order
         self.pods.add_handler(self._observe, lambda old, new: self._observe(new), self._forget)
 
     # -- the scheduler cache ------------------------------------------------------------------------
@@ -175,6 +187,11 @@ class Scheduler:
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
+        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+        if nominated and _wants_scheduling(pod, self.scheduler_name):
+            self._nominated[key] = (nominated, pod_priority(pod), pod_requests(pod))
+        else:
+            self._nominated.pop(key, None)
         if _wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
             if _waits_for_other_pods(pod):
@@ -196,6 +213,7 @@ class Scheduler:
         self._spread_waiting.discard(key)
         self.placed.remove(key)
         self._prebound.pop(key, None)
+        self._nominated.pop(key, None)
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
@@ -214,7 +232,26 @@ class Scheduler:
             for request in self._waiting():
                 self.controller.enqueue(request)
 
+    def _queue_order(self, request: Request) -> int:
+        pod = self.pods.cache.get_by_name(request.name, request.namespace)
+        return -pod_priority(pod) if pod is not None else 0
+
+    def _nominated_load(self, key: _Key, priority: int) -> dict[str, tuple[dict[str, float], int]]:
+        """``addNominatedPods``: per node, the requests and count of other pods nominated there whose
+        priority is at least ``priority``; the filters count them as if they were placed."""
+        load: dict[str, tuple[dict[str, float], int]] = {}
+        for other, (node, other_priority, requests) in self._nominated.items():
+            if other == key or other_priority < priority:
+                continue
+            total, count = load.get(node, ({}, 0))
+            for name, amount in requests.items():
+                total[name] = total.get(name, 0.0) + amount
+            load[node] = (total, count + 1)
+        return load
+
     def _pod_event(self, event: Event) -> bool:
+        if event.type == "update" and event.old_object is not None and not _pod_updated(event.old_object, event.object):
+            return False  # a status write (ours included) does not requeue a pending pod
         return _wants_scheduling(event.object, self.scheduler_name)
 
     # -- scheduling -----------------------------------------------------------------------------------
@@ -247,12 +284,14 @@ class Scheduler:
         spread = TopologySpread(pod, nodes, self.placed.count_matching)
         interpod = InterPodAffinity(pod, nodes, self.placed, self._namespace_labels)
         reasons: dict[str, int] = {}
-        resolvable = 0
+        statuses: dict[str, list[str]] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
+        nominated_load = self._nominated_load(key, pod_priority(pod))
         for node in nodes:
             name = str(node["metadata"]["name"])
-            failures = fit_failures(pod, node, self._usage.get(name, {}), self._count.get(name, 0), wanted)
+            usage, count = self._usage_with(name, nominated_load, frozenset())
+            failures = fit_failures(pod, node, usage, count, wanted)
             if not failures:
                 volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
                 failures = [volume_failure] if volume_failure else []
@@ -264,14 +303,18 @@ class Scheduler:
                 failures = [r for r in (interpod.filter(node),) if r]
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
+            statuses[name] = failures
             if not failures:
                 feasible.append(node)
-            elif preemption_might_help(failures):
-                resolvable += 1
         if not feasible:
-            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons, resolvable))
+            await self._post_filter(pod, key, nodes, reasons, statuses, wanted,
+                                    checks_pods=not (spread.skipped and interpod.skipped))
             return Result(requeue_after=self.unschedulable_retry)
-        node_name = self.scorer.best(pod, feasible, wanted, nodes, interpod)
+        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+        # evaluateNominatedNode: a pod whose nominated node passes the filters goes there.
+        node_name = nominated if nominated in {n["metadata"]["name"] for n in feasible} else (
+            self.scorer.best(pod, feasible, wanted, nodes, interpod))
+        self._nominated.pop(key, None)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
         self.placed.place(key, node_name, pod)
@@ -301,6 +344,109 @@ class Scheduler:
             raise
         self._event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node_name}")
         return None
+
+    # -- preemption (PostFilter DefaultPreemption, :mod:`._scheduler_preemption`) ---------------------------
+
+    def _usage_with(self, node: str, nominated_load: Mapping[str, tuple[dict[str, float], int]],
+                    removed: frozenset[_Key]) -> tuple[dict[str, float], int]:
+        """What ``node`` has committed, plus nominated pods, minus the ``removed`` pods placed there."""
+        usage = dict(self._usage.get(node, {}))
+        count = self._count.get(node, 0)
+        extra, extra_count = nominated_load.get(node, ({}, 0))
+        for name, amount in extra.items():
+            usage[name] = usage.get(name, 0.0) + amount
+        count += extra_count
+        for key in removed:
+            entry = self._held.get(key) or self._assumed.get(key)
+            if entry is not None and entry[0] == node:
+                for name, amount in entry[1].items():
+                    usage[name] = usage.get(name, 0.0) - amount
+                count -= 1
+        return usage, count
+
+    def _fails_without(self, pod: Mapping[str, Any], node: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
+                       wanted: Mapping[str, float], removed: frozenset[_Key], *, checks_pods: bool) -> list[str]:
+        """``RunFilterPluginsWithNominatedPods`` on ``node`` with ``removed`` gone: the failing filter's reasons."""
+        name = str(node["metadata"]["name"])
+        usage, count = self._usage_with(name, self._nominated_load(_key(pod), pod_priority(pod)), removed)
+        failures = fit_failures(pod, node, usage, count, wanted)
+        if failures or not checks_pods:
+            return failures
+        placed = self.placed.without(removed)
+        spread = TopologySpread(pod, nodes, placed.count_matching)
+        failure = None if spread.skipped else spread.filter(node)
+        if failure is None:
+            interpod = InterPodAffinity(pod, nodes, placed, self._namespace_labels)
+            failure = None if interpod.skipped else interpod.filter(node)
+        return [failure] if failure else []
+
+    async def _post_filter(self, pod: dict[str, Any], key: _Key, nodes: Sequence[Mapping[str, Any]],
+                           reasons: Mapping[str, int], statuses: Mapping[str, list[str]],
+                           wanted: Mapping[str, float], *, checks_pods: bool) -> None:
+        """DefaultPreemption's ``Preempt``, then the pod's condition (``handleSchedulingFailure``)."""
+        fit = fit_error(len(nodes), reasons)
+        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+        refusal = eligible_to_preempt(pod, self.placed.on(nominated) if nominated else (),
+                                      nominated_unresolvable=bool(statuses.get(nominated))
+                                      and not preemption_might_help(statuses[nominated]))
+        if refusal is not None:  # the nomination is kept
+            await self._mark_unschedulable(pod, f"{fit} preemption: {refusal}")
+            return
+        potential = [n for n in nodes if preemption_might_help(statuses.get(str(n["metadata"]["name"])) or ())]
+        pdbs = self.pdbs.cache.list() if potential else []
+        limit = candidate_count(len(potential))
+        clean: dict[str, Victims] = {}
+        violating: dict[str, Victims] = {}
+        outcome: dict[str, int] = {NOT_HELPFUL: len(nodes) - len(potential)}
+        for node in potential:  # DryRunPreemption, from offset 0
+            name = str(node["metadata"]["name"])
+            fits = functools.partial(self._fails_without, pod, node, nodes, wanted, checks_pods=checks_pods)
+            victims, failures = select_victims(pod, name, self.placed.on(name), pdbs, fits)
+            if victims is not None:
+                (violating if victims.pdb_violations else clean)[name] = victims
+                if clean and len(clean) + len(violating) >= limit:
+                    break
+            for reason in failures:
+                outcome[reason] = outcome.get(reason, 0) + 1
+        best = pick_node({**clean, **violating})
+        if not best:  # a FitError of its own; the nomination is cleared
+            await self._mark_unschedulable(pod, f"{fit} preemption: {fit_error(len(nodes), outcome)}", nominate="")
+            return
+        await self._preempt(pod, key, best, (clean.get(best) or violating[best]).pods)
+        await self._mark_unschedulable(pod, fit, nominate=best)
+
+    async def _preempt(self, pod: Mapping[str, Any], key: _Key, node: str, victims: tuple[Mapping[str, Any], ...]) -> None:
+        """``prepareCandidate``: mark and delete each victim, record ``Preempted``, nominate the pod, and
+        clear the nomination of lower-priority pods nominated to ``node``."""
+        scheduler = str((pod.get("spec") or {}).get("schedulerName") or self.scheduler_name)
+        now = format_time(self.clock.now())
+        meta = pod.get("metadata") or {}
+        related = {"apiVersion": "v1", "kind": "Pod", "namespace": meta.get("namespace"), "name": meta.get("name"),
+                   "uid": meta.get("uid")}
+        for victim in victims:
+            victim_ns, victim_name = _key(victim)
+            conditions = disruption_condition(victim, scheduler, now)
+            try:
+                if conditions is not None:
+                    await self.client.patch(PODS, victim_name, {"status": {"conditions": conditions}},
+                                            namespace=victim_ns, subresource="status")
+                await self.client.delete(PODS, victim_name, namespace=victim_ns)
+            except NotFound:
+                continue
+            log.info("%s/%s preempted %s/%s on %s", *key, victim_ns, victim_name, node)
+            self.events.emit(victim, "Normal", "Preempted", f"Preempted by pod {meta.get('uid')} on node {node}",
+                             api_version="v1", kind="Pod", action="Preempting", related=related)
+        priority = pod_priority(pod)
+        self._nominated[key] = (node, priority, pod_requests(pod))
+        for other, (other_node, other_priority, _requests) in list(self._nominated.items()):
+            if other_node != node or other_priority >= priority:
+                continue
+            self._nominated.pop(other, None)
+            try:
+                await self.client.patch(PODS, other[1], {"status": {"nominatedNodeName": None}},
+                                        namespace=other[0], subresource="status")
+            except NotFound:
+                pass
 
     # -- volume binding -------------------------------------------------------------------------------
 
@@ -397,8 +543,15 @@ class Scheduler:
         obj = self.namespaces.cache.get_by_name(namespace, None)
         return None if obj is None else ((obj.get("metadata") or {}).get("labels") or {})
 
-    async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
+    async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable",
+                                  nominate: str | None = None) -> None:
+        """Write ``PodScheduled`` False; ``nominate`` (when not None) sets ``status.nominatedNodeName``,
+        '' clears it."""
         status = copy_json(pod.get("status") or {})
+        if nominate:
+            status["nominatedNodeName"] = nominate
+        elif nominate == "":
+            status.pop("nominatedNodeName", None)
         conditions = status.setdefault("conditions", [])
         now = format_time(self.clock.now())
         for condition in conditions:
@@ -427,6 +580,16 @@ def _waits_for_other_pods(pod: Mapping[str, Any]) -> bool:
     """A pod whose filters need other pods present: required pod affinity, or spread constraints."""
     spec = pod.get("spec") or {}
     return bool(spec.get("topologySpreadConstraints") or has_pod_affinity(pod))
+
+
+def _pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The scheduling queue's ``isPodUpdated``: a change beyond status, resourceVersion, generation,
+    managedFields and finalizers."""
+    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
+                if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
+        return {**{k: v for k, v in pod.items() if k != "status"}, "metadata": meta}
+    return strip(old) != strip(new)
 
 
 def _node_changed(event: Event) -> bool:

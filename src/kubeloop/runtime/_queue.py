@@ -8,7 +8,9 @@ Guarantees (client-go ``util/workqueue/queue.go``):
 - **One worker per key.** A key handed to a worker is never handed to another until ``done``.
 - **Nothing is lost while processing.** A key added while it is being processed is held back and
   queued again when ``done`` is called: any number of such adds collapse into exactly one more run.
-- **FIFO** among waiting keys.
+- **FIFO** among waiting keys, unless :attr:`WorkQueue.order` is set: then ``get`` hands out the
+  waiting key with the lowest ``order(key)`` (read when handed out), FIFO among equals (the
+  scheduler's activeQ, a heap by pod priority then arrival).
 - **Shutdown.** ``shutdown()`` stops accepting adds; keys still waiting are still handed out, and
   ``get`` raises :class:`QueueShutDown` only once the queue is empty and shut down.
   ``shutdown_with_drain()`` also waits until every key in flight is ``done``.
@@ -24,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 from kubeloop.api import Clock, SystemClock
 from kubeloop.runtime._metrics import Metrics, QueueMetrics
@@ -57,6 +59,7 @@ class WorkQueue(Generic[K]):
             self._metrics = (metrics if metrics is not None else Metrics()).queue(name)
         self._metrics.track_in_flight(self._unfinished_seconds, self._longest_running_seconds)
         self.max_depth = max_depth
+        self.order: Callable[[K], Any] | None = None  # lowest first; None: FIFO
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()
         self._processing: dict[K, float] = {}  # key -> monotonic time it was handed out
@@ -98,7 +101,7 @@ class WorkQueue(Generic[K]):
                 elif self._queue:
                     self._wake_one()  # we were woken for an item we will not take: pass it on
                 raise
-        key = self._queue.popleft()
+        key = self._pop()
         now = self._clock.monotonic()
         self._metrics.got(now - self._added_at.pop(key, now))
         self._processing[key] = now
@@ -159,6 +162,15 @@ class WorkQueue(Generic[K]):
         return not self._dirty and not self._processing
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _pop(self) -> K:
+        order = self.order
+        if order is None or len(self._queue) == 1:
+            return self._queue.popleft()
+        best = min(range(len(self._queue)), key=lambda i: (order(self._queue[i]), i))
+        key = self._queue[best]
+        del self._queue[best]
+        return key
 
     def _wake_one(self) -> None:
         while self._waiters:
