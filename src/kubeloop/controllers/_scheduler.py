@@ -31,13 +31,21 @@ pod, held on that node meanwhile, is bound once every claim is Bound; after ``bi
 context deadline exceeded" (and that FailedScheduling Event) and is scheduled afresh a second later.
 
 A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
-message (written only when it changes): the filters' reasons, then the preemption sentence for each
-node (kubeloop's pods share one priority, so preemption never finds a victim: ``No preemption victims
-found for incoming pod`` where a filter answered Unschedulable, ``Preemption is not helpful for
-scheduling`` where it answered UnschedulableAndUnresolvable). It is tried again when nodes change,
-capacity is freed (a bound pod deleted or finished), or, for a pod with pod affinity or spread
-constraints, when a pod is first seen bound or relabelled; and otherwise every ``unschedulable_retry``
-seconds (5 minutes, ``podMaxInUnschedulablePodsDuration``).
+message (written only when it changes): the filters' reasons, then DefaultPreemption's result
+(:mod:`._scheduler_preemption`): unless its ``preemptionPolicy`` is ``Never`` (or a victim it preempted
+still terminates on its nominated node), lower-priority pods on the nodes whose failure is resolvable
+are dry-run removed, victims chosen per node and a node picked as upstream; the victims get
+``DisruptionTarget`` and a graceful delete, the pod ``status.nominatedNodeName`` and the filters'
+message alone. Otherwise the message ends with ``preemption:`` and why (``0/N nodes are available:
+... No preemption victims found for incoming pod`` / ``Preemption is not helpful for scheduling`` /
+a filter's reason per node, or the eligibility sentence). A nominated pod's requests count on its
+node for pods of lower or equal priority (``addNominatedPods``), and it goes to that node when it
+fits there. Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
+upstream's activeQ); an update of a pending pod that changes only its status does not requeue it
+(``isPodUpdated``). It is tried again when nodes change, capacity is freed (a bound pod deleted or
+finished), or, for a pod with pod affinity or spread constraints, when a pod is first seen bound or
+relabelled; and otherwise every ``unschedulable_retry`` seconds (5 minutes,
+``podMaxInUnschedulablePodsDuration``).
 
 Events, from component ``<scheduler name>`` (``default-scheduler``): ``Scheduled`` "Successfully
 assigned ns/pod to node" after a binding, Warning ``FailedScheduling`` with the unschedulable message
@@ -48,9 +56,8 @@ unschedulable for the same reason costs no writes while it waits.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api import (
@@ -61,18 +68,10 @@ from kubeloop.api import (
 )
 from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
-from kubeloop.controllers._scheduler_fit import fit_error, fit_failures, preemption_might_help
+from kubeloop.controllers._scheduler_fit import fit_failures
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
-from kubeloop.controllers._scheduler_preemption import (
-    NOT_HELPFUL,
-    Victims,
-    candidate_count,
-    disruption_condition,
-    eligible_to_preempt,
-    pick_node,
-    pod_priority,
-    select_victims,
-)
+from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
+from kubeloop.controllers._scheduler_preemption import pod_priority
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PDBS,
@@ -85,8 +84,8 @@ from kubeloop.controllers._scheduler_resources import (
 )
 from kubeloop.controllers._scheduler_score import NodeScorer
 from kubeloop.controllers._scheduler_spread import TopologySpread
-from kubeloop.controllers._scheduler_volumes import Bindings, PodVolumes, find_pod_volumes
-from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE, is_delayed_binding
+from kubeloop.controllers._scheduler_volumes import Bindings, claims_unusable, find_pod_volumes, pod_volumes
+from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -143,10 +142,13 @@ class Scheduler:
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
         self._pending: set[_Key] = set()
-        self._nominated: dict[_Key, tuple[str, int, dict[str, float]]] = {}  # pod -> (node, priority, requests)
         self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
+        self.preemption = DefaultPreemption(
+            client=self.client, clock=self.clock, events=self.events, scheduler_name=scheduler_name,
+            pdbs=self.pdbs.cache.list, placed=self.placed, usage=self._usage, counts=self._count, held=self._held,
+            assumed=self._assumed, namespace_labels=self._namespace_labels)
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
             .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
@@ -187,11 +189,7 @@ class Scheduler:
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
-        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
-        if nominated and _wants_scheduling(pod, self.scheduler_name):
-            self._nominated[key] = (nominated, pod_priority(pod), pod_requests(pod))
-        else:
-            self._nominated.pop(key, None)
+        self.preemption.observe(key, pod, _wants_scheduling(pod, self.scheduler_name))
         if _wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
             if _waits_for_other_pods(pod):
@@ -213,7 +211,7 @@ class Scheduler:
         self._spread_waiting.discard(key)
         self.placed.remove(key)
         self._prebound.pop(key, None)
-        self._nominated.pop(key, None)
+        self.preemption.forget(key)
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
@@ -236,19 +234,6 @@ class Scheduler:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         return -pod_priority(pod) if pod is not None else 0
 
-    def _nominated_load(self, key: _Key, priority: int) -> dict[str, tuple[dict[str, float], int]]:
-        """``addNominatedPods``: per node, the requests and count of other pods nominated there whose
-        priority is at least ``priority``; the filters count them as if they were placed."""
-        load: dict[str, tuple[dict[str, float], int]] = {}
-        for other, (node, other_priority, requests) in self._nominated.items():
-            if other == key or other_priority < priority:
-                continue
-            total, count = load.get(node, ({}, 0))
-            for name, amount in requests.items():
-                total[name] = total.get(name, 0.0) + amount
-            load[node] = (total, count + 1)
-        return load
-
     def _pod_event(self, event: Event) -> bool:
         if event.type == "update" and event.old_object is not None and not _pod_updated(event.old_object, event.object):
             return False  # a status write (ours included) does not requeue a pending pod
@@ -267,7 +252,7 @@ class Scheduler:
             return None
         wanted = pod_requests(pod)
         nodes = sorted(self.nodes.cache.list(), key=lambda n: str(n["metadata"]["name"]))
-        unusable = self._claims_unusable(pod)
+        unusable = claims_unusable(pod, self.claims.cache, self.classes.cache)
         if unusable is not None:
             message = f"0/{len(nodes)} nodes are available: {unusable}." if nodes else unusable
             if nodes:
@@ -275,7 +260,7 @@ class Scheduler:
                             " helpful for scheduling.")
             await self._mark_unschedulable(pod, message)
             return Result(requeue_after=self.unschedulable_retry)
-        volumes = self._pod_volumes(pod)
+        volumes = pod_volumes(pod, self.claims.cache, self.classes.cache, self.volumes.cache)
         # FindMatchingVolume looks at every volume: unbound ones in phase Available (volume_matches_claim)
         # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
         # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
@@ -287,10 +272,10 @@ class Scheduler:
         statuses: dict[str, list[str]] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
-        nominated_load = self._nominated_load(key, pod_priority(pod))
+        nominated_load = self.preemption.nominated_load(key, pod_priority(pod))
         for node in nodes:
             name = str(node["metadata"]["name"])
-            usage, count = self._usage_with(name, nominated_load, frozenset())
+            usage, count = self.preemption.usage_with(name, nominated_load)
             failures = fit_failures(pod, node, usage, count, wanted)
             if not failures:
                 volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
@@ -307,14 +292,15 @@ class Scheduler:
             if not failures:
                 feasible.append(node)
         if not feasible:
-            await self._post_filter(pod, key, nodes, reasons, statuses, wanted,
-                                    checks_pods=not (spread.skipped and interpod.skipped))
+            message, nominate = await self.preemption.post_filter(
+                pod, nodes, reasons, statuses, wanted, checks_pods=not (spread.skipped and interpod.skipped))
+            await self._mark_unschedulable(pod, message, nominate=nominate)
             return Result(requeue_after=self.unschedulable_retry)
         nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         # evaluateNominatedNode: a pod whose nominated node passes the filters goes there.
         node_name = nominated if nominated in {n["metadata"]["name"] for n in feasible} else (
             self.scorer.best(pod, feasible, wanted, nodes, interpod))
-        self._nominated.pop(key, None)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
+        self.preemption.forget(key)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
         self.placed.place(key, node_name, pod)
@@ -345,132 +331,7 @@ class Scheduler:
         self._event(pod, "Normal", "Scheduled", f"Successfully assigned {namespace}/{name} to {node_name}")
         return None
 
-    # -- preemption (PostFilter DefaultPreemption, :mod:`._scheduler_preemption`) ---------------------------
-
-    def _usage_with(self, node: str, nominated_load: Mapping[str, tuple[dict[str, float], int]],
-                    removed: frozenset[_Key]) -> tuple[dict[str, float], int]:
-        """What ``node`` has committed, plus nominated pods, minus the ``removed`` pods placed there."""
-        usage = dict(self._usage.get(node, {}))
-        count = self._count.get(node, 0)
-        extra, extra_count = nominated_load.get(node, ({}, 0))
-        for name, amount in extra.items():
-            usage[name] = usage.get(name, 0.0) + amount
-        count += extra_count
-        for key in removed:
-            entry = self._held.get(key) or self._assumed.get(key)
-            if entry is not None and entry[0] == node:
-                for name, amount in entry[1].items():
-                    usage[name] = usage.get(name, 0.0) - amount
-                count -= 1
-        return usage, count
-
-    def _fails_without(self, pod: Mapping[str, Any], node: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
-                       wanted: Mapping[str, float], removed: frozenset[_Key], *, checks_pods: bool) -> list[str]:
-        """``RunFilterPluginsWithNominatedPods`` on ``node`` with ``removed`` gone: the failing filter's reasons."""
-        name = str(node["metadata"]["name"])
-        usage, count = self._usage_with(name, self._nominated_load(_key(pod), pod_priority(pod)), removed)
-        failures = fit_failures(pod, node, usage, count, wanted)
-        if failures or not checks_pods:
-            return failures
-        placed = self.placed.without(removed)
-        spread = TopologySpread(pod, nodes, placed.count_matching)
-        failure = None if spread.skipped else spread.filter(node)
-        if failure is None:
-            interpod = InterPodAffinity(pod, nodes, placed, self._namespace_labels)
-            failure = None if interpod.skipped else interpod.filter(node)
-        return [failure] if failure else []
-
-    async def _post_filter(self, pod: dict[str, Any], key: _Key, nodes: Sequence[Mapping[str, Any]],
-                           reasons: Mapping[str, int], statuses: Mapping[str, list[str]],
-                           wanted: Mapping[str, float], *, checks_pods: bool) -> None:
-        """DefaultPreemption's ``Preempt``, then the pod's condition (``handleSchedulingFailure``)."""
-        fit = fit_error(len(nodes), reasons)
-        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
-        refusal = eligible_to_preempt(pod, self.placed.on(nominated) if nominated else (),
-                                      nominated_unresolvable=bool(statuses.get(nominated))
-                                      and not preemption_might_help(statuses[nominated]))
-        if refusal is not None:  # the nomination is kept
-            await self._mark_unschedulable(pod, f"{fit} preemption: {refusal}")
-            return
-        potential = [n for n in nodes if preemption_might_help(statuses.get(str(n["metadata"]["name"])) or ())]
-        pdbs = self.pdbs.cache.list() if potential else []
-        limit = candidate_count(len(potential))
-        clean: dict[str, Victims] = {}
-        violating: dict[str, Victims] = {}
-        outcome: dict[str, int] = {NOT_HELPFUL: len(nodes) - len(potential)}
-        for node in potential:  # DryRunPreemption, from offset 0
-            name = str(node["metadata"]["name"])
-            fits = functools.partial(self._fails_without, pod, node, nodes, wanted, checks_pods=checks_pods)
-            victims, failures = select_victims(pod, name, self.placed.on(name), pdbs, fits)
-            if victims is not None:
-                (violating if victims.pdb_violations else clean)[name] = victims
-                if clean and len(clean) + len(violating) >= limit:
-                    break
-            for reason in failures:
-                outcome[reason] = outcome.get(reason, 0) + 1
-        best = pick_node({**clean, **violating})
-        if not best:  # a FitError of its own; the nomination is cleared
-            await self._mark_unschedulable(pod, f"{fit} preemption: {fit_error(len(nodes), outcome)}", nominate="")
-            return
-        await self._preempt(pod, key, best, (clean.get(best) or violating[best]).pods)
-        await self._mark_unschedulable(pod, fit, nominate=best)
-
-    async def _preempt(self, pod: Mapping[str, Any], key: _Key, node: str, victims: tuple[Mapping[str, Any], ...]) -> None:
-        """``prepareCandidate``: mark and delete each victim, record ``Preempted``, nominate the pod, and
-        clear the nomination of lower-priority pods nominated to ``node``."""
-        scheduler = str((pod.get("spec") or {}).get("schedulerName") or self.scheduler_name)
-        now = format_time(self.clock.now())
-        meta = pod.get("metadata") or {}
-        related = {"apiVersion": "v1", "kind": "Pod", "namespace": meta.get("namespace"), "name": meta.get("name"),
-                   "uid": meta.get("uid")}
-        for victim in victims:
-            victim_ns, victim_name = _key(victim)
-            conditions = disruption_condition(victim, scheduler, now)
-            try:
-                if conditions is not None:
-                    await self.client.patch(PODS, victim_name, {"status": {"conditions": conditions}},
-                                            namespace=victim_ns, subresource="status")
-                await self.client.delete(PODS, victim_name, namespace=victim_ns)
-            except NotFound:
-                continue
-            log.info("%s/%s preempted %s/%s on %s", *key, victim_ns, victim_name, node)
-            self.events.emit(victim, "Normal", "Preempted", f"Preempted by pod {meta.get('uid')} on node {node}",
-                             api_version="v1", kind="Pod", action="Preempting", related=related)
-        priority = pod_priority(pod)
-        self._nominated[key] = (node, priority, pod_requests(pod))
-        for other, (other_node, other_priority, _requests) in list(self._nominated.items()):
-            if other_node != node or other_priority >= priority:
-                continue
-            self._nominated.pop(other, None)
-            try:
-                await self.client.patch(PODS, other[1], {"status": {"nominatedNodeName": None}},
-                                        namespace=other[0], subresource="status")
-            except NotFound:
-                pass
-
     # -- volume binding -------------------------------------------------------------------------------
-
-    def _pod_volumes(self, pod: Mapping[str, Any]) -> PodVolumes:
-        """The pod's bound claims' volumes and its unbound delayed-binding claims (PreFilter passed)."""
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        bound: list[dict[str, Any]] = []
-        delayed: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
-            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-            claim = self.claims.cache.get_by_name(str(name), namespace) if name else None
-            if claim is None:
-                continue
-            volume_name = (claim.get("spec") or {}).get("volumeName")
-            if volume_name:
-                pv = self.volumes.cache.get_by_name(str(volume_name))
-                if pv is not None:
-                    bound.append(pv)
-                continue
-            class_name = (claim.get("spec") or {}).get("storageClassName")
-            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
-            if is_delayed_binding(storage_class):
-                delayed.append((claim, storage_class))
-        return PodVolumes(tuple(bound), tuple(delayed))
 
     async def _prebind(self, chosen: Bindings, node_name: str) -> None:
         """``BindPodVolumes``' API updates: pre-bind matched volumes, annotate claims to provision."""
@@ -509,28 +370,6 @@ class Scheduler:
         await self._mark_unschedulable(dict(pod), 'running PreBind plugin "VolumeBinding": binding volumes: context '
                                        "deadline exceeded", reason="SchedulerError")
         return Result(requeue_after=1.0)  # the scheduling queue's initial pod backoff
-
-    def _claims_unusable(self, pod: Mapping[str, Any]) -> str | None:
-        """VolumeBinding PreFilter: why the pod's claims keep it off every node, or None."""
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        unbound_immediate = False
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
-            source = volume.get("persistentVolumeClaim") or {}
-            name = source.get("claimName")
-            if not name:
-                continue
-            claim = self.claims.cache.get_by_name(str(name), namespace)
-            if claim is None:
-                return f'persistentvolumeclaim "{name}" not found'
-            if (claim.get("metadata") or {}).get("deletionTimestamp"):
-                return f'persistentvolumeclaim "{name}" is being deleted'
-            if (claim.get("spec") or {}).get("volumeName"):
-                continue
-            class_name = (claim.get("spec") or {}).get("storageClassName")
-            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
-            if storage_class is None or storage_class.get("volumeBindingMode", "Immediate") == "Immediate":
-                unbound_immediate = True
-        return "pod has unbound immediate PersistentVolumeClaims" if unbound_immediate else None
 
     def _unassume(self, key: _Key) -> None:
         entry = self._assumed.pop(key, None)
