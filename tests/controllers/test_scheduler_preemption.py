@@ -231,3 +231,33 @@ async def test_a_nominated_pod_keeps_the_room_freed_for_it(tmp_path: Path) -> No
         assert await bound(world, "urgent", step=1.0) == NODE1
         assert not (await world.get(PODS, "small"))["spec"].get("nodeName")
         assert (await world.get(NODES, NODE1))["metadata"]["name"] == NODE1
+
+
+async def test_victims_that_would_not_free_enough_are_not_evicted(tmp_path: Path) -> None:
+    async with open_world(tmp_path, options()) as world:
+        await priority_classes(world)
+        await world.create(PODS, pod("low", cpu="500m", **priority("low"), **on(NODE1)))
+        await world.create(PODS, pod("pinned-1", cpu="1", **priority("critical"), **on(NODE1)))
+        await world.create(PODS, pod("pinned-2", cpu="1500m", **priority("critical"), **on(NODE2)))
+        await running(world, "low", "pinned-1", "pinned-2")
+        await world.create(PODS, pod("urgent", cpu="1600m", **priority("high")))
+        # Node 1 without its lower-priority pod still lacks cpu (SelectVictimsOnNode returns the
+        # filter's status); node 2 has nothing of lower priority.
+        waiting = await scheduled_message(world, "urgent", (
+            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 1 Insufficient cpu, "
+            "1 No preemption victims found for incoming pod."))
+        assert "nominatedNodeName" not in waiting["status"]
+        assert not (await world.get(PODS, "low"))["metadata"].get("deletionTimestamp")
+
+
+async def test_a_prefilter_failure_gives_the_never_policy_sentence(tmp_path: Path) -> None:
+    async with open_world(tmp_path, options(nodes=1)) as world:
+        await priority_classes(world)
+        volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}]
+        await world.create(PODS, pod("polite", volumes=volumes, **priority("high-never")))
+        await world.create(PODS, pod("eager", volumes=volumes, **priority("high")))
+        await scheduled_message(world, "polite", '0/1 nodes are available: persistentvolumeclaim "missing" not found. '
+                                                 "preemption: not eligible due to preemptionPolicy=Never.")
+        await scheduled_message(world, "eager", '0/1 nodes are available: persistentvolumeclaim "missing" not found. '
+                                                "preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+                                                "scheduling.")

@@ -152,15 +152,20 @@ def test_eligibility() -> None:
     nominated["status"]["nominatedNodeName"] = "node1"
     terminating = p("victim", LOW, meta={"deletionTimestamp": "2024-01-01T00:00:00Z"})
     assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=False) is None  # not preempted
-    terminating["status"]["conditions"] = disruption_condition(terminating, "default-scheduler", "t")
+    terminating["status"]["conditions"] = [disruption_condition(terminating, "default-scheduler", "t")]
     assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=False) == TERMINATING_ON_NOMINATED
     assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=True) is None
 
 
 def test_disruption_condition_and_candidate_count() -> None:
-    conditions = disruption_condition(p("v", LOW), "default-scheduler", "2024-01-01T00:00:00Z")
-    assert conditions == [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                           "message": "default-scheduler: preempting to accommodate a higher priority pod",
-                           "lastProbeTime": None, "lastTransitionTime": "2024-01-01T00:00:00Z"}]
-    assert disruption_condition({"status": {"conditions": conditions}}, "default-scheduler", "later") is None
+    condition = disruption_condition(p("v", LOW), "default-scheduler", "2024-01-01T00:00:00Z")
+    assert condition == {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                         "message": "default-scheduler: preempting to accommodate a higher priority pod",
+                         "lastProbeTime": None, "lastTransitionTime": "2024-01-01T00:00:00Z"}
+    assert disruption_condition({"status": {"conditions": [condition]}}, "default-scheduler", "later") is None
+    evicted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": "t0"}
+    # Already True for another reason: the reason and message change, the transition time stays.
+    assert disruption_condition({"status": {"conditions": [evicted]}}, "default-scheduler", "later") == {
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+        "message": "default-scheduler: preempting to accommodate a higher priority pod", "lastTransitionTime": "t0"}
     assert [candidate_count(n) for n in (3, 100, 500, 2000)] == [3, 100, 100, 200]

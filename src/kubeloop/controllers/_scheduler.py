@@ -71,7 +71,7 @@ from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
 from kubeloop.controllers._scheduler_fit import fit_failures
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
 from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
-from kubeloop.controllers._scheduler_preemption import pod_priority
+from kubeloop.controllers._scheduler_preemption import eligible_to_preempt, pod_priority
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PDBS,
@@ -255,10 +255,13 @@ class Scheduler:
         unusable = claims_unusable(pod, self.claims.cache, self.classes.cache)
         if unusable is not None:
             message = f"0/{len(nodes)} nodes are available: {unusable}." if nodes else unusable
+            # PreFilter failed: every node is UnschedulableAndUnresolvable, so preemption says why it
+            # does not run, or that it cannot help (and clears the pod's nomination).
+            refusal = eligible_to_preempt(pod, (), nominated_unresolvable=True)
             if nodes:
-                message += (f" preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not"
-                            " helpful for scheduling.")
-            await self._mark_unschedulable(pod, message)
+                message += " preemption: " + (refusal or f"0/{len(nodes)} nodes are available: {len(nodes)} "
+                                                         "Preemption is not helpful for scheduling.")
+            await self._mark_unschedulable(pod, message, nominate=None if refusal or not nodes else "")
             return Result(requeue_after=self.unschedulable_retry)
         volumes = pod_volumes(pod, self.claims.cache, self.classes.cache, self.volumes.cache)
         # FindMatchingVolume looks at every volume: unbound ones in phase Available (volume_matches_claim)

@@ -179,11 +179,11 @@ class DefaultPreemption:
                    "uid": meta.get("uid")}
         for victim in victims:
             victim_ns, victim_name = key_of(victim)
-            conditions = disruption_condition(victim, scheduler, now)
+            condition = disruption_condition(victim, scheduler, now)
             try:
-                if conditions is not None:
-                    await self.client.patch(PODS, victim_name, {"status": {"conditions": conditions}},
-                                            namespace=victim_ns, subresource="status")
+                if condition is not None:  # a strategic merge: conditions merge by type (util.PatchPodStatus)
+                    await self.client.patch(PODS, victim_name, {"status": {"conditions": [condition]}},
+                                            namespace=victim_ns, subresource="status", patch_type="strategic")
                 await self.client.delete(PODS, victim_name, namespace=victim_ns)
             except NotFound:
                 continue

@@ -208,20 +208,17 @@ def pick_node(candidates: Mapping[str, Victims]) -> str:
     return remaining[0] if remaining else ""
 
 
-def disruption_condition(victim: Mapping[str, Any], scheduler_name: str, now: str) -> list[dict[str, Any]] | None:
-    """The victim's conditions with ``DisruptionTarget`` True, reason PreemptionByScheduler
-    (``apipod.UpdatePodCondition``: the transition time moves only when the status does); None when
-    it already says so."""
+def disruption_condition(victim: Mapping[str, Any], scheduler_name: str, now: str) -> dict[str, Any] | None:
+    """The ``DisruptionTarget`` condition to merge into the victim's status (True, reason
+    PreemptionByScheduler), or None when it already says so (``apipod.UpdatePodCondition``: the
+    transition time moves only when the status does)."""
     wanted = {"type": "DisruptionTarget", "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
               "message": f"{scheduler_name}: preempting to accommodate a higher priority pod"}
-    conditions = [dict(c) for c in (victim.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
-    for condition in conditions:
-        if condition.get("type") == "DisruptionTarget":
+    for condition in (victim.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
             if all(condition.get(k) == v for k, v in wanted.items()):
                 return None
-            if condition.get("status") != "True":
-                condition["lastTransitionTime"] = now
-            condition.update(wanted)
-            return conditions
-    conditions.append({**wanted, "lastProbeTime": None, "lastTransitionTime": now})
-    return conditions
+            if condition.get("status") == "True":
+                return {**wanted, "lastTransitionTime": condition.get("lastTransitionTime")}
+            break
+    return {**wanted, "lastProbeTime": None, "lastTransitionTime": now}
