@@ -155,6 +155,8 @@ def test_eligibility() -> None:
     terminating["status"]["conditions"] = [disruption_condition(terminating, "default-scheduler", "t")]
     assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=False) == TERMINATING_ON_NOMINATED
     assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=True) is None
+    terminating["status"]["conditions"][0]["status"] = "False"  # podTerminatingByPreemption wants it True
+    assert eligible_to_preempt(nominated, [terminating], nominated_unresolvable=False) is None
 
 
 def test_disruption_condition_and_candidate_count() -> None:

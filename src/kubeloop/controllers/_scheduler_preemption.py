@@ -90,8 +90,10 @@ def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
     """``podTerminatingByPreemption``: being deleted with DisruptionTarget reason PreemptionByScheduler."""
     if not _meta(pod).get("deletionTimestamp"):
         return False
-    return any(c.get("type") == "DisruptionTarget" and c.get("reason") == PREEMPTION_BY_SCHEDULER
-               for c in (pod.get("status") or {}).get("conditions") or () if isinstance(c, Mapping))
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":  # the first one decides
+            return condition.get("status") == "True" and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+    return False
 
 
 def eligible_to_preempt(pod: Mapping[str, Any], nominated_pods: Iterable[Mapping[str, Any]],
