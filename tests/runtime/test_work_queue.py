@@ -33,6 +33,16 @@ async def test_keys_are_handed_out_in_fifo_order() -> None:
     assert [await q.get() for _ in range(5)] == [0, 1, 2, 3, 4]
 
 
+async def test_an_order_hands_out_the_lowest_key_first_and_fifo_among_equals() -> None:
+    # The scheduler's activeQ: -priority as the order, arrival among equal priorities.
+    priority = {"low-1": 0, "high-1": 10, "low-2": 0, "high-2": 10, "mid": 5}
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q.order = lambda key: -priority[key]
+    for key in priority:
+        q.add(key)
+    assert [await q.get() for _ in priority] == ["high-1", "high-2", "mid", "low-1", "low-2"]
+
+
 async def test_a_key_being_processed_is_not_handed_to_a_second_worker() -> None:
     q: WorkQueue[str] = WorkQueue(clock=FakeClock())
     q.add("a")

@@ -56,6 +56,7 @@ class _Pending:
     event_type: Severity
     reason: str
     message: str
+    extra: Mapping[str, Any]  # fields beyond event_body's: ``action``, ``related``
 
 
 @dataclass(slots=True)
@@ -92,8 +93,9 @@ class EventSink:
         self._wakeup = asyncio.Event()
 
     def emit(self, obj: Mapping[str, Any], event_type: Severity, reason: str, message: str, *,
-             api_version: str, kind: str) -> None:  # fmt: skip
-        """Queue an Event about ``obj`` (``api_version``/``kind`` name it: cached objects may lack them)."""
+             api_version: str, kind: str, action: str = "", related: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+        """Queue an Event about ``obj`` (``api_version``/``kind`` name it: cached objects may lack them);
+        ``action`` and ``related`` (an object reference) as the events/v1 recorder sets them."""
         if len(self._queue) >= self.max_queued:
             self.dropped += 1
             return
@@ -101,7 +103,10 @@ class EventSink:
         involved = {"apiVersion": api_version, "kind": kind, "metadata": meta}
         key = (self.component, api_version, kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
                str(meta.get("uid") or ""), event_type, reason, message)  # fmt: skip
-        self._queue.append(_Pending(key, involved, event_type, reason, message))
+        extra: dict[str, Any] = {"action": action} if action else {}
+        if related is not None:
+            extra["related"] = dict(related)
+        self._queue.append(_Pending(key, involved, event_type, reason, message, extra))
         self._wakeup.set()
 
     @property
@@ -150,6 +155,7 @@ class EventSink:
         if body is None:
             log.warning("event %s/%s not recorded: the object has no name", item.reason, item.message)
             return None
+        body.update(item.extra)
         namespace, name = body["metadata"]["namespace"], body["involvedObject"]["name"]
         try:
             return await self.client.create(EVENTS, body, namespace=namespace)

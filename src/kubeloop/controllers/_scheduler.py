@@ -31,13 +31,21 @@ pod, held on that node meanwhile, is bound once every claim is Bound; after ``bi
 context deadline exceeded" (and that FailedScheduling Event) and is scheduled afresh a second later.
 
 A pod that fits nowhere gets ``PodScheduled`` False, reason ``Unschedulable``, with upstream's
-message (written only when it changes): the filters' reasons, then the preemption sentence for each
-node (kubeloop's pods share one priority, so preemption never finds a victim: ``No preemption victims
-found for incoming pod`` where a filter answered Unschedulable, ``Preemption is not helpful for
-scheduling`` where it answered UnschedulableAndUnresolvable). It is tried again when nodes change,
-capacity is freed (a bound pod deleted or finished), or, for a pod with pod affinity or spread
-constraints, when a pod is first seen bound or relabelled; and otherwise every ``unschedulable_retry``
-seconds (5 minutes, ``podMaxInUnschedulablePodsDuration``).
+message (written only when it changes): the filters' reasons, then DefaultPreemption's result
+(:mod:`._scheduler_preemption`): unless its ``preemptionPolicy`` is ``Never`` (or a victim it preempted
+still terminates on its nominated node), lower-priority pods on the nodes whose failure is resolvable
+are dry-run removed, victims chosen per node and a node picked as upstream; the victims get
+``DisruptionTarget`` and a graceful delete, the pod ``status.nominatedNodeName`` and the filters'
+message alone. Otherwise the message ends with ``preemption:`` and why (``0/N nodes are available:
+... No preemption victims found for incoming pod`` / ``Preemption is not helpful for scheduling`` /
+a filter's reason per node, or the eligibility sentence). A nominated pod's requests count on its
+node for pods of lower or equal priority (``addNominatedPods``), and it goes to that node when it
+fits there. Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
+upstream's activeQ); an update of a pending pod that changes only its status does not requeue it
+(``isPodUpdated``). It is tried again when nodes change, capacity is freed (a bound pod deleted or
+finished), or, for a pod with pod affinity or spread constraints, when a pod is first seen bound or
+relabelled; and otherwise every ``unschedulable_retry`` seconds (5 minutes,
+``podMaxInUnschedulablePodsDuration``).
 
 Events, from component ``<scheduler name>`` (``default-scheduler``): ``Scheduled`` "Successfully
 assigned ns/pod to node" after a binding, Warning ``FailedScheduling`` with the unschedulable message
@@ -60,14 +68,13 @@ from kubeloop.api import (
 )
 from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
-from kubeloop.controllers._scheduler_fit import (
-    fit_failures,
-    preemption_might_help,
-    unschedulable_message,
-)
+from kubeloop.controllers._scheduler_fit import fit_failures
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
+from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
+from kubeloop.controllers._scheduler_preemption import eligible_to_preempt, pod_priority
 from kubeloop.controllers._scheduler_resources import (
     NODES,
+    PDBS,
     PODS,
     PVCS,
     PVS,
@@ -77,8 +84,8 @@ from kubeloop.controllers._scheduler_resources import (
 )
 from kubeloop.controllers._scheduler_score import NodeScorer
 from kubeloop.controllers._scheduler_spread import TopologySpread
-from kubeloop.controllers._scheduler_volumes import Bindings, PodVolumes, find_pod_volumes
-from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE, is_delayed_binding
+from kubeloop.controllers._scheduler_volumes import Bindings, claims_unusable, find_pod_volumes, pod_volumes
+from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -126,6 +133,7 @@ class Scheduler:
         self.classes = manager.informer(STORAGE_CLASSES)
         self.volumes = manager.informer(PVS)
         self.namespaces = manager.informer(NAMESPACES)
+        self.pdbs = manager.informer(PDBS)
         self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
         self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
@@ -137,12 +145,18 @@ class Scheduler:
         self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
+        self.preemption = DefaultPreemption(
+            client=self.client, clock=self.clock, events=self.events, scheduler_name=scheduler_name,
+            pdbs=self.pdbs.cache.list, placed=self.placed, usage=self._usage, counts=self._count, held=self._held,
+            assumed=self._assumed, namespace_labels=self._namespace_labels)
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
             .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
             .watches(PVCS, EnqueueMapped(self._waiting_in_namespace))
             .watches(PVS, EnqueueMapped(lambda _pv: self._waiting())).build(self)
         )
+        # activeQ order (PrioritySort's QueueSort): higher spec.priority first, then arrival.
+        self.controller.queue.order = self._queue_order
         self.pods.add_handler(self._observe, lambda old, new: self._observe(new), self._forget)
 
     # -- the scheduler cache ------------------------------------------------------------------------
@@ -175,6 +189,7 @@ class Scheduler:
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
+        self.preemption.observe(key, pod, _wants_scheduling(pod, self.scheduler_name))
         if _wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
             if _waits_for_other_pods(pod):
@@ -196,6 +211,7 @@ class Scheduler:
         self._spread_waiting.discard(key)
         self.placed.remove(key)
         self._prebound.pop(key, None)
+        self.preemption.forget(key)
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
@@ -214,7 +230,13 @@ class Scheduler:
             for request in self._waiting():
                 self.controller.enqueue(request)
 
+    def _queue_order(self, request: Request) -> int:
+        pod = self.pods.cache.get_by_name(request.name, request.namespace)
+        return -pod_priority(pod) if pod is not None else 0
+
     def _pod_event(self, event: Event) -> bool:
+        if event.type == "update" and event.old_object is not None and not _pod_updated(event.old_object, event.object):
+            return False  # a status write (ours included) does not requeue a pending pod
         return _wants_scheduling(event.object, self.scheduler_name)
 
     # -- scheduling -----------------------------------------------------------------------------------
@@ -230,15 +252,18 @@ class Scheduler:
             return None
         wanted = pod_requests(pod)
         nodes = sorted(self.nodes.cache.list(), key=lambda n: str(n["metadata"]["name"]))
-        unusable = self._claims_unusable(pod)
+        unusable = claims_unusable(pod, self.claims.cache, self.classes.cache)
         if unusable is not None:
             message = f"0/{len(nodes)} nodes are available: {unusable}." if nodes else unusable
+            # PreFilter failed: every node is UnschedulableAndUnresolvable, so preemption says why it
+            # does not run, or that it cannot help (and clears the pod's nomination).
+            refusal = eligible_to_preempt(pod, (), nominated_unresolvable=True)
             if nodes:
-                message += (f" preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not"
-                            " helpful for scheduling.")
-            await self._mark_unschedulable(pod, message)
+                message += " preemption: " + (refusal or f"0/{len(nodes)} nodes are available: {len(nodes)} "
+                                                         "Preemption is not helpful for scheduling.")
+            await self._mark_unschedulable(pod, message, nominate=None if refusal or not nodes else "")
             return Result(requeue_after=self.unschedulable_retry)
-        volumes = self._pod_volumes(pod)
+        volumes = pod_volumes(pod, self.claims.cache, self.classes.cache, self.volumes.cache)
         # FindMatchingVolume looks at every volume: unbound ones in phase Available (volume_matches_claim)
         # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
         # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
@@ -247,12 +272,14 @@ class Scheduler:
         spread = TopologySpread(pod, nodes, self.placed.count_matching)
         interpod = InterPodAffinity(pod, nodes, self.placed, self._namespace_labels)
         reasons: dict[str, int] = {}
-        resolvable = 0
+        statuses: dict[str, list[str]] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
+        nominated_load = self.preemption.nominated_load(key, pod_priority(pod))
         for node in nodes:
             name = str(node["metadata"]["name"])
-            failures = fit_failures(pod, node, self._usage.get(name, {}), self._count.get(name, 0), wanted)
+            usage, count = self.preemption.usage_with(name, nominated_load)
+            failures = fit_failures(pod, node, usage, count, wanted)
             if not failures:
                 volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
                 failures = [volume_failure] if volume_failure else []
@@ -264,14 +291,19 @@ class Scheduler:
                 failures = [r for r in (interpod.filter(node),) if r]
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
+            statuses[name] = failures
             if not failures:
                 feasible.append(node)
-            elif preemption_might_help(failures):
-                resolvable += 1
         if not feasible:
-            await self._mark_unschedulable(pod, unschedulable_message(len(nodes), reasons, resolvable))
+            message, nominate = await self.preemption.post_filter(
+                pod, nodes, reasons, statuses, wanted, checks_pods=not (spread.skipped and interpod.skipped))
+            await self._mark_unschedulable(pod, message, nominate=nominate)
             return Result(requeue_after=self.unschedulable_retry)
-        node_name = self.scorer.best(pod, feasible, wanted, nodes, interpod)
+        nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+        # evaluateNominatedNode: a pod whose nominated node passes the filters goes there.
+        node_name = nominated if nominated in {n["metadata"]["name"] for n in feasible} else (
+            self.scorer.best(pod, feasible, wanted, nodes, interpod))
+        self.preemption.forget(key)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
         self._assumed[key] = (node_name, wanted)
         self._add(node_name, wanted, +1)
         self.placed.place(key, node_name, pod)
@@ -303,28 +335,6 @@ class Scheduler:
         return None
 
     # -- volume binding -------------------------------------------------------------------------------
-
-    def _pod_volumes(self, pod: Mapping[str, Any]) -> PodVolumes:
-        """The pod's bound claims' volumes and its unbound delayed-binding claims (PreFilter passed)."""
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        bound: list[dict[str, Any]] = []
-        delayed: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
-            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-            claim = self.claims.cache.get_by_name(str(name), namespace) if name else None
-            if claim is None:
-                continue
-            volume_name = (claim.get("spec") or {}).get("volumeName")
-            if volume_name:
-                pv = self.volumes.cache.get_by_name(str(volume_name))
-                if pv is not None:
-                    bound.append(pv)
-                continue
-            class_name = (claim.get("spec") or {}).get("storageClassName")
-            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
-            if is_delayed_binding(storage_class):
-                delayed.append((claim, storage_class))
-        return PodVolumes(tuple(bound), tuple(delayed))
 
     async def _prebind(self, chosen: Bindings, node_name: str) -> None:
         """``BindPodVolumes``' API updates: pre-bind matched volumes, annotate claims to provision."""
@@ -364,28 +374,6 @@ class Scheduler:
                                        "deadline exceeded", reason="SchedulerError")
         return Result(requeue_after=1.0)  # the scheduling queue's initial pod backoff
 
-    def _claims_unusable(self, pod: Mapping[str, Any]) -> str | None:
-        """VolumeBinding PreFilter: why the pod's claims keep it off every node, or None."""
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        unbound_immediate = False
-        for volume in (pod.get("spec") or {}).get("volumes") or ():
-            source = volume.get("persistentVolumeClaim") or {}
-            name = source.get("claimName")
-            if not name:
-                continue
-            claim = self.claims.cache.get_by_name(str(name), namespace)
-            if claim is None:
-                return f'persistentvolumeclaim "{name}" not found'
-            if (claim.get("metadata") or {}).get("deletionTimestamp"):
-                return f'persistentvolumeclaim "{name}" is being deleted'
-            if (claim.get("spec") or {}).get("volumeName"):
-                continue
-            class_name = (claim.get("spec") or {}).get("storageClassName")
-            storage_class = self.classes.cache.get_by_name(str(class_name), None) if class_name else None
-            if storage_class is None or storage_class.get("volumeBindingMode", "Immediate") == "Immediate":
-                unbound_immediate = True
-        return "pod has unbound immediate PersistentVolumeClaims" if unbound_immediate else None
-
     def _unassume(self, key: _Key) -> None:
         entry = self._assumed.pop(key, None)
         if entry is not None:
@@ -397,8 +385,15 @@ class Scheduler:
         obj = self.namespaces.cache.get_by_name(namespace, None)
         return None if obj is None else ((obj.get("metadata") or {}).get("labels") or {})
 
-    async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable") -> None:
+    async def _mark_unschedulable(self, pod: dict[str, Any], message: str, *, reason: str = "Unschedulable",
+                                  nominate: str | None = None) -> None:
+        """Write ``PodScheduled`` False; ``nominate`` (when not None) sets ``status.nominatedNodeName``,
+        '' clears it."""
         status = copy_json(pod.get("status") or {})
+        if nominate:
+            status["nominatedNodeName"] = nominate
+        elif nominate == "":
+            status.pop("nominatedNodeName", None)
         conditions = status.setdefault("conditions", [])
         now = format_time(self.clock.now())
         for condition in conditions:
@@ -427,6 +422,16 @@ def _waits_for_other_pods(pod: Mapping[str, Any]) -> bool:
     """A pod whose filters need other pods present: required pod affinity, or spread constraints."""
     spec = pod.get("spec") or {}
     return bool(spec.get("topologySpreadConstraints") or has_pod_affinity(pod))
+
+
+def _pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The scheduling queue's ``isPodUpdated``: a change beyond status, resourceVersion, generation,
+    managedFields and finalizers."""
+    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
+                if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
+        return {**{k: v for k, v in pod.items() if k != "status"}, "metadata": meta}
+    return strip(old) != strip(new)
 
 
 def _node_changed(event: Event) -> bool:

@@ -11,6 +11,7 @@ placed there with its latest object. It answers, without scanning every pod:
   label selector matches (PodTopologySpread's ``countPodsMatchSelector``), looking only at the pods
   that carry the label an exact requirement of the selector names, when it has one.
 
+:meth:`~PlacedPods.without` copies the placement minus some pods, for preemption's dry run.
 Placing a pod again replaces its previous placement; the owner (the scheduler) calls :meth:`place`
 and :meth:`remove` from its informer handlers and when it assumes or forgets a pod.
 """
@@ -65,6 +66,14 @@ class PlacedPods:
         self._by_namespace.setdefault(namespace, set()).add(key)
         for name, value in _labels(pod).items():
             self._by_label.setdefault((namespace, str(name), str(value)), set()).add(key)
+
+    def without(self, keys: frozenset[_Key] | set[_Key]) -> PlacedPods:
+        """A copy lacking ``keys`` (what preemption's filters see once victims are gone)."""
+        copy = PlacedPods()
+        for key, (node, pod) in self._where.items():
+            if key not in keys:
+                copy.place(key, node, pod)
+        return copy
 
     def remove(self, key: _Key) -> None:
         entry = self._where.pop(key, None)

@@ -7,10 +7,10 @@ component-helpers ``scheduling/corev1/nodeaffinity``: ``matchExpressions`` again
 ``matchFields`` (In/NotIn with one value) against its one selectable field, ``metadata.name``.
 :func:`preferred_affinity_score` is NodeAffinity's Score for the preferred terms, and
 :func:`taint_toleration_score` TaintToleration's for ``PreferNoSchedule`` taints.
-:func:`unschedulable_message` is ``FitError.Error()``: ``0/N nodes are available: <count> <reason>, ...``
-(reasons sorted), plus DefaultPreemption's sentence per node: :func:`preemption_might_help` tells a
-node whose filter answered Unschedulable (preemption is tried, and finds no lower-priority pod) from
-one that answered UnschedulableAndUnresolvable.
+:func:`fit_error` is ``FitError.Error()``: ``0/N nodes are available: <count> <reason>, ...``
+(reasons sorted); :func:`unschedulable_message` adds DefaultPreemption's sentence per node for a pod
+with no lower-priority pod to evict. :func:`preemption_might_help` tells a node whose filter answered
+Unschedulable (preemption is tried there) from one that answered UnschedulableAndUnresolvable.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from kubeloop.controllers._scheduler_resources import parse_quantity
 
 __all__ = [
+    "fit_error",
     "fit_failures",
     "matches_node_selector_terms",
     "matches_required_node_affinity",
@@ -225,18 +226,22 @@ def preemption_might_help(reasons: Iterable[str]) -> bool:
     return bool(listed) and all(r in _RESOLVABLE or r.startswith("Insufficient ") for r in listed)
 
 
-def unschedulable_message(total_nodes: int, reasons: Mapping[str, int], resolvable_nodes: int = 0) -> str:
-    """``FitError.Error()`` followed by DefaultPreemption's PostFilter message.
-
-    kubeloop's pods all have the same priority, so preemption finds nothing to evict: a node where it
-    might help (``resolvable_nodes`` of them) says ``No preemption victims found for incoming pod``
-    (``SelectVictimsOnNode`` with no lower-priority pod), the others ``Preemption is not helpful for
-    scheduling``; the counts are sorted as the filter reasons are."""
+def fit_error(total_nodes: int, reasons: Mapping[str, int]) -> str:
+    """``FitError.Error()`` without a PostFilter message: ``0/N nodes are available: <count> <reason>, ...``
+    (the "count reason" strings sorted)."""
     if total_nodes == 0:
         return "no nodes available to schedule pods"
-    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items() if count)
+    return f"0/{total_nodes} nodes are available: {', '.join(parts)}."
+
+
+def unschedulable_message(total_nodes: int, reasons: Mapping[str, int], resolvable_nodes: int = 0) -> str:
+    """``FitError.Error()`` followed by DefaultPreemption's PostFilter message when no node has a
+    lower-priority pod to evict: a node where preemption might help (``resolvable_nodes`` of them)
+    says ``No preemption victims found for incoming pod`` (``SelectVictimsOnNode`` with no
+    lower-priority pod), the others ``Preemption is not helpful for scheduling``."""
+    if total_nodes == 0:
+        return fit_error(0, reasons)
     preemption = {"No preemption victims found for incoming pod": resolvable_nodes,
                   "Preemption is not helpful for scheduling": total_nodes - resolvable_nodes}
-    after = sorted(f"{count} {reason}" for reason, count in preemption.items() if count)
-    return (f"0/{total_nodes} nodes are available: {', '.join(parts)}. preemption: 0/{total_nodes} nodes are "
-            f"available: {', '.join(after)}.")
+    return f"{fit_error(total_nodes, reasons)} preemption: {fit_error(total_nodes, preemption)}"

@@ -21,6 +21,10 @@ that PreFilter let through:
 :class:`Bindings` the scheduler writes in PreBind once it picked that node: each matched volume
 pre-bound to its claim (``claimRef``), each other claim annotated with the selected node, which is
 what makes the volume controller provision it.
+
+:func:`claims_unusable` is the plugin's PreFilter over the informers' caches (a claim missing, being
+deleted, or unbound with an ``Immediate`` class keeps the pod off every node), and :func:`pod_volumes`
+sorts the pod's claims into bound volumes and delayed-binding claims for :func:`find_pod_volumes`.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from typing import Any
 from kubeloop.controllers._scheduler_fit import matches_node_selector_terms
 from kubeloop.controllers._volume import (
     SELECTED_NODE,
+    is_delayed_binding,
     volume_matches_claim,
     volume_pre_bound_to,
     volume_size_key,
 )
+from kubeloop.runtime import Cache
 
 __all__ = [
     "AFFINITY_CONFLICT",
@@ -43,7 +49,9 @@ __all__ = [
     "NO_VOLUMES",
     "Bindings",
     "PodVolumes",
+    "claims_unusable",
     "find_pod_volumes",
+    "pod_volumes",
     "volume_fits_node",
 ]
 
@@ -118,3 +126,48 @@ def find_pod_volumes(volumes: PodVolumes, node: Mapping[str, Any],
         provision.append(claim)
     return None, Bindings(tuple(static), tuple(provision))
 
+
+def pod_volumes(pod: Mapping[str, Any], claims: Cache, classes: Cache, volumes: Cache) -> PodVolumes:
+    """The pod's bound claims' volumes and its unbound delayed-binding claims (PreFilter passed)."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    bound: list[dict[str, Any]] = []
+    delayed: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        claim = claims.get_by_name(str(name), namespace) if name else None
+        if claim is None:
+            continue
+        volume_name = (claim.get("spec") or {}).get("volumeName")
+        if volume_name:
+            pv = volumes.get_by_name(str(volume_name))
+            if pv is not None:
+                bound.append(pv)
+            continue
+        class_name = (claim.get("spec") or {}).get("storageClassName")
+        storage_class = classes.get_by_name(str(class_name), None) if class_name else None
+        if is_delayed_binding(storage_class):
+            delayed.append((claim, storage_class))
+    return PodVolumes(tuple(bound), tuple(delayed))
+
+
+def claims_unusable(pod: Mapping[str, Any], claims: Cache, classes: Cache) -> str | None:
+    """VolumeBinding PreFilter: why the pod's claims keep it off every node, or None."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    unbound_immediate = False
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        source = volume.get("persistentVolumeClaim") or {}
+        name = source.get("claimName")
+        if not name:
+            continue
+        claim = claims.get_by_name(str(name), namespace)
+        if claim is None:
+            return f'persistentvolumeclaim "{name}" not found'
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return f'persistentvolumeclaim "{name}" is being deleted'
+        if (claim.get("spec") or {}).get("volumeName"):
+            continue
+        class_name = (claim.get("spec") or {}).get("storageClassName")
+        storage_class = classes.get_by_name(str(class_name), None) if class_name else None
+        if storage_class is None or storage_class.get("volumeBindingMode", "Immediate") == "Immediate":
+            unbound_immediate = True
+    return "pod has unbound immediate PersistentVolumeClaims" if unbound_immediate else None

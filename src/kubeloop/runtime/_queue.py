@@ -8,7 +8,9 @@ Guarantees (client-go ``util/workqueue/queue.go``):
 - **One worker per key.** A key handed to a worker is never handed to another until ``done``.
 - **Nothing is lost while processing.** A key added while it is being processed is held back and
   queued again when ``done`` is called: any number of such adds collapse into exactly one more run.
-- **FIFO** among waiting keys.
+- **FIFO** among waiting keys, unless :attr:`WorkQueue.order` is set: then ``get`` hands out the
+  waiting key with the lowest ``order(key)`` (read when the key is queued), FIFO among equals (the
+  scheduler's activeQ, a heap by pod priority then arrival). Set it before the first ``add``.
 - **Shutdown.** ``shutdown()`` stops accepting adds; keys still waiting are still handed out, and
   ``get`` raises :class:`QueueShutDown` only once the queue is empty and shut down.
   ``shutdown_with_drain()`` also waits until every key in flight is ``done``.
@@ -22,10 +24,12 @@ Single event loop: the queue is not thread-safe and needs no locks.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 from collections import deque
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 from kubeloop.api import Clock, SystemClock
 from kubeloop.runtime._metrics import Metrics, QueueMetrics
@@ -57,7 +61,10 @@ class WorkQueue(Generic[K]):
             self._metrics = (metrics if metrics is not None else Metrics()).queue(name)
         self._metrics.track_in_flight(self._unfinished_seconds, self._longest_running_seconds)
         self.max_depth = max_depth
+        self.order: Callable[[K], Any] | None = None  # lowest first; None: FIFO
         self._queue: deque[K] = deque()
+        self._ordered: list[tuple[Any, int, K]] = []  # with an order: (order, arrival, key)
+        self._arrival = itertools.count()
         self._dirty: set[K] = set()
         self._processing: dict[K, float] = {}  # key -> monotonic time it was handed out
         self._added_at: dict[K, float] = {}
@@ -78,14 +85,14 @@ class WorkQueue(Generic[K]):
         self._check_depth()
         if key in self._processing:
             return  # deferred: done() queues it again
-        self._queue.append(key)
+        self._push(key)
         self._wake_one()
 
     # -- workers -----------------------------------------------------------------------------
 
     async def get(self) -> K:
         """The next key to process; the caller owns it until :meth:`done`."""
-        while not self._queue:
+        while not self._ready():
             if self._shutting_down:
                 raise QueueShutDown(self.name)
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -95,10 +102,10 @@ class WorkQueue(Generic[K]):
             except asyncio.CancelledError:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
-                elif self._queue:
+                elif self._ready():
                     self._wake_one()  # we were woken for an item we will not take: pass it on
                 raise
-        key = self._queue.popleft()
+        key = self._pop()
         now = self._clock.monotonic()
         self._metrics.got(now - self._added_at.pop(key, now))
         self._processing[key] = now
@@ -111,7 +118,7 @@ class WorkQueue(Generic[K]):
         if started is not None:
             self._metrics.done(self._clock.monotonic() - started)
         if key in self._dirty:
-            self._queue.append(key)
+            self._push(key)
             self._wake_one()
         if self._drained is not None and not self._processing:
             self._drained.set()
@@ -139,7 +146,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys ready to be handed out (excludes keys deferred behind their own processing)."""
-        return len(self._queue)
+        return self._ready()
 
     @property
     def depth(self) -> int:
@@ -159,6 +166,18 @@ class WorkQueue(Generic[K]):
         return not self._dirty and not self._processing
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _push(self, key: K) -> None:
+        if self.order is None:
+            self._queue.append(key)
+        else:
+            heapq.heappush(self._ordered, (self.order(key), next(self._arrival), key))
+
+    def _pop(self) -> K:
+        return heapq.heappop(self._ordered)[2] if self._ordered else self._queue.popleft()
+
+    def _ready(self) -> int:
+        return len(self._queue) + len(self._ordered)
 
     def _wake_one(self) -> None:
         while self._waiters:
