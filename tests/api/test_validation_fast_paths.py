@@ -197,3 +197,23 @@ def test_common_names_take_the_plain_name_test() -> None:
         assert v._plain_label(name)
     for name in ("", "-a", "a-", "A", "a.b", "a_b", "é", "123", "a b"):
         assert not v._plain_label(name)  # the pattern decides ("123" and "a.b" are valid, the others not)
+
+
+_OTHER_META = st.fixed_dictionaries(
+    {"name": _TEXT},
+    optional={"namespace": _TEXT, "uid": _TEXT, "creationTimestamp": _TEXT, "generateName": _TEXT,
+              "generation": st.integers(-2, 2) | _SCALAR, "labels": st.dictionaries(_TEXT, _TEXT, max_size=2),
+              "annotations": st.dictionaries(_TEXT, _TEXT, max_size=2), "finalizers": st.lists(_TEXT, max_size=2),
+              "ownerReferences": st.lists(st.fixed_dictionaries({"apiVersion": st.just("v1"), "kind": st.just("Pod"),
+                                                                 "name": _TEXT, "uid": _TEXT}), max_size=2)},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OTHER_META, st.booleans())
+def test_object_meta_without_the_other_fields_skips_them_with_the_same_answer(meta: dict[str, Any],
+                                                                             namespaced: bool) -> None:
+    # An empty field of each kind the skip tests for adds no error, and forces the path that looks at all
+    # of them: the answers must be the same whether the skip is taken or not.
+    forced = {"labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": [], **meta}
+    assert validate_object_meta(meta, namespaced=namespaced) == validate_object_meta(forced, namespaced=namespaced)

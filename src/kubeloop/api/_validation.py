@@ -389,6 +389,10 @@ def _invalid_each(path: str, value: Any, messages: list[str]) -> list[FieldError
     return [FieldError.invalid(path, value, m) for m in messages]
 
 
+# The fields validate_object_meta checks besides the name and the namespace.
+_META_OTHERS = frozenset(("generateName", "generation", "labels", "annotations", "ownerReferences", "finalizers"))
+
+
 def validate_object_meta(
     meta: Mapping[str, Any],
     *,
@@ -398,11 +402,14 @@ def validate_object_meta(
 ) -> list[FieldError]:
     """ObjectMeta on create, after name generation (objectmeta.go ValidateObjectMetaAccessor)."""
     errs: list[FieldError] = []
-    generate_name = str(meta.get("generateName") or "")
+    # Most objects carry none of the other checked fields (a create's metadata is often its name,
+    # namespace, uid and timestamp): one test in C instead of six lookups that find nothing.
+    others = not _META_OTHERS.isdisjoint(meta)
+    if others and (generate_name := str(meta.get("generateName") or "")) and (
+            messages := name_validator(generate_name, True)):
+        errs.extend(_invalid_each(f"{field}.generateName", generate_name, messages))
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "")
-    if generate_name and (messages := name_validator(generate_name, True)):
-        errs.extend(_invalid_each(f"{field}.generateName", generate_name, messages))
     if not name:
         errs.append(FieldError.required(f"{field}.name", "name or generateName is required"))
     elif name_validator is name_is_dns1123_subdomain and len(name) <= 253 and (
@@ -419,6 +426,8 @@ def validate_object_meta(
             errs.extend(_invalid_each(f"{field}.namespace", namespace, messages))
     elif namespace:
         errs.append(FieldError.forbidden(f"{field}.namespace", "not allowed on this type"))
+    if not others:
+        return errs
     generation = meta.get("generation")
     if isinstance(generation, int) and generation < 0:
         errs.append(FieldError.invalid(f"{field}.generation", generation, "must be greater than or equal to 0"))

@@ -150,9 +150,10 @@ class ServerState:
         """A random (version 4, RFC 4122 variant) UUID from ``rng``: ``str(uuid.UUID(int=bits,
         version=4))``, formatted without building the UUID object."""
         # Hex in dash-separated groups of four digits (8 groups), then the three dashes UUID text has
-        # not (8-4-4-4-12): the first by replace, the last two by slicing (fewer slices than four).
+        # not (8-4-4-4-12): the first by replace, the last two by one rsplit and join (three slices
+        # and two concatenations cost about 1k instructions more: each is a bytecode step and an object).
         text = (self.rng.getrandbits(128) & _UUID_KEEP | _UUID_SET).to_bytes(16, "big").hex("-", 2).replace("-", "", 1)
-        return text[:-10] + text[-9:-5] + text[-4:]
+        return "".join(text.rsplit("-", 2))
 
     def generate_name(self, prefix: str) -> str:
         """apiserver pkg/storage/names SimpleNameGenerator: prefix (cut to 58) plus 5 random chars."""
