@@ -8,6 +8,7 @@ them). ``label_selector_errors`` is meta/v1 ``ValidateLabelSelector`` with upstr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "label_selector_errors",
     "mapping_of",
     "objects_of",
+    "semantic_diff",
     "values_of",
     "well_shaped",
 ]
@@ -94,3 +96,27 @@ def label_selector_errors(selector: Any, path: str, *, allow_invalid_values: boo
     if allow_invalid_values:
         errs = [e for e in errs if not (e.type == "invalid" and _SELECTOR_VALUE_PATH.search(e.field))]
     return errs
+
+
+def semantic_diff(old: Any, new: Any, path: str) -> str:
+    """One ``- path: old`` / ``+ path: new`` line per changed field (what stands in for ``cmp.Diff``)."""
+    lines: list[str] = []
+    _diff(old, new, path, lines)
+    return "\n".join(lines)
+
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if old == new:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted({*old, *new}):
+            _diff(old.get(key), new.get(key), f"{path}.{key}" if path else key, out)
+        return
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _diff(a, b, f"{path}[{i}]", out)
+        return
+    if old is not None:
+        out.append(f"- {path}: {json.dumps(old, sort_keys=True)}")
+    if new is not None:
+        out.append(f"+ {path}: {json.dumps(new, sort_keys=True)}")

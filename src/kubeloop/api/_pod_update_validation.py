@@ -35,6 +35,7 @@ from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
 from kubeloop.api._pod_fields import as_list as _list
 from kubeloop.api._pod_fields import mapping_of as _mapping
+from kubeloop.api._pod_fields import semantic_diff
 from kubeloop.api._pod_placement_validation import validate_tolerations
 from kubeloop.api._pod_security_annotations import APPARMOR_ANNOTATION_PREFIX, security_annotation_errors
 from kubeloop.api._quantity import quantity_key
@@ -211,28 +212,10 @@ def _munge_gated(munged: dict[str, Any], old: Mapping[str, Any]) -> list[FieldEr
     return errs
 
 
-def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
-    if old == new:
-        return
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for key in sorted({*old, *new}):
-            _diff(old.get(key), new.get(key), f"{path}.{key}" if path else key, out)
-        return
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for i, (a, b) in enumerate(zip(old, new, strict=True)):
-            _diff(a, b, f"{path}[{i}]", out)
-        return
-    if old is not None:
-        out.append(f"- {path}: {json.dumps(old, sort_keys=True)}")
-    if new is not None:
-        out.append(f"+ {path}: {json.dumps(new, sort_keys=True)}")
-
-
 def pod_spec_change_message(old_spec: Any, munged_spec: Any) -> str:
     """Upstream's sentence, a newline, then one ``-``/``+`` line per changed field (``spec.`` paths)."""
-    lines: list[str] = []
-    _diff(_semantic(old_spec), _semantic(munged_spec), "spec", lines)
-    return f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n" + "\n".join(lines)
+    changes = semantic_diff(_semantic(old_spec), _semantic(munged_spec), "spec")
+    return f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n" + changes
 
 
 def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:

@@ -35,6 +35,7 @@ from kubeloop.api._validation import is_dns1123_label, is_qualified_name
 
 __all__ = [
     "field_selector_errors",
+    "host_path_errors",
     "local_descending_path_errors",
     "non_local_token_path_in",
     "path_no_backsteps_errors",
@@ -194,7 +195,8 @@ def _items(source: Mapping[str, Any], path: str) -> list[FieldError]:
     return [e for i, item in objects_of(source.get("items")) for e in _key_to_path(item, f"{path}.items[{i}]")]
 
 
-def _host_path(source: Mapping[str, Any], path: str) -> list[FieldError]:
+def host_path_errors(source: Mapping[str, Any], path: str) -> list[FieldError]:
+    """validateHostPathVolumeSource (a pod's volume and a PersistentVolume's source alike)."""
     target = go_text(source.get("path"))
     if not target:
         return [FieldError.required(f"{path}.path")]
@@ -302,7 +304,7 @@ def _projected(source: Mapping[str, Any], path: str, *, allow_non_local_token_pa
 
 
 _CHECKS = {
-    "emptyDir": _empty_dir, "hostPath": _host_path, "secret": _secret, "configMap": _config_map,
+    "emptyDir": _empty_dir, "hostPath": host_path_errors, "secret": _secret, "configMap": _config_map,
     "persistentVolumeClaim": _claim, "downwardAPI": _downward_api, "projected": _projected,
 }
 

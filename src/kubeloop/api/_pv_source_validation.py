@@ -27,7 +27,7 @@ from typing import Any
 
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_fields import as_list, go_text, int_of, mapping_of
-from kubeloop.api._pod_volume_validation import path_no_backsteps_errors
+from kubeloop.api._pod_volume_validation import host_path_errors, path_no_backsteps_errors
 from kubeloop.api._validation import is_dns1123_label, is_dns1123_subdomain, name_is_dns1123_label
 
 __all__ = ["MOUNT_OPTION_ANNOTATION", "PERSISTENT_VOLUME_SOURCES", "csi_driver_name_errors", "mount_option_errors",
@@ -36,7 +36,6 @@ __all__ = ["MOUNT_OPTION_ANNOTATION", "PERSISTENT_VOLUME_SOURCES", "csi_driver_n
 # pkg/volume/validation MountOptionAnnotation.
 MOUNT_OPTION_ANNOTATION = "volume.beta.kubernetes.io/mount-options"
 # sets.List(supportedHostPathTypes): sorted, the unset type first.
-_HOST_PATH_TYPES = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"]
 _PD_PARTITION = "must be between 1 and 255, inclusive"  # pdPartitionErrorMsg (InclusiveRangeError(1, 255))
 _LUN_RANGE = "must be between 0 and 255, inclusive"  # InclusiveRangeError(0, 255)
 # iscsiInitiator{Iqn,Eui,Naa}Regex (Go's ``$`` is the end of the text: ``\Z`` here).
@@ -71,17 +70,6 @@ def _partition(source: Mapping[str, Any], path: str) -> list[FieldError]:
     if partition is not None and not 0 <= partition <= 255:
         return [FieldError.invalid(f"{path}.partition", partition, _PD_PARTITION)]
     return []
-
-
-def _host_path(source: Mapping[str, Any], path: str) -> list[FieldError]:
-    target = go_text(source.get("path"))
-    if not target:
-        return [FieldError.required(f"{path}.path")]
-    errs = path_no_backsteps_errors(target, f"{path}.path")
-    kind = source.get("type")
-    if isinstance(kind, str) and kind not in _HOST_PATH_TYPES:
-        errs.append(FieldError.not_supported(f"{path}.type", kind, _HOST_PATH_TYPES))
-    return errs
 
 
 def _gce_disk(source: Mapping[str, Any], path: str) -> list[FieldError]:
@@ -299,7 +287,7 @@ def _simple(*keys: str) -> Callable[[Mapping[str, Any], str], list[FieldError]]:
 # ValidatePersistentVolumeSpec's order: (key, the path a second source is refused at, the path its own
 # errors are reported under, its checks).
 _SOURCES: tuple[tuple[str, str, str, Callable[[Mapping[str, Any], str], list[FieldError]]], ...] = (
-    ("hostPath", "hostPath", "hostPath", _host_path),
+    ("hostPath", "hostPath", "hostPath", host_path_errors),
     ("gcePersistentDisk", "gcePersistentDisk", "persistentDisk", _gce_disk),
     ("awsElasticBlockStore", "awsElasticBlockStore", "awsElasticBlockStore", _aws_disk),
     ("glusterfs", "glusterfs", "glusterfs", _glusterfs),

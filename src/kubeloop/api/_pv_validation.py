@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_fields import go_text
+from kubeloop.api._pod_fields import go_text, semantic_diff
 from kubeloop.api._pod_scheduling_validation import (
     has_invalid_label_value_in_node_selector,
     validate_node_selector,
@@ -55,7 +55,6 @@ __all__ = [
     "access_mode_errors",
     "class_name_errors",
     "semantic",
-    "semantic_diff",
     "validate_persistent_volume",
     "validate_persistent_volume_node_affinity",
     "validate_persistent_volume_update",
@@ -107,30 +106,6 @@ def semantic(value: Any, pointers: frozenset[tuple[str, str]] = frozenset(), par
     if isinstance(value, list):
         return [semantic(item, pointers, parent) for item in value]
     return value
-
-
-def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
-    if old == new:
-        return
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for key in sorted({*old, *new}):
-            _diff(old.get(key), new.get(key), f"{path}.{key}" if path else key, out)
-        return
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for i, (a, b) in enumerate(zip(old, new, strict=True)):
-            _diff(a, b, f"{path}[{i}]", out)
-        return
-    if old is not None:
-        out.append(f"- {path}: {json.dumps(old, sort_keys=True)}")
-    if new is not None:
-        out.append(f"+ {path}: {json.dumps(new, sort_keys=True)}")
-
-
-def semantic_diff(old: Any, new: Any, path: str) -> str:
-    """One ``- path: old`` / ``+ path: new`` line per changed field (what stands in for ``cmp.Diff``)."""
-    lines: list[str] = []
-    _diff(old, new, path, lines)
-    return "\n".join(lines)
 
 
 def access_mode_errors(modes: Any, path: str) -> list[FieldError]:

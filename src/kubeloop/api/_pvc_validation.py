@@ -37,12 +37,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
-from kubeloop.api._pod_fields import go_text, label_selector_errors, mapping_of
+from kubeloop.api._pod_fields import go_text, label_selector_errors, mapping_of, semantic_diff
 from kubeloop.api._pv_validation import (
     access_mode_errors,
     class_name_errors,
     semantic,
-    semantic_diff,
     volume_mode_errors,
 )
 from kubeloop.api._quantity import Quantity, QuantityError, parse_quantity, quantity_key

@@ -23,7 +23,7 @@ from typing import Any
 
 from kubeloop.api import LabelSelector
 
-__all__ = ["PlacedPods", "has_pod_affinity"]
+__all__ = ["PlacedPods", "has_pod_affinity", "labels_of", "meta_of"]
 
 _Key = tuple[str, str]
 
@@ -33,8 +33,15 @@ def has_pod_affinity(pod: Mapping[str, Any]) -> bool:
     return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
 
 
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = (pod.get("metadata") or {}).get("labels")
+def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's metadata, or an empty mapping when it has none (or a malformed one)."""
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """An object's labels, or an empty mapping."""
+    labels = meta_of(obj).get("labels")
     return labels if isinstance(labels, Mapping) else {}
 
 
@@ -64,7 +71,7 @@ class PlacedPods:
             self._affine.setdefault(node, {})[key] = pod
         namespace = key[0]
         self._by_namespace.setdefault(namespace, set()).add(key)
-        for name, value in _labels(pod).items():
+        for name, value in labels_of(pod).items():
             self._by_label.setdefault((namespace, str(name), str(value)), set()).add(key)
 
     def without(self, keys: frozenset[_Key] | set[_Key]) -> PlacedPods:
@@ -88,7 +95,7 @@ class PlacedPods:
                     del table[node]
         namespace = key[0]
         self._discard(self._by_namespace, namespace, key)
-        for name, value in _labels(pod).items():
+        for name, value in labels_of(pod).items():
             self._discard(self._by_label, (namespace, str(name), str(value)), key)
 
     @staticmethod
@@ -122,7 +129,7 @@ class PlacedPods:
         counts: dict[str, int] = {}
         for key in candidates:
             node, pod = self._where[key]
-            if (pod.get("metadata") or {}).get("deletionTimestamp") or not selector.matches(_labels(pod)):
+            if (pod.get("metadata") or {}).get("deletionTimestamp") or not selector.matches(labels_of(pod)):
                 continue
             counts[node] = counts.get(node, 0) + 1
         return counts

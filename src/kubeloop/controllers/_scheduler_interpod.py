@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ApiError, LabelSelector, label_selector_from_dict
-from kubeloop.controllers._scheduler_cache import PlacedPods
+from kubeloop.controllers._scheduler_cache import PlacedPods, labels_of, meta_of
 
 __all__ = [
     "AFFINITY_RULES_NOT_MATCH",
@@ -58,16 +58,6 @@ MAX_NODE_SCORE = 100
 
 NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]  # a namespace's labels, None if it does not exist
 _Pair = tuple[str, str]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = _meta(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
 
 
 def _selector(raw: Any) -> LabelSelector:
@@ -95,17 +85,17 @@ class AffinityTerm:
         ``namespace_labels`` are the labels of ``pod``'s namespace, None when it does not exist: then
         only an empty ``namespaceSelector`` (every namespace) admits it, as upstream's PreFilter, which
         lists the namespaces a selector matches, does."""
-        namespace = str(_meta(pod).get("namespace") or "")
+        namespace = str(meta_of(pod).get("namespace") or "")
         admitted = (namespace in self.namespaces or self.namespace_selector.empty
                     or (namespace_labels is not None and self.namespace_selector.matches(namespace_labels)))
-        return admitted and self.selector.matches(_labels(pod))
+        return admitted and self.selector.matches(labels_of(pod))
 
 
 def _term(pod: Mapping[str, Any], term: Mapping[str, Any], weight: int) -> AffinityTerm:
     namespaces = [str(n) for n in term.get("namespaces") or () if n]
     raw_namespace_selector = term.get("namespaceSelector")
     if not namespaces and raw_namespace_selector is None:
-        namespaces = [str(_meta(pod).get("namespace") or "")]
+        namespaces = [str(meta_of(pod).get("namespace") or "")]
     return AffinityTerm(frozenset(namespaces), _selector(raw_namespace_selector),
                         _selector(term.get("labelSelector")), str(term.get("topologyKey") or ""),
                         weight)
@@ -129,12 +119,12 @@ def pod_affinity_terms(pod: Mapping[str, Any], kind: str, *, preferred: bool = F
 
 def _matches_all(terms: Sequence[AffinityTerm], pod: Mapping[str, Any], namespace_labels: NamespaceLabels) -> bool:
     """``podMatchesAllAffinityTerms``: false for no terms."""
-    labels = namespace_labels(str(_meta(pod).get("namespace") or ""))
+    labels = namespace_labels(str(meta_of(pod).get("namespace") or ""))
     return bool(terms) and all(t.matches(pod, labels) for t in terms)
 
 
 def _count(counts: dict[_Pair, int], node: Mapping[str, Any], key: str, delta: int = 1) -> None:
-    value = _labels(node).get(key)
+    value = labels_of(node).get(key)
     if value is not None:
         counts[(key, value)] = counts.get((key, value), 0) + delta
 
@@ -145,12 +135,12 @@ class InterPodAffinity:
     def __init__(self, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], placed: PlacedPods,
                  namespace_labels: NamespaceLabels) -> None:
         self.pod = pod
-        self.nodes = {str(_meta(node).get("name") or ""): node for node in nodes}
+        self.nodes = {str(meta_of(node).get("name") or ""): node for node in nodes}
         self.placed = placed
         self.namespace_labels = namespace_labels
         self.affinity = pod_affinity_terms(pod, "podAffinity")
         self.anti_affinity = pod_affinity_terms(pod, "podAntiAffinity")
-        own_namespace = str(_meta(pod).get("namespace") or "")
+        own_namespace = str(meta_of(pod).get("namespace") or "")
         own_labels = namespace_labels(own_namespace)
         self.affinity_counts: dict[_Pair, int] = {}
         self.anti_affinity_counts: dict[_Pair, int] = {}
@@ -167,7 +157,7 @@ class InterPodAffinity:
         for node, pods in self._placed(with_affinity_only=False):
             for other in pods:
                 # getIncomingAffinityAntiAffinityCounts: this pod's terms against the placed pods.
-                other_labels = namespace_labels(str(_meta(other).get("namespace") or ""))
+                other_labels = namespace_labels(str(meta_of(other).get("namespace") or ""))
                 if self.affinity and all(t.matches(other, other_labels) for t in self.affinity):
                     for term in self.affinity:
                         _count(self.affinity_counts, node, term.topology_key)
@@ -193,7 +183,7 @@ class InterPodAffinity:
 
     def filter(self, node: Mapping[str, Any]) -> str | None:
         """Filter: the reason ``node`` fails the pod's required (anti-)affinity, or None."""
-        labels = _labels(node)
+        labels = labels_of(node)
         if not self._satisfies_affinity(labels):
             return AFFINITY_RULES_NOT_MATCH
         if self.anti_affinity_counts:
@@ -224,7 +214,7 @@ class InterPodAffinity:
         """PreScore, Score and NormalizeScore for the feasible ``nodes``: 0-100 each (0 when nothing counts)."""
         preferred = pod_affinity_terms(self.pod, "podAffinity", preferred=True)
         preferred_anti = pod_affinity_terms(self.pod, "podAntiAffinity", preferred=True)
-        own_labels = self.namespace_labels(str(_meta(self.pod).get("namespace") or ""))
+        own_labels = self.namespace_labels(str(meta_of(self.pod).get("namespace") or ""))
         topology: dict[_Pair, int] = {}
 
         def process(terms: Iterable[AffinityTerm], target: Mapping[str, Any], namespace_labels: Mapping[str, str] | None,
@@ -234,11 +224,11 @@ class InterPodAffinity:
                     _count(topology, node, term.topology_key, sign * (term.weight if weight is None else weight))
 
         for node, pods in self._placed(with_affinity_only=not (preferred or preferred_anti)):
-            if not _labels(node):
+            if not labels_of(node):
                 continue
             for other in pods:
                 if preferred or preferred_anti:
-                    other_labels = self.namespace_labels(str(_meta(other).get("namespace") or ""))
+                    other_labels = self.namespace_labels(str(meta_of(other).get("namespace") or ""))
                     process(preferred, other, other_labels, node, 1)
                     process(preferred_anti, other, other_labels, node, -1)
                 process(pod_affinity_terms(other, "podAffinity"), self.pod, own_labels or {}, node, 1,
@@ -248,7 +238,7 @@ class InterPodAffinity:
                         node, -1)
         if not topology:
             return [0] * len(nodes)
-        raw = [sum(topology.get(pair, 0) for pair in _labels(node).items()) for node in nodes]
+        raw = [sum(topology.get(pair, 0) for pair in labels_of(node).items()) for node in nodes]
         low, high = min(raw), max(raw)
         if high == low:
             return [0] * len(nodes)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ApiError, label_selector_from_dict
+from kubeloop.controllers._scheduler_cache import meta_of
 
 __all__ = [
     "NEVER_POLICY",
@@ -61,13 +62,8 @@ Key = tuple[str, str]
 Fits = Callable[[frozenset[Key]], list[str]]  # the filters' reasons with those pods removed; [] when it fits
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def key_of(pod: Mapping[str, Any]) -> Key:
-    meta = _meta(pod)
+    meta = meta_of(pod)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
@@ -88,7 +84,7 @@ def importance(pod: Mapping[str, Any]) -> tuple[int, str]:
 
 def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
     """``podTerminatingByPreemption``: being deleted with DisruptionTarget reason PreemptionByScheduler."""
-    if not _meta(pod).get("deletionTimestamp"):
+    if not meta_of(pod).get("deletionTimestamp"):
         return False
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":  # the first one decides
@@ -121,11 +117,11 @@ def split_by_pdb(pods: Sequence[Mapping[str, Any]], pdbs: Sequence[Mapping[str, 
     violating: list[Mapping[str, Any]] = []
     fine: list[Mapping[str, Any]] = []
     for pod in pods:
-        labels = _meta(pod).get("labels") or {}
+        labels = meta_of(pod).get("labels") or {}
         violated = False
         if labels:
             for i, pdb in enumerate(pdbs):
-                if _meta(pdb).get("namespace") != _meta(pod).get("namespace"):
+                if meta_of(pdb).get("namespace") != meta_of(pod).get("namespace"):
                     continue
                 try:
                     selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
@@ -133,7 +129,7 @@ def split_by_pdb(pods: Sequence[Mapping[str, Any]], pdbs: Sequence[Mapping[str, 
                     continue  # an invalid selector matches no pod
                 if selector.empty or not selector.matches(labels):
                     continue
-                if str(_meta(pod).get("name") or "") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                if str(meta_of(pod).get("name") or "") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
                     continue  # already counted by the API server's eviction
                 allowed[i] -= 1
                 if allowed[i] < 0:

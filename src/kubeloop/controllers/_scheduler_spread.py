@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ApiError, LabelRequirement, LabelSelector, label_selector_from_dict
+from kubeloop.controllers._scheduler_cache import labels_of, meta_of
 from kubeloop.controllers._scheduler_fit import matches_required_node_affinity, tolerates
 
 __all__ = [
@@ -60,16 +61,6 @@ MAX_NODE_SCORE = 100
 
 # Per node name, the pods of a namespace (not being deleted) a selector matches: PlacedPods.count_matching.
 CountMatching = Callable[[LabelSelector, str], Mapping[str, int]]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = _meta(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +96,7 @@ def spread_constraints(pod: Mapping[str, Any], action: str,
     """``filterTopologySpreadConstraints``: the pod's constraints (or ``constraints``) whose
     ``whenUnsatisfiable`` is ``action``."""
     result = []
-    pod_labels = _labels(pod)
+    pod_labels = labels_of(pod)
     raw = (pod.get("spec") or {}).get("topologySpreadConstraints") if constraints is None else constraints
     for c in raw or ():
         if not isinstance(c, Mapping) or c.get("whenUnsatisfiable") != action:
@@ -127,7 +118,7 @@ def spread_constraints(pod: Mapping[str, Any], action: str,
 
 def _has_keys(node: Mapping[str, Any], constraints: Sequence[SpreadConstraint]) -> bool:
     """``nodeLabelsMatchSpreadConstraints``."""
-    labels = _labels(node)
+    labels = labels_of(node)
     return all(c.topology_key in labels for c in constraints)
 
 
@@ -137,7 +128,7 @@ class TopologySpread:
     def __init__(self, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], count: CountMatching) -> None:
         self.pod = pod
         self.constraints = spread_constraints(pod, "DoNotSchedule")
-        namespace = str(_meta(pod).get("namespace") or "")
+        namespace = str(meta_of(pod).get("namespace") or "")
         self.counts: list[dict[str, int]] = [{} for _ in self.constraints]
         if not self.constraints:
             return
@@ -145,8 +136,8 @@ class TopologySpread:
         for node in nodes:
             if not _has_keys(node, self.constraints):
                 continue
-            labels = _labels(node)
-            name = str(_meta(node).get("name") or "")
+            labels = labels_of(node)
+            name = str(meta_of(node).get("name") or "")
             for i, c in enumerate(self.constraints):
                 if c.includes(pod, node):
                     value = labels[c.topology_key]
@@ -163,8 +154,8 @@ class TopologySpread:
         return min(counts.values()) if counts else 2**31 - 1
 
     def filter(self, node: Mapping[str, Any]) -> str | None:
-        labels = _labels(node)
-        pod_labels = _labels(self.pod)
+        labels = labels_of(node)
+        pod_labels = labels_of(self.pod)
         for i, c in enumerate(self.constraints):
             value = labels.get(c.topology_key)
             if value is None:
@@ -196,7 +187,7 @@ def spread_scores(pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]],
     # Nodes without every topology key are ignored only for the pod's own constraints: system defaults
     # let nodes without a zone label still take part in hostname spreading.
     require_all = has_own
-    namespace = str(_meta(pod).get("namespace") or "")
+    namespace = str(meta_of(pod).get("namespace") or "")
     ignored = {i for i, node in enumerate(feasible) if require_all and not _has_keys(node, constraints)}
     domains: list[dict[str, int]] = [{} for _ in constraints]  # per constraint: domain -> matching pods
     for i, node in enumerate(feasible):
@@ -204,16 +195,16 @@ def spread_scores(pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]],
             continue
         for j, c in enumerate(constraints):
             if c.topology_key != HOSTNAME:
-                domains[j].setdefault(_labels(node).get(c.topology_key, ""), 0)
+                domains[j].setdefault(labels_of(node).get(c.topology_key, ""), 0)
     weights = [math.log((len(feasible) - len(ignored) if c.topology_key == HOSTNAME else len(domains[j])) + 2)
                for j, c in enumerate(constraints)]
     matching = [count(c.selector, namespace) for c in constraints]
     for node in nodes:
         if require_all and not _has_keys(node, constraints):
             continue
-        name = str(_meta(node).get("name") or "")
+        name = str(meta_of(node).get("name") or "")
         for j, c in enumerate(constraints):
-            value = _labels(node).get(c.topology_key, "")
+            value = labels_of(node).get(c.topology_key, "")
             if c.topology_key != HOSTNAME and value in domains[j] and c.includes(pod, node):
                 domains[j][value] += matching[j].get(name, 0)
     raw: list[int | None] = []
@@ -221,13 +212,13 @@ def spread_scores(pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]],
         if i in ignored:
             raw.append(None)
             continue
-        labels = _labels(node)
+        labels = labels_of(node)
         score = 0.0
         for j, c in enumerate(constraints):
             domain = labels.get(c.topology_key)
             if domain is None:
                 continue
-            name = str(_meta(node).get("name") or "")
+            name = str(meta_of(node).get("name") or "")
             pods = matching[j].get(name, 0) if c.topology_key == HOSTNAME else domains[j].get(domain, 0)
             score += pods * weights[j] + (c.max_skew - 1)
         raw.append(_round_half_away(score))
