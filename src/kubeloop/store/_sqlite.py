@@ -12,8 +12,7 @@ in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the 
 when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only
 then is the in-memory index updated, watchers fed and callers answered, so no reader or watcher
 ever sees a write that could be lost in a crash. Operations arriving while a
-batch commits form the next batch: many writers share one fsync. Checkpoints (the WAL copied back into
-the database file) run on a second connection and thread, beside the commits, never inside one. A queued write is committed even if
+batch commits form the next batch: many writers share one fsync. A queued write is committed even if
 its caller is cancelled meanwhile (the cancellation ends the wait, not the write).
 
 Reads are served from memory: a dict of current key-values plus the keys in order for prefix ranges,
@@ -103,24 +102,6 @@ _ROWS_PER_STATEMENT = 128
 # Builds a KeyValue without its named-tuple ``__new__``, a Python function call (about 1k instructions
 # a write, on the event loop); the same tuple, as ``KeyValue._make`` builds it.
 _new_kv = tuple.__new__
-# Checkpoints (copying the WAL's pages back into the database file, so that the WAL can start over) run
-# on a connection and thread of their own, not inside a commit. SQLite's automatic checkpoint runs in
-# the commit that crosses its threshold (1,000 frames): that batch's writers then wait for about 800
-# page copies and an fsync of the database file (10-40 ms on the benchmark's disk, against 0.7 ms for a
-# commit), while the event loop, every client waiting on that batch, runs out of work. A PASSIVE
-# checkpoint from a second connection runs beside the writer: SQLite lets one checkpointer and one
-# writer work at once (the checkpointer copies the frames committed before it began, and never blocks
-# the writer). Without checkpoints at all the WAL would grow for ever, and every commit's fdatasync
-# would also write the file's new size: that was measured slower than the automatic checkpoint.
-# The writer counts the pages it has written since the last checkpoint began, estimated as a
-# commit's value bytes over the page size plus three (the table's leaf and interior pages), and asks
-# for a checkpoint past _CHECKPOINT_PAGES, SQLite's own default threshold.
-_CHECKPOINT_PAGES = 1000
-_PAGE_BYTES = 4096
-# A checkpoint repeats while the writer keeps appending (each pass copies what was committed when it
-# began), so that it ends with the whole WAL copied and the next commit can restart the WAL from its
-# beginning; bounded, as a busy writer could otherwise keep it going.
-_CHECKPOINT_PASSES = 8
 _INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
 _ROW = f"(?, ?, ?, ?, NULLIF(?, {_NO_PREV}), ?)"
 
@@ -250,13 +231,6 @@ class SqliteStore:
         # The SQLite thread: every database call runs there, in order (the connection is not shared).
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._jobs_thread = threading.Thread(target=self._serve_jobs, name="kubeloop-sqlite", daemon=True)
-        # The checkpointer (see _CHECKPOINT_PAGES): woken by the SQLite thread, None stops it.
-        self._checkpoints: queue.SimpleQueue[bool | None] = queue.SimpleQueue()
-        self._checkpoint_thread: threading.Thread | None = None
-        self._pages_since_checkpoint = 0
-        self._checkpointing = False  # set by the SQLite thread, cleared by the checkpointer
-        self.checkpoints_run = 0
-        self.checkpoints_failed = 0
         self._db: sqlite3.Connection | None = None
         self._index: dict[str, KeyValue] = {}
         self._keys = SortedKeys()
@@ -297,7 +271,6 @@ class SqliteStore:
                              cached_statements=2 * _ROWS_PER_STATEMENT)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run on their own thread
         db.executescript(_SCHEMA)
         self._db = db
         meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
@@ -323,11 +296,6 @@ class SqliteStore:
                 prev = current if current is not None and current.mod_revision == prev_rev else None
                 self._ring.append(("PUT" if typ == _PUT else "DELETE", kv, prev))
         self._keys = SortedKeys(index)
-        checkpointer = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        checkpointer.execute("PRAGMA synchronous=FULL")  # the database file is synced before the WAL restarts
-        self._checkpoint_thread = threading.Thread(
-            target=self._serve_checkpoints, args=(checkpointer,), name="kubeloop-sqlite-checkpoint", daemon=True)
-        self._checkpoint_thread.start()
 
     async def close(self) -> None:
         """Commit what is queued, end every watch, close the database. Idempotent; cancelling a close
@@ -375,41 +343,7 @@ class SqliteStore:
                 except RuntimeError:
                     return
 
-    def _serve_checkpoints(self, db: sqlite3.Connection) -> None:
-        """The checkpointer's loop: a PASSIVE checkpoint each time the SQLite thread asks for one."""
-        while self._checkpoints.get() is not None:
-            try:
-                self._checkpoint(db)
-                self.checkpoints_run += 1
-            except sqlite3.Error:  # an I/O error: the WAL keeps the frames, the next checkpoint retries
-                self.checkpoints_failed += 1
-            finally:
-                self._checkpointing = False
-        db.close()
-
-    def _checkpoint(self, db: sqlite3.Connection) -> None:
-        for _ in range(_CHECKPOINT_PASSES):
-            busy, frames, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            if busy or frames == copied:
-                return
-
-    def _note_pages(self, rows: _Params) -> None:
-        """Count a committed batch's WAL pages (estimated) and ask for a checkpoint past the threshold."""
-        size = sum(len(v) for v in rows[_COLUMNS - 1 :: _COLUMNS] if isinstance(v, bytearray))  # the values
-        pages = self._pages_since_checkpoint + size // _PAGE_BYTES + 3
-        if pages >= _CHECKPOINT_PAGES and not self._checkpointing:
-            pages = 0
-            self._checkpointing = True
-            self._checkpoints.put(True)
-        self._pages_since_checkpoint = pages
-
     def _close_db(self) -> None:
-        # The checkpointer first (it finishes a checkpoint under way): closing the last connection then
-        # checkpoints what is left and removes the WAL.
-        if self._checkpoint_thread is not None:
-            self._checkpoints.put(None)
-            self._checkpoint_thread.join()
-            self._checkpoint_thread = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -683,7 +617,6 @@ class SqliteStore:
             # wraps in a GIL release. Each release is a re-take of the GIL from the busy event loop (a
             # futex hand-off and often two context switches on the server's core): 6 → 5 per commit.
             db.executemany(_insert_statement(count), (rows,))
-            self._note_pages(rows)
             return
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -695,7 +628,6 @@ class SqliteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._note_pages(rows)
 
     def _apply(self, changes: list[_Change]) -> None:
         """Make a committed batch visible: index, key list, ring, watchers (in revision order)."""
