@@ -30,32 +30,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubeloop.api._pod_fields import well_shaped
+from kubeloop.api._pod_fields import (
+    PREFERRED_DURING_SCHEDULING,
+    REQUIRED_DURING_SCHEDULING,
+    dict_or_none,
+    dicts_in,
+    well_shaped,
+)
 from kubeloop.api._pod_security_annotations import APPARMOR_ANNOTATION_PREFIX
 from kubeloop.api._pod_security_validation import apparmor_profile_errors
 
 __all__ = ["apply_apparmor_version_skew", "apply_scheduling_gated_condition", "merge_pod_affinity_label_keys"]
 
 SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _LOCALHOST_PREFIX = "localhost/"
-
-
-def _dict(value: Any) -> dict[str, Any] | None:
-    return value if isinstance(value, dict) else None
-
-
-def _dicts(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, dict))
 
 
 def apply_scheduling_gated_condition(pod: dict[str, Any], now: str) -> None:
     """applySchedulingGatedCondition: ``now`` is the formatted time of the create."""
-    spec = _dict(pod.get("spec")) or {}
+    spec = dict_or_none(pod.get("spec")) or {}
     gates = spec.get("schedulingGates")
-    status = _dict(pod.get("status"))
+    status = dict_or_none(pod.get("status"))
     if not isinstance(gates, list) or not gates or status is None:
         return
     conditions = status.get("conditions")
@@ -68,20 +63,20 @@ def apply_scheduling_gated_condition(pod: dict[str, Any], now: str) -> None:
 
 def _affinity_terms(spec: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Every pod (anti-)affinity term, in mutatePodAffinity's order (preferred before required)."""
-    affinity = _dict(spec.get("affinity")) or {}
+    affinity = dict_or_none(spec.get("affinity")) or {}
     for kind in ("podAffinity", "podAntiAffinity"):
-        terms = _dict(affinity.get(kind)) or {}
-        for weighted in _dicts(terms.get(_PREFERRED)):
-            if (term := _dict(weighted.get("podAffinityTerm"))) is not None:
+        terms = dict_or_none(affinity.get(kind)) or {}
+        for weighted in dicts_in(terms.get(PREFERRED_DURING_SCHEDULING)):
+            if (term := dict_or_none(weighted.get("podAffinityTerm"))) is not None:
                 yield term
-        yield from _dicts(terms.get(_REQUIRED))
+        yield from dicts_in(terms.get(REQUIRED_DURING_SCHEDULING))
 
 
 def merge_pod_affinity_label_keys(pod: dict[str, Any]) -> None:
     """mutatePodAffinity / applyMatchLabelKeysAndMismatchLabelKeys (a nil selector matches nothing: kept nil)."""
-    spec = _dict(pod.get("spec"))
-    meta = _dict(pod.get("metadata")) or {}
-    labels = _dict(meta.get("labels")) or {}
+    spec = dict_or_none(pod.get("spec"))
+    meta = dict_or_none(pod.get("metadata")) or {}
+    labels = dict_or_none(meta.get("labels")) or {}
     if spec is None:
         return
     for term in _affinity_terms(spec):
@@ -131,22 +126,22 @@ def _same_profile(a: Mapping[str, Any] | None, b: Any) -> bool:
 
 def apply_apparmor_version_skew(pod: dict[str, Any]) -> None:
     """applyAppArmorVersionSkew as of 1.32 (both directions; see the module docstring)."""
-    spec = _dict(pod.get("spec"))
-    meta = _dict(pod.get("metadata"))
-    if spec is None or meta is None or (_dict(spec.get("os")) or {}).get("name") == "windows":
+    spec = dict_or_none(pod.get("spec"))
+    meta = dict_or_none(pod.get("metadata"))
+    if spec is None or meta is None or (dict_or_none(spec.get("os")) or {}).get("name") == "windows":
         return
-    if meta.get("annotations") is not None and _dict(meta.get("annotations")) is None:
+    if meta.get("annotations") is not None and dict_or_none(meta.get("annotations")) is None:
         return  # not a map: validation reports it
-    pod_profile = (_dict(spec.get("securityContext")) or {}).get("appArmorProfile")
+    pod_profile = (dict_or_none(spec.get("securityContext")) or {}).get("appArmorProfile")
     pod_profile = pod_profile if isinstance(pod_profile, dict) else None
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in _dicts(spec.get(key)):
+        for container in dicts_in(spec.get(key)):
             name = container.get("name")
             if not isinstance(name, str):
                 continue
             annotation_key = APPARMOR_ANNOTATION_PREFIX + name
-            annotations = _dict(meta.get("annotations"))
-            context = _dict(container.get("securityContext"))
+            annotations = dict_or_none(meta.get("annotations"))
+            context = dict_or_none(container.get("securityContext"))
             if context is None and container.get("securityContext") is not None:
                 continue
             profile = context.get("appArmorProfile") if context is not None else None

@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kubeloop.api._pod_fields import dict_or_none, dicts_in
+
 __all__ = ["GATES_OFF", "drop_disabled_pod_fields", "drop_disabled_template_fields"]
 
 GATES_OFF = (
@@ -52,23 +54,14 @@ _CONTAINER_KEYS = ("initContainers", "containers", "ephemeralContainers")  # Vis
 _STATUS_KEYS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
 
 
-def _dict(value: Any) -> dict[str, Any] | None:
-    return value if isinstance(value, dict) else None
-
-
-def _dicts(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, dict))
-
-
 def _containers(spec: dict[str, Any] | None, keys: tuple[str, ...] = _CONTAINER_KEYS) -> Iterator[dict[str, Any]]:
     for key in keys if spec is not None else ():
         assert spec is not None
-        yield from _dicts(spec.get(key))
+        yield from dicts_in(spec.get(key))
 
 
 def _security_context(spec: dict[str, Any] | None) -> dict[str, Any]:
-    return (_dict(spec.get("securityContext")) if spec is not None else None) or {}
+    return (dict_or_none(spec.get("securityContext")) if spec is not None else None) or {}
 
 
 def _set(value: Any) -> bool:
@@ -84,7 +77,7 @@ def _host_users_in_use(spec: dict[str, Any] | None) -> bool:
 
 
 def _pod_level_resources_in_use(spec: dict[str, Any] | None) -> bool:
-    resources = _dict(spec.get("resources")) if spec is not None else None
+    resources = dict_or_none(spec.get("resources")) if spec is not None else None
     return resources is not None and bool(resources.get("requests") or resources.get("limits"))
 
 
@@ -106,14 +99,14 @@ def _resize_policy_in_use(spec: dict[str, Any] | None) -> bool:
 
 
 def _image_volumes_in_use(spec: dict[str, Any] | None) -> bool:
-    return spec is not None and any(_set(v.get("image")) for v in _dicts(spec.get("volumes")))
+    return spec is not None and any(_set(v.get("image")) for v in dicts_in(spec.get("volumes")))
 
 
 def _projected_sources(spec: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
-    for volume in _dicts(spec.get("volumes")) if spec is not None else ():
-        projected = _dict(volume.get("projected"))
+    for volume in dicts_in(spec.get("volumes")) if spec is not None else ():
+        projected = dict_or_none(volume.get("projected"))
         if projected is not None:
-            yield from _dicts(projected.get("sources"))
+            yield from dicts_in(projected.get("sources"))
 
 
 # -- the drops ------------------------------------------------------------------------------------
@@ -124,7 +117,7 @@ def _drop_image_volumes(spec: dict[str, Any]) -> None:
     volumes = spec.get("volumes")
     if not isinstance(volumes, list):
         return
-    names = {v.get("name") for v in _dicts(volumes) if _set(v.get("image"))}
+    names = {v.get("name") for v in dicts_in(volumes) if _set(v.get("image"))}
     if not names:
         return
     kept = [v for v in volumes if not (isinstance(v, dict) and _set(v.get("image")))]
@@ -144,7 +137,7 @@ def _drop_image_volumes(spec: dict[str, Any]) -> None:
 
 def _drop_spec(spec: dict[str, Any], old: dict[str, Any] | None) -> None:
     """dropDisabledFields on one pod spec (``old`` the stored one, or None)."""
-    context = _dict(spec.get("securityContext"))
+    context = dict_or_none(spec.get("securityContext"))
     if not _host_users_in_use(old):
         spec.pop("hostUsers", None)
     if context is not None and not _set(_security_context(old).get("supplementalGroupsPolicy")):
@@ -153,12 +146,12 @@ def _drop_spec(spec: dict[str, Any], old: dict[str, Any] | None) -> None:
         spec.pop("resources", None)
     if not _proc_mount_in_use(old):
         for container in _containers(spec):
-            container_context = _dict(container.get("securityContext"))
+            container_context = dict_or_none(container.get("securityContext"))
             if container_context is not None and _set(container_context.get("procMount")):
                 container_context["procMount"] = "Default"
     if not _dra_in_use(old):
         for container in _containers(spec):
-            if (resources := _dict(container.get("resources"))) is not None:
+            if (resources := dict_or_none(container.get("resources"))) is not None:
                 resources.pop("claims", None)
         spec.pop("resourceClaims", None)
     if not _trust_bundle_in_use(old):
@@ -175,7 +168,7 @@ def _drop_spec(spec: dict[str, Any], old: dict[str, Any] | None) -> None:
 
 def _drop_status(status: dict[str, Any], old_spec: dict[str, Any] | None) -> None:
     """dropDisabledPodStatusFields (1.32)."""
-    statuses = [s for key in _STATUS_KEYS for s in _dicts(status.get(key))]
+    statuses = [s for key in _STATUS_KEYS for s in dicts_in(status.get(key))]
     resize_in_use = _resize_policy_in_use(old_spec)
     if not resize_in_use:
         for container_status in statuses:
@@ -194,18 +187,18 @@ def _drop_status(status: dict[str, Any], old_spec: dict[str, Any] | None) -> Non
 
 def drop_disabled_pod_fields(pod: dict[str, Any], old: dict[str, Any] | None) -> None:
     """``DropDisabledPodFields``: ``pod``'s spec and status, ``old`` the stored pod (None on create)."""
-    spec = _dict(pod.get("spec"))
-    old_spec = _dict(old.get("spec")) if old is not None else None
+    spec = dict_or_none(pod.get("spec"))
+    old_spec = dict_or_none(old.get("spec")) if old is not None else None
     if spec is not None:
         _drop_spec(spec, old_spec)
-    if (status := _dict(pod.get("status"))) is not None:
+    if (status := dict_or_none(pod.get("status"))) is not None:
         _drop_status(status, old_spec)
 
 
 def _template_spec(obj: dict[str, Any] | None) -> dict[str, Any] | None:
-    spec = _dict(obj.get("spec")) if obj is not None else None
-    template = _dict(spec.get("template")) if spec is not None else None
-    return _dict(template.get("spec")) if template is not None else None
+    spec = dict_or_none(obj.get("spec")) if obj is not None else None
+    template = dict_or_none(spec.get("template")) if spec is not None else None
+    return dict_or_none(template.get("spec")) if template is not None else None
 
 
 def drop_disabled_template_fields(obj: dict[str, Any], old: dict[str, Any] | None) -> None:

@@ -17,9 +17,12 @@ from kubeloop.api._errors import FieldError
 from kubeloop.api._validation import is_qualified_name, validate_label_selector
 
 __all__ = [
+    "PREFERRED_DURING_SCHEDULING",
     "REQUIRED_DURING_SCHEDULING",
     "as_list",
     "containers_with_paths",
+    "dict_or_none",
+    "dicts_in",
     "go_text",
     "int_of",
     "label_name_errors",
@@ -33,6 +36,7 @@ __all__ = [
 
 # The key of the hard (scheduling-time) half of a node or pod affinity.
 REQUIRED_DURING_SCHEDULING = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_DURING_SCHEDULING = "preferredDuringSchedulingIgnoredDuringExecution"
 # A label value error inside a selector requirement (ValidateLabelSelectorRequirement's last loop).
 _SELECTOR_VALUE_PATH = re.compile(r"\.matchExpressions\[\d+\]\.values\[\d+\]$")
 
@@ -120,3 +124,14 @@ def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
         out.append(f"- {path}: {json.dumps(old, sort_keys=True)}")
     if new is not None:
         out.append(f"+ {path}: {json.dumps(new, sort_keys=True)}")
+
+
+def dict_or_none(value: Any) -> dict[str, Any] | None:
+    """``value`` when it is a JSON object, for code that changes it in place; else ``None``."""
+    return value if isinstance(value, dict) else None
+
+
+def dicts_in(value: Any) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a list (others skipped), for code that changes them in place."""
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, dict))

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_fields import PREFERRED_DURING_SCHEDULING as _PREFERRED
 from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
 from kubeloop.api._pod_fields import as_list as _list
 from kubeloop.api._pod_fields import go_text as _text
@@ -71,7 +72,6 @@ __all__ = [
     "validate_tolerations",
 ]
 
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # metav1.ObjectNameField: the one node field a matchFields requirement may name (nodeFieldSelectorValidators).
 _NODE_NAME_FIELD = "metadata.name"
 
