@@ -139,16 +139,27 @@ def _replicaset(obj: Obj) -> None:
 
 
 def _statefulset(obj: Obj) -> None:
+    """SetDefaults_StatefulSet, then the claim templates' own defaults (the generated defaulter runs
+    SetDefaults_PersistentVolumeClaim and its spec's on each: ``status.phase`` Pending, ``volumeMode``
+    Filesystem, as ``kubectl get sts -o yaml`` shows on a real cluster, k/k issues #65706, #80473)."""
     spec = _dict(obj, "spec")
-    _default(spec, "replicas", 1)
-    _default(spec, "podManagementPolicy", "OrderedReady")
+    _default_text(spec, "podManagementPolicy", "OrderedReady")
     update = _dict(spec, "updateStrategy")
-    _default(update, "type", "RollingUpdate")
-    if update["type"] == "RollingUpdate":
-        _default(_dict(update, "rollingUpdate"), "partition", 0)
+    if update.get("type") in (None, ""):
+        update["type"] = "RollingUpdate"
+        _dict(update, "rollingUpdate")  # only an unset type brings an empty rollingUpdate to default
+    if update["type"] == "RollingUpdate" and isinstance(update.get("rollingUpdate"), dict):
+        _default(update["rollingUpdate"], "partition", 0)
+    # StatefulSetAutoDeletePVC (beta, on in 1.32): each unset half of the policy is Retain.
+    policy = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    _default_text(policy, "whenDeleted", "Retain")
+    _default_text(policy, "whenScaled", "Retain")
+    _default(spec, "replicas", 1)
     _default(spec, "revisionHistoryLimit", 10)
-    _default(spec, "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
     _pod_template(spec)
+    for template in spec.get("volumeClaimTemplates") or []:
+        if isinstance(template, dict):
+            _pvc(template)
 
 
 def _service(obj: Obj) -> None:
@@ -167,14 +178,42 @@ def _secret(obj: Obj) -> None:
 
 
 def _pvc(obj: Obj) -> None:
+    """SetDefaults_PersistentVolumeClaim (``status.phase`` Pending) and SetDefaults_PersistentVolumeClaimSpec."""
     spec = _dict(obj, "spec")
     _default(spec, "volumeMode", "Filesystem")
+    _default_text(_dict(obj, "status"), "phase", "Pending")
+
+
+def _fill(source: Any, defaults: tuple[tuple[str, Any], ...], *, text: bool) -> None:
+    """One volume source's defaults: Go strings (``""`` is unset) when ``text``, else pointers."""
+    if isinstance(source, dict):
+        for key, value in defaults:
+            (_default_text if text else _default)(source, key, value)
+
+
+# pkg/apis/core/v1/defaults.go, the volume sources a PersistentVolume may hold: (field, defaults of
+# Go string fields, defaults of pointer fields).
+_SOURCE_DEFAULTS: tuple[tuple[str, tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]], ...] = (
+    ("iscsi", (("iscsiInterface", "default"),), ()),  # SetDefaults_ISCSIPersistentVolumeSource
+    ("rbd", (("pool", "rbd"), ("user", "admin"), ("keyring", "/etc/ceph/keyring")), ()),  # SetDefaults_RBDPersistentVolumeSource
+    ("scaleIO", (("storageMode", "ThinProvisioned"), ("fsType", "xfs")), ()),  # SetDefaults_ScaleIOPersistentVolumeSource
+    # SetDefaults_AzureDiskVolumeSource: pointers, so "" and false are values.
+    ("azureDisk", (), (("cachingMode", "ReadWrite"), ("kind", "Shared"), ("fsType", "ext4"), ("readOnly", False))),
+    ("hostPath", (), (("type", ""),)),  # SetDefaults_HostPathVolumeSource: HostPathUnset
+)
 
 
 def _pv(obj: Obj) -> None:
+    """SetDefaults_PersistentVolume (reclaim policy Retain, ``volumeMode`` Filesystem, ``status.phase``
+    Pending) and the defaults of its volume source."""
     spec = _dict(obj, "spec")
-    _default(spec, "persistentVolumeReclaimPolicy", "Retain")
+    _default_text(_dict(obj, "status"), "phase", "Pending")
+    _default_text(spec, "persistentVolumeReclaimPolicy", "Retain")
     _default(spec, "volumeMode", "Filesystem")
+    for key, texts, pointers in _SOURCE_DEFAULTS:
+        source = spec.get(key)
+        _fill(source, texts, text=True)
+        _fill(source, pointers, text=False)
 
 
 def _storageclass(obj: Obj) -> None:

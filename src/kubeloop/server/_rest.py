@@ -174,6 +174,13 @@ def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], error
         raise invalid(info.kind, str(meta_of(obj).get("name") or ""), errors, info.group)
 
 
+def _add_warnings(warnings: list[str], texts: list[str]) -> None:
+    """Each text once, as the apiserver's warning recorder keeps them (a retried update adds them again)."""
+    for text in texts:
+        if text not in warnings:
+            warnings.append(text)
+
+
 def _parse_rv(info: ResourceInfo, name: str, rv: Any) -> int:
     try:
         value = int(str(rv), 10)
@@ -251,6 +258,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         generate = ""
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
+    if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
+        _add_warnings(req.warnings, strategy.warnings_on_create(obj))
     name: str = meta["name"]  # validated: a non-empty str
     if validating:  # createValidation: the object as it will be stored, under its final name
         if name != attrs.name:
@@ -474,6 +483,8 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     errors.extend(validate_finalizers(new_meta.get("finalizers")))
     _validate(state, info, new, errors, strategy, old, req.subresource)
+    if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
+        _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
     record_manager(state, req, new, old)

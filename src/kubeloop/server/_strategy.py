@@ -29,6 +29,7 @@ from kubeloop.api._pod_drop_disabled import drop_disabled_pod_fields, drop_disab
 from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
 from kubeloop.api._pv_validation import validate_persistent_volume, validate_persistent_volume_update
+from kubeloop.api._pvc_data_source import prepare_claim_data_sources
 from kubeloop.api._pvc_validation import (
     validate_persistent_volume_claim,
     validate_persistent_volume_claim_status_update,
@@ -36,6 +37,16 @@ from kubeloop.api._pvc_validation import (
 )
 from kubeloop.api._quantity import QuantityError, parse_quantity
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
+from kubeloop.api._statefulset_validation import (
+    validate_statefulset,
+    validate_statefulset_status_update,
+    validate_statefulset_update,
+)
+from kubeloop.api._storage_warnings import (
+    persistent_volume_claim_warnings,
+    persistent_volume_warnings,
+    statefulset_warnings,
+)
 from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
@@ -63,6 +74,9 @@ class GenericStrategy:
     name_validator: Callable[[str, bool], list[str]] = staticmethod(name_is_dns1123_subdomain)
     # The status a freshly created object shows (Go zero values that are not omitempty).
     empty_status: dict[str, Any] | None = {}
+    # Whether warnings_on_create / warnings_on_update may say anything: most kinds' never do, and the
+    # write path then skips the calls.
+    warns = False
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
@@ -148,6 +162,15 @@ class GenericStrategy:
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         """The same checks on update (``subresource`` as in the URL, "" for the main resource)."""
         return self.validate(new)
+
+    # -- warnings (rest.BeforeCreate / BeforeUpdate add them once validation has passed) ------------
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        """``WarningsOnCreate``: texts for ``Warning`` headers of a valid create (only when ``warns``)."""
+        return []
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        """``WarningsOnUpdate`` (of the status strategy for ``/status``), only when ``warns``."""
+        return []
 
     # -- delete ---------------------------------------------------------------------------------
     def before_delete(self, name: str) -> None:
@@ -442,7 +465,7 @@ def _against_stored(info: ResourceInfo, validate: Callable[[dict[str, Any], dict
     """
     errs = validate(new, old)
     if any(e.field in _CHANGED_FROM_STORED for e in errs):
-        defaulted = {**old, "spec": copy.deepcopy(old.get("spec"))}
+        defaulted = {**old, "spec": copy.deepcopy(old.get("spec")), "status": copy.deepcopy(old.get("status"))}
         apply_defaults(info, defaulted)
         errs = validate(new, defaulted)
     return errs
@@ -472,13 +495,22 @@ class _DropsVolumeAttributesClass(GenericStrategy):
 
 class _PersistentVolume(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
     """PersistentVolumes: ValidatePersistentVolume on create, and ValidatePersistentVolumeUpdate on a
-    main-resource update; ValidatePersistentVolumeStatusUpdate checks nothing of the status."""
+    main-resource update; ValidatePersistentVolumeStatusUpdate checks nothing of the status.
+    GetWarningsForPersistentVolume on create and main-resource update."""
+
+    warns = True
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_persistent_volume(obj)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         return [] if subresource == "status" else _against_stored(self.info, validate_persistent_volume_update, new, old)
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return persistent_volume_warnings(obj)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        return [] if subresource else persistent_volume_warnings(new)
 
 
 Strategy = GenericStrategy
@@ -518,7 +550,9 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericSt
     if key == ("", "Node"):
         # Kubelets register nodes with their status (node strategy keeps it on create).
         return _Node(info)
-    if key in (("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")):
+    if key == ("apps", "StatefulSet"):
+        return _StatefulSet(info, _ZERO_STATUS[key])
+    if key in (("apps", "Deployment"), ("apps", "ReplicaSet")):
         return _PodTemplateOwner(info, _ZERO_STATUS.get(key, {}))
     if key == ("", "PersistentVolume"):
         return _PersistentVolume(info, _ZERO_STATUS[key])
@@ -538,9 +572,27 @@ class _Node(_DecodesQuantities):
 
 
 class _PersistentVolumeClaim(_DropsVolumeAttributesClass, _DecodesQuantities, _ZeroStatus):
-    """PersistentVolumeClaims: the zero status, quantities in canonical form, ValidatePersistentVolumeClaim
-    on create, ValidatePersistentVolumeClaimUpdate on a main-resource update, and
-    ValidatePersistentVolumeClaimStatusUpdate on ``/status``."""
+    """PersistentVolumeClaims: the zero status, quantities in canonical form, the data source fields
+    prepared (:mod:`kubeloop.api._pvc_data_source`), ValidatePersistentVolumeClaim on create,
+    ValidatePersistentVolumeClaimUpdate on a main-resource update, and
+    ValidatePersistentVolumeClaimStatusUpdate on ``/status``; GetWarningsForPersistentVolumeClaim on
+    create and main-resource update."""
+
+    warns = True
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)  # the status, then DropDisabledFields (volumeAttributesClassName) first
+        prepare_claim_data_sources(obj.get("spec"), None, create=True)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)
+        prepare_claim_data_sources(new.get("spec"), old.get("spec"), create=False)
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return persistent_volume_claim_warnings(obj)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        return [] if subresource else persistent_volume_claim_warnings(new)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_persistent_volume_claim(obj)
@@ -549,3 +601,44 @@ class _PersistentVolumeClaim(_DropsVolumeAttributesClass, _DecodesQuantities, _Z
         if subresource:
             return validate_persistent_volume_claim_status_update(new) if subresource == "status" else []
         return _against_stored(self.info, validate_persistent_volume_claim_update, new, old)
+
+
+class _StatefulSet(_PodTemplateOwner):
+    """StatefulSets: DNS-1123 label names (ValidateStatefulSetName), ValidateStatefulSetSpec before the
+    pod template's rules, ValidateStatefulSetUpdate's immutable spec, ValidateStatefulSetStatusUpdate on
+    ``/status`` (:mod:`kubeloop.api._statefulset_validation`); ``rollingUpdate.maxUnavailable`` dropped
+    unless stored (MaxUnavailableStatefulSet, alpha, off in 1.32); the claim templates' warnings."""
+
+    name_validator = staticmethod(name_is_dns1123_label)
+    warns = True
+
+    @staticmethod
+    def _drop_max_unavailable(new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """dropStatefulSetDisabledFields."""
+        rolling = ((new.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")
+        old_rolling = (((old or {}).get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")
+        if isinstance(rolling, dict) and not (isinstance(old_rolling, dict) and old_rolling.get("maxUnavailable") is not None):
+            rolling.pop("maxUnavailable", None)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        self._drop_max_unavailable(obj, None)
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        self._drop_max_unavailable(new, old)  # before the generation compares the specs
+        super().prepare_for_update(new, old)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return [*validate_statefulset(obj), *self._template_errors(obj, None)]
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource:
+            return validate_statefulset_status_update(new, old) if subresource == "status" else []
+        errs = [*validate_statefulset(new), *self._template_errors(new, old)]
+        return [*errs, *_against_stored(self.info, validate_statefulset_update, new, old)]
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return statefulset_warnings(obj, update=False)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        return [] if subresource else statefulset_warnings(new, update=True)
