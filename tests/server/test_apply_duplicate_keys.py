@@ -12,6 +12,7 @@ replaces them all with its single item (de-duplicating conflicts with the key's 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -191,3 +192,39 @@ async def test_an_update_adding_or_removing_a_repeat_moves_the_key(client: httpx
     assert "f:env" not in fields_of(r.json(), "editor").get("f:spec", {}).get("f:template", {}).get(
         "f:spec", {}).get("f:containers", {}).get('k:{"name":"c"}', {})
     assert env_fields(fields_of(r.json(), "other"))['k:{"name":"A"}'] == {".": {}, "f:name": {}, "f:value": {}}
+
+
+GADGETS = "/apis/example.com/v1/namespaces/default/gadgets"
+GADGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                               "spec": {"type": "object", "properties": {"slots": {
+                                   "type": "array", "x-kubernetes-list-type": "map",
+                                   "x-kubernetes-list-map-keys": ["zone", "index"],
+                                   "items": {"type": "object", "required": ["zone", "index"], "properties": {
+                                       "zone": {"type": "string"}, "index": {"type": "integer"},
+                                       "size": {"type": "integer"}}}}}}}}}}]},
+}  # fmt: skip
+
+
+async def test_a_custom_resource_list_map_refuses_repeated_keys(app: Any, client: httpx.AsyncClient) -> None:
+    r = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=GADGET_CRD)
+    assert r.status_code == 201, r.text
+    for _ in range(10_000):  # the CRD controller serves the kind on its next turns of the loop
+        if app.kinds.get("example.com", "v1", "gadgets"):
+            break
+        await asyncio.sleep(0)
+    slots = [{"zone": "a", "index": 1, "size": 1}, {"zone": "b", "index": 1}, {"index": 1, "zone": "a", "size": 2}]
+    body = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"},
+            "spec": {"slots": slots}}
+    r = await client.patch(f"{GADGETS}/g?fieldManager=m", content=orjson.dumps(body), headers=APPLY)
+    assert r.status_code == 500, r.text
+    assert r.json()["message"] == ("failed to create typed patch object (default/g; example.com/v1, Kind=Gadget): "
+                                   '.spec.slots: duplicate entries for key [index=1,zone="a"]')
+    body["spec"]["slots"] = slots[:2]
+    r = await client.patch(f"{GADGETS}/g?fieldManager=m", content=orjson.dumps(body), headers=APPLY)
+    assert r.status_code == 201, r.text
