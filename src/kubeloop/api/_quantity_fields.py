@@ -24,6 +24,9 @@ defaulting (core v1 ``SetDefaults_ResourceList``, run on every ResourceList abov
 up to a whole milli (``100u`` is ``1m``). The
 walk is strict (the first bad value raises :class:`~kubeloop.api._quantity.QuantityError`) or, for
 an object already stored, lenient (a bad value stays as it is). Mutates in place; copies nothing.
+
+:func:`quantities_by_value` walks a copy instead, every Quantity replaced by the key of its value: the
+form in which two objects compare as ``apiequality.Semantic.DeepEqual`` compares them.
 """
 
 from __future__ import annotations
