@@ -385,7 +385,7 @@ def test_editing_a_fields_v1_tree_equals_decoding_editing_and_encoding_the_set(
 def _reference_compare(old: Any, new: Any, schema: Any) -> tuple[set[Any], set[Any], set[Any]]:
     """``compare`` as it was written before its fast paths (equal values and scalar leaves settled
     without a call, maps walked in two loops): the definition the fast paths must keep."""
-    from kubeloop.api._fieldpath import _empty, _list_items, _shape, resolve
+    from kubeloop.api._fieldpath import Duplicates, _empty, _list_items, _shape, resolve
 
     added: set[Any] = set()
     removed: set[Any] = set()
@@ -422,7 +422,21 @@ def _reference_compare(old: Any, new: Any, schema: Any) -> tuple[set[Any], set[A
             left = _list_items(o, schema, shape) if isinstance(o, list) else {}
             right = _list_items(n, schema, shape) if isinstance(n, list) else {}
             for element in dict.fromkeys([*left, *right]):
-                walk(left.get(element, absent), right.get(element, absent), shape.items, (*path, element), False)
+                before, after, item_path = left.get(element, absent), right.get(element, absent), (*path, element)
+                if (type(before) is Duplicates or type(after) is Duplicates) and before != after:
+                    # smd v4.4: a repeated key is one atomic item (see tests/api/test_apply_duplicates.py).
+                    if type(before) is Duplicates and type(after) is Duplicates:
+                        modified.add(item_path)
+                    elif type(before) is Duplicates:
+                        if after is not absent:
+                            walk(absent, after, shape.items, item_path, False)
+                        removed.add(item_path)
+                    else:
+                        if before is not absent:
+                            walk(before, absent, shape.items, item_path, False)
+                        added.add(item_path)
+                    continue
+                walk(before, after, shape.items, item_path, False)
         else:
             leaf(o, n, path)
             return

@@ -50,3 +50,41 @@ def test_kubectl_apply_reads_back_canonical_quantities_and_a_bad_one_is_refused(
         f'Error from server (BadRequest): error when creating "{manifest}": Pod in version "v1" cannot be handled '
         "as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     assert kubectl("get", "pod", "broken", "-n", namespace, check=False).returncode == 1
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sized}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: sized}}
+  template:
+    metadata: {labels: {app: sized}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        resources:
+          limits: {cpu: "CPU", memory: MEMORY}
+"""
+
+
+def test_kubectl_server_side_apply_of_equal_quantities_writes_nothing_and_rounds_to_a_milli(
+        kubectl: Any, namespace: str, tmp_path: Any) -> None:
+    manifest = tmp_path / "deployment.yaml"
+
+    def apply(cpu: str, memory: str) -> dict[str, Any]:
+        manifest.write_text(DEPLOYMENT.replace("CPU", cpu).replace("MEMORY", memory))
+        result = kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest))
+        assert result.stdout.strip() == "deployment.apps/sized serverside-applied"
+        return dict(json.loads(kubectl("get", "deployment", "sized", "-n", namespace, "-o", "json").stdout))
+
+    first = apply("1", "1Gi")
+    again = apply("1000m", "1024Mi")
+    assert again["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1", "memory": "1Gi"}}
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    # A limit finer than a milli is rounded up by defaulting (SetDefaults_ResourceList): a new template.
+    rounded = apply("100u", "1Gi")
+    assert rounded["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1m", "memory": "1Gi"}}
+    assert rounded["metadata"]["generation"] == 2

@@ -31,11 +31,13 @@ from kubeloop.api._schemas import items_schema, property_schema, resolve
 from kubeloop.api._strategic import patch_meta
 
 __all__ = [
+    "Duplicates",
     "FieldSet",
     "Path",
     "compare",
     "created_fields_v1",
     "created_tree",
+    "duplicate_entries",
     "edit_fields_v1",
     "fields_v1",
     "is_atomic_map",
@@ -104,13 +106,66 @@ def item_element(item: Any, semantics: str, keys: tuple[str, ...], index: int) -
     return f"i:{index}"
 
 
+class Duplicates(tuple[Any, ...]):
+    """The items of a granular list that share one path element (two or more, in list order).
+
+    smd v4.4 (``typed/compare.go``, ``tofieldset.go``; k8s 1.29+) lets the live object hold them (a
+    create or update may write them; an apply may not): such a key is one atomic leaf, owned as
+    the bare key path, never field by field, and compared as the whole run of items. Being neither
+    a dict nor a list, it reads as a leaf to every walk that does not look for it."""
+
+    __slots__ = ()
+
+
 def _list_items(value: list[Any], schema: Schema, shape: _Shape | None = None) -> dict[str, Any]:
-    """Items of a granular list by path element (first occurrence wins, as smd does)."""
+    """Items of a granular list by path element; a repeated element maps to its :class:`Duplicates`."""
     semantics, keys = (shape.semantics, shape.keys) if shape is not None else list_semantics(schema)
     out: dict[str, Any] = {}
     for index, item in enumerate(value):
         out.setdefault(item_element(item, semantics, keys, index), item)
+    if len(out) < len(value):  # some element repeats: rare, and only then paid for
+        runs: dict[str, list[Any]] = {}
+        for index, item in enumerate(value):
+            runs.setdefault(item_element(item, semantics, keys, index), []).append(item)
+        for element, run in runs.items():
+            if len(run) > 1:
+                out[element] = Duplicates(run)
     return out
+
+
+def duplicate_entries(value: Any, schema: Schema, path: Path = ()) -> list[str]:
+    """smd's validation of an applied configuration (``typed/validate.go``, without ``AllowDuplicates``):
+    ``<list path>: duplicate entries for key <key>`` for every item of a ``listType=map`` or ``set``
+    list whose path element an earlier item has, in upstream's walk order (map fields sorted by
+    name, items in order); ``path`` is where ``value`` sits. Items whose element cannot be made are
+    left to :func:`item_element`'s callers."""
+    out: list[str] = []
+    _duplicates(value, _shape(resolve(schema)), path, out)
+    return out
+
+
+def _duplicates(value: Any, shape: _Shape, path: Path, out: list[str]) -> None:
+    if type(value) is dict:
+        for key in sorted(value):
+            child = value[key]
+            if type(child) is dict or type(child) is list:
+                _duplicates(child, shape.kid(key)[0], (*path, "f:" + key), out)
+    elif type(value) is list:
+        item_shape = shape.item_kid()
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            if shape.semantics == "atomic":
+                element = f"i:{index}"
+            else:
+                try:
+                    element = item_element(item, shape.semantics, shape.keys, index)
+                except BadRequest:
+                    continue
+                if element in seen:
+                    out.append(f"{path_string(path)}: duplicate entries for key {path_string((element,))}")
+                seen.add(element)
+            if type(item) is dict or type(item) is list:
+                _duplicates(item, item_shape, (*path, element), out)
 
 
 def to_field_set(value: Any, schema: Schema) -> FieldSet:
@@ -291,7 +346,10 @@ def _compare(old: Any, new: Any, shape: _Shape, path: Path, result: Comparison, 
         for element in dict.fromkeys([*left, *right]) if left else right:
             before, after = left.get(element, _ABSENT), right.get(element, _ABSENT)
             if before != after:  # an equal item changes nothing (_compare's first test, without the call)
-                _compare(before, after, item_shape, (*path, element), result, False)
+                if type(before) is Duplicates or type(after) is Duplicates:
+                    _compare_duplicates(before, after, item_shape, (*path, element), result)
+                else:
+                    _compare(before, after, item_shape, (*path, element), result, False)
     else:
         _leaf(old, new, path, result)
         return
@@ -300,6 +358,23 @@ def _compare(old: Any, new: Any, shape: _Shape, path: Path, result: Comparison, 
             result.added.add(path)
         elif new is _ABSENT:
             result.removed.add(path)
+
+
+def _compare_duplicates(before: Any, after: Any, shape: _Shape, path: Path, result: Comparison) -> None:
+    """smd v4.4 ``compareWalker.visitListItems`` for a key repeated on either side (they differ):
+    repeated on both, the key is modified; a key that comes to repeat is added as a whole and the
+    single item it was is removed (field by field), and the reverse when it stops repeating."""
+    if type(before) is Duplicates and type(after) is Duplicates:
+        result.modified.add(path)
+        return
+    if type(before) is Duplicates:
+        if after is not _ABSENT:
+            _compare(_ABSENT, after, shape, path, result, False)
+        result.removed.add(path)
+    else:
+        if before is not _ABSENT:
+            _compare(before, _ABSENT, shape, path, result, False)
+        result.added.add(path)
 
 
 def _compare_maps(left: dict[str, Any], right: dict[str, Any], shape: _Shape, path: Path, result: Comparison) -> None:

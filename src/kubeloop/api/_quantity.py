@@ -47,6 +47,7 @@ __all__ = [
     "canonical_text",
     "parse_quantity",
     "quantity_key",
+    "resource_list_text",
 ]
 
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -170,6 +171,46 @@ def canonical_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise QuantityError(FORMAT_WRONG)
     return canonical_text(_number_text(value))
+
+
+# The same for resource_list_text.
+_SEEN_LISTED: dict[str, str] = {}
+_MILLI = -3
+
+
+def resource_list_text(value: Any) -> str:
+    """:func:`canonical_text` of a ResourceList value, which defaulting (core v1
+    ``SetDefaults_ResourceList``) then rounds up, away from zero, to a whole milli (``Quantity.RoundUp(-3)``):
+    ``100u`` is ``1m``, ``1.0001m`` is ``2m``. A value parsed at milli scale or coarser is left as
+    it is, kept spelling included (``1e-3``, ``+1``); a finer one is written anew in its format
+    (``1e-5`` is ``1e-3``)."""
+    if type(value) is str:
+        seen = _SEEN_LISTED.get(value)
+        if seen is not None:
+            return seen
+        text = _round_up_to_milli(parse_quantity(value.strip()))
+        if len(value) <= _CACHED_LENGTH:
+            if len(_SEEN_LISTED) >= _SEEN_LIMIT:
+                _SEEN_LISTED.clear()
+            _SEEN_LISTED[value] = text
+        return text
+    if value is None:
+        return "0"
+    if isinstance(value, str):
+        return resource_list_text(str(value))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QuantityError(FORMAT_WRONG)
+    return resource_list_text(_number_text(value))
+
+
+def _round_up_to_milli(quantity: Quantity) -> str:
+    """RoundUp(Milli): int64Amount.AsScale (or inf.Dec Round with RoundUp) when the scale is finer."""
+    if quantity.exponent >= _MILLI:
+        return quantity.text
+    magnitude = abs(quantity.unscaled)
+    quotient, remainder = divmod(magnitude, 10 ** (_MILLI - quantity.exponent))
+    rounded = quotient + (1 if remainder else 0)
+    return _canonical(rounded if quantity.unscaled > 0 else -rounded, _MILLI, quantity.format)
 
 
 def quantity_key(value: Any) -> Any:

@@ -19,76 +19,98 @@ The fields, from the k8s.io/api v1.32 types:
   ``status.capacity``, ``status.allocatedResources``;
 - a PersistentVolume: ``spec.capacity``; a Node: ``status.capacity``, ``status.allocatable``.
 
-In a ResourceList a ``null`` is the zero Quantity (``"0"``), as ``UnmarshalJSON`` makes it. The
+In a ResourceList a ``null`` is the zero Quantity (``"0"``), as ``UnmarshalJSON`` makes it, and
+defaulting (core v1 ``SetDefaults_ResourceList``, run on every ResourceList above) rounds each value
+up to a whole milli (``100u`` is ``1m``). The
 walk is strict (the first bad value raises :class:`~kubeloop.api._quantity.QuantityError`) or, for
 an object already stored, lenient (a bad value stays as it is). Mutates in place; copies nothing.
+
+:func:`quantities_by_value` walks a copy instead, every Quantity replaced by the key of its value: the
+form in which two objects compare as ``apiequality.Semantic.DeepEqual`` compares them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubeloop.api._pod_fields import as_list
-from kubeloop.api._quantity import QuantityError, canonical_text
+from kubeloop.api._quantity import QuantityError, canonical_text, quantity_key, resource_list_text
+from kubeloop.api._strategic import deep_copy_json
 
-__all__ = ["QUANTITY_KINDS", "QuantityFields", "quantity_fields"]
+__all__ = ["QUANTITY_KINDS", "QuantityFields", "quantities_by_value", "quantity_fields"]
 
-# A canonicaliser of one JSON value: canonical_text, or a lenient wrapper of it.
+# A canonicaliser of one JSON value: canonical_text or resource_list_text, or a lenient wrapper.
 Canon = Callable[[Any], Any]
 QuantityFields = Callable[[dict[str, Any], bool], None]
 
 
-def _lenient(value: Any) -> Any:
-    try:
-        return canonical_text(value)
-    except QuantityError:
-        return value
+class _Canons(NamedTuple):
+    """What the walk does to a lone Quantity (``sizeLimit``, ``divisor``) and to one in a ResourceList,
+    which defaulting also rounds up to a whole milli (core v1 ``SetDefaults_ResourceList``)."""
+
+    one: Canon
+    listed: Canon
 
 
-def _resource_list(holder: dict[str, Any], key: str, canon: Canon) -> None:
+def _lenient(canon: Canon) -> Canon:
+    def lenient(value: Any) -> Any:
+        try:
+            return canon(value)
+        except QuantityError:
+            return value
+
+    return lenient
+
+
+_STRICT = _Canons(canonical_text, resource_list_text)
+_LENIENT = _Canons(_lenient(canonical_text), _lenient(resource_list_text))
+
+
+def _resource_list(holder: dict[str, Any], key: str, canon: _Canons) -> None:
     resources = holder.get(key)
     if type(resources) is dict:
+        listed = canon.listed
         for name, value in resources.items():
-            text = canon(value)
+            text = listed(value)
             if text is not value:
                 resources[name] = text
 
 
-def _requirements(holder: dict[str, Any], key: str, canon: Canon) -> None:
+def _requirements(holder: dict[str, Any], key: str, canon: _Canons) -> None:
     requirements = holder.get(key)
     if type(requirements) is dict:
         _resource_list(requirements, "limits", canon)
         _resource_list(requirements, "requests", canon)
 
 
-def _divisor(holder: dict[str, Any], canon: Canon) -> None:
+def _divisor(holder: dict[str, Any], canon: _Canons) -> None:
     ref = holder.get("resourceFieldRef")
     if type(ref) is dict:
-        ref["divisor"] = canon(ref.get("divisor"))
+        ref["divisor"] = canon.one(ref.get("divisor"))
 
 
-def _downward_items(holder: Any, canon: Canon) -> None:
+def _downward_items(holder: Any, canon: _Canons) -> None:
     if type(holder) is dict:
         for item in as_list(holder.get("items")):
             if type(item) is dict:
                 _divisor(item, canon)
 
 
-def _container(container: dict[str, Any], canon: Canon) -> None:
+def _container(container: dict[str, Any], canon: _Canons) -> None:
     _requirements(container, "resources", canon)
     for env in as_list(container.get("env")):
         if type(env) is dict and type(source := env.get("valueFrom")) is dict:
             _divisor(source, canon)
 
 
-def _volume(volume: dict[str, Any], canon: Canon) -> None:
+def _volume(volume: dict[str, Any], canon: _Canons) -> None:
     empty_dir = volume.get("emptyDir")
     if type(empty_dir) is dict and "sizeLimit" in empty_dir:
         if empty_dir["sizeLimit"] is None:
             del empty_dir["sizeLimit"]  # *Quantity, omitempty
         else:
-            empty_dir["sizeLimit"] = canon(empty_dir["sizeLimit"])
+            empty_dir["sizeLimit"] = canon.one(empty_dir["sizeLimit"])
     ephemeral = volume.get("ephemeral")
     if type(ephemeral) is dict:
         template = ephemeral.get("volumeClaimTemplate")
@@ -102,7 +124,7 @@ def _volume(volume: dict[str, Any], canon: Canon) -> None:
                 _downward_items(source.get("downwardAPI"), canon)
 
 
-def _pod_spec(spec: Any, canon: Canon) -> None:
+def _pod_spec(spec: Any, canon: _Canons) -> None:
     if type(spec) is not dict:
         return
     for key in ("containers", "initContainers", "ephemeralContainers"):
@@ -116,7 +138,7 @@ def _pod_spec(spec: Any, canon: Canon) -> None:
             _volume(volume, canon)
 
 
-def _pod_status(status: Any, canon: Canon) -> None:
+def _pod_status(status: Any, canon: _Canons) -> None:
     if type(status) is not dict:
         return
     for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
@@ -126,7 +148,7 @@ def _pod_status(status: Any, canon: Canon) -> None:
                 _requirements(container, "resources", canon)
 
 
-def _claim(claim: dict[str, Any], canon: Canon) -> None:
+def _claim(claim: dict[str, Any], canon: _Canons) -> None:
     if type(spec := claim.get("spec")) is dict:
         _requirements(spec, "resources", canon)
     if type(status := claim.get("status")) is dict:
@@ -134,49 +156,52 @@ def _claim(claim: dict[str, Any], canon: Canon) -> None:
         _resource_list(status, "allocatedResources", canon)
 
 
-def _canon(strict: bool) -> Canon:
-    return canonical_text if strict else _lenient
+def _canon(mode: bool | _Canons) -> _Canons:
+    if mode is True:
+        return _STRICT
+    return _LENIENT if mode is False else mode
 
 
-def _pod(obj: dict[str, Any], strict: bool) -> None:
-    canon = _canon(strict)
+def _pod(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    canon = _canon(mode)
     _pod_spec(obj.get("spec"), canon)
     _pod_status(obj.get("status"), canon)
 
 
-def _template_owner(obj: dict[str, Any], strict: bool) -> None:
+def _template_owner(obj: dict[str, Any], mode: bool | _Canons) -> None:
     spec = obj.get("spec")
     if type(spec) is dict and type(template := spec.get("template")) is dict:
-        _pod_spec(template.get("spec"), _canon(strict))
+        _pod_spec(template.get("spec"), _canon(mode))
 
 
-def _stateful_set(obj: dict[str, Any], strict: bool) -> None:
-    _template_owner(obj, strict)
+def _stateful_set(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    _template_owner(obj, mode)
     spec = obj.get("spec")
     if type(spec) is dict:
-        canon = _canon(strict)
+        canon = _canon(mode)
         for claim in as_list(spec.get("volumeClaimTemplates")):
             if type(claim) is dict:
                 _claim(claim, canon)
 
 
-def _persistent_volume_claim(obj: dict[str, Any], strict: bool) -> None:
-    _claim(obj, _canon(strict))
+def _persistent_volume_claim(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    _claim(obj, _canon(mode))
 
 
-def _persistent_volume(obj: dict[str, Any], strict: bool) -> None:
+def _persistent_volume(obj: dict[str, Any], mode: bool | _Canons) -> None:
     if type(spec := obj.get("spec")) is dict:
-        _resource_list(spec, "capacity", _canon(strict))
+        _resource_list(spec, "capacity", _canon(mode))
 
 
-def _node(obj: dict[str, Any], strict: bool) -> None:
+def _node(obj: dict[str, Any], mode: bool | _Canons) -> None:
     if type(status := obj.get("status")) is dict:
-        canon = _canon(strict)
+        canon = _canon(mode)
         _resource_list(status, "capacity", canon)
         _resource_list(status, "allocatable", canon)
 
 
-_BY_KIND: dict[tuple[str, str], QuantityFields] = {
+_Walker = Callable[[dict[str, Any], bool | _Canons], None]
+_BY_KIND: dict[tuple[str, str], _Walker] = {
     ("", "Pod"): _pod,
     ("", "PersistentVolumeClaim"): _persistent_volume_claim,
     ("", "PersistentVolume"): _persistent_volume,
@@ -194,3 +219,20 @@ QUANTITY_KINDS = frozenset(kind for _, kind in _BY_KIND)
 def quantity_fields(group: str, kind: str) -> QuantityFields | None:
     """``fields(obj, strict)`` canonicalising the Quantity fields of a built-in ``kind``, or ``None``."""
     return _BY_KIND.get((group, kind))
+
+
+# Every Quantity as its quantity_key: equal exactly when upstream's Cmp says the values are.
+_BY_VALUE = _Canons(quantity_key, quantity_key)
+
+
+def quantities_by_value(group: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` with each Quantity field of a built-in ``kind`` replaced by its value's key
+    (:func:`~kubeloop.api._quantity.quantity_key`): two objects whose copies are equal are equal to
+    ``apiequality.Semantic.DeepEqual``, which compares Quantities by value (``1Gi`` and ``1073741824``,
+    ``1k`` and ``1e3``, ``1`` and ``+1`` are the same). A kind without Quantity fields: ``obj`` itself."""
+    walker = _BY_KIND.get((group, kind))
+    if walker is None:
+        return obj
+    copy: dict[str, Any] = deep_copy_json(obj)
+    walker(copy, _BY_VALUE)
+    return copy

@@ -57,30 +57,41 @@ def _drop_nulls(value: Any) -> Any:
 
 
 def _index(items: list[Any], semantics: str, keys: tuple[str, ...]) -> tuple[list[str], dict[str, Any]]:
+    """Every item's path element, in order (repeats included), and the item of each element; an
+    element that repeats maps to :data:`_REPEATED` (smd ``indexListPathElements`` with duplicates
+    allowed: such items are never merged with an applied one)."""
     order: list[str] = []
     seen: dict[str, Any] = {}
     for position, item in enumerate(items):
         element = item_element(item, semantics, keys, position)
-        if element not in seen:
-            seen[element] = item
-            order.append(element)
+        seen[element] = _REPEATED if element in seen else item
+        order.append(element)
     return order, seen
 
 
+# Stands for the items of a live key that repeats: merged with an applied item, they count as absent.
+_REPEATED: Any = object()
+
+
 def _merge_list(live: list[Any], config: list[Any], semantics: str, keys: tuple[str, ...], item_schema: Schema) -> list[Any]:
-    """smd merge of two granular lists, with its interleaving of live-only and applied items."""
+    """smd merge of two granular lists, with its interleaving of live-only and applied items.
+
+    A key the live list repeats (smd v4.4, ``typed/merge.go``): left alone, every item stays as it
+    is; applied, all of them give way to the one applied item (not merged with any of them)."""
     live_order, live_items = _index(live, semantics, keys)
     config_order, config_items = _index(config, semantics, keys)
     shared = [e for e in config_order if e in live_items]
     shared_iter = iter(shared)
     next_shared = next(shared_iter, None)
+    merged: set[str] = set()
     out: list[Any] = []
     li = ri = 0
     while li < len(live_order) or ri < len(config_order):
         if li < len(live_order) and ri < len(config_order):
             element = live_order[li]
             if element == config_order[ri]:
-                out.append(_merge(live_items[element], config_items[element], item_schema))
+                merged.add(element)
+                out.append(_merged_item(live_items[element], config_items[element], item_schema))
                 li += 1
                 ri += 1
                 next_shared = next(shared_iter, None)
@@ -88,20 +99,29 @@ def _merge_list(live: list[Any], config: list[Any], semantics: str, keys: tuple[
             if element in config_items and next_shared is not None and next_shared != element:
                 li += 1
                 continue
-        if li < len(live_order) and live_order[li] not in config_items:
-            out.append(live_items[live_order[li]])
-            li += 1
-            continue
+        if li < len(live_order):
+            element = live_order[li]
+            if element not in config_items:
+                out.append(live[li])  # each repeated item too, as it is
+                li += 1
+                continue
+            if element in merged:
+                li += 1
+                continue
         if ri < len(config_order):
             element = config_order[ri]
-            value = config_items[element]
-            out.append(_merge(live_items[element], value, item_schema) if element in live_items else _drop_nulls(value))
+            merged.add(element)
+            out.append(_merged_item(live_items.get(element, _REPEATED), config_items[element], item_schema))
             ri += 1
             if next_shared is not None and next_shared == element:
                 next_shared = next(shared_iter, None)
         else:
             li += 1
     return out
+
+
+def _merged_item(live: Any, config: Any, schema: Schema) -> Any:
+    return _drop_nulls(config) if live is _REPEATED else _merge(live, config, schema)
 
 
 def remove_paths(obj: dict[str, Any], paths: Iterable[Path], schema: Schema) -> dict[str, Any]:
@@ -133,14 +153,16 @@ def _remove(node: Any, path: Path, schema: Schema) -> None:
     if not isinstance(node, list):
         return
     semantics, keys = list_semantics(schema)
-    for position, item in enumerate(node):
+    kept: list[Any] = []
+    for position, item in enumerate(node):  # every item with the element: a live key may repeat
         try:
             matches = item_element(item, semantics, keys, position) == element
         except BadRequest:  # a malformed live item cannot be addressed; leave it
             matches = False
         if matches:
             if not rest:
-                del node[position]
-            elif not (semantics == "map" and len(rest) == 1 and rest[0][2:] in keys):
+                continue
+            if not (semantics == "map" and len(rest) == 1 and rest[0][2:] in keys):
                 _remove(item, rest, items_schema(schema))
-            return
+        kept.append(item)
+    node[:] = kept

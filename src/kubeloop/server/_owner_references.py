@@ -10,9 +10,9 @@ but another field different is kept), and add one ``Warning`` naming the uid of 
 
 The object stored, and answered, is the deduplicated one. Server-side apply also types the applied
 configuration first, where ``ownerReferences`` is a list map keyed by ``uid``: an applied
-configuration that names one uid twice fails (``managedfields`` ``structuredmerge.go`` Apply: "Don't
-allow duplicates in the applied object"), a 500 as the error is not an API status; duplicates already
-stored (from before 1.20) are let through there (``typed.AllowDuplicates`` on the live object).
+configuration that names one uid twice fails there, as every repeated key of a keyed list does
+(``server/_patching``); duplicates already stored (from before 1.20) are let through there
+(``typed.AllowDuplicates`` on the live object).
 
 Callers test ``"ownerReferences" in meta`` first: a write without owners costs that one lookup.
 """
@@ -21,12 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeloop.api import ApiError, ResourceInfo
-
 __all__ = [
     "DUPLICATES",
     "DUPLICATES_AFTER_ADMISSION",
-    "check_applied_owner_references",
     "dedup_owner_references",
 ]
 
@@ -69,36 +66,3 @@ def dedup_owner_references(meta: dict[str, Any], warnings: list[str], *, after_a
     text = (DUPLICATES_AFTER_ADMISSION if after_admission else DUPLICATES) + ", ".join(dropped)
     if text not in warnings:
         warnings.append(text)
-
-
-def check_applied_owner_references(info: ResourceInfo, applied: dict[str, Any]) -> None:
-    """An applied configuration naming one owner uid twice is refused, as structured-merge-diff refuses a
-    list map with a repeated key: one error per repeated entry, 500 (``ErrorToAPIStatus`` of a plain error)."""
-    meta = applied.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    if not isinstance(refs, list) or len(refs) < 2:
-        return
-    seen: set[str] = set()
-    errors: list[str] = []
-    for ref in refs:
-        if not isinstance(ref, dict) or not isinstance(ref.get("uid"), str):
-            continue
-        uid = ref["uid"]
-        if uid in seen:
-            errors.append(f'.metadata.ownerReferences: duplicate entries for key [uid="{_go_quote(uid)}"]')
-        seen.add(uid)
-    if not errors:
-        return
-    assert isinstance(meta, dict)
-    namespace = meta.get("namespace") or ""
-    name = meta.get("name") or ""
-    gvk = f"{info.api_version if info.group else '/' + info.version}, Kind={info.kind}"
-    detail = errors[0] if len(errors) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errors)
-    # structuredmerge.go objectGVKNN: "<namespace>/<name>; <group/version>, Kind=<kind>".
-    raise ApiError(f"failed to create typed patch object ({namespace}/{name}; {gvk}): {detail}",
-                   reason="Unknown", code=500)
-
-
-def _go_quote(value: str) -> str:
-    """The inside of Go's ``%q`` for the common case (a key value as structured-merge-diff prints it)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"')

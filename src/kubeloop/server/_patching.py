@@ -18,6 +18,7 @@ from kubeloop.api import (
     ApiError,
     BadRequest,
     FieldError,
+    ResourceInfo,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
@@ -25,8 +26,10 @@ from kubeloop.api import (
     invalid,
 )
 from kubeloop.api._apply import server_side_apply
+from kubeloop.api._fieldpath import duplicate_entries
 from kubeloop.api._quantity import QuantityError
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
+from kubeloop.api._schemas import definitions, property_schema
 from kubeloop.api._strategic import go_format
 from kubeloop.server._field_validation import (
     directive_of,
@@ -36,7 +39,6 @@ from kubeloop.server._field_validation import (
     unknown_field_texts,
 )
 from kubeloop.server._http import decode_json, decode_yaml
-from kubeloop.server._owner_references import check_applied_owner_references
 from kubeloop.server._rest import Current, WriteRequest, update_object
 from kubeloop.server._state import ServerState
 
@@ -74,7 +76,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
     if patch_type == APPLY:
         applied = _decode_apply(raw)
         undeclared_apply_fields(state, info, applied)
-        check_applied_owner_references(info, applied)
+        _refuse_duplicate_entries(state, info, applied)
         req = replace(req, operation="Apply")
         manager = req.options.field_manager
 
@@ -121,6 +123,36 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
 
     status, body, _ = await update_object(state, req, patched, conditional=False)
     return status, body
+
+
+def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:
+    """Server-side apply types the applied configuration without ``typed.AllowDuplicates``: an item of
+    a ``listType=map`` or ``set`` list (containers by name, ports by containerPort and protocol, env,
+    volumes, conditions, ownerReferences by uid, a CRD's ``x-kubernetes-list-map-keys`` ...) whose key
+    an earlier item has fails, one line per repeat, as a 500: the error is no API status
+    (managedfields ``structuredmerge.go`` Apply: ``failed to create typed patch object (<ns>/<name>;
+    <gvk>): <path>: duplicate entries for key [name="a"]``). ``metadata`` is typed as ObjectMeta for
+    every kind, custom ones included. A live object's duplicates are allowed (``_apply``)."""
+    schema = state.schema(info)
+    texts: list[str] = []
+    for key in sorted(applied):
+        value = applied[key]
+        if type(value) is dict or type(value) is list:
+            child = definitions().get(_OBJECT_META) if key == "metadata" else property_schema(schema, key)
+            texts.extend(duplicate_entries(value, child, ("f:" + key,)))
+    if not texts:
+        return
+    meta = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    gvk = f"{info.api_version if info.group else '/' + info.version}, Kind={info.kind}"
+    detail = texts[0] if len(texts) == 1 else "errors:\n" + "\n".join(f"  {t}" for t in texts)
+    # structuredmerge.go objectGVKNN: "<namespace>/<name>; <group/version>, Kind=<kind>".
+    raise ApiError(f"failed to create typed patch object ({namespace}/{name}; {gvk}): {detail}",
+                   reason="Unknown", code=500)
+
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:

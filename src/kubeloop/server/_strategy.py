@@ -36,7 +36,7 @@ from kubeloop.api._pvc_validation import (
     validate_persistent_volume_claim_update,
 )
 from kubeloop.api._quantity import QuantityError, parse_quantity
-from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
+from kubeloop.api._quantity_fields import QuantityFields, quantities_by_value, quantity_fields
 from kubeloop.api._statefulset_validation import (
     validate_statefulset,
     validate_statefulset_status_update,
@@ -240,6 +240,15 @@ class _DecodesQuantities(GenericStrategy):
         fields(new, False)
         fields(old, False)
         return super().prepare_for_status_update(new, old)
+
+    def _spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        """The spec compared as ``apiequality.Semantic.DeepEqual`` compares it: Quantities by value, so
+        ``1Gi`` written as ``1073741824`` (or ``1k`` as ``1e3``) is no new generation, though what is
+        stored changes with the spelling. The copies are made only when the specs differ as JSON."""
+        if not super()._spec_changed(new, old):
+            return False
+        group, kind = self.info.group, self.info.kind
+        return super()._spec_changed(quantities_by_value(group, kind, new), quantities_by_value(group, kind, old))
 
 
 class PodStrategy(_DecodesQuantities):
