@@ -122,15 +122,16 @@ def test_validity_from_2050_is_a_generalized_time_as_rfc_5280_requires() -> None
 
 def test_making_or_reusing_the_material_never_imports_cryptographys_x509(tmp_path: Path) -> None:
     # A first start makes keys and signatures with cryptography's primitives only; a restart that finds
-    # the material loads it with ``ssl`` and imports no cryptography at all.
+    # the material loads it with ``ssl`` and imports neither cryptography nor the certificate encoder.
     code = (
         "import sys; from pathlib import Path; from kubeloop.server import ensure_tls, server_ssl_context;"
         f"material = ensure_tls(Path({str(tmp_path)!r}));"
         "server_ssl_context(material);"
-        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography')))"
+        "print(' '.join(sorted(m for m in sys.modules"
+        " if m.split('.')[0] == 'cryptography' or m == 'kubeloop.server._tls_der')))"
     )
     first = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    assert "cryptography.hazmat.primitives.asymmetric.ec" in first
+    assert {"cryptography.hazmat.primitives.asymmetric.ec", "kubeloop.server._tls_der"} <= set(first)
     assert [m for m in first if m.startswith("cryptography.x509")] == []
     restart = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert restart == []

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubeloop.api import InternalError
-from kubeloop.server import _tls_der
 
 if TYPE_CHECKING:  # cryptography is imported only when material is made (see the contract above)
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -138,6 +137,8 @@ def _write_pair(key: ec.EllipticCurvePrivateKey, cert_der: bytes, key_path: Path
 
 
 def _make_ca(cert_path: Path, key_path: Path) -> None:
+    from kubeloop.server import _tls_der
+
     key, spki, point = _new_pair()
     not_before, not_after = _validity()
     cert = _tls_der.ca_certificate(
@@ -149,6 +150,8 @@ def _make_ca(cert_path: Path, key_path: Path) -> None:
 def _make_serving(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_path: Path, sans: tuple[str, ...]) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
+
+    from kubeloop.server import _tls_der
 
     ca_subject = _tls_der.subject_of(ssl.PEM_cert_to_DER_cert(ca_cert_path.read_text("ascii")))
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
