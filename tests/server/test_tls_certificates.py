@@ -1,10 +1,8 @@
-"""The CA and serving certificates are the ones ``cryptography``'s builder makes, without importing it.
+"""The CA and serving certificates ``server/_tls.py`` makes: their fields and extensions, as its contract says.
 
-``server/_tls_der.py`` lays the certificates out itself so that a first start does not import
-``cryptography.x509``. Each certificate is parsed back here with ``cryptography.x509`` and its
-to-be-signed part compared byte for byte with the one ``CertificateBuilder`` makes from the same key,
-serial number, validity and extensions (ECDSA signatures are randomised, so the signature itself is
-checked by verifying it).
+Each certificate is parsed with ``cryptography.x509``, its extensions compared with the contract's, its
+signature verified against its issuer, and its to-be-signed part compared with what
+``CertificateBuilder`` makes from the certificate's own fields (so nothing else is in it).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, SignatureAlgorithmOID
 
-from kubeloop.server import _tls_der
 from kubeloop.server._tls import ensure_tls
 
 
@@ -50,7 +47,7 @@ def _rebuilt(cert: x509.Certificate, issuer_key: ec.EllipticCurvePrivateKey) -> 
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def test_the_ca_is_cryptographys_self_signed_ca_byte_for_byte(tmp_path: Path) -> None:
+def test_the_ca_is_a_self_signed_p256_ca_with_the_contracts_extensions(tmp_path: Path) -> None:
     material = ensure_tls(tmp_path)
     ca, key = _load(material.ca_cert), _key(material.ca_key)
     assert ca.version is x509.Version.v3
@@ -75,7 +72,7 @@ def test_the_ca_is_cryptographys_self_signed_ca_byte_for_byte(tmp_path: Path) ->
     assert 0 < ca.serial_number < 2**159
 
 
-def test_the_serving_certificate_is_cryptographys_byte_for_byte_and_verifies_against_the_ca(tmp_path: Path) -> None:
+def test_the_serving_certificate_names_the_sans_and_verifies_against_the_ca(tmp_path: Path) -> None:
     material = ensure_tls(tmp_path, address="10.1.2.3")
     ca, ca_key = _load(material.ca_cert), _key(material.ca_key)
     cert = _load(material.cert)
@@ -103,35 +100,16 @@ def test_the_serving_certificate_is_cryptographys_byte_for_byte_and_verifies_aga
     cert.verify_directly_issued_by(ca)
 
 
-def test_validity_from_2050_is_a_generalized_time_as_rfc_5280_requires() -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    before = datetime.datetime(2049, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
-    after = datetime.datetime(2050, 1, 1, tzinfo=datetime.UTC)
-    der = _tls_der.ca_certificate(
-        "x", spki=spki, public_point=point, not_before=before, not_after=after,
-        sign=lambda data: key.sign(data, ec.ECDSA(hashes.SHA256())),
-    )  # fmt: skip
-    assert b"\x17\x0d491231235959Z" in der  # UTCTime
-    assert b"\x18\x0f20500101000000Z" in der  # GeneralizedTime
-    cert = x509.load_der_x509_certificate(der)
-    assert (cert.not_valid_before_utc, cert.not_valid_after_utc) == (before, after)
-    assert _tls_der.subject_of(der) == cert.subject.public_bytes()
-
-
-def test_making_or_reusing_the_material_never_imports_cryptographys_x509(tmp_path: Path) -> None:
-    # A first start makes keys and signatures with cryptography's primitives only; a restart that finds
-    # the material loads it with ``ssl`` and imports neither cryptography nor the certificate encoder.
+def test_a_restart_that_reuses_the_material_never_imports_cryptography(tmp_path: Path) -> None:
+    # A first start makes keys and certificates with cryptography; a restart that finds the material
+    # loads it with ``ssl`` alone (the contract of server/_tls.py).
     code = (
         "import sys; from pathlib import Path; from kubeloop.server import ensure_tls, server_ssl_context;"
         f"material = ensure_tls(Path({str(tmp_path)!r}));"
         "server_ssl_context(material);"
-        "print(' '.join(sorted(m for m in sys.modules"
-        " if m.split('.')[0] == 'cryptography' or m == 'kubeloop.server._tls_der')))"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography')))"
     )
     first = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    assert {"cryptography.hazmat.primitives.asymmetric.ec", "kubeloop.server._tls_der"} <= set(first)
-    assert [m for m in first if m.startswith("cryptography.x509")] == []
+    assert {"cryptography.hazmat.primitives.asymmetric.ec", "cryptography.x509"} <= set(first)
     restart = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert restart == []

@@ -9,21 +9,17 @@ Guarantees:
   does not name, only the serving certificate is re-issued, by the same CA.
 - Keys are EC P-256 (generation takes about a millisecond), written with mode 0600.
 - A restart that reuses the material never imports ``cryptography`` (the SAN list is kept beside
-  the certificate), which keeps ``kubeloop up`` fast. Making it imports only ``cryptography``'s
-  primitives (P-256 keys, ECDSA signatures, PKCS#8): the certificates are laid out by
-  :mod:`kubeloop.server._tls_der`, not ``cryptography.x509``, whose import alone cost a first start
-  more than the rest of its TLS work.
+  the certificate), which keeps ``kubeloop up`` fast.
 
 Errors (unwritable directory, corrupt key) surface as :class:`kubeloop.api.InternalError`.
 """
 
 from __future__ import annotations
 
-import datetime
+import ipaddress
 import os
 import socket
 import ssl
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +27,7 @@ from typing import TYPE_CHECKING
 from kubeloop.api import InternalError
 
 if TYPE_CHECKING:  # cryptography is imported only when material is made (see the contract above)
+    from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = ["TlsMaterial", "ensure_tls", "server_ssl_context"]
@@ -99,31 +96,7 @@ def _write_private(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def _new_pair() -> tuple[ec.EllipticCurvePrivateKey, bytes, bytes]:
-    """A new P-256 key, its ``SubjectPublicKeyInfo`` DER and its public point (X9.62, uncompressed)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    public = key.public_key()
-    spki = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    point = public.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-    return key, spki, point
-
-
-def _signer(key: ec.EllipticCurvePrivateKey) -> Callable[[bytes], bytes]:
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    return lambda data: key.sign(data, ec.ECDSA(hashes.SHA256()))
-
-
-def _validity() -> tuple[datetime.datetime, datetime.datetime]:
-    now = datetime.datetime.now(datetime.UTC)
-    return now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=_VALID_DAYS)
-
-
-def _write_pair(key: ec.EllipticCurvePrivateKey, cert_der: bytes, key_path: Path, cert_path: Path) -> None:
+def _write_pair(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate, key_path: Path, cert_path: Path) -> None:
     """The private key (PKCS#8, mode 0600) and the certificate, as PEM."""
     from cryptography.hazmat.primitives import serialization
 
@@ -133,37 +106,83 @@ def _write_pair(key: ec.EllipticCurvePrivateKey, cert_der: bytes, key_path: Path
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
     )
-    cert_path.write_bytes(ssl.DER_cert_to_PEM_cert(cert_der).encode("ascii"))
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
 def _make_ca(cert_path: Path, key_path: Path) -> None:
-    from kubeloop.server import _tls_der
+    import datetime
 
-    key, spki, point = _new_pair()
-    not_before, not_after = _validity()
-    cert = _tls_der.ca_certificate(
-        _CA_NAME, spki=spki, public_point=point, not_before=not_before, not_after=not_after, sign=_signer(key)
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, _CA_NAME)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=_VALID_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
     )
     _write_pair(key, cert, key_path, cert_path)
 
 
 def _make_serving(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_path: Path, sans: tuple[str, ...]) -> None:
-    from cryptography.hazmat.primitives import serialization
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    from kubeloop.server import _tls_der
-
-    ca_subject = _tls_der.subject_of(ssl.PEM_cert_to_DER_cert(ca_cert_path.read_text("ascii")))
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError(f"{ca_key_path} is not an EC private key")
-    ca_point = ca_key.public_key().public_bytes(
-        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt_names: list[x509.GeneralName] = []
+    for san in sans:
+        try:
+            alt_names.append(x509.IPAddress(ipaddress.ip_address(san)))
+        except ValueError:
+            alt_names.append(x509.DNSName(san))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=_VALID_DAYS))
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
     )
-    key, spki, _ = _new_pair()
-    not_before, not_after = _validity()
-    cert = _tls_der.serving_certificate(
-        sans, issuer=ca_subject, issuer_point=ca_point, spki=spki, not_before=not_before, not_after=not_after,
-        sign=_signer(ca_key),
-    )  # fmt: skip
     _write_pair(key, cert, key_path, cert_path)
