@@ -39,6 +39,8 @@ def test_kubectl_server_side_apply_refuses_a_repeated_env_name(kc: Kubectl, name
     assert result.returncode != 0
     assert (f"failed to create typed patch object ({namespace}/{name}; apps/v1, Kind=Deployment): "
             '.spec.template.spec.containers[name="c"].env: duplicate entries for key [name="A"]') in result.stderr
+    # A 500 without a reason (StatusReasonUnknown is ""): kubectl prints no reason in brackets.
+    assert "Error from server: failed to create typed patch object" in result.stderr
     assert kc.api_status(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}") == 404
 
 

@@ -21,6 +21,7 @@ from kubeloop.api._deletion import (
     kubectl_name,
 )
 from kubeloop.api._errors import (
+    UNKNOWN_REASON,
     AlreadyExists,
     ApiError,
     BadRequest,
@@ -133,6 +134,7 @@ __all__ = [
     "PROTECT_ANNOTATION",
     "PROTOBUF_MEDIA_TYPE",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
+    "UNKNOWN_REASON",
     "AlreadyExists",
     "ApiError",
     "BadRequest",

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = [
+    "UNKNOWN_REASON",
     "AlreadyExists",
     "ApiError",
     "BadRequest",
@@ -66,8 +67,17 @@ __all__ = [
 ]
 
 
+# StatusReasonUnknown (apimachinery meta/v1 types.go): "the server has declined to indicate a specific reason".
+UNKNOWN_REASON = ""
+
+
 class ApiError(Exception):
-    """A Kubernetes API error: HTTP ``code``, machine ``reason``, human ``message``, ``details``."""
+    """A Kubernetes API error: HTTP ``code``, machine ``reason``, human ``message``, ``details``.
+
+    ``reason=UNKNOWN_REASON`` (``""``) is upstream's ``StatusReasonUnknown``: the reason of an error the
+    server did not turn into a Status (apiserver ``ErrorToAPIStatus``' default case, a 500); the
+    ``Status`` then has no ``reason`` field (``json:"reason,omitempty"``), and kubectl prints
+    ``Error from server: ...`` without a reason in brackets."""
 
     code: ClassVar[int] = 500
     reason_default: ClassVar[str] = "InternalError"
@@ -83,7 +93,7 @@ class ApiError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.reason = reason or self.reason_default
+        self.reason = self.reason_default if reason is None else reason
         self.details: dict[str, Any] = dict(details or {})
         if code is not None:
             self.status_code = code
@@ -113,6 +123,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.status_code,
         }
+        if not self.reason:
+            del status["reason"]
         if self.details:
             status["details"] = self.details
         return status

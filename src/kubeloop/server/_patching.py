@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import (
+    UNKNOWN_REASON,
     ApiError,
     BadRequest,
     FieldError,
@@ -149,7 +150,7 @@ def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: d
     detail = texts[0] if len(texts) == 1 else "errors:\n" + "\n".join(f"  {t}" for t in texts)
     # structuredmerge.go objectGVKNN: "<namespace>/<name>; <group/version>, Kind=<kind>".
     raise ApiError(f"failed to create typed patch object ({namespace}/{name}; {gvk}): {detail}",
-                   reason="Unknown", code=500)
+                   reason=UNKNOWN_REASON, code=500)
 
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -177,6 +178,6 @@ def _apply_conversion_error(group: str, version: str, kind: str, applied: dict[s
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     gvk = f"{group}/{version}, Kind={kind}"
     return ApiError(f"failed to convert new object ({namespace}/{name}; {gvk}) to proper version: {err}",
-                    reason="Unknown", code=500)
+                    reason=UNKNOWN_REASON, code=500)
 
 

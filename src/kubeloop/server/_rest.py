@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import (
+    UNKNOWN_REASON,
     ApiError,
     BadRequest,
     FieldError,
@@ -217,7 +218,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             nonzero = False
         if nonzero:
             # etcd3 store.Create returns a plain error: the handler makes it 500 reason Unknown.
-            raise ApiError("resourceVersion should not be set on objects to be created", reason="Unknown", code=500)
+            raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
     # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
     apply_defaults(info, obj)
