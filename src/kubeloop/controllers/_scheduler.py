@@ -57,6 +57,7 @@ unschedulable for the same reason costs no writes while it waits.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,9 +68,9 @@ from kubeloop.api import (
     format_time,
 )
 from kubeloop.controllers._events import EventSink, Severity
-from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
-from kubeloop.controllers._scheduler_fit import fit_failures
-from kubeloop.controllers._scheduler_interpod import InterPodAffinity
+from kubeloop.controllers._scheduler_allocation import Allocation, pod_allocation
+from kubeloop.controllers._scheduler_cache import Held, PlacedPods, has_pod_affinity
+from kubeloop.controllers._scheduler_filters import PodFilters
 from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
 from kubeloop.controllers._scheduler_preemption import eligible_to_preempt, pod_priority
 from kubeloop.controllers._scheduler_resources import (
@@ -83,7 +84,6 @@ from kubeloop.controllers._scheduler_resources import (
     pod_requests,
 )
 from kubeloop.controllers._scheduler_score import NodeScorer
-from kubeloop.controllers._scheduler_spread import TopologySpread
 from kubeloop.controllers._scheduler_volumes import Bindings, claims_unusable, find_pod_volumes, pod_volumes
 from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
@@ -121,7 +121,8 @@ class Scheduler:
     """Binds pods to nodes. Build it on a manager before it runs."""
 
     def __init__(self, manager: Manager, *, scheduler_name: str = "default-scheduler",
-                 unschedulable_retry: float = 300.0, bind_timeout: float = 600.0) -> None:
+                 unschedulable_retry: float = 300.0, bind_timeout: float = 600.0,
+                 rng: random.Random | None = None) -> None:
         self.client = manager.client
         self.clock = manager.clock
         self.scheduler_name = scheduler_name
@@ -137,12 +138,14 @@ class Scheduler:
         self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
         self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
-        self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
-        self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
+        self._held: dict[_Key, Held] = {}  # observed: pod -> where it counts, and what
+        self._assumed: dict[_Key, Held] = {}  # bound by us, not yet observed
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
+        self._allocations: dict[str, Allocation] = {}  # per node: what the resource scores add up
         self._pending: set[_Key] = set()
-        self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
+        self.scorer = NodeScorer(manager, self.placed, allocations=self._allocations,
+                                 rng=rng if rng is not None else random.Random(manager.rng.random()))
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
         self.preemption = DefaultPreemption(
@@ -161,9 +164,11 @@ class Scheduler:
 
     # -- the scheduler cache ------------------------------------------------------------------------
 
-    def _add(self, node: str, requests: Mapping[str, float], sign: int) -> None:
+    def _add(self, entry: Held, sign: int) -> None:
+        node = entry.node
         usage = self._usage.setdefault(node, {})
-        for name, amount in requests.items():
+        self._allocations[node] = self._allocations.get(node, Allocation()) + entry.allocation.scaled(sign)
+        for name, amount in entry.requests.items():
             usage[name] = usage.get(name, 0.0) + sign * amount
         self._count[node] = self._count.get(node, 0) + sign
 
@@ -172,20 +177,21 @@ class Scheduler:
         node = _committed(pod)
         previous = self._held.pop(key, None)
         if previous is not None:
-            self._add(previous[0], previous[1], -1)
+            self._add(previous, -1)
         arrived = False
         if node:
             assumed = self._assumed.pop(key, None)
             if assumed is not None:
-                self._add(assumed[0], assumed[1], -1)
+                self._add(assumed, -1)
             requests = pod_requests(pod)
-            self._held[key] = (node, requests)
-            self._add(node, requests, +1)
+            held = Held(node, requests, pod_allocation(pod))
+            self._held[key] = held
+            self._add(held, +1)
             old = self.placed.get(key)
             self.placed.place(key, node, pod)
             # Seen bound for the first time (an assumed pod included: upstream's Pod/Add comes from the
             # informer too), moved, or relabelled.
-            arrived = previous is None or previous[0] != node or old is None or (
+            arrived = previous is None or previous.node != node or old is None or (
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
@@ -215,7 +221,7 @@ class Scheduler:
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
-                self._add(entry[0], entry[1], -1)
+                self._add(entry, -1)
         self._wake_waiting()
 
     def _waiting(self) -> list[Request]:
@@ -268,27 +274,21 @@ class Scheduler:
         # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
         # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
         available = self.volumes.cache.list() if volumes.delayed else []
-        # The PreFilters of PodTopologySpread and InterPodAffinity, over every node and the pods placed there.
-        spread = TopologySpread(pod, nodes, self.placed.count_matching)
-        interpod = InterPodAffinity(pod, nodes, self.placed, self._namespace_labels)
         reasons: dict[str, int] = {}
         statuses: dict[str, list[str]] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
-        nominated_load = self.preemption.nominated_load(key, pod_priority(pod))
+
+        def volume_check(node: Mapping[str, Any]) -> str | None:
+            failure, bindings[str(node["metadata"]["name"])] = find_pod_volumes(volumes, node, available)
+            return failure
+
+        filters = PodFilters(pod, nodes, self.placed, self._namespace_labels, wanted=wanted, volume_check=volume_check)
+        nominated_pods = self.preemption.nominated_pods(key, pod_priority(pod))
         for node in nodes:
             name = str(node["metadata"]["name"])
-            usage, count = self.preemption.usage_with(name, nominated_load)
-            failures = fit_failures(pod, node, usage, count, wanted)
-            if not failures:
-                volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
-                failures = [volume_failure] if volume_failure else []
-            # The default profile runs PodTopologySpread, then InterPodAffinity, after VolumeBinding; a node
-            # reports the first filter it fails.
-            if not failures and not spread.skipped:
-                failures = [r for r in (spread.filter(node),) if r]
-            if not failures and not interpod.skipped:
-                failures = [r for r in (interpod.filter(node),) if r]
+            usage, count = self.preemption.usage_with(name)
+            failures = filters.run(node, usage, count, nominated_pods.get(name, ()))
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
             statuses[name] = failures
@@ -296,16 +296,17 @@ class Scheduler:
                 feasible.append(node)
         if not feasible:
             message, nominate = await self.preemption.post_filter(
-                pod, nodes, reasons, statuses, wanted, checks_pods=not (spread.skipped and interpod.skipped))
+                pod, nodes, reasons, statuses, wanted, checks_pods=filters.checks_pods)
             await self._mark_unschedulable(pod, message, nominate=nominate)
             return Result(requeue_after=self.unschedulable_retry)
         nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         # evaluateNominatedNode: a pod whose nominated node passes the filters goes there.
         node_name = nominated if nominated in {n["metadata"]["name"] for n in feasible} else (
-            self.scorer.best(pod, feasible, wanted, nodes, interpod))
+            self.scorer.best(pod, feasible, nodes, filters.interpod))
         self.preemption.forget(key)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
-        self._assumed[key] = (node_name, wanted)
-        self._add(node_name, wanted, +1)
+        held = Held(node_name, wanted, pod_allocation(pod))
+        self._assumed[key] = held
+        self._add(held, +1)
         self.placed.place(key, node_name, pod)
         chosen = bindings.get(node_name) or Bindings()
         if chosen.static or chosen.provision:
@@ -377,7 +378,7 @@ class Scheduler:
     def _unassume(self, key: _Key) -> None:
         entry = self._assumed.pop(key, None)
         if entry is not None:
-            self._add(entry[0], entry[1], -1)
+            self._add(entry, -1)
             if key not in self._held:
                 self.placed.remove(key)
 
