@@ -4,12 +4,10 @@
 ``default-scheduler`` and have no scheduling gates. For each it runs the default profile's filters over
 every node, in its order: NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit
 (:mod:`._scheduler_fit`), VolumeBinding (:mod:`._scheduler_volumes`), PodTopologySpread
-(:mod:`._scheduler_spread`) and InterPodAffinity (:mod:`._scheduler_interpod`); a node reports the
-first filter it fails. It scores the fitting ones (:mod:`._scheduler_score`) with the default
-profile's weights: TaintToleration (PreferNoSchedule taints, 3), NodeAffinity's preferred terms (2),
-PodTopologySpread (``ScheduleAnyway`` constraints, or the System defaults for a pod a Service,
-ReplicaSet or StatefulSet selects, 2), InterPodAffinity's preferred terms (2) and LeastAllocated on
-cpu and memory (1); ties go to the node with fewer pods, then the first name. ImageLocality and BalancedAllocation are not modelled. It binds
+(:mod:`._scheduler_spread`) and InterPodAffinity (:mod:`._scheduler_interpod`), with the pods nominated
+to the node counted as upstream does (:mod:`._scheduler_filters`); a node reports the first filter it
+fails. It scores the fitting ones as upstream, in integers, with the default profile's plugins and
+weights, and picks at random among the best from its seeded random source (:mod:`._scheduler_score`). It binds
 the pod with a v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does.
 
 Accounting is incremental (the scheduler cache): every pod event updates what each node has
@@ -40,7 +38,7 @@ message alone. Otherwise the message ends with ``preemption:`` and why (``0/N no
 ... No preemption victims found for incoming pod`` / ``Preemption is not helpful for scheduling`` /
 a filter's reason per node, or the eligibility sentence). A nominated pod's requests count on its
 node for pods of lower or equal priority (``addNominatedPods``), and it goes to that node when it
-fits there. Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
+fits there (it counts for every filter, not only resources). Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
 upstream's activeQ); an update of a pending pod that changes only its status does not requeue it
 (``isPodUpdated``). It is tried again when nodes change, capacity is freed (a bound pod deleted or
 finished), or, for a pod with pod affinity or spread constraints, when a pod is first seen bound or
