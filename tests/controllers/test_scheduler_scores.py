@@ -11,6 +11,8 @@ from typing import Any
 
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._kubelet_images import image_entry, simulated_image_size
+from kubeloop.controllers._scheduler_cache import PlacedPods
+from kubeloop.controllers._scheduler_interpod import InterPodAffinity
 from kubeloop.controllers._scheduler_score import select_host
 
 from ._sim_world import NODES, PODS, World, open_world
@@ -127,3 +129,20 @@ def test_select_host_picks_each_tie_with_equal_chance_reproducibly() -> None:
     first = [select_host(totals, random.Random(seed)) for seed in range(20)]
     assert first == [select_host(totals, random.Random(seed)) for seed in range(20)]
     assert len(set(first)) > 1  # not always the first name
+
+
+def test_inter_pod_affinity_normalises_with_the_ratio_first_as_upstream() -> None:
+    # InterPodAffinity's NormalizeScore computes 100 * ((s - min) / (max - min)) in float64: with raw
+    # scores 0 (node-1), 29 (node-2) and 100 (node-3) node-2 gets int(28.999...) = 28, not 29.
+    nodes = [{"metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}}} for i in (1, 2, 3)]
+    placed = PlacedPods()
+    for i in (2, 3):
+        placed.place(("ns", f"peer-{i}"), f"n{i}", {"metadata": {"namespace": "ns", "name": f"peer-{i}",
+                                                                 "labels": {"peer": str(i)}}})
+    terms = [{"weight": weight, "podAffinityTerm": {"labelSelector": {"matchLabels": {"peer": peer}},
+                                                    "topologyKey": "kubernetes.io/hostname"}}
+             for peer, weight in (("2", 29), ("3", 100))]
+    pod = {"metadata": {"namespace": "ns", "name": "chooser"},
+           "spec": {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}}}
+    state = InterPodAffinity(pod, nodes, placed, lambda _namespace: {})
+    assert state.scores(nodes) == [0, 28, 100]
