@@ -21,8 +21,9 @@ claim that is missing or being deleted, or an unbound claim whose class binds ``
 the pod pending with upstream's message; the pod is tried again when one of its claims changes.
 Per node, the VolumeBinding filter (:mod:`._scheduler_volumes`) checks bound volumes' node affinity
 and finds volumes for unbound ``WaitForFirstConsumer`` claims. When the chosen node needs volume
-binding, PreBind runs first: matched volumes are pre-bound to their claims (``claimRef``), the other
-claims get ``volume.kubernetes.io/selected-node`` (the volume controller then provisions), and the
+binding, PreBind runs first (:mod:`._scheduler_prebind`): matched volumes are pre-bound to their claims
+(``claimRef``), the other claims get ``volume.kubernetes.io/selected-node`` (the volume controller then
+provisions), and the
 pod, held on that node meanwhile, is bound once every claim is Bound; after ``bind_timeout``
 (600 s, the plugin's ``bindTimeoutSeconds``) without that, the node is given up, the pod gets
 ``PodScheduled`` False ``SchedulerError`` "running PreBind plugin "VolumeBinding": binding volumes:
@@ -40,7 +41,7 @@ a filter's reason per node, or the eligibility sentence). A nominated pod's requ
 node for pods of lower or equal priority (``addNominatedPods``), and it goes to that node when it
 fits there (it counts for every filter, not only resources). Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
 upstream's activeQ); an update of a pending pod that changes only its status does not requeue it
-(``isPodUpdated``). It is tried again when nodes change, capacity is freed (a bound pod deleted or
+(``isPodUpdated``; these predicates live in :mod:`._scheduler_queue`). It is tried again when nodes change, capacity is freed (a bound pod deleted or
 finished), or, for a pod with pod affinity or spread constraints, when a pod is first seen bound or
 relabelled; and otherwise every ``unschedulable_retry`` seconds (5 minutes,
 ``podMaxInUnschedulablePodsDuration``).
@@ -67,10 +68,19 @@ from kubeloop.api import (
 )
 from kubeloop.controllers._events import EventSink, Severity
 from kubeloop.controllers._scheduler_allocation import Allocation, pod_allocation
-from kubeloop.controllers._scheduler_cache import Held, PlacedPods, has_pod_affinity
+from kubeloop.controllers._scheduler_cache import Held, PlacedPods
 from kubeloop.controllers._scheduler_filters import PodFilters
 from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
+from kubeloop.controllers._scheduler_prebind import prebind
 from kubeloop.controllers._scheduler_preemption import eligible_to_preempt, pod_priority
+from kubeloop.controllers._scheduler_queue import (
+    committed,
+    key_of,
+    node_changed,
+    pod_updated,
+    waits_for_other_pods,
+    wants_scheduling,
+)
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PDBS,
@@ -83,7 +93,6 @@ from kubeloop.controllers._scheduler_resources import (
 )
 from kubeloop.controllers._scheduler_score import NodeScorer
 from kubeloop.controllers._scheduler_volumes import Bindings, claims_unusable, find_pod_volumes, pod_volumes
-from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -93,26 +102,6 @@ log = logging.getLogger("kubeloop.controllers.scheduler")
 _Key = tuple[str, str]
 
 NAMESPACES = builtin("", "namespaces")
-
-
-def _key(pod: Mapping[str, Any]) -> _Key:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _committed(pod: Mapping[str, Any]) -> str:
-    """The node a pod holds resources on ('' when none: unbound or finished)."""
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return ""
-    return str((pod.get("spec") or {}).get("nodeName") or "")
-
-
-def _wants_scheduling(pod: Mapping[str, Any], scheduler_name: str) -> bool:
-    spec = pod.get("spec") or {}
-    return (not spec.get("nodeName") and not (pod.get("metadata") or {}).get("deletionTimestamp")
-            and (spec.get("schedulerName") or "default-scheduler") == scheduler_name
-            and not spec.get("schedulingGates")
-            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
 
 class Scheduler:
@@ -152,7 +141,7 @@ class Scheduler:
             assumed=self._assumed, namespace_labels=self._namespace_labels)
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
-            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
+            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), node_changed)
             .watches(PVCS, EnqueueMapped(self._waiting_in_namespace))
             .watches(PVS, EnqueueMapped(lambda _pv: self._waiting())).build(self)
         )
@@ -171,8 +160,8 @@ class Scheduler:
         self._count[node] = self._count.get(node, 0) + sign
 
     def _observe(self, pod: dict[str, Any]) -> None:
-        key = _key(pod)
-        node = _committed(pod)
+        key = key_of(pod)
+        node = committed(pod)
         previous = self._held.pop(key, None)
         if previous is not None:
             self._add(previous, -1)
@@ -193,10 +182,10 @@ class Scheduler:
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
-        self.preemption.observe(key, pod, _wants_scheduling(pod, self.scheduler_name))
-        if _wants_scheduling(pod, self.scheduler_name):
+        self.preemption.observe(key, pod, wants_scheduling(pod, self.scheduler_name))
+        if wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
-            if _waits_for_other_pods(pod):
+            if waits_for_other_pods(pod):
                 self._spread_waiting.add(key)
         else:
             self._pending.discard(key)
@@ -210,7 +199,7 @@ class Scheduler:
                 self.controller.enqueue(Request(ns, name))
 
     def _forget(self, pod: dict[str, Any]) -> None:
-        key = _key(pod)
+        key = key_of(pod)
         self._pending.discard(key)
         self._spread_waiting.discard(key)
         self.placed.remove(key)
@@ -239,16 +228,16 @@ class Scheduler:
         return -pod_priority(pod) if pod is not None else 0
 
     def _pod_event(self, event: Event) -> bool:
-        if event.type == "update" and event.old_object is not None and not _pod_updated(event.old_object, event.object):
+        if event.type == "update" and event.old_object is not None and not pod_updated(event.old_object, event.object):
             return False  # a status write (ours included) does not requeue a pending pod
-        return _wants_scheduling(event.object, self.scheduler_name)
+        return wants_scheduling(event.object, self.scheduler_name)
 
     # -- scheduling -----------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         key = (request.namespace, request.name)
-        if pod is None or not _wants_scheduling(pod, self.scheduler_name):
+        if pod is None or not wants_scheduling(pod, self.scheduler_name):
             return None
         if key in self._prebound:
             return await self._finish_prebind(pod, key)
@@ -309,7 +298,7 @@ class Scheduler:
         chosen = bindings.get(node_name) or Bindings()
         if chosen.static or chosen.provision:
             try:
-                await self._prebind(chosen, node_name)
+                await prebind(self.client, chosen, node_name)
             except Exception:
                 self._unassume(key)  # a claim or volume changed under us: schedule afresh
                 raise
@@ -334,23 +323,6 @@ class Scheduler:
         return None
 
     # -- volume binding -------------------------------------------------------------------------------
-
-    async def _prebind(self, chosen: Bindings, node_name: str) -> None:
-        """``BindPodVolumes``' API updates: pre-bind matched volumes, annotate claims to provision."""
-        for pv, claim in chosen.static:
-            meta = claim["metadata"]
-            claim_ref = {"kind": "PersistentVolumeClaim", "namespace": meta.get("namespace"), "name": meta.get("name"),
-                         "uid": meta.get("uid"), "apiVersion": "v1", "resourceVersion": meta.get("resourceVersion")}
-            annotations = {**(pv["metadata"].get("annotations") or {}), BOUND_BY_CONTROLLER: "yes"}
-            await self.client.update(PVS, {**pv, "metadata": {**pv["metadata"], "annotations": annotations},
-                                           "spec": {**pv["spec"], "claimRef": claim_ref}})
-        for claim in chosen.provision:
-            meta = claim["metadata"]
-            if (meta.get("annotations") or {}).get(SELECTED_NODE) == node_name:
-                continue
-            await self.client.patch(PVCS, str(meta["name"]), {"metadata": {
-                "annotations": {SELECTED_NODE: node_name}, "resourceVersion": meta.get("resourceVersion")}},
-                namespace=str(meta.get("namespace") or ""))
 
     async def _finish_prebind(self, pod: Mapping[str, Any], key: _Key) -> Result | None:
         """PreBind's wait: bind the pod once all its claims are Bound; give the node up after the timeout."""
@@ -417,27 +389,3 @@ class Scheduler:
         self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")
 
 
-def _waits_for_other_pods(pod: Mapping[str, Any]) -> bool:
-    """A pod whose filters need other pods present: required pod affinity, or spread constraints."""
-    spec = pod.get("spec") or {}
-    return bool(spec.get("topologySpreadConstraints") or has_pod_affinity(pod))
-
-
-def _pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """The scheduling queue's ``isPodUpdated``: a change beyond status, resourceVersion, generation,
-    managedFields and finalizers."""
-    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
-        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
-                if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
-        return {**{k: v for k, v in pod.items() if k != "status"}, "metadata": meta}
-    return strip(old) != strip(new)
-
-
-def _node_changed(event: Event) -> bool:
-    """Node events that can make a waiting pod fit: new nodes, and changes to what the filters read."""
-    if event.type != "update" or event.old_object is None:
-        return event.type == "create"
-    old, new = event.old_object, event.object
-    return bool(old.get("spec") != new.get("spec")
-                or (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
-                or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
