@@ -73,6 +73,7 @@ class NodeScorer:
         self.placed = placed
         self.allocations = allocations
         self.rng = rng
+        self._images: tuple[tuple[tuple[str, str], ...], ImageStates] | None = None
         self.services = manager.informer(SERVICES)
         self.owners = {resource: manager.informer(resource) for resource in (REPLICASETS, STATEFULSETS)}
 
@@ -128,7 +129,7 @@ class NodeScorer:
                                                         self.default_selector(pod))),
             (INTER_POD_AFFINITY_WEIGHT, interpod.scores(feasible)),
             (BALANCED_ALLOCATION_WEIGHT, balanced),
-            (IMAGE_LOCALITY_WEIGHT, image_locality_scores(pod, feasible, ImageStates(nodes))),
+            (IMAGE_LOCALITY_WEIGHT, image_locality_scores(pod, feasible, self._image_states(nodes))),
         ]
         totals = [0] * len(feasible)
         for weight, scores in plugins:
@@ -136,6 +137,14 @@ class NodeScorer:
                 for i, score in enumerate(scores):
                     totals[i] += weight * score
         return list(zip(names, totals, strict=True))
+
+
+    def _image_states(self, nodes: Sequence[Mapping[str, Any]]) -> ImageStates:
+        """The image states of ``nodes``, rebuilt only when a node was added, removed or updated."""
+        version = tuple((str(n["metadata"].get("name")), str(n["metadata"].get("resourceVersion"))) for n in nodes)
+        if self._images is None or self._images[0] != version:
+            self._images = (version, ImageStates(nodes))
+        return self._images[1]
 
 
 def _node_affinity(pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]]) -> list[int] | None:
