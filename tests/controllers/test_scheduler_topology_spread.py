@@ -200,6 +200,13 @@ async def test_prefer_no_schedule_taints_steer_pods_to_untainted_nodes(tmp_path:
         await world.eventually(tainted)
         await world.create(PODS, pod("careful"))
         assert await bound(world, "careful") == "kubeloop-node-3"
-        # A pod tolerating the taint weighs the nodes alike again (then fewest pods, then name).
-        await world.create(PODS, pod("relaxed", tolerations=[{"key": "spot", "operator": "Exists"}]))
+        # A pod tolerating the taint weighs the nodes alike again: a preferred node affinity of weight 1
+        # for node-1 (NodeAffinity 100 x 2) now wins, where the taint (TaintToleration 100 x 3 for node-3)
+        # would have outweighed it. Equal totals would be picked at random (selectHost), and node-3
+        # may already list the pod's image (ImageLocality), so the preference decides here.
+        prefer_node1 = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["kubeloop-node-1"]}]}}]}}
+        await world.create(PODS, pod("relaxed", tolerations=[{"key": "spot", "operator": "Exists"}],
+                                     affinity=prefer_node1))
         assert await bound(world, "relaxed") == "kubeloop-node-1"

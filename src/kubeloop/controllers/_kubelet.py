@@ -27,6 +27,8 @@ change on the injected clock. Status is only ever derived from that simulation, 
   ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``; written only when it changes,
   its ``lastTransitionTime`` kept while its status stays True), a ``TaintManagerEviction`` Event
   from ``taint-eviction-controller``, then the delete.
+- Images (:mod:`._kubelet_images`): once a pod's container has started, its images are listed in the
+  node's ``status.images`` (largest first, at most 50), which the scheduler's ImageLocality reads.
 - Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
   ``Killing``, ``Unhealthy``; :mod:`._kubelet_events`), from component ``kubelet``, only after a
   status write that shows the change succeeded, through an :class:`._events.EventSink` the manager
@@ -43,6 +45,7 @@ from typing import Any
 from kubeloop.api import NotFound, copy_json, format_time
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._kubelet_events import kubelet_events
+from kubeloop.controllers._kubelet_images import NodeImages
 from kubeloop.controllers._kubelet_profiles import behaviour_of, simulate_pod
 from kubeloop.controllers._nodes import (
     NODE_NAME_INDEX,
@@ -110,6 +113,7 @@ class KubeletSimulator:
         manager.add(self.eviction_events, needs_leader_election=False)
         self._reserved: dict[str, str] = {}  # pod IP -> pod uid, for IPs written but maybe not cached yet
         self.taint_evictions = TaintEvictions(self.eviction_events, self.clock)
+        self.images = NodeImages(self.client)
         self.controller = (
             Builder(manager).named("kubeloop-kubelet").for_(PODS)
             .watches(NODES, EnqueueMapped(self._pods_on), _readiness_changed)
@@ -150,6 +154,7 @@ class KubeletSimulator:
         if sim.status != status:
             await self.client.update(PODS, {**pod, "status": sim.status}, namespace=request.namespace,
                                      subresource="status")
+            await self.images.pod_ran(node, pod, sim.status)
             start_delay = behaviour_of(pod, start_delay=self.options.container_start_delay, ready_delay=0.0).start_delay
             for event_type, reason, message in kubelet_events(pod, status, sim.status, pull_seconds=start_delay):
                 self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")

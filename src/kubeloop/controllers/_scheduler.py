@@ -4,12 +4,10 @@
 ``default-scheduler`` and have no scheduling gates. For each it runs the default profile's filters over
 every node, in its order: NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit
 (:mod:`._scheduler_fit`), VolumeBinding (:mod:`._scheduler_volumes`), PodTopologySpread
-(:mod:`._scheduler_spread`) and InterPodAffinity (:mod:`._scheduler_interpod`); a node reports the
-first filter it fails. It scores the fitting ones (:mod:`._scheduler_score`) with the default
-profile's weights: TaintToleration (PreferNoSchedule taints, 3), NodeAffinity's preferred terms (2),
-PodTopologySpread (``ScheduleAnyway`` constraints, or the System defaults for a pod a Service,
-ReplicaSet or StatefulSet selects, 2), InterPodAffinity's preferred terms (2) and LeastAllocated on
-cpu and memory (1); ties go to the node with fewer pods, then the first name. ImageLocality and BalancedAllocation are not modelled. It binds
+(:mod:`._scheduler_spread`) and InterPodAffinity (:mod:`._scheduler_interpod`), with the pods nominated
+to the node counted as upstream does (:mod:`._scheduler_filters`); a node reports the first filter it
+fails. It scores the fitting ones as upstream, in integers, with the default profile's plugins and
+weights, and picks at random among the best from its seeded random source (:mod:`._scheduler_score`). It binds
 the pod with a v1 ``Binding`` through the ``pods/binding`` subresource, as kube-scheduler does.
 
 Accounting is incremental (the scheduler cache): every pod event updates what each node has
@@ -23,8 +21,9 @@ claim that is missing or being deleted, or an unbound claim whose class binds ``
 the pod pending with upstream's message; the pod is tried again when one of its claims changes.
 Per node, the VolumeBinding filter (:mod:`._scheduler_volumes`) checks bound volumes' node affinity
 and finds volumes for unbound ``WaitForFirstConsumer`` claims. When the chosen node needs volume
-binding, PreBind runs first: matched volumes are pre-bound to their claims (``claimRef``), the other
-claims get ``volume.kubernetes.io/selected-node`` (the volume controller then provisions), and the
+binding, PreBind runs first (:mod:`._scheduler_prebind`): matched volumes are pre-bound to their claims
+(``claimRef``), the other claims get ``volume.kubernetes.io/selected-node`` (the volume controller then
+provisions), and the
 pod, held on that node meanwhile, is bound once every claim is Bound; after ``bind_timeout``
 (600 s, the plugin's ``bindTimeoutSeconds``) without that, the node is given up, the pod gets
 ``PodScheduled`` False ``SchedulerError`` "running PreBind plugin "VolumeBinding": binding volumes:
@@ -40,9 +39,9 @@ message alone. Otherwise the message ends with ``preemption:`` and why (``0/N no
 ... No preemption victims found for incoming pod`` / ``Preemption is not helpful for scheduling`` /
 a filter's reason per node, or the eligibility sentence). A nominated pod's requests count on its
 node for pods of lower or equal priority (``addNominatedPods``), and it goes to that node when it
-fits there. Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
+fits there (it counts for every filter, not only resources). Pending pods are handed out by priority, then arrival (the controller's queue ``order``:
 upstream's activeQ); an update of a pending pod that changes only its status does not requeue it
-(``isPodUpdated``). It is tried again when nodes change, capacity is freed (a bound pod deleted or
+(``isPodUpdated``; these predicates live in :mod:`._scheduler_queue`). It is tried again when nodes change, capacity is freed (a bound pod deleted or
 finished), or, for a pod with pod affinity or spread constraints, when a pod is first seen bound or
 relabelled; and otherwise every ``unschedulable_retry`` seconds (5 minutes,
 ``podMaxInUnschedulablePodsDuration``).
@@ -57,6 +56,7 @@ unschedulable for the same reason costs no writes while it waits.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,11 +67,20 @@ from kubeloop.api import (
     format_time,
 )
 from kubeloop.controllers._events import EventSink, Severity
-from kubeloop.controllers._scheduler_cache import PlacedPods, has_pod_affinity
-from kubeloop.controllers._scheduler_fit import fit_failures
-from kubeloop.controllers._scheduler_interpod import InterPodAffinity
+from kubeloop.controllers._scheduler_allocation import Allocation, pod_allocation
+from kubeloop.controllers._scheduler_cache import Held, PlacedPods
+from kubeloop.controllers._scheduler_filters import PodFilters
 from kubeloop.controllers._scheduler_postfilter import DefaultPreemption
+from kubeloop.controllers._scheduler_prebind import prebind
 from kubeloop.controllers._scheduler_preemption import eligible_to_preempt, pod_priority
+from kubeloop.controllers._scheduler_queue import (
+    committed,
+    key_of,
+    node_changed,
+    pod_updated,
+    waits_for_other_pods,
+    wants_scheduling,
+)
 from kubeloop.controllers._scheduler_resources import (
     NODES,
     PDBS,
@@ -83,9 +92,7 @@ from kubeloop.controllers._scheduler_resources import (
     pod_requests,
 )
 from kubeloop.controllers._scheduler_score import NodeScorer
-from kubeloop.controllers._scheduler_spread import TopologySpread
 from kubeloop.controllers._scheduler_volumes import Bindings, claims_unusable, find_pod_volumes, pod_volumes
-from kubeloop.controllers._volume import BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["Scheduler"]
@@ -97,31 +104,12 @@ _Key = tuple[str, str]
 NAMESPACES = builtin("", "namespaces")
 
 
-def _key(pod: Mapping[str, Any]) -> _Key:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _committed(pod: Mapping[str, Any]) -> str:
-    """The node a pod holds resources on ('' when none: unbound or finished)."""
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return ""
-    return str((pod.get("spec") or {}).get("nodeName") or "")
-
-
-def _wants_scheduling(pod: Mapping[str, Any], scheduler_name: str) -> bool:
-    spec = pod.get("spec") or {}
-    return (not spec.get("nodeName") and not (pod.get("metadata") or {}).get("deletionTimestamp")
-            and (spec.get("schedulerName") or "default-scheduler") == scheduler_name
-            and not spec.get("schedulingGates")
-            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-
-
 class Scheduler:
     """Binds pods to nodes. Build it on a manager before it runs."""
 
     def __init__(self, manager: Manager, *, scheduler_name: str = "default-scheduler",
-                 unschedulable_retry: float = 300.0, bind_timeout: float = 600.0) -> None:
+                 unschedulable_retry: float = 300.0, bind_timeout: float = 600.0,
+                 rng: random.Random | None = None) -> None:
         self.client = manager.client
         self.clock = manager.clock
         self.scheduler_name = scheduler_name
@@ -137,12 +125,14 @@ class Scheduler:
         self.placed = PlacedPods()  # pods on each node, held and assumed: what InterPodAffinity and spreading see
         self._spread_waiting: set[_Key] = set()  # pending pods another pod's arrival may let in
         self._prebound: dict[_Key, tuple[str, float]] = {}  # pod -> (node, when PreBind wrote), awaiting claims
-        self._held: dict[_Key, tuple[str, dict[str, float]]] = {}  # observed: pod -> (node, requests)
-        self._assumed: dict[_Key, tuple[str, dict[str, float]]] = {}  # bound by us, not yet observed
+        self._held: dict[_Key, Held] = {}  # observed: pod -> where it counts, and what
+        self._assumed: dict[_Key, Held] = {}  # bound by us, not yet observed
         self._usage: dict[str, dict[str, float]] = {}
         self._count: dict[str, int] = {}
+        self._allocations: dict[str, Allocation] = {}  # per node: what the resource scores add up
         self._pending: set[_Key] = set()
-        self.scorer = NodeScorer(manager, self.placed, usage=self._usage, counts=self._count)
+        self.scorer = NodeScorer(manager, self.placed, allocations=self._allocations,
+                                 rng=rng if rng is not None else random.Random(manager.rng.random()))
         self.events = EventSink(self.client, component=scheduler_name, clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
         self.preemption = DefaultPreemption(
@@ -151,7 +141,7 @@ class Scheduler:
             assumed=self._assumed, namespace_labels=self._namespace_labels)
         self.controller = (
             Builder(manager).named("kubeloop-scheduler").for_(PODS, self._pod_event)
-            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), _node_changed)
+            .watches(NODES, EnqueueMapped(lambda _node: self._waiting()), node_changed)
             .watches(PVCS, EnqueueMapped(self._waiting_in_namespace))
             .watches(PVS, EnqueueMapped(lambda _pv: self._waiting())).build(self)
         )
@@ -161,38 +151,41 @@ class Scheduler:
 
     # -- the scheduler cache ------------------------------------------------------------------------
 
-    def _add(self, node: str, requests: Mapping[str, float], sign: int) -> None:
+    def _add(self, entry: Held, sign: int) -> None:
+        node = entry.node
         usage = self._usage.setdefault(node, {})
-        for name, amount in requests.items():
+        self._allocations[node] = self._allocations.get(node, Allocation()) + entry.allocation.scaled(sign)
+        for name, amount in entry.requests.items():
             usage[name] = usage.get(name, 0.0) + sign * amount
         self._count[node] = self._count.get(node, 0) + sign
 
     def _observe(self, pod: dict[str, Any]) -> None:
-        key = _key(pod)
-        node = _committed(pod)
+        key = key_of(pod)
+        node = committed(pod)
         previous = self._held.pop(key, None)
         if previous is not None:
-            self._add(previous[0], previous[1], -1)
+            self._add(previous, -1)
         arrived = False
         if node:
             assumed = self._assumed.pop(key, None)
             if assumed is not None:
-                self._add(assumed[0], assumed[1], -1)
+                self._add(assumed, -1)
             requests = pod_requests(pod)
-            self._held[key] = (node, requests)
-            self._add(node, requests, +1)
+            held = Held(node, requests, pod_allocation(pod))
+            self._held[key] = held
+            self._add(held, +1)
             old = self.placed.get(key)
             self.placed.place(key, node, pod)
             # Seen bound for the first time (an assumed pod included: upstream's Pod/Add comes from the
             # informer too), moved, or relabelled.
-            arrived = previous is None or previous[0] != node or old is None or (
+            arrived = previous is None or previous.node != node or old is None or (
                 (old.get("metadata") or {}).get("labels") != (pod.get("metadata") or {}).get("labels"))
         elif key not in self._assumed:
             self.placed.remove(key)
-        self.preemption.observe(key, pod, _wants_scheduling(pod, self.scheduler_name))
-        if _wants_scheduling(pod, self.scheduler_name):
+        self.preemption.observe(key, pod, wants_scheduling(pod, self.scheduler_name))
+        if wants_scheduling(pod, self.scheduler_name):
             self._pending.add(key)
-            if _waits_for_other_pods(pod):
+            if waits_for_other_pods(pod):
                 self._spread_waiting.add(key)
         else:
             self._pending.discard(key)
@@ -206,7 +199,7 @@ class Scheduler:
                 self.controller.enqueue(Request(ns, name))
 
     def _forget(self, pod: dict[str, Any]) -> None:
-        key = _key(pod)
+        key = key_of(pod)
         self._pending.discard(key)
         self._spread_waiting.discard(key)
         self.placed.remove(key)
@@ -215,7 +208,7 @@ class Scheduler:
         for table in (self._held, self._assumed):
             entry = table.pop(key, None)
             if entry is not None:
-                self._add(entry[0], entry[1], -1)
+                self._add(entry, -1)
         self._wake_waiting()
 
     def _waiting(self) -> list[Request]:
@@ -235,16 +228,16 @@ class Scheduler:
         return -pod_priority(pod) if pod is not None else 0
 
     def _pod_event(self, event: Event) -> bool:
-        if event.type == "update" and event.old_object is not None and not _pod_updated(event.old_object, event.object):
+        if event.type == "update" and event.old_object is not None and not pod_updated(event.old_object, event.object):
             return False  # a status write (ours included) does not requeue a pending pod
-        return _wants_scheduling(event.object, self.scheduler_name)
+        return wants_scheduling(event.object, self.scheduler_name)
 
     # -- scheduling -----------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         key = (request.namespace, request.name)
-        if pod is None or not _wants_scheduling(pod, self.scheduler_name):
+        if pod is None or not wants_scheduling(pod, self.scheduler_name):
             return None
         if key in self._prebound:
             return await self._finish_prebind(pod, key)
@@ -268,27 +261,21 @@ class Scheduler:
         # and ones whose claimRef names one of the pod's claims, by name or with its uid (a pre-bind of an
         # earlier attempt whose binding has not completed: reused, not doubled; find_pod_volumes).
         available = self.volumes.cache.list() if volumes.delayed else []
-        # The PreFilters of PodTopologySpread and InterPodAffinity, over every node and the pods placed there.
-        spread = TopologySpread(pod, nodes, self.placed.count_matching)
-        interpod = InterPodAffinity(pod, nodes, self.placed, self._namespace_labels)
         reasons: dict[str, int] = {}
         statuses: dict[str, list[str]] = {}
         feasible: list[Mapping[str, Any]] = []
         bindings: dict[str, Bindings] = {}
-        nominated_load = self.preemption.nominated_load(key, pod_priority(pod))
+
+        def volume_check(node: Mapping[str, Any]) -> str | None:
+            failure, bindings[str(node["metadata"]["name"])] = find_pod_volumes(volumes, node, available)
+            return failure
+
+        filters = PodFilters(pod, nodes, self.placed, self._namespace_labels, wanted=wanted, volume_check=volume_check)
+        nominated_pods = self.preemption.nominated_pods(key, pod_priority(pod))
         for node in nodes:
             name = str(node["metadata"]["name"])
-            usage, count = self.preemption.usage_with(name, nominated_load)
-            failures = fit_failures(pod, node, usage, count, wanted)
-            if not failures:
-                volume_failure, bindings[name] = find_pod_volumes(volumes, node, available)
-                failures = [volume_failure] if volume_failure else []
-            # The default profile runs PodTopologySpread, then InterPodAffinity, after VolumeBinding; a node
-            # reports the first filter it fails.
-            if not failures and not spread.skipped:
-                failures = [r for r in (spread.filter(node),) if r]
-            if not failures and not interpod.skipped:
-                failures = [r for r in (interpod.filter(node),) if r]
+            usage, count = self.preemption.usage_with(name)
+            failures = filters.run(node, usage, count, nominated_pods.get(name, ()))
             for reason in failures:
                 reasons[reason] = reasons.get(reason, 0) + 1
             statuses[name] = failures
@@ -296,21 +283,22 @@ class Scheduler:
                 feasible.append(node)
         if not feasible:
             message, nominate = await self.preemption.post_filter(
-                pod, nodes, reasons, statuses, wanted, checks_pods=not (spread.skipped and interpod.skipped))
+                pod, nodes, reasons, statuses, wanted, checks_pods=filters.checks_pods)
             await self._mark_unschedulable(pod, message, nominate=nominate)
             return Result(requeue_after=self.unschedulable_retry)
         nominated = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         # evaluateNominatedNode: a pod whose nominated node passes the filters goes there.
         node_name = nominated if nominated in {n["metadata"]["name"] for n in feasible} else (
-            self.scorer.best(pod, feasible, wanted, nodes, interpod))
+            self.scorer.best(pod, feasible, nodes, filters.interpod))
         self.preemption.forget(key)  # assumed: no longer a nominated pod (DeleteNominatedPodIfExists)
-        self._assumed[key] = (node_name, wanted)
-        self._add(node_name, wanted, +1)
+        held = Held(node_name, wanted, pod_allocation(pod))
+        self._assumed[key] = held
+        self._add(held, +1)
         self.placed.place(key, node_name, pod)
         chosen = bindings.get(node_name) or Bindings()
         if chosen.static or chosen.provision:
             try:
-                await self._prebind(chosen, node_name)
+                await prebind(self.client, chosen, node_name)
             except Exception:
                 self._unassume(key)  # a claim or volume changed under us: schedule afresh
                 raise
@@ -336,23 +324,6 @@ class Scheduler:
 
     # -- volume binding -------------------------------------------------------------------------------
 
-    async def _prebind(self, chosen: Bindings, node_name: str) -> None:
-        """``BindPodVolumes``' API updates: pre-bind matched volumes, annotate claims to provision."""
-        for pv, claim in chosen.static:
-            meta = claim["metadata"]
-            claim_ref = {"kind": "PersistentVolumeClaim", "namespace": meta.get("namespace"), "name": meta.get("name"),
-                         "uid": meta.get("uid"), "apiVersion": "v1", "resourceVersion": meta.get("resourceVersion")}
-            annotations = {**(pv["metadata"].get("annotations") or {}), BOUND_BY_CONTROLLER: "yes"}
-            await self.client.update(PVS, {**pv, "metadata": {**pv["metadata"], "annotations": annotations},
-                                           "spec": {**pv["spec"], "claimRef": claim_ref}})
-        for claim in chosen.provision:
-            meta = claim["metadata"]
-            if (meta.get("annotations") or {}).get(SELECTED_NODE) == node_name:
-                continue
-            await self.client.patch(PVCS, str(meta["name"]), {"metadata": {
-                "annotations": {SELECTED_NODE: node_name}, "resourceVersion": meta.get("resourceVersion")}},
-                namespace=str(meta.get("namespace") or ""))
-
     async def _finish_prebind(self, pod: Mapping[str, Any], key: _Key) -> Result | None:
         """PreBind's wait: bind the pod once all its claims are Bound; give the node up after the timeout."""
         node_name, since = self._prebound[key]
@@ -377,7 +348,7 @@ class Scheduler:
     def _unassume(self, key: _Key) -> None:
         entry = self._assumed.pop(key, None)
         if entry is not None:
-            self._add(entry[0], entry[1], -1)
+            self._add(entry, -1)
             if key not in self._held:
                 self.placed.remove(key)
 
@@ -418,27 +389,3 @@ class Scheduler:
         self.events.emit(pod, event_type, reason, message, api_version="v1", kind="Pod")
 
 
-def _waits_for_other_pods(pod: Mapping[str, Any]) -> bool:
-    """A pod whose filters need other pods present: required pod affinity, or spread constraints."""
-    spec = pod.get("spec") or {}
-    return bool(spec.get("topologySpreadConstraints") or has_pod_affinity(pod))
-
-
-def _pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """The scheduling queue's ``isPodUpdated``: a change beyond status, resourceVersion, generation,
-    managedFields and finalizers."""
-    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
-        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
-                if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
-        return {**{k: v for k, v in pod.items() if k != "status"}, "metadata": meta}
-    return strip(old) != strip(new)
-
-
-def _node_changed(event: Event) -> bool:
-    """Node events that can make a waiting pod fit: new nodes, and changes to what the filters read."""
-    if event.type != "update" or event.old_object is None:
-        return event.type == "create"
-    old, new = event.old_object, event.object
-    return bool(old.get("spec") != new.get("spec")
-                or (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels")
-                or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))

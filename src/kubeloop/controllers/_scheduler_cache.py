@@ -11,7 +11,9 @@ placed there with its latest object. It answers, without scanning every pod:
   label selector matches (PodTopologySpread's ``countPodsMatchSelector``), looking only at the pods
   that carry the label an exact requirement of the selector names, when it has one.
 
-:meth:`~PlacedPods.without` copies the placement minus some pods, for preemption's dry run.
+:meth:`~PlacedPods.without` copies the placement minus some pods, for preemption's dry run, and
+:meth:`~PlacedPods.plus` with some pods added, for the nominated pods the filters count.
+:class:`Held` is the resource half: one pod's node, requests and scoring :class:`Allocation`.
 Placing a pod again replaces its previous placement; the owner (the scheduler) calls :meth:`place`
 and :meth:`remove` from its informer handlers and when it assumes or forgets a pod.
 """
@@ -19,13 +21,23 @@ and :meth:`remove` from its informer handlers and when it assumes or forgets a p
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubeloop.api import LabelSelector
+from kubeloop.controllers._scheduler_allocation import Allocation
 
-__all__ = ["PlacedPods", "has_pod_affinity", "labels_of", "meta_of"]
+__all__ = ["Held", "PlacedPods", "has_pod_affinity", "labels_of", "meta_of"]
 
 _Key = tuple[str, str]
+
+
+class Held(NamedTuple):
+    """A pod the scheduler cache counts on a node: the node, its requests (what NodeResourcesFit's
+    filter adds up) and its :class:`Allocation` (what the resource scores add up)."""
+
+    node: str
+    requests: Mapping[str, float]
+    allocation: Allocation
 
 
 def has_pod_affinity(pod: Mapping[str, Any]) -> bool:
@@ -73,6 +85,13 @@ class PlacedPods:
         self._by_namespace.setdefault(namespace, set()).add(key)
         for name, value in labels_of(pod).items():
             self._by_label.setdefault((namespace, str(name), str(value)), set()).add(key)
+
+    def plus(self, pods: Mapping[_Key, tuple[str, Mapping[str, Any]]]) -> PlacedPods:
+        """A copy with ``pods`` (key -> (node, pod)) placed too: the nominated pods the filters add."""
+        copy = self.without(frozenset())
+        for key, (node, pod) in pods.items():
+            copy.place(key, node, pod)
+        return copy
 
     def without(self, keys: frozenset[_Key] | set[_Key]) -> PlacedPods:
         """A copy lacking ``keys`` (what preemption's filters see once victims are gone)."""

@@ -242,4 +242,6 @@ class InterPodAffinity:
         low, high = min(raw), max(raw)
         if high == low:
             return [0] * len(nodes)
-        return [int(MAX_NODE_SCORE * (score - low) / (high - low)) for score in raw]
+        # float64(MaxNodeScore) * (float64(score-min) / float64(max-min)), the ratio first as upstream does,
+        # so truncation matches: 100 * (29 / 100) is 28.999..., 28, where (100 * 29) / 100 would give 29.
+        return [int(MAX_NODE_SCORE * ((score - low) / (high - low))) for score in raw]

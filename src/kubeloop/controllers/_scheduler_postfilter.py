@@ -4,16 +4,16 @@
 placements, which pods are held and assumed) and owns the nominator: pending pods with a
 ``status.nominatedNodeName`` (observed, or set by a preemption here before the write is seen).
 
-- :meth:`~DefaultPreemption.nominated_load` is ``addNominatedPods``: per node, the requests of the
-  *other* pods nominated there with a priority at least the scheduled pod's, which the filters count
-  as placed (resources and the pod count; upstream also shows them to InterPodAffinity and
-  PodTopologySpread, which is not modelled).
+- :meth:`~DefaultPreemption.nominated_pods` is what ``addGENominatedPods`` reads: per node, the
+  *other* pods nominated there with a priority at least the scheduled pod's, which the filters
+  (:class:`._scheduler_filters.PodFilters`) count as placed: their requests and the pod count, and the
+  pods themselves for PodTopologySpread and InterPodAffinity.
 - :meth:`~DefaultPreemption.post_filter` is ``Evaluator.Preempt`` (kube-scheduler 1.32,
   ``pkg/scheduler/framework/preemption/preemption.go``) with the choices of
   :mod:`._scheduler_preemption`: eligibility, then a dry run on every node whose filter failure is
   Unschedulable (``RunFilterPluginsWithNominatedPods`` with pods removed: NodeResourcesFit, then
   PodTopologySpread and InterPodAffinity over the placements minus the removed pods when the pod or
-  a placed pod needs them), then ``prepareCandidate`` on the chosen node: each victim gets the
+  a placed pod needs them, nominated pods added as in scheduling), then ``prepareCandidate`` on the chosen node: each victim gets the
   ``DisruptionTarget`` condition (status patch), a graceful delete and a Normal ``Preempted`` Event
   (action ``Preempting``, related to the preemptor), and lower-priority pods nominated to that node
   lose their nomination. It returns the condition message and what to do with the pod's
@@ -30,9 +30,10 @@ from typing import Any
 from kubeloop.api import Clock, NotFound, format_time
 from kubeloop.client import Client
 from kubeloop.controllers._events import EventSink
-from kubeloop.controllers._scheduler_cache import PlacedPods
-from kubeloop.controllers._scheduler_fit import fit_error, fit_failures, preemption_might_help
-from kubeloop.controllers._scheduler_interpod import InterPodAffinity, NamespaceLabels
+from kubeloop.controllers._scheduler_cache import Held, PlacedPods
+from kubeloop.controllers._scheduler_filters import NominatedPod, PodFilters
+from kubeloop.controllers._scheduler_fit import fit_error, preemption_might_help
+from kubeloop.controllers._scheduler_interpod import NamespaceLabels
 from kubeloop.controllers._scheduler_preemption import (
     NOT_HELPFUL,
     Victims,
@@ -45,15 +46,13 @@ from kubeloop.controllers._scheduler_preemption import (
     select_victims,
 )
 from kubeloop.controllers._scheduler_resources import PODS, pod_requests
-from kubeloop.controllers._scheduler_spread import TopologySpread
 
 __all__ = ["DefaultPreemption"]
 
 log = logging.getLogger("kubeloop.controllers.scheduler")
 
 _Key = tuple[str, str]
-_Load = dict[str, tuple[dict[str, float], int]]
-Placement = Mapping[_Key, tuple[str, Mapping[str, float]]]  # pod -> (node, requests)
+Placement = Mapping[_Key, Held]
 
 
 class DefaultPreemption:
@@ -74,45 +73,36 @@ class DefaultPreemption:
         self.held = held
         self.assumed = assumed
         self.namespace_labels = namespace_labels
-        self.nominated: MutableMapping[_Key, tuple[str, int, dict[str, float]]] = {}  # pod -> (node, priority, requests)
+        self.nominated: MutableMapping[_Key, tuple[str, int, NominatedPod]] = {}  # pod -> (node, priority, itself)
 
     # -- the nominator --------------------------------------------------------------------------------
 
     def observe(self, key: _Key, pod: Mapping[str, Any], pending: bool) -> None:
         node = str((pod.get("status") or {}).get("nominatedNodeName") or "")
         if node and pending:
-            self.nominated[key] = (node, pod_priority(pod), pod_requests(pod))
+            self.nominated[key] = (node, pod_priority(pod), NominatedPod(key, pod, pod_requests(pod)))
         else:
             self.nominated.pop(key, None)
 
     def forget(self, key: _Key) -> None:
         self.nominated.pop(key, None)
 
-    def nominated_load(self, key: _Key, priority: int) -> _Load:
-        """``addNominatedPods``: per node, the requests and count of other pods nominated there whose
-        priority is at least ``priority``."""
-        load: _Load = {}
-        for other, (node, other_priority, requests) in self.nominated.items():
-            if other == key or other_priority < priority:
-                continue
-            total, count = load.get(node, ({}, 0))
-            for name, amount in requests.items():
-                total[name] = total.get(name, 0.0) + amount
-            load[node] = (total, count + 1)
-        return load
+    def nominated_pods(self, key: _Key, priority: int) -> dict[str, list[NominatedPod]]:
+        """Per node, the other pods nominated there whose priority is at least ``priority``."""
+        pods: dict[str, list[NominatedPod]] = {}
+        for other, (node, other_priority, nominated) in self.nominated.items():
+            if other != key and other_priority >= priority:
+                pods.setdefault(node, []).append(nominated)
+        return pods
 
-    def usage_with(self, node: str, load: _Load, removed: frozenset[_Key] = frozenset()) -> tuple[dict[str, float], int]:
-        """What ``node`` has committed, plus the nominated ``load``, minus the ``removed`` pods placed there."""
+    def usage_with(self, node: str, removed: frozenset[_Key] = frozenset()) -> tuple[dict[str, float], int]:
+        """What ``node`` has committed, minus the ``removed`` pods placed there."""
         usage = dict(self.usage.get(node, {}))
         count = self.counts.get(node, 0)
-        extra, extra_count = load.get(node, ({}, 0))
-        for name, amount in extra.items():
-            usage[name] = usage.get(name, 0.0) + amount
-        count += extra_count
         for key in removed:
             entry = self.held.get(key) or self.assumed.get(key)
-            if entry is not None and entry[0] == node:
-                for name, amount in entry[1].items():
+            if entry is not None and entry.node == node:
+                for name, amount in entry.requests.items():
                     usage[name] = usage.get(name, 0.0) - amount
                 count -= 1
         return usage, count
@@ -123,17 +113,11 @@ class DefaultPreemption:
                        wanted: Mapping[str, float], removed: frozenset[_Key], *, checks_pods: bool) -> list[str]:
         """The filters on ``node`` with ``removed`` gone and nominated pods added: the failing one's reasons."""
         name = str(node["metadata"]["name"])
-        usage, count = self.usage_with(name, self.nominated_load(key_of(pod), pod_priority(pod)), removed)
-        failures = fit_failures(pod, node, usage, count, wanted)
-        if failures or not checks_pods:
-            return failures
-        placed = self.placed.without(removed)
-        spread = TopologySpread(pod, nodes, placed.count_matching)
-        failure = None if spread.skipped else spread.filter(node)
-        if failure is None:
-            interpod = InterPodAffinity(pod, nodes, placed, self.namespace_labels)
-            failure = None if interpod.skipped else interpod.filter(node)
-        return [failure] if failure else []
+        usage, count = self.usage_with(name, removed)
+        nominated = self.nominated_pods(key_of(pod), pod_priority(pod)).get(name, [])
+        placed = self.placed.without(removed) if checks_pods else self.placed  # no copy when no filter reads it
+        filters = PodFilters(pod, nodes, placed, self.namespace_labels, wanted=wanted)
+        return filters.run(node, usage, count, nominated)
 
     async def post_filter(self, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], reasons: Mapping[str, int],
                           statuses: Mapping[str, list[str]], wanted: Mapping[str, float], *,
@@ -191,7 +175,7 @@ class DefaultPreemption:
             self.events.emit(victim, "Normal", "Preempted", f"Preempted by pod {meta.get('uid')} on node {node}",
                              api_version="v1", kind="Pod", action="Preempting", related=related)
         priority = pod_priority(pod)
-        self.nominated[key] = (node, priority, pod_requests(pod))
+        self.nominated[key] = (node, priority, NominatedPod(key, pod, pod_requests(pod)))
         for other, (other_node, other_priority, _requests) in list(self.nominated.items()):
             if other_node != node or other_priority >= priority:
                 continue

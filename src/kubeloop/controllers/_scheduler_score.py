@@ -1,13 +1,24 @@
-"""Node scores: the default profile's score plugins combined with their weights.
+"""Node scores: the default profile's score plugins, in integers, and the choice among the best.
 
-:class:`NodeScorer` picks the node for a pod among the feasible ones: each plugin's score, normalised to
-0-100 as upstream's NormalizeScore does, times its weight in the default profile (``pkg/scheduler/apis/
-config/v1/default_plugins.go``): TaintToleration 3 (:func:`._scheduler_fit.taint_toleration_score`),
-NodeAffinity 2 (preferred terms, ``DefaultNormalizeScore``), PodTopologySpread 2
-(:func:`._scheduler_spread.spread_scores`), InterPodAffinity 2 (:meth:`._scheduler_interpod.InterPodAffinity.scores`)
-and NodeResourcesFit's LeastAllocated 1 (cpu and memory, equally weighted). The highest total wins; ties
-go to the node with fewer pods, then the first name (upstream picks among ties at random; kubeloop stays
-deterministic). A plugin that skips adds nothing.
+:class:`NodeScorer` is ``prioritizeNodes`` and ``selectHost`` (``pkg/scheduler/schedule_one.go``,
+Kubernetes 1.32). Each score plugin gives every feasible node an int64 score, normalised to 0-100 by
+the plugin's own NormalizeScore (``framework.MaxNodeScore``), multiplied by its weight in the default
+profile (``pkg/scheduler/apis/config/v1/default_plugins.go``), and the products are summed:
+
+| plugin | weight | module |
+| --- | --- | --- |
+| TaintToleration (``PreferNoSchedule`` taints) | 3 | :func:`._scheduler_fit.taint_toleration_score` |
+| NodeAffinity (preferred terms, ``DefaultNormalizeScore``) | 2 | :func:`._scheduler_fit.preferred_affinity_score` |
+| NodeResourcesFit (LeastAllocated, cpu and memory) | 1 | :mod:`._scheduler_allocation` |
+| PodTopologySpread | 2 | :func:`._scheduler_spread.spread_scores` |
+| InterPodAffinity | 2 | :meth:`._scheduler_interpod.InterPodAffinity.scores` |
+| NodeResourcesBalancedAllocation | 1 | :mod:`._scheduler_allocation` |
+| ImageLocality | 1 | :mod:`._scheduler_images` |
+
+A plugin whose PreScore skips (NodeAffinity without preferred terms, PodTopologySpread without
+constraints) adds nothing. A single feasible node is taken without scoring. Among nodes with the
+highest total, one is picked at random with equal chance (``selectHost``'s reservoir sampling), from
+the scheduler's injected :class:`random.Random`, so a seeded run picks the same nodes every time.
 
 The System default spreading constraints need the pod's default selector (``helper.DefaultSelector``):
 the selectors of the Services in its namespace that select it, merged, plus the selector of the
@@ -16,33 +27,53 @@ ReplicaSet or StatefulSet controlling it. The scorer reads those from shared inf
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeloop.api import ApiError, LabelSelector, label_selector_from_dict
+from kubeloop.controllers._scheduler_allocation import (
+    MAX_NODE_SCORE,
+    Allocation,
+    allocatable_of,
+    balanced_allocation_score,
+    least_allocated_score,
+    pod_allocation,
+)
 from kubeloop.controllers._scheduler_cache import PlacedPods
 from kubeloop.controllers._scheduler_fit import preferred_affinity_score, taint_toleration_score
+from kubeloop.controllers._scheduler_images import ImageStates, image_locality_scores
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
-from kubeloop.controllers._scheduler_resources import builtin, parse_quantity
+from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.controllers._scheduler_spread import default_selector, spread_scores
 from kubeloop.runtime import Manager
 
-__all__ = ["NodeScorer"]
+__all__ = ["NodeScorer", "select_host"]
 
 SERVICES = builtin("", "services")
 REPLICASETS = builtin("apps", "replicasets")
 STATEFULSETS = builtin("apps", "statefulsets")
 _OWNER_KINDS = {("apps/v1", "ReplicaSet"): REPLICASETS, ("apps/v1", "StatefulSet"): STATEFULSETS}
 
+TAINT_TOLERATION_WEIGHT = 3
+NODE_AFFINITY_WEIGHT = 2
+NODE_RESOURCES_FIT_WEIGHT = 1
+POD_TOPOLOGY_SPREAD_WEIGHT = 2
+INTER_POD_AFFINITY_WEIGHT = 2
+BALANCED_ALLOCATION_WEIGHT = 1
+IMAGE_LOCALITY_WEIGHT = 1
+
 
 class NodeScorer:
-    """Scores feasible nodes; ``usage`` and ``counts`` are the scheduler cache's live tables."""
+    """Scores feasible nodes; ``allocations`` is the scheduler cache's live table of what the pods
+    counted on each node add up to."""
 
-    def __init__(self, manager: Manager, placed: PlacedPods, *, usage: Mapping[str, Mapping[str, float]],
-                 counts: Mapping[str, int]) -> None:
+    def __init__(self, manager: Manager, placed: PlacedPods, *, allocations: Mapping[str, Allocation],
+                 rng: random.Random) -> None:
         self.placed = placed
-        self.usage = usage
-        self.counts = counts
+        self.allocations = allocations
+        self.rng = rng
+        self._images: tuple[tuple[tuple[str, str], ...], ImageStates] | None = None
         self.services = manager.informer(SERVICES)
         self.owners = {resource: manager.informer(resource) for resource in (REPLICASETS, STATEFULSETS)}
 
@@ -70,33 +101,73 @@ class NodeScorer:
                     pass
         return default_selector(merged, owners)
 
-    def best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], wanted: Mapping[str, float],
-              nodes: Sequence[Mapping[str, Any]], interpod: InterPodAffinity) -> str:
-        """The feasible node with the highest score, each plugin's 0-100 score times its weight in the
-        default profile: TaintToleration (3), NodeAffinity's preferred terms (2), PodTopologySpread (2),
-        InterPodAffinity (2) and LeastAllocated (1); ties go to the node with fewer pods, then the first
-        name. A plugin that skips (no preferences) adds nothing."""
-        affinity = [preferred_affinity_score(pod, node) for node in feasible]
-        top = max(affinity)
-        taints = taint_toleration_score(pod, feasible)
-        spread = spread_scores(pod, feasible, nodes, self.placed.count_matching, self.default_selector(pod))
-        pod_affinity = interpod.scores(feasible)
-        ranks = []
-        for i, (node, raw) in enumerate(zip(feasible, affinity, strict=True)):
-            name = str(node["metadata"]["name"])
-            normalised = (100 * raw // top) if top > 0 else 0
-            total = (3 * taints[i] + 2 * normalised + 2 * (spread[i] if spread else 0) + 2 * pod_affinity[i]
-                     + self._least_allocated(node, wanted))
-            ranks.append((-total, self.counts.get(name, 0), name))
-        return min(ranks)[2]
+    def best(self, pod: Mapping[str, Any], feasible: list[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+             interpod: InterPodAffinity) -> str:
+        """The node ``schedulePod`` picks: the only feasible one, or the best by :meth:`totals`, a tie
+        decided by ``selectHost``'s reservoir sampling on the injected random source."""
+        if len(feasible) == 1:
+            return str(feasible[0]["metadata"]["name"])  # upstream skips scoring for a single node
+        return select_host(self.totals(pod, feasible, nodes, interpod), self.rng)
 
-    def _least_allocated(self, node: Mapping[str, Any], wanted: Mapping[str, float]) -> float:
-        """LeastAllocated: the mean free share of cpu and memory once the pod is placed, 0-100."""
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        usage = self.usage.get(str(node["metadata"]["name"]), {})
-        fractions = []
-        for name in ("cpu", "memory"):
-            capacity = parse_quantity(allocatable.get(name, 0))
-            if capacity > 0:
-                fractions.append((usage.get(name, 0.0) + wanted.get(name, 0.0)) / capacity)
-        return 100.0 * (1.0 - sum(fractions) / len(fractions)) if fractions else 100.0
+    def totals(self, pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+               interpod: InterPodAffinity) -> list[tuple[str, int]]:
+        """``prioritizeNodes``: per feasible node, the sum over the default profile's score plugins of
+        the plugin's normalised 0-100 score times its weight (a plugin that skips adds nothing)."""
+        names = [str(node["metadata"]["name"]) for node in feasible]
+        allocation = pod_allocation(pod)
+        fit, balanced = [], []
+        for node, name in zip(feasible, names, strict=True):
+            allocatable = allocatable_of(node)
+            placed = self.allocations.get(name, Allocation())
+            fit.append(least_allocated_score(placed.non_zero + allocation.non_zero, allocatable))
+            balanced.append(balanced_allocation_score(placed.requested + allocation.requested, allocatable))
+        plugins: list[tuple[int, Sequence[int] | None]] = [
+            (TAINT_TOLERATION_WEIGHT, taint_toleration_score(pod, feasible)),
+            (NODE_AFFINITY_WEIGHT, _node_affinity(pod, feasible)),
+            (NODE_RESOURCES_FIT_WEIGHT, fit),
+            (POD_TOPOLOGY_SPREAD_WEIGHT, spread_scores(pod, feasible, nodes, self.placed.count_matching,
+                                                        self.default_selector(pod))),
+            (INTER_POD_AFFINITY_WEIGHT, interpod.scores(feasible)),
+            (BALANCED_ALLOCATION_WEIGHT, balanced),
+            (IMAGE_LOCALITY_WEIGHT, image_locality_scores(pod, feasible, self._image_states(nodes))),
+        ]
+        totals = [0] * len(feasible)
+        for weight, scores in plugins:
+            if scores is not None:
+                for i, score in enumerate(scores):
+                    totals[i] += weight * score
+        return list(zip(names, totals, strict=True))
+
+
+    def _image_states(self, nodes: Sequence[Mapping[str, Any]]) -> ImageStates:
+        """The image states of ``nodes``, rebuilt only when a node was added, removed or updated."""
+        version = tuple((str(n["metadata"].get("name")), str(n["metadata"].get("resourceVersion"))) for n in nodes)
+        if self._images is None or self._images[0] != version:
+            self._images = (version, ImageStates(nodes))
+        return self._images[1]
+
+
+def _node_affinity(pod: Mapping[str, Any], feasible: Sequence[Mapping[str, Any]]) -> list[int] | None:
+    """NodeAffinity's Score and ``DefaultNormalizeScore(100, false)``; None (PreScore's Skip) when the pod
+    has no preferred terms."""
+    node_affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    if not node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
+        return None
+    raw = [preferred_affinity_score(pod, node) for node in feasible]
+    top = max(raw, default=0)
+    return [MAX_NODE_SCORE * score // top if top > 0 else 0 for score in raw]
+
+
+def select_host(totals: Sequence[tuple[str, int]], rng: random.Random) -> str:
+    """``selectHost``: the highest total; among equal ones each is picked with equal chance (reservoir
+    sampling: the k-th tie replaces the pick with probability 1/k), in node-name order here."""
+    ranked = sorted(totals, key=lambda item: (-item[1], item[0]))
+    best, top = ranked[0][0], ranked[0][1]
+    count = 1
+    for name, total in ranked[1:]:
+        if total != top:
+            break
+        count += 1
+        if rng.randrange(count) == 0:
+            best = name
+    return best
