@@ -236,3 +236,24 @@ async def test_managed_fields_a_plugin_leaves_valid_are_kept(app: App, client: h
     assert r.status_code == 201, r.text
     assert "warning" not in r.headers
     assert r.json()["metadata"]["managedFields"] == [entry()]
+
+
+class AppendInPlace(MutatingPlugin):
+    """Appends an entry whose FieldsV1 does not decode to the list the field manager wrote, in place."""
+
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        return resource.plural == "configmaps"
+
+    def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: Any) -> None:
+        assert obj is not None
+        obj["metadata"]["managedFields"].append(entry(fieldsV1={"not-a-path": {}}))
+
+
+async def test_an_entry_added_in_place_that_does_not_decode_is_dropped(app: App, client: httpx.AsyncClient) -> None:
+    app.admission.append(AppendInPlace())
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    r = await client.post(f"{CM}?fieldManager=creator", json=cm)
+    assert r.status_code == 201, r.text
+    (text,) = r.headers.get_list("warning")
+    assert text.startswith(INVALID + "error decoding versioned set from "), text
+    assert [e["manager"] for e in r.json()["metadata"]["managedFields"]] == ["creator"]

@@ -12,7 +12,9 @@ writer's, and what a mutating plugin adds (DefaultTolerationSeconds' tolerations
 conflict with the writer. Mutating admission is then wrapped as upstream's
 ``fieldmanager.NewManagedFieldsValidatingAdmissionController`` (``handlers/fieldmanager/admission.go``)
 wraps it: :func:`keep_valid_managed_fields` puts back the managedFields a plugin left invalid, with
-upstream's warning.
+upstream's warning. Entries the field manager wrote that admission left in place (the same list, the
+same entry objects) are taken as valid without parsing their FieldsV1 again; on a create with one
+entry that is the whole check, so an entry a plugin edits in place there is not looked at.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
     return record
 
 
+_OPERATIONS = ("Apply", "Update")  # a tuple: an unhashable operation compares unequal, never raises
+
+
 def managed_fields_error(managed: Any, entries: tuple[Any, ...] = ()) -> str | None:
     """Why ``managed`` (a ``metadata.managedFields`` value) does not decode, as apimachinery
     ``managedfields/internal/managedfields.go`` DecodeManagedFields says it; ``None`` when it does.
@@ -86,7 +91,7 @@ def managed_fields_error(managed: Any, entries: tuple[Any, ...] = ()) -> str | N
     for index, entry in enumerate(managed):
         if type(entry) is not dict:
             return f"managed fields entry {index} must be an object"
-        if entry.get("operation") not in ("Apply", "Update"):
+        if entry.get("operation") not in _OPERATIONS:
             return "operation must be `Apply` or `Update`"
         if not entry.get("apiVersion"):
             return "apiVersion must not be empty"
@@ -95,8 +100,8 @@ def managed_fields_error(managed: Any, entries: tuple[Any, ...] = ()) -> str | N
             return f"missing fieldsType in managed fields entry {index}"
         if fields_type != "FieldsV1":
             return f'invalid fieldsType "{fields_type}" in managed fields entry {index}'
-        if any(entry is kept for kept in entries):
-            continue
+        if index < len(entries) and entries[index] is entry:
+            continue  # written (or validated) by the field manager before admission
         try:
             parse_fields_v1(entry.get("fieldsV1") or {})
         except ApiError as err:
@@ -109,8 +114,15 @@ def keep_valid_managed_fields(meta: dict[str, Any], before: Any, entries: tuple[
     then) again, with a warning, when admission left ``meta``'s invalid (``NewManagedFieldsValidatingAdmissionController``).
     Cheap when admission did not touch them: the entries the field manager wrote are not re-parsed."""
     after = meta.get("managedFields")
-    kept = entries if after is before else ()
-    error = managed_fields_error(after, kept)
+    if after is before and type(after) is list and len(after) == len(entries):
+        # What admission usually leaves: the field manager's entries, as they were (a create's one entry).
+        for entry, kept in zip(after, entries, strict=True):
+            if (entry is not kept or type(entry) is not dict or entry.get("operation") not in _OPERATIONS
+                    or not entry.get("apiVersion") or entry.get("fieldsType") != "FieldsV1"):
+                break
+        else:
+            return
+    error = managed_fields_error(after, entries if after is before else ())
     if error is None:
         return
     if before is None:

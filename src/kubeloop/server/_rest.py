@@ -243,7 +243,11 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             if pending is not None:
                 await pending
         meta = obj["metadata"]  # a plugin may have replaced it
-        if managed is not None or "managedFields" in meta:
+        after = meta.get("managedFields")
+        # What admission leaves as a rule: the field manager's one entry (a create's), list and entry as they
+        # were; anything else is checked.
+        if after is not managed or (type(after) is list and not (
+                len(after) == 1 and len(entries) == 1 and after[0] is entries[0])):
             keep_valid_managed_fields(meta, managed, entries, req.warnings)
         if "ownerReferences" in meta:
             dedup_owner_references(meta, req.warnings, after_admission=True)
