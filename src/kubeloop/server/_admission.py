@@ -1,7 +1,8 @@
 """The admission seam: small async plugins in two phases, mutating then validating, before anything is persisted.
 
 Upstream (apiserver ``pkg/admission/interfaces.go``) splits admission in two: a ``MutationInterface``
-plugin's ``Admit`` runs in the handler, after the body is decoded and defaulted and before the
+plugin's ``Admit`` runs in the handler, after the body is decoded and defaulted and its managedFields
+recorded (what a plugin adds is no manager's: :mod:`kubeloop.server._managed`), and before the
 registry strategy (``PrepareForCreate``/``PrepareForUpdate``, metadata fill, ``generateName``,
 ``Validate``: ``rest.BeforeCreate``/``BeforeUpdate``); a ``ValidationInterface`` plugin's ``Validate``
 runs after all of that (``createValidation``/``updateValidation`` in ``registry/store.go``), just

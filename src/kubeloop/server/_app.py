@@ -47,7 +47,17 @@ from kubeloop.server._discovery import (
 from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
 from kubeloop.server._eviction import PodSubresources, is_pod_subresource_post
 from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
-from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, send_bytes, send_error, send_json
+from kubeloop.server._http import (
+    ASGIApp,
+    Receive,
+    Request,
+    Scope,
+    Send,
+    send_bytes,
+    send_error,
+    send_json,
+    warnings_of,
+)
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
@@ -186,11 +196,12 @@ class App:
             else:
                 await self._dispatch(request, path, send)
         except ApiError as error:
-            await send_error(send, error)
+            await send_error(send, error, warnings=warnings_of(scope))
         except Exception as exc:  # every failure is a Status, never a dropped connection
             log.exception("internal error serving %s %s", request.method, request.path)
             await send_error(send, InternalError(f"Internal error occurred: {exc}",
-                                                 details={"causes": [{"message": str(exc)}]}))
+                                                 details={"causes": [{"message": str(exc)}]}),
+                             warnings=warnings_of(scope))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -9,6 +9,16 @@ Mirrors ``pkg/registry/core/pod/storage/storage.go`` (``BindingREST.Create`` / `
   ``metadata.uid`` / ``metadata.resourceVersion`` in the Binding are preconditions (409);
 - on success ``spec.nodeName`` is set, the Binding's annotations are copied onto the pod, the
   ``PodScheduled`` condition becomes True, and the answer is a ``Status`` Success (201).
+
+The request is a CREATE of the ``pods/binding`` subresource, admitted as upstream's create handler
+admits one (``handlers/create.go``, then ``BindingREST.Create``): the chain's mutating phase runs on
+the Binding right after it is decoded (before the name check), its validating phase after
+``ValidatePodBinding`` (``createValidation``), both with ``subresource="binding"`` and the
+Binding as the object. Of the built-in plugins (release-1.32) only NamespaceLifecycle acts there: a
+binding in a namespace that does not exist is 404 ``namespaces "x" not found`` and one in a
+Terminating namespace is 403 with a ``NamespaceTerminating`` cause (its ``Admit`` exempts no
+subresource); Priority and DefaultTolerationSeconds return at once for any subresource
+(``plugin/pkg/admission/priority``, ``defaulttolerationseconds``: "only run ... on pods proper").
 """
 
 from __future__ import annotations
@@ -16,9 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.api import BadRequest, FieldError, ResourceInfo, conflict, format_time, invalid, not_found
+from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
 from kubeloop.server._state import ServerState, guaranteed_update, object_key
 
-__all__ = ["bind_pod", "set_pod_condition"]
+__all__ = ["admit_subresource", "bind_pod", "set_pod_condition"]
 
 
 def set_pod_condition(status: dict[str, Any], condition: dict[str, Any], now: float) -> None:
@@ -43,6 +54,13 @@ def set_pod_condition(status: dict[str, Any], condition: dict[str, Any], now: fl
     conditions.append(new)
 
 
+async def admit_subresource(plan: Plan, attributes: AdmissionAttributes, body: dict[str, Any]) -> None:
+    """One admission phase on a subresource CREATE's body (a Binding, an Eviction)."""
+    pending = run_plan(plan, attributes, body, None)
+    if pending is not None:
+        await pending
+
+
 async def bind_pod(state: ServerState, pods: ResourceInfo, namespace: str, name: str, body: Any,
                    *, user: Any = None, dry_run: bool = False) -> dict[str, Any]:
     """Bind pod ``namespace/name`` to the node the Binding ``body`` names; return the Success Status."""
@@ -51,6 +69,9 @@ async def bind_pod(state: ServerState, pods: ResourceInfo, namespace: str, name:
     kind = body.get("kind")
     if kind and kind != "Binding":
         raise BadRequest(f"the kind in the data ({kind}) does not match the expected kind (Binding)")
+    mutating, validating = plans_for(state.admission, "CREATE", pods)
+    attrs = AdmissionAttributes("CREATE", pods, namespace, name, "binding", user, dry_run)
+    await admit_subresource(mutating, attrs, body)
     meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     if meta.get("name") != name:
@@ -65,6 +86,7 @@ async def bind_pod(state: ServerState, pods: ResourceInfo, namespace: str, name:
         errors.append(FieldError.not_supported("target.kind", target.get("kind"), ["Node"]))
     if errors:
         raise invalid("Binding", name, errors)
+    await admit_subresource(validating, attrs, body)  # createValidation, after ValidatePodBinding
     uid = meta.get("uid") or ""
     rv = meta.get("resourceVersion") or ""
     annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}

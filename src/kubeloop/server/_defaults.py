@@ -232,10 +232,20 @@ def _lease(obj: Obj) -> None:
     _dict(obj, "spec")
 
 
+def _namespace(obj: Obj) -> None:
+    # pkg/apis/core/v1/defaults.go SetDefaults_Namespace: a decode-time default, so the writer owns the
+    # label in managedFields (the strategy's Canonicalize sets it again, for a generateName create).
+    meta = _dict(obj, "metadata")
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        _dict(meta, "labels")["kubernetes.io/metadata.name"] = name
+
+
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
+    ("", "Namespace"): _namespace,
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "PersistentVolume"): _pv,
     ("apps", "Deployment"): _deployment,

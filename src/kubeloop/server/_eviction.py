@@ -20,6 +20,18 @@ Eviction mirrors ``pkg/registry/core/pod/storage/eviction.go`` (``EvictionREST.C
 6. The pod gets the ``DisruptionTarget`` condition (``EvictionByEvictionAPI``) and is deleted with
    the eviction's options (graceful, as any delete). The answer is a ``Status`` Success (201).
 
+The request is a CREATE of the ``pods/eviction`` subresource and is admitted as one
+(``handlers/create.go``, then ``EvictionREST.Create``): the chain's mutating phase runs on the
+Eviction right after it is decoded (before the name check), its validating phase after the dry-run
+options are reconciled (``createValidation``), both with ``subresource="eviction"`` and the Eviction
+as the object. Of the built-in plugins (release-1.32) only NamespaceLifecycle acts there: an
+eviction in a namespace that does not exist is 404 ``namespaces "x" not found`` (not the pod's 404)
+and one in a Terminating namespace is 403 with a ``NamespaceTerminating`` cause (a cause
+``kubectl/pkg/drain`` looks for); Priority and
+DefaultTolerationSeconds return at once for any subresource. The pod's delete inside the eviction
+runs the DELETE admission of :func:`~kubeloop.server._delete.delete_object` (kubeloop's deletion
+protection then holds for evictions too).
+
 The budget is read and written through the server's own store, not a client: this runs inside the
 API server, as upstream's eviction REST does.
 """
@@ -47,7 +59,8 @@ from kubeloop.api import (
     label_selector_from_dict,
     not_found,
 )
-from kubeloop.server._binding import bind_pod, set_pod_condition
+from kubeloop.server._admission import AdmissionAttributes, plans_for
+from kubeloop.server._binding import admit_subresource, bind_pod, set_pod_condition
 from kubeloop.server._delete import check_preconditions, delete_object
 from kubeloop.server._handlers import BodyDecoder
 from kubeloop.server._http import (
@@ -206,6 +219,9 @@ async def evict_pod(state: ServerState, pods: ResourceInfo, namespace: str, name
         raise BadRequest("the body of the request must be a JSON object")
     if body.get("kind") not in (None, "", "Eviction"):
         raise BadRequest(f"the kind in the data ({body.get('kind')}) does not match the expected kind (Eviction)")
+    mutating, validating = plans_for(state.admission, "CREATE", pods)
+    attrs = AdmissionAttributes("CREATE", pods, namespace, name, "eviction", user, query_dry_run)
+    await admit_subresource(mutating, attrs, body)
     meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     if meta.get("name") != name:
@@ -214,6 +230,7 @@ async def evict_pod(state: ServerState, pods: ResourceInfo, namespace: str, name
     options = parse_delete_options({}, raw_options if raw_options is not None else {})
     if query_dry_run and not options.dry_run:
         options = dataclasses.replace(options, dry_run=True)
+    await admit_subresource(validating, attrs, body)  # createValidation
     key = object_key(pods, namespace, name)
     kv = await state.store.get(key)
     if kv is None:

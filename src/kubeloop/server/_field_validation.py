@@ -35,6 +35,7 @@ from kubeloop.api._unknown_fields import (
     prune_planned,
     undeclared_fields,
 )
+from kubeloop.server._http import warning_headers
 from kubeloop.server._state import ServerState
 
 __all__ = [
@@ -157,17 +158,3 @@ def strict_patch_error(patched: Any, texts: list[str]) -> Invalid:
     """The 422 a JSON, merge or strategic merge patch answers under Strict (handlers/patch.go)."""
     value = orjson.dumps(patched).decode()
     return invalid("", "", [FieldError.invalid("patch", value, "strict decoding error: " + ", ".join(texts))])
-
-
-
-def warning_headers(warnings: list[str]) -> list[tuple[bytes, bytes]]:
-    """``Warning: 299 - "<text>"`` headers (RFC 7234 quoting, as apiserver ``warning`` recorder)."""
-    out: list[tuple[bytes, bytes]] = []
-    seen: set[str] = set()
-    for text in warnings:
-        if text in seen:
-            continue
-        seen.add(text)
-        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-        out.append((b"warning", f'299 - "{quoted}"'.encode()))
-    return out

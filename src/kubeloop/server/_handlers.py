@@ -28,10 +28,10 @@ from kubeloop.server._field_validation import (
     duplicate_texts,
     strict_decoding_error,
     unknown_field_texts,
-    warning_headers,
 )
 from kubeloop.server._http import (
     JSON,
+    WARNINGS_SCOPE_KEY,
     Message,
     Request,
     Send,
@@ -42,6 +42,7 @@ from kubeloop.server._http import (
     send_bytes,
     send_json,
     send_parts,
+    warning_headers,
 )
 from kubeloop.server._list import (
     ListResult,
@@ -182,7 +183,10 @@ class ResourceHandlers:
     def _write_request(self, request: Request, info: ResourceInfo, namespace: str, name: str, sub: str,
                        kind: str, patch_type: str | None = None) -> WriteRequest:
         options = parse_write_options(request.query, kind=kind, patch_type=patch_type)
-        return WriteRequest(info, namespace, name, sub, options, request.user, request.headers.get("user-agent", ""))
+        req = WriteRequest(info, namespace, name, sub, options, request.user, request.headers.get("user-agent", ""))
+        # The warnings go out with the answer, an error included (the app's error handler reads them here).
+        request.scope[WARNINGS_SCOPE_KEY] = req.warnings
+        return req
 
     async def _collection(self, request: Request, info: ResourceInfo, namespace: str, method: str, send: Send) -> None:
         if method == "GET":

@@ -25,6 +25,7 @@ from kubeloop.api import ApiError, BadRequest, NotAcceptable, RequestEntityTooLa
 __all__ = [
     "JSON",
     "MAX_BODY_BYTES",
+    "WARNINGS_SCOPE_KEY",
     "ASGIApp",
     "HeaderMap",
     "MediaType",
@@ -43,6 +44,8 @@ __all__ = [
     "send_error",
     "send_json",
     "send_parts",
+    "warning_headers",
+    "warnings_of",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -60,6 +63,8 @@ _CACHE_CONTROL = (b"cache-control", b"no-cache, private")
 _QUERY_SCOPE_KEY = "kubeloop.query"
 # Where :func:`header_map` keeps a request's header map (and the list it decoded) in its ASGI scope.
 _HEADERS_SCOPE_KEY = "kubeloop.headers"
+# Where a write's handler keeps the list of warnings it records (:func:`warnings_of`).
+WARNINGS_SCOPE_KEY = "kubeloop.warnings"
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,12 +368,38 @@ async def send_json(
     await send_bytes(send, status, encode_body(obj, content_type), content_type=content_type, headers=headers)
 
 
-async def send_error(send: Send, error: ApiError) -> None:
+async def send_error(send: Send, error: ApiError, *, warnings: Sequence[str] = ()) -> None:
+    """Answer with ``error``'s Status, and a ``Warning`` header per text in ``warnings``: upstream's
+    warning recorder (apiserver ``endpoints/filters/warning.go``) adds each header as the warning is
+    recorded, so the warnings gathered before a request failed go out with its error too."""
     headers: list[tuple[bytes, bytes]] = [(b"x-content-type-options", b"nosniff")]
     retry = error.retry_after_seconds
     if retry is not None and error.status_code in (429, 503, 504):
         headers.append((b"retry-after", str(retry).encode()))
+    if warnings:
+        headers.extend(warning_headers(warnings))
     await send_bytes(send, error.status_code, orjson.dumps(error.to_status()), headers=headers)
+
+
+def warning_headers(warnings: Iterable[str]) -> list[tuple[bytes, bytes]]:
+    """``Warning: 299 - "<text>"`` headers (RFC 7234 quoting, as apiserver ``warning`` recorder), each
+    text once."""
+    out: list[tuple[bytes, bytes]] = []
+    seen: set[str] = set()
+    for text in warnings:
+        if text in seen:
+            continue
+        seen.add(text)
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        out.append((b"warning", f'299 - "{quoted}"'.encode()))
+    return out
+
+
+def warnings_of(scope: Scope) -> list[str]:
+    """The warnings a request's handler recorded in its ASGI scope (``scope[WARNINGS_SCOPE_KEY]``, the
+    list it appends to while the request runs); empty when it recorded none."""
+    recorded: list[str] | None = scope.get(WARNINGS_SCOPE_KEY)
+    return recorded if recorded is not None else []
 
 
 _YAML_LOADER: Any = None

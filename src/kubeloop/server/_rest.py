@@ -1,9 +1,10 @@
 """The generic write path for one kind: create, update (main, ``/status``, ``/finalize``), get.
 
 Mirrors apiserver ``pkg/registry/generic/registry/store.go`` and ``pkg/registry/rest``: checks run
-in upstream's order (decode and defaulting, endpoint match, mutating admission, optimistic lock,
-strategy, validation, validating admission: :mod:`kubeloop.server._admission`), and a request that
-fails any of them stores nothing. Updates are compare-and-swap on the stored
+in upstream's order (decode and defaulting, endpoint match, the field manager's managedFields,
+mutating admission, optimistic lock, strategy, validation, validating admission:
+:mod:`kubeloop.server._admission`, :mod:`kubeloop.server._managed`), and a request that fails any of
+them stores nothing. Updates are compare-and-swap on the stored
 object's revision; an update without a client precondition (unconditional PUT, every PATCH) is
 retried on a lost race like upstream's ``GuaranteedUpdate``, one with a precondition is a 409.
 A write whose result equals the stored object (ignoring managedFields) is a no-op: no new
@@ -40,6 +41,7 @@ from kubeloop.api._validation import (
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
 from kubeloop.server._defaults import apply_defaults
+from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
@@ -232,16 +234,29 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         guard, namespace_state = (guard_key, ns_kv.mod_revision if ns_kv is not None else 0), (ns_kv,)
     if "ownerReferences" in meta and req.operation != "Apply":  # a patch dedups only after admission
         dedup_owner_references(meta, req.warnings, after_admission=False)
+    # handlers/create.go: the field manager records the request's fields before mutating admission, so
+    # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
+    hook = state.field_manager  # record_manager, inlined
+    if hook is not None:
+        hook(req, obj, None)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
                                                 req.options.dry_run, namespace_state))
     if mutating:
+        managed = meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController, inlined
+        entries = tuple(managed) if type(managed) is list else ()
         for step in mutating:  # run_plan, inlined
             pending = step(attrs, obj, None)
             if pending is not None:
                 await pending
         meta = obj["metadata"]  # a plugin may have replaced it
+        after = meta.get("managedFields")
+        # What admission leaves as a rule: the field manager's one entry (a create's), list and entry as they
+        # were; anything else is checked.
+        if after is not managed or (type(after) is list and not (
+                len(after) == 1 and len(entries) == 1 and after[0] is entries[0])):
+            keep_valid_managed_fields(meta, managed, entries, req.warnings)
         if "ownerReferences" in meta:
             dedup_owner_references(meta, req.warnings, after_admission=True)
     strategy = state.strategy(info)
@@ -269,9 +284,6 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             pending = step(attrs, obj, None)
             if pending is not None:
                 await pending
-    hook = state.field_manager  # record_manager, inlined
-    if hook is not None:
-        hook(req, obj, None)
     if req.options.dry_run:
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
             raise already_exists(info.plural, name, info.group)
@@ -316,8 +328,11 @@ async def _admit_again(
     stands, mutating plugins being idempotent as upstream's reinvoked ones must be, and validation again
     between them, so that what a mutating plugin changes is still validated."""
     plans = plans_for(state.admission, "CREATE", info)
+    managed = meta_of(obj).get("managedFields")
+    entries = tuple(managed) if type(managed) is list else ()
     await _run(plans.mutating, attrs, obj, None)
     meta = meta_of(obj)
+    keep_valid_managed_fields(meta, managed, entries, [])  # the first admission gave any warning
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     await _run(plans.validating, attrs, obj, None)
@@ -441,15 +456,22 @@ async def _prepare_update(
         # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
         # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
         apply_defaults(info, new)
+    # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
+    # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
+    record_manager(state, req, new, old)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
+        managed = new_meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController
+        entries = tuple(managed) if type(managed) is list else ()
         for step in mutating:  # run_plan, inlined: NamespaceLifecycle runs on every namespaced update
             pending = step(attrs, new, old)
             if pending is not None:
                 await pending
         new_meta = new["metadata"]  # a plugin may have replaced it
+        if managed is not None or "managedFields" in new_meta:
+            keep_valid_managed_fields(new_meta, managed, entries, req.warnings)
     if "ownerReferences" in new_meta and req.subresource != "scale":  # the Scale is what scale's admission sees
         dedup_owner_references(new_meta, req.warnings, after_admission=True)
     rv = new_meta.get("resourceVersion")
@@ -461,12 +483,12 @@ async def _prepare_update(
             "metadata.resourceVersion", "0x0", "must be specified for an update")], info.group)
     new_meta["resourceVersion"] = old_meta.get("resourceVersion")
     if req.subresource == "status":
-        new = strategy.prepare_for_status_update(new, old)
+        new = _keeping_managed_fields(state, new, strategy.prepare_for_status_update(new, old))
         new_meta = meta_of(new)
     elif req.subresource == "finalize":
         prepare = getattr(strategy, "prepare_for_finalize", None)
         if prepare is not None:
-            new = prepare(new, old)
+            new = _keeping_managed_fields(state, new, prepare(new, old))
             new_meta = meta_of(new)
     else:
         strategy.prepare_for_update(new, old)
@@ -488,10 +510,23 @@ async def _prepare_update(
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
-    record_manager(state, req, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
+
+
+def _keeping_managed_fields(state: ServerState, new: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """``prepared`` (a subresource strategy's object, built from the stored one) with the managedFields the
+    field manager gave ``new``: upstream's strategies never touch them, the field manager having run first."""
+    if state.field_manager is None:
+        return prepared
+    managed = meta_of(new).get("managedFields")
+    meta = prepared["metadata"] = dict(meta_of(prepared))  # it may be the stored object's own
+    if managed is None:
+        meta.pop("managedFields", None)
+    else:
+        meta["managedFields"] = managed
+    return prepared
 
 
 async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict[str, Any], kv: KeyValue) -> bytes:
