@@ -257,3 +257,18 @@ async def test_an_entry_added_in_place_that_does_not_decode_is_dropped(app: App,
     (text,) = r.headers.get_list("warning")
     assert text.startswith(INVALID + "error decoding versioned set from "), text
     assert [e["manager"] for e in r.json()["metadata"]["managedFields"]] == ["creator"]
+
+
+async def test_a_creates_managed_fields_stay_last_in_metadata_as_object_metas_go_field_order(
+    client: httpx.AsyncClient,
+) -> None:
+    # Recorded before the uid and creationTimestamp exist, the entry still comes after them and the
+    # body's fields, as in Go's encoding of ObjectMeta (managedFields its last field, apimachinery
+    # meta/v1 types.go); only the store's resourceVersion, written at commit, follows it.
+    r = await client.post(f"{CM}?fieldManager=me", json={"metadata": {"name": "order", "labels": {"a": "b"}}})
+    assert r.status_code == 201, r.text
+    keys = [k for k in r.json()["metadata"] if k != "resourceVersion"]
+    assert keys[-1] == "managedFields"
+    assert keys.index("labels") < keys.index("uid") < keys.index("creationTimestamp") < keys.index("managedFields")
+    r = await client.get(f"{CM}/order")
+    assert [k for k in r.json()["metadata"] if k != "resourceVersion"][-1] == "managedFields"

@@ -219,7 +219,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         except ValueError:
             nonzero = False
         if nonzero:
-            # etcd3 store.Create returns a plain error: the handler makes it 500 reason Unknown.
+            # etcd3 store.Create returns a plain error: the handler makes it a 500 with StatusReasonUnknown ("").
             raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
     # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
@@ -267,6 +267,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             meta.pop(cleared, None)
     meta["uid"] = state.new_uid()
     meta["creationTimestamp"] = format_time(state.clock.now())
+    if "managedFields" in meta:  # last, where ObjectMeta's Go field order puts it (recorded before the uid)
+        meta["managedFields"] = meta.pop("managedFields")
     generate = str(meta.get("generateName") or "")  # a mutating plugin may have set it
     if generate and not meta.get("name"):
         meta["name"] = state.generate_name(generate)
