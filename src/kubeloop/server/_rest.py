@@ -38,7 +38,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults
+from kubeloop.server._defaults import apply_defaults, fill_go_zero_fields, strip_go_zero_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._state import GUARANTEED_UPDATE_RETRIES, ServerState, namespace_key, object_key, renderer
@@ -261,7 +261,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
                 await pending
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
+        strip_go_zero_fields(info, obj)
         hook(req, obj, None)
+    fill_go_zero_fields(info, obj)
     if req.options.dry_run:
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
             raise already_exists(info.plural, name, info.group)
@@ -476,7 +478,9 @@ async def _prepare_update(
     _validate(state, info, new, errors, strategy, old, req.subresource)
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
+    strip_go_zero_fields(info, new)
     record_manager(state, req, new, old)
+    fill_go_zero_fields(info, new)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
