@@ -105,7 +105,13 @@ class ManagedWorld:
 
     async def quiet_writes(self, *, turns: int = 60) -> int:
         """Writes the controllers make while nothing changes: reconcile every object again, count writes."""
-        await self.settle(turns)  # writes in flight finish (and are recorded) before counting starts
+        # Writes in flight finish (and are recorded) before counting starts: settle until a whole round
+        # records none, so a loaded machine (slow real turns) does not count late writes as quiet ones.
+        for _ in range(50):
+            recorded = len(self.ctl.writes)
+            await self.settle(turns)
+            if len(self.ctl.writes) == recorded:
+                break
         self.ctl.reset()
         for controller in self.manager.controllers.values():
             for watch in controller.watches[:1]:

@@ -11,26 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from kubeloop.testing import InProcessCluster, eventually, owner_ref
+from kubeloop.testing import InProcessCluster, eventually, owner_ref, rewrite_stored
 
 from .conftest import CONFIGMAPS, SECRETS, settle, start_gc
 
 
 async def store_refs(cluster: InProcessCluster, name: str, refs: list[dict[str, Any]]) -> None:
     """Rewrite Secret ``name`` in the store with ``refs`` as they are, as a server before 1.20 stored them."""
-    key = f"/registry/core/secrets/ns/{name}"
-    kv = await cluster.store.get(key)
-    assert kv is not None
-    obj = orjson.loads(kv.value)
-    obj["metadata"]["ownerReferences"] = refs
-
-    def render(revision: int) -> bytes:
-        obj["metadata"]["resourceVersion"] = str(revision)
-        return orjson.dumps(obj)
-
-    await cluster.store.update(key, render, expected_revision=kv.mod_revision)
+    await rewrite_stored(cluster.store, f"/registry/core/secrets/ns/{name}",
+                         lambda obj: obj["metadata"].__setitem__("ownerReferences", refs))
 
 
 async def test_background_deletes_a_dependent_whose_only_owner_is_listed_twice(cluster: InProcessCluster) -> None:

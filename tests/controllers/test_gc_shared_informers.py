@@ -4,14 +4,18 @@ Upstream's garbage collector takes its monitors from the shared informer factory
 (k/k ``pkg/controller/garbagecollector/graph_builder.go`` ``controllerFor`` with
 ``informerFactory.ForResource``), so a kind watched by several controllers costs one list and one
 watch. The GC's own informers remain for every other kind; stopping the GC never stops the manager's.
+The manager's informers run in a ``started`` block, so a failed assertion stops them before the cluster
+closes and the test fails at once with its message (a leaked informer kept calling the closed server).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from kubeloop.controllers import GarbageCollector, add_builtin_controllers
-from kubeloop.runtime import Manager
+from kubeloop.runtime import InformerFactory, Manager
 from kubeloop.testing import FakeClock, InProcessCluster, eventually, owner_ref
 
 from .conftest import CONFIGMAPS, NAMESPACES, SECRETS
@@ -19,6 +23,16 @@ from .conftest import CONFIGMAPS, NAMESPACES, SECRETS
 
 def _key(plural: str) -> tuple[str, str, str]:
     return ("", "v1", plural)
+
+
+@contextlib.asynccontextmanager
+async def started(informers: InformerFactory) -> AsyncIterator[InformerFactory]:
+    """The manager's informers, running until the block ends, however it ends."""
+    informers.start()
+    try:
+        yield informers
+    finally:
+        await informers.stop()
 
 
 async def test_a_kind_the_manager_watches_is_listed_once_and_the_gc_still_collects_through_it(tmp_path: Path) -> None:
@@ -59,36 +73,35 @@ async def test_stopping_the_gc_removes_its_handlers_but_leaves_the_managers_info
         manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0)
         shared = manager.informer(NAMESPACES)  # what another controller would have asked for
         gc = GarbageCollector(cluster.client, clock=cluster.clock, workers=1, informers=manager.informers)
-        manager.informers.start()
-        running = cluster.run_in_background(gc.run())
+        async with started(manager.informers):
+            running = cluster.run_in_background(gc.run())
 
-        async def synced() -> bool:
-            return gc.has_synced()
+            async def synced() -> bool:
+                return gc.has_synced()
 
-        await eventually(synced, clock=cluster.clock)
-        assert gc.monitors.informers[_key("namespaces")][0] is shared
-        own = gc.monitors.informers[_key("configmaps")][0]
-        gc.stop()
+            await eventually(synced, clock=cluster.clock)
+            assert gc.monitors.informers[_key("namespaces")][0] is shared
+            own = gc.monitors.informers[_key("configmaps")][0]
+            gc.stop()
 
-        async def ended() -> bool:
-            return running.done()
+            async def ended() -> bool:
+                return running.done()
 
-        await eventually(ended, clock=cluster.clock)
-        assert running.exception() is None
-        assert shared.running
-        assert not own.running
-        # The GC's handler is off the shared informer: an object it delivers now never reaches the graph.
-        late = await cluster.create(NAMESPACES, "late")
+            await eventually(ended, clock=cluster.clock)
+            assert running.exception() is None
+            assert shared.running
+            assert not own.running
+            # The GC's handler is off the shared informer: an object it delivers now never reaches the graph.
+            late = await cluster.create(NAMESPACES, "late")
 
-        async def delivered() -> bool:
-            return shared.cache.get_by_name("late") is not None
+            async def delivered() -> bool:
+                return shared.cache.get_by_name("late") is not None
 
-        await eventually(delivered, clock=cluster.clock)
-        assert late["metadata"]["uid"] not in gc.graph.nodes
-        seen: list[str] = []
-        shared.add_handler(lambda obj: seen.append(obj["metadata"]["name"]))
-        assert "ns" in seen  # the informer still serves its cache to others
-        await manager.informers.stop()
+            await eventually(delivered, clock=cluster.clock)
+            assert late["metadata"]["uid"] not in gc.graph.nodes
+            seen: list[str] = []
+            shared.add_handler(lambda obj: seen.append(obj["metadata"]["name"]))
+            assert "ns" in seen  # the informer still serves its cache to others
 
 
 async def test_a_factory_for_one_namespace_is_not_shared(tmp_path: Path) -> None:
@@ -96,12 +109,11 @@ async def test_a_factory_for_one_namespace_is_not_shared(tmp_path: Path) -> None
         manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0, namespace="ns")
         scoped = manager.informer(CONFIGMAPS)
         gc = GarbageCollector(cluster.client, clock=cluster.clock, workers=1, informers=manager.informers)
-        manager.informers.start()
-        cluster.run_in_background(gc.run())
+        async with started(manager.informers):
+            cluster.run_in_background(gc.run())
 
-        async def synced() -> bool:
-            return gc.has_synced()
+            async def synced() -> bool:
+                return gc.has_synced()
 
-        await eventually(synced, clock=cluster.clock)
-        assert gc.monitors.informers[_key("configmaps")][0] is not scoped
-        await manager.informers.stop()
+            await eventually(synced, clock=cluster.clock)
+            assert gc.monitors.informers[_key("configmaps")][0] is not scoped

@@ -22,11 +22,17 @@ def pdb(name: str = "web", **spec: Any) -> dict[str, Any]:
 
 
 async def _status(world: World, check: Any, name: str = "web", *, step: float = 0.0) -> dict[str, Any]:
+    seen: list[Any] = []
+
     async def probe() -> dict[str, Any] | None:
         obj = await world.get(PDBS, name)
+        seen[:] = [obj.get("status")]
         return obj if check(obj.get("status") or {}) else None
 
-    result: dict[str, Any] = await world.eventually(probe, step=step)
+    try:
+        result: dict[str, Any] = await world.eventually(probe, step=step)
+    except AssertionError as err:  # say what the budget last showed, not only that polling ran out
+        raise AssertionError(f"PodDisruptionBudget {name}: status never matched; last seen {seen!r}") from err
     return result
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from kubeloop.api import ResourceInfo
 from kubeloop.guard import preview_delete
+from kubeloop.testing import rewrite_stored
 
 from .conftest import CONFIGMAPS, DEPLOYMENTS, REPLICASETS, Cluster, owner_ref
 from .test_preview import delete_and_settle, names
@@ -21,17 +20,8 @@ from .test_preview import delete_and_settle, names
 
 async def store_refs(cluster: Cluster, info: ResourceInfo, name: str, refs: list[dict[str, Any]]) -> None:
     """Rewrite ``name`` in the store with ``refs`` as they are, as a server before 1.20 stored them."""
-    key = f"/registry/{info.group or 'core'}/{info.plural}/prod/{name}"
-    kv = await cluster.store.get(key)
-    assert kv is not None
-    obj = orjson.loads(kv.value)
-    obj["metadata"]["ownerReferences"] = refs
-
-    def render(revision: int) -> bytes:
-        obj["metadata"]["resourceVersion"] = str(revision)
-        return orjson.dumps(obj)
-
-    await cluster.store.update(key, render, expected_revision=kv.mod_revision)
+    await rewrite_stored(cluster.store, f"/registry/{info.group or 'core'}/{info.plural}/prod/{name}",
+                         lambda obj: obj["metadata"].__setitem__("ownerReferences", refs))
 
 
 async def test_a_dependent_listing_its_owner_twice_is_predicted_once(cluster: Cluster) -> None:

@@ -8,6 +8,7 @@ kinds -> deleting the CRD deletes its objects, then the CRD (cleanup finalizer).
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -84,6 +85,41 @@ async def eventually(check: Any) -> Any:
             return result
         await asyncio.sleep(0.01)
     raise AssertionError("condition not reached")
+
+
+class _FailAfter(logging.Filter):
+    """Turns the controller's third logged failure into an exception that ends its task."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.seen.append(record.getMessage())
+        if len(self.seen) >= 3:
+            raise RuntimeError(f"the CRD controller keeps retrying: {self.seen}")
+        return True
+
+
+async def test_a_controller_started_after_its_store_closed_ends_its_watch_instead_of_spinning(tmp_path: Path) -> None:
+    # An App restarted by a late request (a leaked informer in a failed test) after its store closed:
+    # the watch retried StoreClosed without awaiting anything, so the loop never ran again (a hang).
+    store = await SqliteStore.open(tmp_path / "db.sqlite")
+    await store.close()
+    controller = CrdController(ServerState(store=store, clock=FakeClock(), kinds=KindRegistry(), rng=random.Random(1)))
+    logger, failures = logging.getLogger("kubeloop.server._crd"), _FailAfter()
+    logger.addFilter(failures)
+    try:
+        await controller.start()
+        task = controller._task
+        assert task is not None
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert task.done() and task.exception() is None, failures.seen
+        assert failures.seen == []
+    finally:
+        logger.removeFilter(failures)
+        await controller.stop()
 
 
 def crd_request(state: ServerState, name: str = "") -> WriteRequest:

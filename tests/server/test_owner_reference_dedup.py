@@ -14,12 +14,12 @@ import json
 from typing import Any
 
 import httpx
-import orjson
 
 from kubeloop.api import ResourceInfo
 from kubeloop.server import App
 from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin
 from kubeloop.store import SqliteStore
+from kubeloop.testing import rewrite_stored
 
 CM = "/api/v1/namespaces/default/configmaps"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -56,17 +56,8 @@ async def store_with_duplicates(app: App, store: SqliteStore, name: str, refs: l
                                 key: str = "") -> None:
     """Old data: rewrite a stored object (a ConfigMap by default) with ``refs`` as they are (a server
     before 1.20 stored duplicates)."""
-    key = key or f"/registry/core/configmaps/default/{name}"
-    kv = await store.get(key)
-    assert kv is not None
-    obj = orjson.loads(kv.value)
-    obj["metadata"]["ownerReferences"] = refs
-
-    def render(revision: int) -> bytes:
-        obj["metadata"]["resourceVersion"] = str(revision)
-        return orjson.dumps(obj)
-
-    await store.update(key, render, expected_revision=kv.mod_revision)
+    await rewrite_stored(store, key or f"/registry/core/configmaps/default/{name}",
+                         lambda obj: obj["metadata"].__setitem__("ownerReferences", refs))
 
 
 async def test_create_keeps_the_first_of_equal_references_and_warns(client: httpx.AsyncClient) -> None:

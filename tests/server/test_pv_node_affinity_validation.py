@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import orjson
 
 from kubeloop.store import SqliteStore
+from kubeloop.testing import store_as_is
 
 PVS = "/api/v1/persistentvolumes"
 TERMS = "spec.nodeAffinity.required.nodeSelectorTerms"
@@ -90,12 +90,7 @@ async def test_an_update_is_validated_but_keeps_label_values_the_stored_volume_h
     # ValidationOptionsForPersistentVolume: a bad label value already stored stays writable.
     body = {**pv("old", hostname_in("a b")), "status": {"phase": "Available"}}
     body["metadata"].update(uid="0b5b1d6e-8d51-4a53-9c32-000000000003", creationTimestamp="2026-01-01T00:00:00Z")
-
-    def render(revision: int) -> bytes:
-        body["metadata"]["resourceVersion"] = str(revision)
-        return orjson.dumps(body)
-
-    await store.create("/registry/core/persistentvolumes/old", render)
+    await store_as_is(store, "/registry/core/persistentvolumes/old", body)
     r = await client.patch(f"{PVS}/old", json={"metadata": {"labels": {"a": "b"}}},
                            headers={"Content-Type": "application/merge-patch+json"})
     assert r.status_code == 200, r.text

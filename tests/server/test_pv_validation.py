@@ -16,6 +16,7 @@ import httpx
 import orjson
 
 from kubeloop.store import SqliteStore
+from kubeloop.testing import store_as_is
 
 PVS = "/api/v1/persistentvolumes"
 SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
@@ -229,12 +230,7 @@ async def test_status_updates_and_stored_objects_without_defaults_are_not_refuse
         client: httpx.AsyncClient, store: SqliteStore) -> None:
     body = {**pv("legacy"), "status": {"phase": "Available"}}
     body["metadata"].update(uid="0b5b1d6e-8d51-4a53-9c32-000000000004", creationTimestamp="2026-01-01T00:00:00Z")
-
-    def render(revision: int) -> bytes:
-        body["metadata"]["resourceVersion"] = str(revision)
-        return orjson.dumps(body)
-
-    await store.create("/registry/core/persistentvolumes/legacy", render)
+    await store_as_is(store, "/registry/core/persistentvolumes/legacy", body)
     # Stored without volumeMode: upstream reads it back defaulted, so the defaulted PUT changes nothing.
     r = await client.patch(f"{PVS}/legacy", json={"metadata": {"labels": {"a": "b"}}},
                            headers={"Content-Type": "application/merge-patch+json"})

@@ -164,6 +164,19 @@ async def test_negative_scale_is_422(client: httpx.AsyncClient) -> None:
                                    "must be greater than or equal to 0")
 
 
+@pytest.mark.parametrize(("replicas", "says"), [(b'"3"', "string"), (b"1.5", "number 1.5"), (b"true", "bool"),
+                                              (b"[3]", "array"), (b'{"n":3}', "object")])
+async def test_scale_replicas_of_another_json_type_are_named_as_go_names_them(
+    client: httpx.AsyncClient, replicas: bytes, says: str
+) -> None:
+    # encoding/json's UnmarshalTypeError names the JSON value ("string", "number 1.5"), not Python's type.
+    await client.post(DEPLOY, json=deployment("d"))
+    r = await client.patch(f"{DEPLOY}/d/scale", content=b'{"spec":{"replicas":' + replicas + b"}}", headers=MERGE)
+    assert r.status_code == 400
+    assert r.json()["message"] == (f"json: cannot unmarshal {says} into Go struct field ScaleSpec.spec.replicas "
+                                   "of type int32")
+
+
 async def test_json_patch(client: httpx.AsyncClient) -> None:
     await client.post(CM, json={"metadata": {"name": "a"}, "data": {"x": "1"}})
     r = await client.patch(f"{CM}/a", content=b'[{"op":"replace","path":"/data/x","value":"q"}]', headers=JSON_PATCH)

@@ -26,6 +26,7 @@ import jsonpatch  # RFC 6902, the library in deps (pyproject) rather than a hand
 import jsonpointer
 
 from kubeloop.api._errors import BadRequest, Invalid, RequestEntityTooLarge
+from kubeloop.api._go_json import go_json_kind
 
 __all__ = [
     "MAX_JSON_PATCH_OPERATIONS",
@@ -37,7 +38,6 @@ __all__ = [
 
 MAX_JSON_PATCH_OPERATIONS = 10000
 _REJECTED = "the server rejected our request due to an error in our request"
-_GO_TYPES = {dict: "object", list: "array", str: "string", bool: "bool", int: "number", float: "number"}
 
 
 def copy_json(value: Any) -> Any:
@@ -50,8 +50,7 @@ def copy_json(value: Any) -> Any:
 
 
 def _go_unmarshal_error(value: Any, target: str) -> BadRequest:
-    kind = _GO_TYPES.get(type(value), type(value).__name__)
-    return BadRequest(f"json: cannot unmarshal {kind} into Go value of type {target}")
+    return BadRequest(f"json: cannot unmarshal {go_json_kind(value)} into Go value of type {target}")
 
 
 def apply_json_patch(obj: Any, ops: Any) -> Any:

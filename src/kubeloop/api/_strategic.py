@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from kubeloop.api._errors import BadRequest, Invalid
+from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import items_schema, property_schema
 
 __all__ = ["apply_strategic_merge_patch", "deep_copy_json", "go_format", "missing_merge_key", "patch_meta"]
@@ -101,20 +102,8 @@ def patch_meta(schema: Schema) -> tuple[str, str]:
 def apply_strategic_merge_patch(obj: Mapping[str, Any], patch: Any, schema: Schema) -> dict[str, Any]:
     """The object after applying strategic merge ``patch``; ``schema`` is the kind's JSON schema."""
     if not isinstance(patch, dict):
-        raise BadRequest(f"json: cannot unmarshal {_json_kind(patch)} into Go value of type map[string]interface {{}}")
+        raise BadRequest(f"json: cannot unmarshal {go_json_kind(patch)} into Go value of type map[string]interface {{}}")
     return _merge_map(deep_copy_json(dict(obj)), deep_copy_json(patch), schema)
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "null" if value is None else "object"
 
 
 def _is_directive_key(key: str) -> bool:
@@ -230,7 +219,7 @@ def _element_kind(*lists: list[Any]) -> type | None:
 
 def _merge_list(original: list[Any], patch: Any, item_schema: Schema, merge_key: str) -> list[Any]:
     if not isinstance(patch, list):
-        raise BadRequest(f"expected a []interface {{}}, but received a {_json_kind(patch)}")
+        raise BadRequest(f"expected a []interface {{}}, but received a {go_json_kind(patch)}")
     if not original and not patch:
         return original
     kind = _element_kind(original, patch)

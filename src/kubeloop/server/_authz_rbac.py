@@ -59,7 +59,8 @@ import orjson
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes, Decision
 from kubeloop.server._authz_rbac_rules import Grants, policy_rules, rule_allows, rule_strings
-from kubeloop.store import Compacted, Store, StoreWatch
+from kubeloop.server._prefix_changes import PrefixChanges
+from kubeloop.store import Store
 
 __all__ = [
     "RBAC_GROUP",
@@ -187,35 +188,20 @@ class RbacChanges(Protocol):
 
 
 class StoreChanges:
-    """:class:`RbacChanges` of a store: its revision, and a watch on the RBAC group's prefix polled
-    only when the revision moved (see the module contract)."""
+    """:class:`RbacChanges` of a store: the RBAC group's :class:`PrefixChanges` (see the module contract)."""
 
     def __init__(self, store: Store) -> None:
-        self._store = store
-        self._watch: StoreWatch | None = None
-        self._checked = -1  # the revision up to which nothing changed
+        self._changes = PrefixChanges(store, f"/registry/{RBAC_GROUP}/")
         self._stale = True
 
     def start(self) -> None:
-        if self._watch is not None:
-            self._watch.close()
-        self._checked = self._store.revision
-        self._watch = self._store.watch(f"/registry/{RBAC_GROUP}/", after=self._checked)
+        self._changes.start()
         self._stale = False
 
     def changed(self) -> bool:
-        if self._stale:
-            return True
-        revision = self._store.revision
-        if revision == self._checked:
-            return False
-        assert self._watch is not None
-        try:
-            self._stale = bool(self._watch.poll())
-        except Compacted:  # the watch fell behind its buffer: changed, whatever it missed
-            self._stale = True
         if not self._stale:
-            self._checked = revision
+            events = self._changes.poll()
+            self._stale = events is None or bool(events)
         return self._stale
 
 

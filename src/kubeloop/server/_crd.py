@@ -45,7 +45,7 @@ from kubeloop.server._crd_validation import (
 )
 from kubeloop.server._state import ServerState, collection_prefix, object_key, renderer
 from kubeloop.server._strategy import GenericStrategy
-from kubeloop.store import Compacted, KeyNotFound, RevisionMismatch
+from kubeloop.store import Compacted, KeyNotFound, RevisionMismatch, StoreClosed
 
 __all__ = ["CRD_INFO_KEY", "CrdController", "CrdStrategy", "resource_infos"]
 
@@ -225,6 +225,10 @@ class CrdController:
                 after = listed.revision
             except asyncio.CancelledError:
                 raise
+            except StoreClosed:
+                # Nothing more will come: retrying would spin without ever awaiting, starving the loop
+                # (an App restarted by a late request after its store closed, in tests).
+                return
             except Exception:  # a bad CRD must not stop the controller; the next event retries
                 log.exception("CRD controller failed on an event")
 

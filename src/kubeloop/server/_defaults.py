@@ -6,6 +6,13 @@ fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/
 ``pkg/apis/scheduling/v1/defaults.go``). A field
 the client set is never overwritten. Runs on create and on main-resource update, like upstream's
 decoder does for every request body.
+
+:func:`fill_go_zero_fields` adds what Go's JSON encoding of the decoded struct always writes at the top
+level of some kinds (a field without ``omitempty``, or of struct type, which ``omitempty`` never
+drops): an Event's ``eventTime: null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a
+Node's or Lease's ``spec: {}``. Upstream's field manager owns no such value (it compares the object
+with the kind's empty object), so :func:`strip_go_zero_fields` takes them out around the managedFields
+bookkeeping and :func:`fill_go_zero_fields` puts them back before the object is compared and stored.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any
 
 from kubeloop.api import ResourceInfo
 
-__all__ = ["apply_defaults"]
+__all__ = ["GO_ZERO_FIELDS", "apply_defaults", "fill_go_zero_fields", "strip_go_zero_fields"]
 
 Obj = dict[str, Any]
 
@@ -228,10 +235,6 @@ def _priorityclass(obj: Obj) -> None:
     _default(obj, "value", 0)
 
 
-def _lease(obj: Obj) -> None:
-    _dict(obj, "spec")
-
-
 def _namespace(obj: Obj) -> None:
     # pkg/apis/core/v1/defaults.go SetDefaults_Namespace: a decode-time default, so the writer owns the
     # label in managedFields (the strategy's Canonicalize sets it again, for a generateName create).
@@ -253,7 +256,6 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "StatefulSet"): _statefulset,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
-    ("coordination.k8s.io", "Lease"): _lease,
 }
 
 
@@ -268,3 +270,49 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     defaulter = _DEFAULTERS.get((info.group, info.kind))
     if defaulter is not None:
         defaulter(obj)
+
+
+# Top-level fields Go's encoding/json writes for a decoded object that did not set them
+# (k8s.io/api release-1.32): a field without omitempty is written at its zero value, and a struct-typed
+# field (metav1.Time, MicroTime, a spec struct) is written even with omitempty ({} or, for a zero time, null).
+GO_ZERO_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
+    # core/v1 types.go Event: Source EventSource, FirstTimestamp/LastTimestamp metav1.Time,
+    # EventTime metav1.MicroTime (struct types, omitempty), ReportingController `json:"reportingComponent"`
+    # and ReportingInstance `json:"reportingInstance"` (no omitempty).
+    ("", "Event"): {"source": {}, "firstTimestamp": None, "lastTimestamp": None, "eventTime": None,
+                    "reportingComponent": "", "reportingInstance": ""},
+    # core/v1 types.go Node: Spec NodeSpec `json:"spec,omitempty"` (a struct).
+    ("", "Node"): {"spec": {}},
+    # rbac/v1 types.go Role and ClusterRole: Rules []PolicyRule `json:"rules"` (no omitempty: a nil slice is null).
+    ("rbac.authorization.k8s.io", "Role"): {"rules": None},
+    ("rbac.authorization.k8s.io", "ClusterRole"): {"rules": None},
+    # coordination/v1 types.go Lease: Spec LeaseSpec `json:"spec,omitempty"` (a struct).
+    ("coordination.k8s.io", "Lease"): {"spec": {}},
+}
+_GO_ZERO_KINDS = frozenset(kind for _, kind in GO_ZERO_FIELDS)
+
+
+def _go_zeros(info: ResourceInfo) -> dict[str, Any] | None:
+    if info.custom or info.kind not in _GO_ZERO_KINDS:
+        return None
+    return GO_ZERO_FIELDS.get((info.group, info.kind))
+
+
+def strip_go_zero_fields(info: ResourceInfo, obj: Obj) -> None:
+    """Remove the top-level fields of ``obj`` that hold their Go zero value (what no manager owns)."""
+    zeros = _go_zeros(info)
+    if zeros is None:
+        return
+    for key, zero in zeros.items():
+        if key in obj and obj[key] == zero:
+            del obj[key]
+
+
+def fill_go_zero_fields(info: ResourceInfo, obj: Obj) -> None:
+    """Add the top-level fields Go's encoding writes at their zero value when ``obj`` lacks them."""
+    zeros = _go_zeros(info)
+    if zeros is None:
+        return
+    for key, zero in zeros.items():
+        if obj.get(key) is None:
+            obj[key] = {} if isinstance(zero, dict) else zero

@@ -35,7 +35,8 @@ import orjson
 from kubeloop.api import Forbidden, ResourceInfo
 from kubeloop.api._priority_class_validation import DEFAULT_PREEMPTION_POLICY
 from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin, Operation, ValidatingPlugin
-from kubeloop.store import Compacted, Store, StoreEvent, StoreWatch
+from kubeloop.server._prefix_changes import PrefixChanges
+from kubeloop.store import Store, StoreEvent
 
 __all__ = ["Priority", "PriorityClasses"]
 
@@ -65,27 +66,18 @@ class PriorityClasses:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._watch: StoreWatch | None = None
-        self._checked = -1  # the store revision up to which every class change has been applied
+        self._changes = PrefixChanges(store, PREFIX)
         self._by_name: dict[str, PriorityClass] = {}
         self._default: PriorityClass | None = None
         self._loading: asyncio.Lock | None = None
 
     def current(self) -> dict[str, PriorityClass] | None:
         """The classes now, or ``None`` when they must be read first (:meth:`load`)."""
-        watch = self._watch
-        if watch is None:
+        events = self._changes.poll()
+        if events is None:  # never read, or fell more than the watch buffer behind: read them all again
             return None
-        revision = self._store.revision
-        if revision != self._checked:
-            try:
-                events = watch.poll()
-            except Compacted:  # fell more than the watch buffer behind: read them all again
-                self._watch = None
-                return None
-            for event in events:
-                self._apply(event)
-            self._checked = revision
+        for event in events:
+            self._apply(event)
         return self._by_name
 
     def default(self) -> PriorityClass | None:
@@ -103,11 +95,9 @@ class PriorityClasses:
                 return classes
             # Watch first, then read: a change committed in between is in both and applied twice, in
             # order, ending where the store is.
-            watch = self._store.watch(PREFIX, after=self._store.revision)
+            self._changes.start()
             listed = await self._store.range(PREFIX)
             self._by_name = {kv.key[len(PREFIX):]: _class_of(kv.key[len(PREFIX):], kv.value) for kv in listed.items}
-            self._watch = watch
-            self._checked = -1
             self._default = self._find_default()
             classes = self.current()
             assert classes is not None

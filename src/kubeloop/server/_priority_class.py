@@ -22,6 +22,7 @@ import contextlib
 from typing import Any
 
 from kubeloop.api import AlreadyExists, BadRequest, FieldError, Forbidden, ResourceInfo
+from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._priority_class_validation import (
     SYSTEM_PRIORITY_CLASSES,
     validate_priority_class,
@@ -45,17 +46,6 @@ _GO_TYPES: dict[str, tuple[str, type]] = {
 }
 
 
-def _json_kind(value: Any) -> str:
-    """encoding/json's UnmarshalTypeError.Value for ``value`` (a number that does not fit names itself)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return f"number {value}"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _fits(value: Any, wanted: type) -> bool:
     if wanted is int:
         return type(value) is int and -(2**31) <= value < 2**31
@@ -71,9 +61,8 @@ def check_types(obj: dict[str, Any]) -> None:
         value = obj.get(field)
         if value is None or _fits(value, wanted):
             continue
-        kind = _json_kind(value)
-        if wanted is not int and kind.startswith("number"):
-            kind = "number"  # only a number aimed at an integer field is named with its text
+        # only a number aimed at an integer field is named with its text
+        kind = go_json_kind(value, with_number=wanted is int)
         raise BadRequest(f'PriorityClass in version "v1" cannot be handled as a PriorityClass: json: cannot unmarshal '
                          f"{kind} into Go struct field PriorityClass.{field} of type {go_type}")
 

@@ -40,7 +40,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults
+from kubeloop.server._defaults import apply_defaults, fill_go_zero_fields, strip_go_zero_fields
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
@@ -236,9 +236,12 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         dedup_owner_references(meta, req.warnings, after_admission=False)
     # handlers/create.go: the field manager records the request's fields before mutating admission, so
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
+    # Go's decoding gives the zero fields (fill_go_zero_fields) no manager owns: out around the hook.
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
+        strip_go_zero_fields(info, obj)
         hook(req, obj, None)
+    fill_go_zero_fields(info, obj)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -460,7 +463,9 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
+    strip_go_zero_fields(info, new)
     record_manager(state, req, new, old)
+    fill_go_zero_fields(info, new)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)

@@ -25,6 +25,7 @@ from kubeloop.api import (
     invalid,
     label_selector_from_dict,
 )
+from kubeloop.api._go_json import go_json_kind
 from kubeloop.server._http import decode_json
 from kubeloop.server._rest import Current, WriteRequest, get_object, update_object
 from kubeloop.server._state import ServerState
@@ -114,7 +115,7 @@ async def scale_update(state: ServerState, req: WriteRequest, body: Any, patch_t
         assert isinstance(scale_meta, dict)
         name = str(scale_meta.get("name") or req.name)
         if not isinstance(replicas, int) or isinstance(replicas, bool):
-            raise BadRequest(f"json: cannot unmarshal {type(replicas).__name__} into Go struct field "
+            raise BadRequest(f"json: cannot unmarshal {go_json_kind(replicas, with_number=True)} into Go struct field "
                              "ScaleSpec.spec.replicas of type int32")
         if replicas < 0:
             raise invalid("Scale", name, [FieldError.invalid("spec.replicas", replicas,

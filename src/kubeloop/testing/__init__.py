@@ -11,6 +11,7 @@ from kubeloop.testing._cluster import InProcessCluster, eventually, owner_ref, r
 from kubeloop.testing._fault_app import FaultyApp, HttpFault, RecordedRequest
 from kubeloop.testing._faults import Faults, InterceptedClient, RandomFaults, Write
 from kubeloop.testing._grade import CHECKS, GradeOptions, grade
+from kubeloop.testing._stored import rewrite_stored, store_as_is
 from kubeloop.testing._subject import CheckResult, ControllerUnderTest, Expect, Report, Scenario
 from kubeloop.testing._traffic import Conflicts, ControllerTraffic, Exchange, Failing
 
@@ -39,4 +40,6 @@ __all__ = [
     "grade",
     "owner_ref",
     "resource",
+    "rewrite_stored",
+    "store_as_is",
 ]
