@@ -133,26 +133,27 @@ class _Encoder:
         transform = self.transform
         if transform is None and not info.custom:
             return _event(kind, value)
-        shared = _Decoded.of(event).rendered if event is not None else None
         if info.custom and not value.startswith(self.served_prefix):
-            value = self._served(value, shared, left)
+            value = self._served(value, event, left)
         if transform is None:
             return _event(kind, value)
         first = self.first
         self.first = False
         now = self.now()
-        if shared is None:
+        if event is None:
             return _event(kind, orjson.dumps(transform(orjson.loads(value), first, now)))
+        shared = _Decoded.of(event).rendered
         key = (transform.key, first, int(now), left)
         rendered = shared.get(key)
         if rendered is None:
             rendered = shared[key] = orjson.dumps(transform(orjson.loads(value), first, now))
         return _event(kind, rendered)
 
-    def _served(self, value: bytes, shared: dict[Hashable, bytes] | None, left: bool) -> bytes:
-        """``value`` at the watched version: converted once per event and version (``shared``)."""
-        if shared is None:
+    def _served(self, value: bytes, event: StoreEvent | None, left: bool) -> bytes:
+        """``value`` at the watched version: converted once per event and version."""
+        if event is None:
             return served_value(self.info, value)
+        shared = _Decoded.of(event).rendered
         key = (self.info.api_version, left)
         served = shared.get(key)
         if served is None:
