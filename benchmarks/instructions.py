@@ -13,7 +13,9 @@ thread hand-offs (callgrind runs threads one at a time). Use it to compare two t
 
 Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 512-byte value), or ``GET``
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
-ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race). Each is made by
+ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race), or ``PATCH`` of
+its own ConfigMap (``--verb patch``: a merge patch setting a new value, as ``kubectl patch --type merge`` sends
+it, with ``fieldValidation=Strict`` as kubectl asks). Each is made by
 the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
 service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
 ``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
@@ -42,7 +44,7 @@ SERVICE_ACCOUNT = "system:serviceaccount:default:bench"
 RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
-VERBS = ("create", "get", "update")
+VERBS = ("create", "get", "update", "patch")
 
 
 def configmap(name: str, serial: int | None = None) -> bytes:
@@ -77,7 +79,8 @@ def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
                                             "subjects": subject}),
         (f"{RBAC_V1}/namespaces/default/roles", {
             "kind": "Role", "metadata": {"name": "bench", "namespace": "default"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "update"]}]}),
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                       "verbs": ["create", "get", "list", "update", "patch"]}]}),
         (f"{RBAC_V1}/namespaces/default/rolebindings", {
             "kind": "RoleBinding", "metadata": {"name": "bench", "namespace": "default"},
             "roleRef": ref | {"kind": "Role", "name": "bench"}, "subjects": subject}),
@@ -104,7 +107,8 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     collection = "/api/v1/namespaces/default/configmaps"
     token = b"Bearer t" if user == "admin" else b"Bearer s"
 
-    async def call(method: str, path: str, body: bytes = b"", auth: bytes = token) -> int:
+    async def call(method: str, path: str, body: bytes = b"", auth: bytes = token,
+                   media: bytes = b"application/json", query: bytes = b"") -> int:
         out: list[dict[str, Any]] = []
 
         async def receive() -> dict[str, Any]:
@@ -114,8 +118,8 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
             out.append(message)
 
         headers = [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", auth),
-                   (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+                   (b"content-type", media), (b"content-length", str(len(body)).encode())]
+        scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": query,
                  "headers": headers}
         await app(scope, receive, send)
         return int(out[0]["status"])
@@ -134,6 +138,11 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
             assert status == 201, status
         elif verb == "update":
             status = await call("PUT", f"{collection}/u{i}", configmap(f"u{i}", next(serials)))
+            assert status == 200, status
+        elif verb == "patch":
+            patch = orjson.dumps({"data": {"serial": str(next(serials))}})
+            status = await call("PATCH", f"{collection}/u{i}", patch, media=b"application/merge-patch+json",
+                                query=b"fieldValidation=Strict")
             assert status == 200, status
         else:
             status = await call("GET", f"{collection}/get-me")
@@ -177,7 +186,7 @@ def main() -> None:
     trees: list[Path | None] = list(args.tree) if args.tree else [None]
     users = USERS if args.user == "both" else (args.user,)
     verbs = [verb for verb in VERBS if not args.verb or verb in args.verb]
-    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT"}
+    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH"}
     print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
         for user in users:

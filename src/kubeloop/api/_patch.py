@@ -1,7 +1,10 @@
 """JSON Patch (RFC 6902) and JSON Merge Patch (RFC 7386) over plain JSON values.
 
 Guarantees: no function mutates its inputs, and no result shares a mutable container with an
-input, so callers may edit results freely. Errors are the ``ApiError`` tree, with the statuses the
+input, so callers may edit results freely. The one exception is asked for: ``owned=True`` says the
+caller hands ``obj`` over (a private copy nobody else reads, such as an object just decoded for this
+patch), and the patch is then applied to it in place instead of to a deep copy of it; the result, or
+the error, is the same as without it. Errors are the ``ApiError`` tree, with the statuses the
 upstream apiserver gives for ``PATCH`` (apiserver ``pkg/endpoints/handlers/patch.go``
 ``applyJSPatch``):
 
@@ -53,8 +56,9 @@ def _go_unmarshal_error(value: Any, target: str) -> BadRequest:
     return BadRequest(f"json: cannot unmarshal {go_json_kind(value)} into Go value of type {target}")
 
 
-def apply_json_patch(obj: Any, ops: Any) -> Any:
-    """Apply RFC 6902 operations ``ops`` (the decoded request body) to ``obj``; returns a new value."""
+def apply_json_patch(obj: Any, ops: Any, *, owned: bool = False) -> Any:
+    """Apply RFC 6902 operations ``ops`` (the decoded request body) to ``obj``; returns a new value
+    (``obj`` itself, changed, when ``owned``)."""
     if ops is None:
         ops = []  # Go decodes a JSON null into an empty patch
     if not isinstance(ops, list):
@@ -68,7 +72,7 @@ def apply_json_patch(obj: Any, ops: Any) -> Any:
         )
     try:
         patch = jsonpatch.JsonPatch(ops)
-        return patch.apply(copy_json(obj), in_place=True)
+        return patch.apply(obj if owned else copy_json(obj), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             TypeError, KeyError, IndexError, ValueError) as exc:
         message = str(exc) or type(exc).__name__
@@ -88,12 +92,13 @@ def _merge(target: Any, patch: Any) -> Any:
     return result
 
 
-def apply_merge_patch(obj: Any, patch: Any) -> Any:
+def apply_merge_patch(obj: Any, patch: Any, *, owned: bool = False) -> Any:
     """Apply an RFC 7386 merge patch: objects merge recursively, ``null`` deletes a key, anything
-    else (arrays included) replaces. A non-object patch replaces the whole value."""
+    else (arrays included) replaces. A non-object patch replaces the whole value. ``owned``: merge
+    into ``obj`` itself (the caller's private copy) rather than into a deep copy of it."""
     if patch is None:
         raise BadRequest("Invalid JSON Patch")
-    return _merge(copy_json(obj), patch)
+    return _merge(obj if owned else copy_json(obj), patch)
 
 
 def _json_equal(a: Any, b: Any) -> bool:

@@ -16,7 +16,9 @@ Semantics follow apimachinery ``pkg/util/strategicpatch/patch.go`` (``StrategicM
   (upstream's typed decoding has the same effect).
 
 Errors are :class:`~kubeloop.api.BadRequest` (malformed patch or directive) or
-:class:`~kubeloop.api.Invalid` (lists of lists), with upstream's messages. Inputs are not mutated.
+:class:`~kubeloop.api.Invalid` (lists of lists), with upstream's messages. Inputs are not mutated,
+but for an object the caller hands over with ``owned=True`` (its private copy: the patch is merged
+into it rather than into a deep copy of it, with the same result or error).
 """
 
 from __future__ import annotations
@@ -99,11 +101,14 @@ def patch_meta(schema: Schema) -> tuple[str, str]:
     return (strategies[0] if strategies else ""), str(schema.get("x-kubernetes-patch-merge-key") or "")
 
 
-def apply_strategic_merge_patch(obj: Mapping[str, Any], patch: Any, schema: Schema) -> dict[str, Any]:
-    """The object after applying strategic merge ``patch``; ``schema`` is the kind's JSON schema."""
+def apply_strategic_merge_patch(obj: Mapping[str, Any], patch: Any, schema: Schema, *,
+                                owned: bool = False) -> dict[str, Any]:
+    """The object after applying strategic merge ``patch``; ``schema`` is the kind's JSON schema.
+    ``owned``: ``obj`` is a dict the caller hands over, merged into in place rather than copied."""
     if not isinstance(patch, dict):
         raise BadRequest(f"json: cannot unmarshal {go_json_kind(patch)} into Go value of type map[string]interface {{}}")
-    return _merge_map(deep_copy_json(dict(obj)), deep_copy_json(patch), schema)
+    target = obj if owned and isinstance(obj, dict) else deep_copy_json(dict(obj))
+    return _merge_map(target, deep_copy_json(patch), schema)
 
 
 def _is_directive_key(key: str) -> bool:

@@ -65,7 +65,7 @@ from kubeloop.server._rest import Current, WriteRequest, create_object, get_obje
 from kubeloop.server._scale import scale_get, scale_update
 from kubeloop.server._state import ServerState
 from kubeloop.server._strategy import decode_quantities
-from kubeloop.server._tables import TABLE_CONTENT_TYPE, table_for
+from kubeloop.server._tables import TABLE_CONTENT_TYPE, TableEvents, table_for
 from kubeloop.server._watch import serve_watch
 
 __all__ = ["BodyDecoder", "ResourceHandlers"]
@@ -364,15 +364,8 @@ class ResourceHandlers:
         request.negotiate(yaml_ok=False)
         transform = None
         if request.wants_table():
-            include = request.param("includeObject")
-            now = self.state.clock.now
-            columns = self._printer_columns(info)
-
-            def transform(obj: dict[str, Any], first: bool) -> dict[str, Any]:
-                return table_for(info, [obj], now=now(), include_object=include, printer_columns=columns,
-                                 resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
-                                 with_column_definitions=first)
-
+            transform = TableEvents(info, include_object=request.param("includeObject"),
+                                    printer_columns=self._printer_columns(info))
         await serve_watch(self.state, info, namespace, options, request._receive, send, transform=transform)
 
     async def _answer_list(self, request: Request, info: ResourceInfo, result: ListResult, send: Send) -> None:

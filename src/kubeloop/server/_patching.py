@@ -103,13 +103,16 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
     duplicates = duplicate_texts(raw, directive, patch) if patch_type != JSON_PATCH else []
 
     async def patched(current: Current) -> dict[str, Any]:
+        # ``current()`` decodes the stored object afresh for this attempt, so the patch is applied to
+        # it in place (``owned``): the deep copy the patch functions make otherwise cost more than the
+        # decode itself. The patch document is only read, and serves every attempt.
         live = current()
         if patch_type == JSON_PATCH:
-            result = apply_json_patch(live, patch)
+            result = apply_json_patch(live, patch, owned=True)
         elif patch_type == MERGE_PATCH:
-            result = apply_merge_patch(live, patch)
+            result = apply_merge_patch(live, patch, owned=True)
         else:
-            result = apply_strategic_merge_patch(live, patch, state.schema(info))
+            result = apply_strategic_merge_patch(live, patch, state.schema(info), owned=True)
         if not isinstance(result, dict):
             raise BadRequest("the patch result is not a JSON object")
         if fields is not None:

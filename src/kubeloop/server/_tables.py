@@ -9,18 +9,23 @@ CRD's ``additionalPrinterColumns`` and ``Age`` (k/k customresource ``tableconver
 
 Row objects follow ``includeObject``: ``Metadata`` (default) gives a ``PartialObjectMetadata``,
 ``Object`` the whole object, ``None`` nothing (apiserver ``handlers/response.go``).
+
+A watch asking for Tables gets each event's object as a Table of one row, the column definitions on
+its first event only (:class:`TableEvents`); watchers whose renderings cannot differ share them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
+
+import orjson
 
 from kubeloop.api import BadRequest, ResourceInfo, parse_time
 
-__all__ = ["human_duration", "jsonpath_values", "table_for", "wants_table"]
+__all__ = ["TableEvents", "human_duration", "jsonpath_values", "table_for", "wants_table"]
 
 Obj = dict[str, Any]
 Column = tuple[str, str, str, int]  # name, type, format, priority
@@ -547,3 +552,28 @@ def table_for(
         table["columnDefinitions"] = None
     table["rows"] = rows
     return table
+
+
+class TableEvents:
+    """A watch's events as Tables of one row (the server's ``watch`` transform for ``as=Table``).
+
+    ``key`` names everything a rendering depends on but the object, ``first`` and the time: the kind
+    and version (a custom resource's columns are its version's), ``includeObject`` and the printer
+    columns. Two watchers with equal keys render an event alike, so they may share the rendering.
+    """
+
+    __slots__ = ("_columns", "_include", "_info", "key")
+
+    def __init__(self, info: ResourceInfo, *, include_object: str | None,
+                 printer_columns: list[Obj] | None) -> None:
+        self._info = info
+        self._include = include_object
+        self._columns = printer_columns
+        columns = orjson.dumps(printer_columns) if printer_columns is not None else None
+        self.key: Hashable = (info.group, info.version, info.kind, info.custom, include_object, columns)
+
+    def __call__(self, obj: Obj, first: bool, now: float) -> Obj:
+        return table_for(self._info, [obj], now=now, include_object=self._include,
+                         printer_columns=self._columns,
+                         resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
+                         with_column_definitions=first)

@@ -13,6 +13,13 @@ Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``stora
   MODIFIED (cacher.go convertToWatchEvent). The selectors are judged on objects decoded at most
   once per event, whatever the number of watchers: the decoded objects are kept on the event the
   store shares among its watchers (``StoreEvent.memo``), read only.
+- What a watcher renders from an event is shared the same way, by what it depends on: a custom
+  resource converted to the version watched is converted once per event and version; an event
+  rendered as a Table (``kubectl get -w``) once per event and distinct rendering (kind, version,
+  ``includeObject``, printer columns, whether the watcher's first event, which carries the column
+  definitions) and wall-clock second (ages count whole seconds from timestamps in whole seconds, so
+  two watchers rendering within one second render the same bytes). Each watcher still gets exactly
+  the bytes it would render alone, in its own order.
 - BOOKMARK events only when ``allowWatchBookmarks=true``; their resourceVersion is one every
   earlier event of this watch has been delivered for.
 - The store gives each watcher a bounded buffer; a watcher that falls behind gets an ERROR 410
@@ -23,7 +30,7 @@ Guarantees (apimachinery reference 5.3; apiserver ``handlers/watch.go``, ``stora
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import orjson
@@ -33,13 +40,17 @@ from kubeloop.server._http import Receive, Send
 from kubeloop.server._list import current_objects, matches, served_value
 from kubeloop.server._options import ListOptions
 from kubeloop.server._state import ServerState, collection_prefix
+from kubeloop.server._tables import TableEvents
 from kubeloop.store import Compacted, StoreEvent, StoreWatch
 
 __all__ = ["BOOKMARK_INTERVAL", "serve_watch"]
 
 BOOKMARK_INTERVAL = 60.0
-# Object -> transformed event object (e.g. a Table row); None serves the stored bytes.
-EventTransform = Callable[[dict[str, Any], bool], dict[str, Any]]
+# A watch's event objects are rendered by ``transform`` when it has one (``as=Table``): called once per
+# event, ``key``, ``first`` (a watcher's first event) and second of ``now``, shared by the watchers whose
+# transforms have equal keys. (A concrete class, not a Protocol: defining a Protocol subclass here made
+# every create ~900 instructions dearer, measured with benchmarks/instructions.py.)
+EventTransform = TableEvents
 
 
 def _event(kind: str, obj: bytes) -> bytes:
@@ -54,13 +65,16 @@ class _Decoded:
     """One event's objects, decoded on first use and shared by every watcher of the event (its ``memo``).
     Shared, so read only: nothing here or in ``matches`` changes them."""
 
-    __slots__ = ("_current", "_event", "_left", "_previous")
+    __slots__ = ("_current", "_event", "_left", "_previous", "rendered")
 
     def __init__(self, event: StoreEvent) -> None:
         self._event = event
         self._current: dict[str, Any] | None = None
         self._previous: dict[str, Any] | None = None
         self._left: bytes | None = None
+        # What watchers render from the event (an object converted to a version, a Table), by what the
+        # rendering depends on; written once by the first watcher that needs it.
+        self.rendered: dict[Hashable, bytes] = {}
 
     @staticmethod
     def of(event: StoreEvent) -> _Decoded:
@@ -93,27 +107,58 @@ class _Decoded:
 
 
 class _Encoder:
-    def __init__(self, info: ResourceInfo, options: ListOptions, transform: EventTransform | None) -> None:
+    def __init__(self, info: ResourceInfo, options: ListOptions, transform: EventTransform | None,
+                 now: Callable[[], float]) -> None:
         self.info = info
         self.options = options
         self.transform = transform
+        self.now = now
         self.first = True
+        # What a custom resource stored at the watched version starts with (``_rest.storage_form``
+        # puts apiVersion first): such bytes are served as they are.
+        self.served_prefix = b'{"apiVersion":"' + info.api_version.encode() + b'"'
 
-    def encode(self, kind: str, value: bytes) -> bytes:
-        if self.transform is None:
-            return _event(kind, served_value(self.info, value))
-        obj = orjson.loads(served_value(self.info, value))
-        out = self.transform(obj, self.first)
+    def encode(self, kind: str, value: bytes, event: StoreEvent | None = None, *, left: bool = False) -> bytes:
+        """The event line for ``value``; ``event`` (with ``left``: ``value`` is the object's state as it
+        left the selection) lets the watchers of one store event share the conversion and rendering."""
+        info = self.info
+        transform = self.transform
+        if transform is None and not info.custom:
+            return _event(kind, value)
+        if info.custom and not value.startswith(self.served_prefix):
+            value = self._served(value, event, left)
+        if transform is None:
+            return _event(kind, value)
+        first = self.first
         self.first = False
-        return _event(kind, orjson.dumps(out))
+        now = self.now()
+        if event is None:
+            return _event(kind, orjson.dumps(transform(orjson.loads(value), first, now)))
+        shared = _Decoded.of(event).rendered
+        key = (transform.key, first, int(now), left)
+        rendered = shared.get(key)
+        if rendered is None:
+            rendered = shared[key] = orjson.dumps(transform(orjson.loads(value), first, now))
+        return _event(kind, rendered)
+
+    def _served(self, value: bytes, event: StoreEvent | None, left: bool) -> bytes:
+        """``value`` at the watched version: converted once per event and version."""
+        if event is None:
+            return served_value(self.info, value)
+        shared = _Decoded.of(event).rendered
+        key = (self.info.api_version, left)
+        served = shared.get(key)
+        if served is None:
+            served = shared[key] = served_value(self.info, value)
+        return served
 
     def convert(self, event: StoreEvent) -> bytes | None:
         """cacher.go convertToWatchEvent: the event this watcher sees, or None."""
         if not self.options.filters:
             if event.type == "DELETE":
-                return self.encode("DELETED", event.kv.value)
+                return self.encode("DELETED", event.kv.value, event)
             kind = "MODIFIED" if event.prev is not None else "ADDED"
-            return self.encode(kind, event.kv.value)
+            return self.encode(kind, event.kv.value, event)
         decoded = _Decoded.of(event)
         current = decoded.current()
         cur_passes = event.type != "DELETE" and matches(self.info, self.options, current)
@@ -123,13 +168,13 @@ class _Encoder:
         elif event.prev is not None:
             old_passes = matches(self.info, self.options, decoded.previous())
         if cur_passes and not old_passes:
-            return self.encode("ADDED", event.kv.value)
+            return self.encode("ADDED", event.kv.value, event)
         if cur_passes and old_passes:
-            return self.encode("MODIFIED", event.kv.value)
+            return self.encode("MODIFIED", event.kv.value, event)
         if old_passes:
             if event.type == "DELETE":
-                return self.encode("DELETED", event.kv.value)
-            return self.encode("DELETED", decoded.left())
+                return self.encode("DELETED", event.kv.value, event)
+            return self.encode("DELETED", decoded.left(), event, left=True)
         return None
 
 
@@ -144,7 +189,7 @@ async def serve_watch(
     transform: EventTransform | None = None,
     bookmark_interval: float = BOOKMARK_INTERVAL,
 ) -> None:
-    encoder = _Encoder(info, options, transform)
+    encoder = _Encoder(info, options, transform, state.clock.now)
     prefix = collection_prefix(info, namespace)
     initial: list[bytes] = []
     rv = options.resource_version
