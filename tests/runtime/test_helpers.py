@@ -274,12 +274,13 @@ async def test_status_writer_stamps_observed_generation_and_skips_unchanged_writ
     live = await client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 3}}, namespace="ns")
     assert live["metadata"]["generation"] == 2
     writer = StatusWriter(client)
-    obj, result = await writer.write(DEPLOYMENTS, live, {"readyReplicas": 1})
+    # readyReplicas may not exceed replicas (ValidateDeploymentStatus), so the status counts both.
+    obj, result = await writer.write(DEPLOYMENTS, live, {"replicas": 1, "readyReplicas": 1})
     assert result is OperationResult.UPDATED
     assert obj["status"]["readyReplicas"] == 1 and obj["status"]["observedGeneration"] == 2
     assert client.writes[-1][0] == "update" and client.writes[-1][2].get("subresource") == "status"
     before = len(client.writes)
-    obj, result = await writer.write(DEPLOYMENTS, obj, {"readyReplicas": 1})
+    obj, result = await writer.write(DEPLOYMENTS, obj, {"replicas": 1, "readyReplicas": 1})
     assert result is OperationResult.UNCHANGED
     assert len(client.writes) == before
 

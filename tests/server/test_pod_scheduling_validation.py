@@ -426,9 +426,12 @@ async def test_workload_pod_templates_are_validated_on_create_and_update(client:
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {}}]}}}}}}
     r = await client.patch(f"{path}/good", json=patch, headers={"Content-Type": "application/merge-patch+json"})
     assert r.status_code == 422, r.text
+    # The ReplicaSet strategy's ValidateUpdate runs ValidateReplicaSet and ValidateReplicaSetUpdate, each with
+    # the spec's checks: the cause comes twice (pkg/registry/apps/replicaset/strategy.go).
     assert r.json()["details"]["causes"] == [{
         "reason": "FieldValueInvalid", "message": "Invalid value: 0: must be in the range 1-100",
-        "field": "spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"}]
+        "field": "spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+    }] * (2 if kind == "ReplicaSet" else 1)
     # /status does not validate the template (ValidateDeploymentStatusUpdate and the like).
     current = (await client.get(f"{path}/good")).json()
     current["status"] = {"replicas": 0, "observedGeneration": 1}

@@ -81,7 +81,7 @@ async def test_spec_fields_are_checked_in_upstreams_order(client: httpx.AsyncCli
     assert causes(await client.post(STS, json=body)) == [
         ("FieldValueInvalid", "spec.podManagementPolicy", "Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'"),
         ("FieldValueInvalid", "spec.updateStrategy.rollingUpdate",
-         "Invalid value: &apps.RollingUpdateStatefulSetStrategy{Partition:2, MaxUnavailable:(*intstr.IntOrString)(nil)}: "
+         "Invalid value: apps.RollingUpdateStatefulSetStrategy{Partition:2, MaxUnavailable:(*intstr.IntOrString)(nil)}: "
          "only allowed for updateStrategy 'RollingUpdate'"),
         ("FieldValueNotSupported", "spec.persistentVolumeClaimRetentionPolicy.whenDeleted",
          'Unsupported value: "Keep": supported values: "Retain", "Delete"'),
@@ -102,7 +102,7 @@ async def test_selector_is_required_and_not_empty(client: httpx.AsyncClient) -> 
     ]
     assert causes(await client.post(STS, json=sts(selector={"matchLabels": {}}))) == [
         ("FieldValueInvalid", "spec.selector",
-         "Invalid value: &v1.LabelSelector{MatchLabels:map[string]string{}, "
+         "Invalid value: v1.LabelSelector{MatchLabels:map[string]string{}, "
          "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for statefulset"),
     ]
 

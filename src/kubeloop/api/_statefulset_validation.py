@@ -19,25 +19,31 @@ those checks and the template's): the spec compared, as ``Semantic.DeepEqual`` d
 :func:`validate_statefulset_status_update` is ``ValidateStatefulSetStatusUpdate``'s checks of the status.
 
 Where upstream prints a Go value with ``%#v`` (a label map, a selector, an update strategy), this
-prints the same text; a pointer to a struct inside a struct prints upstream as an address, here as
+prints the same text (:mod:`kubeloop.api._workload_validation`: ``field.Error`` dereferences the
+pointer it is given); a pointer to a struct inside a struct prints upstream as an address, here as
 ``0xc000000000``. Pure functions; nothing is mutated.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api._errors import ApiError, FieldError
-from kubeloop.api._pod_fields import go_text, int_of, label_selector_errors, mapping_of
+from kubeloop.api._errors import FieldError
+from kubeloop.api._pod_fields import go_text, int_of, mapping_of
 from kubeloop.api._pv_validation import semantic
-from kubeloop.api._selectors import label_selector_from_dict
-from kubeloop.api._validation import validate_annotations, validate_labels
+from kubeloop.api._workload_validation import (
+    collision_count_errors,
+    go_label_selector,
+    go_string,
+    nonnegative,
+    parsed_selector,
+    selector_errors,
+    template_metadata_errors,
+)
 
 __all__ = ["validate_statefulset", "validate_statefulset_status_update", "validate_statefulset_update"]
 
-_NEGATIVE = "must be greater than or equal to 0"  # apimachinery IsNegativeErrorMsg
 _RETENTION = ["Retain", "Delete"]
 # What ValidateStatefulSetUpdate takes from the stored spec before it compares the two.
 _MUTABLE = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals", "persistentVolumeClaimRetentionPolicy")
@@ -45,46 +51,11 @@ _FORBIDDEN_UPDATE = ("updates to statefulset spec for fields other than 'replica
                      "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")
 
 
-def _go(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else json.dumps(str(value))
-
-
-def _go_string_map(value: Any) -> str:
-    """``%#v`` of a ``map[string]string`` (Go prints map keys sorted)."""
-    if not isinstance(value, Mapping):
-        return "map[string]string(nil)"
-    return "map[string]string{" + ", ".join(f"{_go(k)}:{_go(value[k])}" for k in sorted(value)) + "}"
-
-
-def _go_strings(value: Any) -> str:
-    if not isinstance(value, list):
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(_go(v) for v in value) + "}"
-
-
-def _go_selector(selector: Mapping[str, Any]) -> str:
-    """``%#v`` of a ``*metav1.LabelSelector``."""
-    expressions = selector.get("matchExpressions")
-    if isinstance(expressions, list):
-        items = ", ".join(
-            f"v1.LabelSelectorRequirement{{Key:{_go(go_text(e.get('key')))}, Operator:{_go(go_text(e.get('operator')))}, "
-            f"Values:{_go_strings(e.get('values'))}}}" for e in expressions if isinstance(e, Mapping))
-        shown = f"[]v1.LabelSelectorRequirement{{{items}}}"
-    else:
-        shown = "[]v1.LabelSelectorRequirement(nil)"
-    return f"&v1.LabelSelector{{MatchLabels:{_go_string_map(selector.get('matchLabels'))}, MatchExpressions:{shown}}}"
-
-
 def _go_rolling_update(rolling: Mapping[str, Any]) -> str:
-    """``%#v`` of a ``*apps.RollingUpdateStatefulSetStrategy`` (``maxUnavailable``, behind an alpha feature
-    gate, is dropped before validation)."""
+    """A ``*apps.RollingUpdateStatefulSetStrategy`` as ``field.Error`` prints it: dereferenced, with ``%#v``
+    (``maxUnavailable``, behind an alpha feature gate, is dropped before validation)."""
     partition = int_of(rolling.get("partition")) or 0
-    return f"&apps.RollingUpdateStatefulSetStrategy{{Partition:{partition}, MaxUnavailable:(*intstr.IntOrString)(nil)}}"
-
-
-def _nonnegative(value: Any, path: str) -> list[FieldError]:
-    number = int_of(value)
-    return [FieldError.invalid(path, number, _NEGATIVE)] if number is not None and number < 0 else []
+    return f"apps.RollingUpdateStatefulSetStrategy{{Partition:{partition}, MaxUnavailable:(*intstr.IntOrString)(nil)}}"
 
 
 def _update_strategy_errors(strategy: Mapping[str, Any]) -> list[FieldError]:
@@ -99,38 +70,19 @@ def _update_strategy_errors(strategy: Mapping[str, Any]) -> list[FieldError]:
                                f"{_go_rolling_update(rolling)}: only allowed for updateStrategy 'RollingUpdate'")]
         return []
     if kind == "RollingUpdate":
-        return _nonnegative(rolling.get("partition"), f"{path}.rollingUpdate.partition") if isinstance(rolling, Mapping) else []
+        return nonnegative(rolling.get("partition"), f"{path}.rollingUpdate.partition") if isinstance(rolling, Mapping) else []
     pointer = "(*apps.RollingUpdateStatefulSetStrategy)" + ("(0xc000000000)" if isinstance(rolling, Mapping) else "(nil)")
-    return [FieldError("invalid", path, f"apps.StatefulSetUpdateStrategy{{Type:{_go(kind)}, RollingUpdate:{pointer}}}: "
+    return [FieldError("invalid", path, f"apps.StatefulSetUpdateStrategy{{Type:{go_string(kind)}, RollingUpdate:{pointer}}}: "
                                         "must be 'RollingUpdate' or 'OnDelete'")]
 
 
 def _selector_and_template_errors(spec: Mapping[str, Any]) -> list[FieldError]:
-    selector = spec.get("selector")
-    errs: list[FieldError] = []
-    if selector is None:
-        errs.append(FieldError.required("spec.selector"))
-    elif isinstance(selector, Mapping):
-        errs.extend(label_selector_errors(selector, "spec.selector", allow_invalid_values=False))
-        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-            errs.append(FieldError("invalid", "spec.selector",
-                                   f"{_go_selector(selector)}: empty selector is invalid for statefulset"))
-    template_meta = mapping_of(mapping_of(spec.get("template")).get("metadata"))
-    labels = template_meta.get("labels")
-    try:
-        parsed = label_selector_from_dict(selector if isinstance(selector, Mapping) else None)
-    except ApiError:  # LabelSelectorAsSelector failed: ValidateLabelSelector said why
-        errs.append(FieldError("invalid", "spec.selector", _go_selector(mapping_of(selector))))
+    errs = selector_errors(spec, kind="statefulset")
+    parsed = parsed_selector(spec)
+    if parsed is None:  # LabelSelectorAsSelector failed: ValidateLabelSelector said why
+        errs.append(FieldError("invalid", "spec.selector", go_label_selector(mapping_of(spec.get("selector")))))
         return errs
-    # A missing selector is labels.Nothing(): not empty, and it matches no labels.
-    string_labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
-    if not parsed.empty and not parsed.matches(string_labels):
-        errs.append(FieldError("invalid", "spec.template.metadata.labels",
-                               f"{_go_string_map(labels)}: `selector` does not match template `labels`"))
-    errs.extend(validate_labels(labels if isinstance(labels, Mapping) else None, "spec.template.labels"))
-    annotations = template_meta.get("annotations")
-    errs.extend(validate_annotations(annotations if isinstance(annotations, Mapping) else None, "spec.template.annotations"))
-    return errs
+    return [*errs, *template_metadata_errors(spec, parsed)]
 
 
 def validate_statefulset(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -149,11 +101,11 @@ def validate_statefulset(obj: Mapping[str, Any]) -> list[FieldError]:
             value = go_text(retention.get(key))
             if value not in _RETENTION:
                 errs.append(FieldError.not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", value, _RETENTION))
-    errs.extend(_nonnegative(spec.get("replicas"), "spec.replicas"))
-    errs.extend(_nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+    errs.extend(nonnegative(spec.get("replicas"), "spec.replicas"))
+    errs.extend(nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
     ordinals = spec.get("ordinals")
     if isinstance(ordinals, Mapping):
-        errs.extend(_nonnegative(ordinals.get("start"), "spec.ordinals.start"))
+        errs.extend(nonnegative(ordinals.get("start"), "spec.ordinals.start"))
     errs.extend(_selector_and_template_errors(spec))
     return errs
 
@@ -177,9 +129,9 @@ def validate_statefulset_status_update(new: Mapping[str, Any], old: Mapping[str,
     status = mapping_of(new.get("status"))
     counts = {key: int_of(status.get(key)) or 0
               for key in ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")}
-    errs = [e for key, value in counts.items() for e in _nonnegative(value, f"status.{key}")]
+    errs = [e for key, value in counts.items() for e in nonnegative(value, f"status.{key}")]
     for key in ("observedGeneration", "collisionCount"):
-        errs.extend(_nonnegative(status.get(key), f"status.{key}"))
+        errs.extend(nonnegative(status.get(key), f"status.{key}"))
     replicas = counts["replicas"]
     for key in ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
         if counts[key] > replicas:
@@ -187,7 +139,4 @@ def validate_statefulset_status_update(new: Mapping[str, Any], old: Mapping[str,
     if counts["availableReplicas"] > counts["readyReplicas"]:
         errs.append(FieldError.invalid("status.availableReplicas", counts["availableReplicas"],
                                        "cannot be greater than status.readyReplicas"))
-    new_count, old_count = int_of(status.get("collisionCount")), int_of(mapping_of(old.get("status")).get("collisionCount"))
-    if old_count is not None and (new_count is None or new_count < old_count):  # IsDecremented
-        errs.append(FieldError.invalid("status.collisionCount", new_count or 0, "cannot be decremented"))
-    return errs
+    return [*errs, *collision_count_errors(new, old)]

@@ -129,7 +129,7 @@ def _deployment(obj: Obj) -> None:
     spec = _dict(obj, "spec")
     _default(spec, "replicas", 1)
     strategy = _dict(spec, "strategy")
-    _default(strategy, "type", "RollingUpdate")
+    _default_text(strategy, "type", "RollingUpdate")  # SetDefaults_Deployment: an empty type too
     if strategy["type"] == "RollingUpdate":
         rolling = _dict(strategy, "rollingUpdate")
         _default(rolling, "maxUnavailable", "25%")

@@ -20,6 +20,14 @@ from fractions import Fraction
 from typing import Any
 
 from kubeloop.api import BadRequest, Clock, FieldError, ResourceInfo, SystemClock, format_time
+from kubeloop.api._deployment_validation import (
+    validate_deployment,
+    validate_deployment_status_update,
+    validate_deployment_update,
+    validate_replicaset,
+    validate_replicaset_status_update,
+    validate_replicaset_update,
+)
 from kubeloop.api._pod_create_mutations import (
     apply_apparmor_version_skew,
     apply_scheduling_gated_condition,
@@ -432,7 +440,8 @@ class _ZeroStatus(GenericStrategy):
 
 
 class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
-    """Deployments, ReplicaSets, StatefulSets: their pod template's rules (not on /status).
+    """Deployments, ReplicaSets, StatefulSets: the zero status, the template's disabled fields dropped,
+    and the pod template's rules (not on /status; each kind's subclass runs them inside its own checks).
 
     Deployments and ReplicaSets run ValidatePodTemplateSpec (ValidatePodTemplateSpecForReplicaSet, whose
     activeDeadlineSeconds message names a ReplicaSet for both); a StatefulSet's template skips
@@ -561,8 +570,10 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericSt
         return _Node(info)
     if key == ("apps", "StatefulSet"):
         return _StatefulSet(info, _ZERO_STATUS[key])
-    if key in (("apps", "Deployment"), ("apps", "ReplicaSet")):
-        return _PodTemplateOwner(info, _ZERO_STATUS.get(key, {}))
+    if key == ("apps", "Deployment"):
+        return _Deployment(info, {})
+    if key == ("apps", "ReplicaSet"):
+        return _ReplicaSet(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolume"):
         return _PersistentVolume(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolumeClaim"):
@@ -651,3 +662,30 @@ class _StatefulSet(_PodTemplateOwner):
 
     def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
         return [] if subresource else statefulset_warnings(new, update=True)
+
+
+class _Deployment(_PodTemplateOwner):
+    """Deployments: ValidateDeploymentSpec (its pod template's rules inside), the strategy's immutable
+    selector on update (and on ``/scale``, which updates through the main strategy upstream: ScaleREST),
+    ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`)."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_deployment(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource == "status":
+            return validate_deployment_status_update(new, old)
+        return validate_deployment_update(new, old)
+
+
+class _ReplicaSet(_PodTemplateOwner):
+    """ReplicaSets: ValidateReplicaSetSpec, the ReplicaSet strategy's ValidateUpdate (the spec twice, the
+    immutable selector) on update and ``/scale``, ValidateReplicaSetStatusUpdate on ``/status``."""
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_replicaset(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource == "status":
+            return validate_replicaset_status_update(new, old)
+        return validate_replicaset_update(new, old)
