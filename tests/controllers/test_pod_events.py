@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from kubeloop.controllers import SimulationOptions
+from kubeloop.controllers._kubelet_images import simulated_image_size
 from kubeloop.controllers._kubelet_profiles import go_duration
 from kubeloop.testing import resource
 
-from ._sim_world import NS, PODS, World, condition, open_world, pod
+from ._sim_world import NODES, NS, PODS, World, condition, open_world, pod
+
+NGINX_SIZE = simulated_image_size("nginx:1.25")
 
 EVENTS = resource("", "Event")
 FAULT = "kubeloop.dev/fault"
@@ -48,12 +51,16 @@ async def test_a_scheduled_pod_records_scheduled_then_the_kubelet_start_sequence
             ("Normal", "Scheduled", "default-scheduler", f"Successfully assigned {NS}/web to {node}"),
             ("Normal", "Pulling", "kubelet", 'Pulling image "nginx:1.25"'),
             ("Normal", "Pulled", "kubelet",
-             'Successfully pulled image "nginx:1.25" in 0s (0s including waiting). Image size: 0 bytes.'),
+             f'Successfully pulled image "nginx:1.25" in 0s (0s including waiting). Image size: {NGINX_SIZE} bytes.'),
             ("Normal", "Created", "kubelet", "Created container: app"),
             ("Normal", "Started", "kubelet", "Started container app"),
         ]
         uid = (await world.get(PODS, "web"))["metadata"]["uid"]
         assert {e["involvedObject"]["uid"] for e in events} == {uid}
+        # The size pulled is the one the node then reports for the image (status.images).
+        await world.eventually(lambda: _reports_image(world, node, "nginx:1.25"))
+        images = (await world.get(NODES, node, namespace=None))["status"]["images"]
+        assert [i["sizeBytes"] for i in images if "nginx:1.25" in i["names"]] == [NGINX_SIZE]
         # Steady state: a running pod costs no writes, so no Event is recorded twice.
         assert await world.quiet_writes() == 0
         assert len(await pod_events(world, "web")) == 5
@@ -66,7 +73,7 @@ async def test_the_pull_takes_the_start_delay(tmp_path: Path) -> None:
         await world.advance(90)
         events = await wait_for(world, "slow", "Pulled")
         assert [e["message"] for e in events if e["reason"] == "Pulled"] == [
-            'Successfully pulled image "nginx:1.25" in 1m30s (1m30s including waiting). Image size: 0 bytes.']
+            f'Successfully pulled image "nginx:1.25" in 1m30s (1m30s including waiting). Image size: {NGINX_SIZE} bytes.']
 
 
 async def test_an_unschedulable_pod_records_failed_scheduling_once_per_reason(tmp_path: Path) -> None:
@@ -128,3 +135,8 @@ def test_go_durations_read_as_go_prints_them() -> None:
 
 async def _status_written(world: World, name: str) -> bool:
     return bool((await world.get(PODS, name)).get("status", {}).get("containerStatuses"))
+
+
+async def _reports_image(world: World, node: str, image: str) -> bool:
+    images = (await world.get(NODES, node, namespace=None)).get("status", {}).get("images") or []
+    return any(image in entry.get("names", []) for entry in images)

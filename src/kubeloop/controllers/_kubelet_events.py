@@ -5,11 +5,12 @@ and returns the Events a kubelet would have recorded on the way (upstream ``pkg/
 reasons, messages as kubelet 1.32 words them), in order:
 
 - a container run that began: ``Pulling`` ``Pulling image "nginx"`` and ``Pulled`` ``Successfully
-  pulled image "nginx" in 0s (0s including waiting). Image size: 0 bytes.`` (the first run, or every
+  pulled image "nginx" in 0s (0s including waiting). Image size: 123456 bytes.`` (the first run, or every
   run with ``imagePullPolicy: Always``; otherwise ``Pulled`` ``Container image "nginx" already
   present on machine``), ``Created`` ``Created container: app``, ``Started`` ``Started container
   app``; init containers the same, once, before the others. The pull takes the simulated start delay;
-  simulated images have no size.
+  the size is the simulated image's, the one the node then reports in ``status.images``
+  (:func:`~kubeloop.controllers._kubelet_images.simulated_image_size`).
 - a container entering ``CrashLoopBackOff`` (again): Warning ``BackOff`` ``Back-off restarting failed
   container app in pod web-0_default(<uid>)``.
 - a running container stopped because the pod is being deleted: ``Killing`` ``Stopping container app``.
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.controllers._events import Severity
+from kubeloop.controllers._kubelet_images import simulated_image_size
 from kubeloop.controllers._kubelet_profiles import FAULT, go_duration
 
 __all__ = ["KubeletEvent", "kubelet_events"]
@@ -65,7 +67,7 @@ def _started(container: Mapping[str, Any], *, first: bool, pull_seconds: float) 
         took = go_duration(pull_seconds)
         events += [("Normal", "Pulling", f'Pulling image "{image}"'),
                    ("Normal", "Pulled", f'Successfully pulled image "{image}" in {took} ({took} including waiting). '
-                                        "Image size: 0 bytes.")]  # fmt: skip
+                                        f"Image size: {simulated_image_size(image)} bytes.")]  # fmt: skip
     else:
         events.append(("Normal", "Pulled", f'Container image "{image}" already present on machine'))
     events += [("Normal", "Created", f"Created container: {name}"), ("Normal", "Started", f"Started container {name}")]
