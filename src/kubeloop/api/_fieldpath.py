@@ -106,15 +106,29 @@ def item_element(item: Any, semantics: str, keys: tuple[str, ...], index: int) -
     return f"i:{index}"
 
 
-class Duplicates(tuple[Any, ...]):
+class Duplicates:
     """The items of a granular list that share one path element (two or more, in list order).
 
     smd v4.4 (``typed/compare.go``, ``tofieldset.go``; k8s 1.29+) lets the live object hold them (a
     create or update may write them; an apply may not): such a key is one atomic leaf, owned as
-    the bare key path, never field by field, and compared as the whole run of items. Being neither
-    a dict nor a list, it reads as a leaf to every walk that does not look for it."""
+    the bare key path, never field by field, and compared as the whole run of items (two are equal
+    when their items are). Being neither a dict nor a list, it reads as a leaf to every walk that
+    does not look for it. (A plain class rather than a tuple subclass: the compiled build's mypyc
+    cannot subclass built-in types.)"""
 
-    __slots__ = ()
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = tuple(items)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Duplicates and self.items == other.items
+
+    def __hash__(self) -> int:
+        return hash(len(self.items))
+
+    def __repr__(self) -> str:
+        return f"Duplicates({list(self.items)!r})"
 
 
 def _list_items(value: list[Any], schema: Schema, shape: _Shape | None = None) -> dict[str, Any]:
