@@ -157,18 +157,23 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     await store.close()
 
 
-def instructions(verb: str, n: int, tree: Path | None, user: str) -> int:
-    """Ir of one run of ``n`` requests by ``user`` under callgrind."""
-    env = dict(os.environ)
+def callgrind_count(script: str, arguments: list[str], tree: Path | None, **env_extra: str) -> int:
+    """Ir of ``python script arguments`` under callgrind, with ``tree``'s src/ first on the path
+    (shared with benchmarks/watch_instructions.py)."""
+    env = dict(os.environ, **env_extra)
     if tree is not None:
         env["PYTHONPATH"] = str(tree / "src")
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-               sys.executable, __file__, "_drive", verb, str(n), user]
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script, *arguments]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     match = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or match is None:
         raise SystemExit(f"callgrind run failed:\n{done.stderr[-2000:]}")
     return int(match.group(1))
+
+
+def instructions(verb: str, n: int, tree: Path | None, user: str) -> int:
+    """Ir of one run of ``n`` requests by ``user`` under callgrind."""
+    return callgrind_count(__file__, ["_drive", verb, str(n), user], tree)
 
 
 def main() -> None:

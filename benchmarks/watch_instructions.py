@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -128,16 +125,9 @@ async def drive(kind: str, watchers: int, patches: int, directory: Path) -> None
 
 
 def instructions(kind: str, watchers: int, patches: int, tree: Path | None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree / "src")
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-               sys.executable, __file__, "_drive", kind, str(watchers), str(patches)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    match = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or match is None:
-        raise SystemExit(f"callgrind run failed:\n{done.stderr[-2000:]}")
-    return int(match.group(1))
+    from instructions import callgrind_count  # benchmarks/instructions.py, beside this script
+
+    return callgrind_count(__file__, ["_drive", kind, str(watchers), str(patches)], tree, PYTHONHASHSEED="0")
 
 
 def main() -> None:
