@@ -1,0 +1,235 @@
+"""Type mismatches of a built-in object's JSON, as decoding it into its Go struct reports them.
+
+Upstream decodes a built-in kind's body into its Go type (``sigs.k8s.io/json``, a fork of Go's
+``encoding/json``). A JSON value of the wrong type for its field is an ``UnmarshalTypeError``:
+``json: cannot unmarshal <value> into Go struct field <Struct>.<path> of type <Go type>``, where
+``Struct`` is the innermost Go struct being decoded, ``path`` the JSON field names from the root
+without list indices or map keys, and ``<value>`` what :func:`kubeloop.api._go_json.go_json_kind`
+names (``number 1.5`` for a number an integer field cannot hold). The decoder records the first such
+error in document order and goes on (``decodeState.saveError``); an error from a type's own
+``UnmarshalJSON`` (``metav1.Time``, ``intstr.IntOrString``) ends the decode at once and wins
+(``decodeState.value``). ``null`` decodes into anything.
+
+:func:`go_type_error` answers from the kind's OpenAPI schema (definition names give Go struct names,
+``format`` gives the integer widths). Values with their own decoding are left to it: quantities
+(:mod:`kubeloop.api._quantity_fields`), ``RawExtension``, ``apiextensions`` ``JSON``,
+``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``. Named Go types the schema
+cannot tell (``types.UID``, ``v1.Protocol`` ...) come from a short table; any other named string
+type is reported as ``string``. Top-level ``apiVersion`` and ``kind`` are read before the decode,
+by other code, and are not checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api._go_json import go_json_kind
+from kubeloop.api._schemas import definitions, resolve
+
+__all__ = ["go_type_error"]
+
+# Kinds of Go target.
+_STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
+
+_REF = "#/$defs/"
+_EXEMPT = frozenset({
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+})
+_TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+# Named Go types of common fields, by (struct, JSON field): the schema only says "string" or "object".
+_NAMED: dict[tuple[str, str], str] = {
+    ("ObjectMeta", "uid"): "types.UID",
+    ("OwnerReference", "uid"): "types.UID",
+    ("ContainerPort", "protocol"): "v1.Protocol",
+    ("ServicePort", "protocol"): "v1.Protocol",
+    ("Container", "imagePullPolicy"): "v1.PullPolicy",
+    ("PodSpec", "restartPolicy"): "v1.RestartPolicy",
+    ("PodSpec", "dnsPolicy"): "v1.DNSPolicy",
+    ("ServiceSpec", "type"): "v1.ServiceType",
+    ("Secret", "type"): "v1.SecretType",
+    ("DeploymentStrategy", "type"): "v1.DeploymentStrategyType",
+    ("ResourceRequirements", "limits"): "v1.ResourceList",
+    ("ResourceRequirements", "requests"): "v1.ResourceList",
+}
+
+
+class _Go:
+    """One Go target: its kind, its type as Go prints it, and what lies below it (built lazily:
+    schemas are recursive)."""
+
+    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "type")
+
+    def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
+                 elem: _Go | None = None) -> None:
+        self.kind, self.type, self.name, self.elem = kind, go_type, name, elem
+        self._node = node
+        self._fields: dict[str, _Go] | None = None
+        self.scalars: dict[str, type] = {}
+
+    @property
+    def fields(self) -> dict[str, _Go]:
+        """A struct's fields by JSON name (``scalars``, filled alongside: the exact Python type a
+        string or bool field takes, for the check that needs no call)."""
+        if self._fields is None:
+            self._fields = {}
+            props = (self._node or {}).get("properties")
+            for key, sub in (props.items() if isinstance(props, dict) else ()):
+                if isinstance(sub, Mapping):
+                    go = _target(sub, named=_NAMED.get((self.name, key)))
+                    self._fields[key] = go
+                    if go.kind == _STR:
+                        self.scalars[key] = str
+                    elif go.kind == _BOOL:
+                        self.scalars[key] = bool
+        return self._fields
+
+
+_by_def: dict[str, _Go] = {}
+
+
+def _struct(defname: str) -> _Go:
+    go = _by_def.get(defname)
+    if go is None:
+        short = defname.rpartition(".")[2]
+        pkg = defname.split(".")[-2]
+        go = _by_def[defname] = _Go(_STRUCT, f"{pkg}.{short}", name=short, node=definitions().get(defname) or {})
+    return go
+
+
+_SCALARS = {"string": (_STR, "string"), "boolean": (_BOOL, "bool"), "number": (_FLOAT, "float64")}
+_ANY_GO = _Go(_ANY, "")
+
+
+def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_REF):
+        defname = ref[len(_REF):]
+        if defname in _EXEMPT:
+            return _ANY_GO
+        if defname in _TIMES:
+            return _Go(_TIME, "string")
+        if defname == _INT_OR_STRING:
+            return _Go(_INTSTR, "int32")
+        target = definitions().get(defname) or {}
+        if isinstance(target.get("properties"), dict):
+            return _struct(defname)
+    schema = resolve(node) or {}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _ANY_GO
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    for kind in kinds:
+        if kind == "integer":
+            fmt = schema.get("format")
+            return _Go(_INT, named or ("int32" if fmt == "int32" else "int64"))
+        if kind == "string" and schema.get("format") == "byte":
+            return _Go(_BYTES, named or "[]uint8")
+        if kind in _SCALARS:
+            go_kind, go_type = _SCALARS[kind]
+            return _Go(go_kind, named or go_type)
+        if kind == "array":
+            items = schema.get("items")
+            elem = _target(items) if isinstance(items, Mapping) else _ANY_GO
+            return _Go(_SLICE, named or ("[]" + (elem.type or "interface {}")), elem=elem)
+        if kind == "object":
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, Mapping):
+                elem = _target(extra)
+                value_type = elem.type or "interface {}"
+                if elem.kind == _ANY and "$ref" in extra:  # a map of quantities
+                    value_type = "resource.Quantity"
+                return _Go(_MAP, named or f"map[string]{value_type}", elem=elem)
+            return _ANY_GO
+    return _ANY_GO
+
+
+class _Found(Exception):
+    """An error from a type's own UnmarshalJSON: it ends the decode."""
+
+
+def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
+    """The error decoding ``obj`` into the Go struct of OpenAPI definition ``defname`` gives, or
+    ``None``: ``json: cannot unmarshal ...``. Top-level ``apiVersion`` and ``kind`` are skipped."""
+    top = _struct(defname)
+    first: list[str] = []
+    try:
+        _check_struct(obj, top, "", first, skip=True)
+    except _Found as hard:
+        return str(hard)
+    return first[0] if first else None
+
+
+def _message(value: Any, go: _Go, struct: str, path: str) -> str:
+    kind = go_json_kind(value, with_number=go.kind == _INT)
+    return f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go.type}"
+
+
+def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], *, skip: bool = False) -> None:
+    fields, scalars, struct = go.fields, go.scalars, go.name
+    for key, value in obj.items():
+        if value is None:
+            continue
+        wanted = scalars.get(key)
+        if wanted is not None and type(value) is wanted:
+            continue
+        sub = fields.get(key)
+        if sub is None or (skip and key in ("apiVersion", "kind")):
+            continue
+        _check(value, sub, struct, f"{path}.{key}" if path else key, first)
+
+
+def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> None:
+    kind = go.kind
+    if value is None or kind == _ANY:
+        return
+    if kind in (_STR, _BYTES):
+        ok = type(value) is str
+    elif kind == _BOOL:
+        ok = type(value) is bool
+    elif kind == _INT:
+        bound = 2**31 if go.type == "int32" else 2**63
+        ok = type(value) is int and -bound <= value < bound
+    elif kind == _FLOAT:
+        ok = type(value) in (int, float)
+    elif kind == _STRUCT:
+        if type(value) is dict:
+            _check_struct(value, go, path, first)
+            return
+        ok = False
+    elif kind == _MAP:
+        if type(value) is dict:
+            elem = go.elem
+            assert elem is not None
+            if elem.kind == _STR and all(type(item) is str or item is None for item in value.values()):
+                return
+            for item in value.values():
+                _check(item, elem, struct, path, first)
+            return
+        ok = False
+    elif kind == _SLICE:
+        if type(value) is list:
+            elem = go.elem
+            assert elem is not None
+            for item in value:
+                _check(item, elem, struct, path, first)
+            return
+        ok = False
+    elif kind == _TIME:  # metav1.Time.UnmarshalJSON decodes a string, its error ending the decode
+        if type(value) is not str:
+            raise _Found(_message(value, go, struct, path))
+        return
+    else:  # _INTSTR: a string, else an int32 (intstr.IntOrString.UnmarshalJSON)
+        if type(value) is not str and not (type(value) is int and -(2**31) <= value < 2**31):
+            raise _Found(_message(value, _Go(_INT, "int32"), struct, path))
+        return
+    if not ok and not first:
+        first.append(_message(value, go, struct, path))
