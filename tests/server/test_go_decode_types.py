@@ -130,16 +130,49 @@ async def test_an_update_with_a_wrong_type_is_400_and_changes_nothing(client: ht
     assert (await client.get(f"{CM}/a")).json()["data"] == {"k": "v"}
 
 
-@pytest.mark.parametrize("content_type", ["application/merge-patch+json", "application/strategic-merge-patch+json"])
-async def test_a_patch_that_makes_a_wrong_type_is_422_on_field_patch(client: httpx.AsyncClient,
-                                                                     content_type: str) -> None:
+async def test_a_merge_patch_that_makes_a_wrong_type_is_422_on_field_patch(client: httpx.AsyncClient) -> None:
     await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "v"}})
-    r = await client.patch(f"{CM}/a", content=b'{"data":{"k":true}}', headers={"content-type": content_type})
+    r = await client.patch(f"{CM}/a", content=b'{"data":{"k":true}}',
+                           headers={"content-type": "application/merge-patch+json"})
     assert r.status_code == 422, r.text
     cause = r.json()["details"]["causes"][0]
     assert cause["field"] == "patch"
     assert cause["message"].endswith(": json: cannot unmarshal bool into Go struct field ConfigMap.data of type string")
     assert (await client.get(f"{CM}/a")).json()["data"] == {"k": "v"}
+
+
+@pytest.mark.parametrize(("patch", "err"), [
+    # apimachinery runtime/converter.go fromUnstructured: the strategic merge patch's result is a map,
+    # converted into the Go struct rather than decoded from JSON.
+    (b'{"data":{"k":true}}', "unrecognized type: string"),
+    (b'{"data":{"k":7}}', "cannot convert int64 to string"),
+    (b'{"data":["k"]}', "cannot restore map from slice"),
+    (b'{"metadata":{"finalizers":"x"}}', "cannot restore slice from string"),
+    (b'{"immutable":"yes"}', "unrecognized type: bool"),
+])
+async def test_a_strategic_merge_patch_that_makes_a_wrong_type_is_422_with_the_converters_message(
+        client: httpx.AsyncClient, patch: bytes, err: str) -> None:
+    await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "v"}})
+    r = await client.patch(f"{CM}/a", content=patch, headers={"content-type": "application/strategic-merge-patch+json"})
+    assert r.status_code == 422, r.text
+    cause = r.json()["details"]["causes"][0]
+    assert cause["field"] == "patch"
+    assert cause["message"].startswith('Invalid value: "map[') and cause["message"].endswith(f": {err}")
+    assert (await client.get(f"{CM}/a")).json()["data"] == {"k": "v"}
+
+
+async def test_a_strategic_merge_patch_of_a_port_names_the_conversion(client: httpx.AsyncClient) -> None:
+    assert (await client.post(DEPLOYMENTS, json=_deployment(80))).status_code == 201
+    patch = b'{"spec":{"template":{"spec":{"containers":[{"name":"c","ports":[{"containerPort":"80"}]}]}}}}'
+    r = await client.patch(f"{DEPLOYMENTS}/d", content=patch,
+                           headers={"content-type": "application/strategic-merge-patch+json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["causes"][0]["message"].endswith(": unrecognized type: int32")
+    patch = b'{"spec":{"replicas":1.5}}'
+    r = await client.patch(f"{DEPLOYMENTS}/d", content=patch,
+                           headers={"content-type": "application/strategic-merge-patch+json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["causes"][0]["message"].endswith(": cannot convert float64 to int32")
 
 
 async def test_a_json_patch_shows_the_patched_object(client: httpx.AsyncClient) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
-__all__ = ["go_type_error"]
+__all__ = ["conversion_error", "go_type_error"]
 
 # Kinds of Go target.
 _STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
@@ -58,6 +58,18 @@ _NAMED: dict[tuple[str, str], str] = {
     ("Secret", "type"): "v1.SecretType",
     ("DeploymentStrategy", "type"): "v1.DeploymentStrategyType",
     ("ResourceRequirements", "limits"): "v1.ResourceList",
+    ("PriorityClass", "preemptionPolicy"): "v1.PreemptionPolicy",
+    ("PodSpec", "preemptionPolicy"): "v1.PreemptionPolicy",
+    ("Container", "terminationMessagePolicy"): "v1.TerminationMessagePolicy",
+    ("PodStatus", "phase"): "v1.PodPhase",
+    ("PodStatus", "qosClass"): "v1.PodQOSClass",
+    ("NamespaceStatus", "phase"): "v1.NamespacePhase",
+    ("Toleration", "operator"): "v1.TolerationOperator",
+    ("Toleration", "effect"): "v1.TaintEffect",
+    ("Taint", "effect"): "v1.TaintEffect",
+    ("StatefulSetSpec", "podManagementPolicy"): "v1.PodManagementPolicyType",
+    ("StatefulSetUpdateStrategy", "type"): "v1.StatefulSetUpdateStrategyType",
+    ("DaemonSetUpdateStrategy", "type"): "v1.DaemonSetUpdateStrategyType",
     ("ResourceRequirements", "requests"): "v1.ResourceList",
 }
 
@@ -233,3 +245,76 @@ def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> Non
         return
     if not ok and not first:
         first.append(_message(value, go, struct, path))
+
+
+# What ``reflect.Kind`` a decoded JSON value has in an unstructured map (apimachinery's JSON decoding
+# gives int64 for integers, float64 for other numbers).
+def _reflect_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return "map" if isinstance(value, dict) else "slice"
+
+
+_GO_KIND = {_STR: "string", _BOOL: "bool", _FLOAT: "float64"}
+
+
+def conversion_error(obj: dict[str, Any], *, defname: str) -> str | None:
+    """The error converting unstructured ``obj`` into the Go struct of ``defname`` gives, or ``None``
+    (apimachinery ``runtime/converter.go`` ``fromUnstructured``, which a strategic merge patch's
+    result goes through): the first one, fields taken in schema order (Go takes them in struct
+    order, which the schema does not keep). Integers are not range-checked there, and values with
+    their own conversion (Time, IntOrString, Quantity) are left alone."""
+    return _convert_struct(obj, _struct(defname), top=True)
+
+
+def _convert_struct(obj: dict[str, Any], go: _Go, *, top: bool = False) -> str | None:
+    fields = go.fields
+    for key in fields:
+        if top and key in ("apiVersion", "kind"):
+            continue
+        value = obj.get(key)
+        if value is not None and (err := _convert(value, fields[key])) is not None:
+            return err
+    return None
+
+
+def _convert(value: Any, go: _Go) -> str | None:
+    kind = go.kind
+    found = _reflect_kind(value)
+    if kind in (_STR, _BOOL, _FLOAT, _INT):
+        name = go.type if kind == _INT else _GO_KIND[kind]
+        if (kind == _STR and found == "string") or (kind == _BOOL and found == "bool"):
+            return None
+        if kind in (_FLOAT, _INT) and found in ("int64", "float64"):
+            if kind == _FLOAT or found == "int64" or float(value).is_integer():
+                return None
+            return f"cannot convert float64 to {go.type}"
+        if kind == _STR and found == "int64":  # Go converts an integer to a string (a rune), but not here
+            return f"cannot convert int64 to {go.type}"
+        return f"unrecognized type: {name}"
+    if kind == _BYTES:
+        return None if found == "string" else f"cannot restore slice from {found}"
+    if kind == _STRUCT:
+        return _convert_struct(value, go) if found == "map" else f"cannot restore struct from: {found}"
+    if kind == _MAP:
+        if found != "map":
+            return f"cannot restore map from {found}"
+        assert go.elem is not None
+        for item in value.values():
+            if item is not None and (err := _convert(item, go.elem)) is not None:
+                return err
+        return None
+    if kind == _SLICE:
+        if found != "slice":
+            return f"cannot restore slice from {found}"
+        assert go.elem is not None
+        for item in value:
+            if item is not None and (err := _convert(item, go.elem)) is not None:
+                return err
+    return None

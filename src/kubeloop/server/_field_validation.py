@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
-from kubeloop.api._go_decode import go_type_error
+from kubeloop.api._go_decode import conversion_error, go_type_error
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -101,13 +101,16 @@ def _builtin_plan(info: ResourceInfo) -> tuple[ResourceInfo, PrunePlan | None]:
     return hit
 
 
-def go_decode_error(info: ResourceInfo, obj: dict[str, Any]) -> str | None:
+def go_decode_error(info: ResourceInfo, obj: dict[str, Any], *, unstructured: bool = False) -> str | None:
     """``json: cannot unmarshal ...`` for the first value of ``obj`` its built-in kind's Go type cannot
-    hold (:mod:`kubeloop.api._go_decode`); ``None`` for custom resources and well-typed objects."""
+    hold (:mod:`kubeloop.api._go_decode`); with ``unstructured``, what converting the map instead
+    says (a strategic merge patch's result). ``None`` for custom resources and well-typed objects."""
     if info.custom:
         return None
     defname = definition_name_for(info.group, info.version, info.kind)
-    return None if defname is None else go_type_error(obj, defname=defname)
+    if defname is None:
+        return None
+    return conversion_error(obj, defname=defname) if unstructured else go_type_error(obj, defname=defname)
 
 
 def decode_types(info: ResourceInfo, obj: Any) -> None:

@@ -163,9 +163,11 @@ _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 def _decode_types(info: ResourceInfo, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:
-    """A patched built-in object its Go type cannot hold: 422 on field ``patch``, shown as
-    :func:`_decode_quantities` shows it (the decode error is the same ``json: cannot unmarshal ...``)."""
-    err = go_decode_error(info, patched)
+    """A patched built-in object its Go type cannot hold: 422 on field ``patch`` (handlers/patch.go: any
+    error but a strict one), shown as :func:`_decode_quantities` shows it. A JSON or merge patch decodes
+    the patched JSON (``json: cannot unmarshal ...``); a strategic merge patch converts the patched map
+    (apimachinery ``runtime/converter.go``: ``unrecognized type: string`` ...)."""
+    err = go_decode_error(info, patched, unstructured=patch_type == STRATEGIC)
     if err is not None:
         shown = go_format(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
         raise invalid("", "", [FieldError.invalid("patch", shown, err)])
