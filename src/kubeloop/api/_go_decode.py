@@ -78,7 +78,7 @@ class _Go:
     """One Go target: its kind, its type as Go prints it, and what lies below it (built lazily:
     schemas are recursive)."""
 
-    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "type")
+    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "strlists", "strmaps", "type")
 
     def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
                  elem: _Go | None = None) -> None:
@@ -86,14 +86,19 @@ class _Go:
         self._node = node
         self._fields: dict[str, _Go] | None = None
         self.scalars: dict[str, type] = {}
+        self.strmaps: frozenset[str] = frozenset()
+        self.strlists: frozenset[str] = frozenset()
 
     @property
     def fields(self) -> dict[str, _Go]:
-        """A struct's fields by JSON name (``scalars``, filled alongside: the exact Python type a
-        string or bool field takes, for the check that needs no call)."""
+        """A struct's fields by JSON name. Filled alongside, for the checks that need no call:
+        ``scalars``, the exact Python type a string or bool field takes; ``strmaps`` and ``strlists``,
+        the fields that are maps or lists of strings."""
         if self._fields is None:
             self._fields = {}
             props = (self._node or {}).get("properties")
+            strmaps: set[str] = set()
+            strlists: set[str] = set()
             for key, sub in (props.items() if isinstance(props, dict) else ()):
                 if isinstance(sub, Mapping):
                     go = _target(sub, named=_NAMED.get((self.name, key)))
@@ -102,6 +107,9 @@ class _Go:
                         self.scalars[key] = str
                     elif go.kind == _BOOL:
                         self.scalars[key] = bool
+                    elif go.kind in (_MAP, _SLICE) and go.elem is not None and go.elem.kind == _STR:
+                        (strmaps if go.kind == _MAP else strlists).add(key)
+            self.strmaps, self.strlists = frozenset(strmaps), frozenset(strlists)
         return self._fields
 
 
@@ -185,13 +193,20 @@ def _message(value: Any, go: _Go, struct: str, path: str) -> str:
     return f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go.type}"
 
 
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
 def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], *, skip: bool = False) -> None:
-    fields, scalars, struct = go.fields, go.scalars, go.name
+    fields = go.fields
+    scalars, strmaps, strlists, struct = go.scalars, go.strmaps, go.strlists, go.name
     for key, value in obj.items():
-        if value is None:
+        # Well-typed values settle here, in C where it can be: most bodies are all well-typed.
+        vtype = type(value)
+        if vtype is scalars.get(key) or value is None:
             continue
-        wanted = scalars.get(key)
-        if wanted is not None and type(value) is wanted:
+        if vtype is dict and key in strmaps and set(map(type, value.values())) <= _STR_OR_NONE:
+            continue
+        if vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
             continue
         sub = fields.get(key)
         if sub is None or (skip and key in ("apiVersion", "kind")):
@@ -221,7 +236,7 @@ def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> Non
         if type(value) is dict:
             elem = go.elem
             assert elem is not None
-            if elem.kind == _STR and all(type(item) is str or item is None for item in value.values()):
+            if elem.kind == _STR and set(map(type, value.values())) <= _STR_OR_NONE:
                 return
             for item in value.values():
                 _check(item, elem, struct, path, first)
