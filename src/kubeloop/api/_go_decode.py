@@ -27,7 +27,7 @@ from typing import Any
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
-__all__ = ["conversion_error", "go_type_error"]
+__all__ = ["GoStruct", "conversion_error", "first_type_error", "go_struct", "go_type_error"]
 
 # Kinds of Go target.
 _STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
@@ -78,7 +78,7 @@ class _Go:
     """One Go target: its kind, its type as Go prints it, and what lies below it (built lazily:
     schemas are recursive)."""
 
-    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "strlists", "strmaps", "type")
+    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "strkeys", "strlists", "strmaps", "type")
 
     def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
                  elem: _Go | None = None) -> None:
@@ -88,12 +88,13 @@ class _Go:
         self.scalars: dict[str, type] = {}
         self.strmaps: frozenset[str] = frozenset()
         self.strlists: frozenset[str] = frozenset()
+        self.strkeys: frozenset[str] = frozenset()
 
     @property
     def fields(self) -> dict[str, _Go]:
         """A struct's fields by JSON name. Filled alongside, for the checks that need no call:
         ``scalars``, the exact Python type a string or bool field takes; ``strmaps`` and ``strlists``,
-        the fields that are maps or lists of strings."""
+        the fields that are maps or lists of strings; ``strkeys``, the string fields."""
         if self._fields is None:
             self._fields = {}
             props = (self._node or {}).get("properties")
@@ -110,6 +111,7 @@ class _Go:
                     elif go.kind in (_MAP, _SLICE) and go.elem is not None and go.elem.kind == _STR:
                         (strmaps if go.kind == _MAP else strlists).add(key)
             self.strmaps, self.strlists = frozenset(strmaps), frozenset(strlists)
+            self.strkeys = frozenset(key for key, want in self.scalars.items() if want is str)
         return self._fields
 
 
@@ -176,13 +178,25 @@ class _Found(Exception):
     """An error from a type's own UnmarshalJSON: it ends the decode."""
 
 
+GoStruct = _Go
+
+
+def go_struct(defname: str) -> GoStruct:
+    """The Go struct of OpenAPI definition ``defname``, for :func:`first_type_error` (callers keep it)."""
+    return _struct(defname)
+
+
 def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
     """The error decoding ``obj`` into the Go struct of OpenAPI definition ``defname`` gives, or
     ``None``: ``json: cannot unmarshal ...``. Top-level ``apiVersion`` and ``kind`` are skipped."""
-    top = _struct(defname)
+    return first_type_error(obj, _struct(defname))
+
+
+def first_type_error(obj: dict[str, Any], top: GoStruct) -> str | None:
+    """:func:`go_type_error` for a struct from :func:`go_struct`."""
     first: list[str] = []
     try:
-        _check_struct(obj, top, "", first, skip=True)
+        _check_struct(obj, top, "", first, True)
     except _Found as hard:
         return str(hard)
     return first[0] if first else None
@@ -196,22 +210,30 @@ def _message(value: Any, go: _Go, struct: str, path: str) -> str:
 _STR_OR_NONE = frozenset({str, type(None)})
 
 
-def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], *, skip: bool = False) -> None:
+def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], skip: bool = False) -> None:
     fields = go.fields
-    scalars, strmaps, strlists, struct = go.scalars, go.strmaps, go.strlists, go.name
+    scalars, strmaps, strlists = go.scalars, go.strmaps, go.strlists
     for key, value in obj.items():
         # Well-typed values settle here, in C where it can be: most bodies are all well-typed.
         vtype = type(value)
         if vtype is scalars.get(key) or value is None:
             continue
-        if vtype is dict and key in strmaps and set(map(type, value.values())) <= _STR_OR_NONE:
-            continue
-        if vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
+        if vtype is dict:
+            if key in strmaps:
+                if set(map(type, value.values())) <= _STR_OR_NONE:
+                    continue
+            else:
+                sub = fields.get(key)
+                # a struct of string fields only (metadata with a name ...)
+                if sub is not None and sub.kind == _STRUCT and value.keys() <= (sub.fields and sub.strkeys) and set(
+                        map(type, value.values())) <= _STR_OR_NONE:
+                    continue
+        elif vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
             continue
         sub = fields.get(key)
         if sub is None or (skip and key in ("apiVersion", "kind")):
             continue
-        _check(value, sub, struct, f"{path}.{key}" if path else key, first)
+        _check(value, sub, go.name, f"{path}.{key}" if path else key, first)
 
 
 def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> None:

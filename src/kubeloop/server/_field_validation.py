@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
-from kubeloop.api._go_decode import conversion_error, go_type_error
+from kubeloop.api._go_decode import GoStruct, conversion_error, first_type_error, go_struct, go_type_error
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -117,12 +117,27 @@ def decode_types(info: ResourceInfo, obj: Any) -> None:
     """The typed decode of a built-in create or update body: a JSON value of the wrong type for its
     Go field is 400 (handlers/rest.go transformDecodeError over encoding/json's UnmarshalTypeError),
     before fieldValidation's unknown-field errors. Custom resources decode into unstructured maps."""
-    if type(obj) is not dict or (err := go_decode_error(info, obj)) is None:
+    hit = _go_structs.get(id(info))
+    if hit is None or hit[0] is not info:
+        hit = _go_struct_of(info)
+    if hit[1] is None or type(obj) is not dict or (err := first_type_error(obj, hit[1])) is None:
         return
     version = info.version
     if isinstance(obj.get("apiVersion"), str):
         version = obj["apiVersion"].rpartition("/")[2]
     raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
+
+
+# The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).
+_go_structs: dict[int, tuple[ResourceInfo, GoStruct | None]] = {}
+
+
+def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None]:
+    if len(_go_structs) > 1_000:
+        _go_structs.clear()
+    defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
+    hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname))
+    return hit
 
 
 def undeclared_apply_fields(state: ServerState, info: ResourceInfo, applied: dict[str, Any]) -> None:
