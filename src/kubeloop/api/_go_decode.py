@@ -211,7 +211,7 @@ _STR_OR_NONE = frozenset({str, type(None)})
 
 
 def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], skip: bool = False) -> None:
-    fields = go.fields
+    fields = go._fields if go._fields is not None else go.fields  # the property's call, once per struct
     scalars, strmaps, strlists = go.scalars, go.strmaps, go.strlists
     for key, value in obj.items():
         # Well-typed values settle here, in C where it can be: most bodies are all well-typed.
@@ -224,8 +224,9 @@ def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], ski
                     continue
             else:
                 sub = fields.get(key)
-                # a struct of string fields only (metadata with a name ...)
-                if sub is not None and sub.kind == _STRUCT and value.keys() <= (sub.fields and sub.strkeys) and set(
+                # a struct of string fields only (metadata with a name ...); ``strkeys`` is empty
+                # until the struct's first full check has built its fields
+                if sub is not None and sub.kind == _STRUCT and value.keys() <= sub.strkeys and set(
                         map(type, value.values())) <= _STR_OR_NONE:
                     continue
         elif vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
