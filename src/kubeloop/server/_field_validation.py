@@ -26,7 +26,9 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
+from kubeloop.api._go_decode import GoStruct, conversion_error, first_type_error, go_struct, go_type_error
 from kubeloop.api._schema_validate import prune
+from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
     PrunePlan,
     duplicate_fields,
@@ -39,8 +41,10 @@ from kubeloop.server._http import warning_headers
 from kubeloop.server._state import ServerState
 
 __all__ = [
+    "decode_types",
     "directive_of",
     "duplicate_texts",
+    "go_decode_error",
     "strict_decoding_error",
     "strict_patch_error",
     "undeclared_apply_fields",
@@ -94,6 +98,45 @@ def _builtin_plan(info: ResourceInfo) -> tuple[ResourceInfo, PrunePlan | None]:
     if len(_builtin_plans) > 1_000:  # ResourceInfos are few; never grow without bound all the same
         _builtin_plans.clear()
     hit = _builtin_plans[id(info)] = (info, prune_plan(builtin_schema(info.group, info.version, info.kind)))
+    return hit
+
+
+def go_decode_error(info: ResourceInfo, obj: dict[str, Any], *, unstructured: bool = False) -> str | None:
+    """``json: cannot unmarshal ...`` for the first value of ``obj`` its built-in kind's Go type cannot
+    hold (:mod:`kubeloop.api._go_decode`); with ``unstructured``, what converting the map instead
+    says (a strategic merge patch's result). ``None`` for custom resources and well-typed objects."""
+    if info.custom:
+        return None
+    defname = definition_name_for(info.group, info.version, info.kind)
+    if defname is None:
+        return None
+    return conversion_error(obj, defname=defname) if unstructured else go_type_error(obj, defname=defname)
+
+
+def decode_types(info: ResourceInfo, obj: Any) -> None:
+    """The typed decode of a built-in create or update body: a JSON value of the wrong type for its
+    Go field is 400 (handlers/rest.go transformDecodeError over encoding/json's UnmarshalTypeError),
+    before fieldValidation's unknown-field errors. Custom resources decode into unstructured maps."""
+    hit = _go_structs.get(id(info))
+    if hit is None or hit[0] is not info:
+        hit = _go_struct_of(info)
+    if hit[1] is None or type(obj) is not dict or (err := first_type_error(obj, hit[1])) is None:
+        return
+    version = info.version
+    if isinstance(obj.get("apiVersion"), str):
+        version = obj["apiVersion"].rpartition("/")[2]
+    raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
+
+
+# The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).
+_go_structs: dict[int, tuple[ResourceInfo, GoStruct | None]] = {}
+
+
+def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None]:
+    if len(_go_structs) > 1_000:
+        _go_structs.clear()
+    defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
+    hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname))
     return hit
 
 

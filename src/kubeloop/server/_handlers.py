@@ -24,6 +24,7 @@ from kubeloop.api import (
 from kubeloop.api._quantity_fields import QUANTITY_KINDS
 from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
+    decode_types,
     directive_of,
     duplicate_texts,
     strict_decoding_error,
@@ -132,6 +133,7 @@ class ResourceHandlers:
             texts = []
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
+        decode_types(info, obj)  # a value its Go field cannot hold fails the typed decode too
         unknown = unknown_field_texts(self.state, info, obj)
         texts.extend(unknown)
         if texts and directive == "Strict":

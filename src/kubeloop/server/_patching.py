@@ -35,6 +35,7 @@ from kubeloop.api._strategic import go_format
 from kubeloop.server._field_validation import (
     directive_of,
     duplicate_texts,
+    go_decode_error,
     strict_patch_error,
     undeclared_apply_fields,
     unknown_field_texts,
@@ -117,6 +118,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             raise BadRequest("the patch result is not a JSON object")
         if fields is not None:
             _decode_quantities(fields, patch_type, patch, result)
+        if not info.custom:  # the patched object decoded into its Go type (handlers/patch.go)
+            _decode_types(info, patch_type, patch, result)
         before = orjson.dumps(result) if directive == "Strict" else b""
         texts = duplicates + unknown_field_texts(state, info, result)
         if texts and directive == "Strict":
@@ -157,6 +160,17 @@ def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: d
 
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def _decode_types(info: ResourceInfo, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:
+    """A patched built-in object its Go type cannot hold: 422 on field ``patch`` (handlers/patch.go: any
+    error but a strict one), shown as :func:`_decode_quantities` shows it. A JSON or merge patch decodes
+    the patched JSON (``json: cannot unmarshal ...``); a strategic merge patch converts the patched map
+    (apimachinery ``runtime/converter.go``: ``unrecognized type: string`` ...)."""
+    err = go_decode_error(info, patched, unstructured=patch_type == STRATEGIC)
+    if err is not None:
+        shown = go_format(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
+        raise invalid("", "", [FieldError.invalid("patch", shown, err)])
 
 
 def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:

@@ -1,0 +1,358 @@
+"""Type mismatches of a built-in object's JSON, as decoding it into its Go struct reports them.
+
+Upstream decodes a built-in kind's body into its Go type (``sigs.k8s.io/json``, a fork of Go's
+``encoding/json``). A JSON value of the wrong type for its field is an ``UnmarshalTypeError``:
+``json: cannot unmarshal <value> into Go struct field <Struct>.<path> of type <Go type>``, where
+``Struct`` is the innermost Go struct being decoded, ``path`` the JSON field names from the root
+without list indices or map keys, and ``<value>`` what :func:`kubeloop.api._go_json.go_json_kind`
+names (``number 1.5`` for a number an integer field cannot hold). The decoder records the first such
+error in document order and goes on (``decodeState.saveError``); an error from a type's own
+``UnmarshalJSON`` (``metav1.Time``, ``intstr.IntOrString``) ends the decode at once and wins
+(``decodeState.value``). ``null`` decodes into anything.
+
+:func:`go_type_error` answers from the kind's OpenAPI schema (definition names give Go struct names,
+``format`` gives the integer widths). Values with their own decoding are left to it: quantities
+(:mod:`kubeloop.api._quantity_fields`), ``RawExtension``, ``apiextensions`` ``JSON``,
+``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``. Named Go types the schema
+cannot tell (``types.UID``, ``v1.Protocol`` ...) come from a short table; any other named string
+type is reported as ``string``. Top-level ``apiVersion`` and ``kind`` are read before the decode,
+by other code, and are not checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api._go_json import go_json_kind
+from kubeloop.api._schemas import definitions, resolve
+
+__all__ = ["GoStruct", "conversion_error", "first_type_error", "go_struct", "go_type_error"]
+
+# Kinds of Go target.
+_STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
+
+_REF = "#/$defs/"
+_EXEMPT = frozenset({
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+})
+_TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+# Named Go types of common fields, by (struct, JSON field): the schema only says "string" or "object".
+_NAMED: dict[tuple[str, str], str] = {
+    ("ObjectMeta", "uid"): "types.UID",
+    ("OwnerReference", "uid"): "types.UID",
+    ("ContainerPort", "protocol"): "v1.Protocol",
+    ("ServicePort", "protocol"): "v1.Protocol",
+    ("Container", "imagePullPolicy"): "v1.PullPolicy",
+    ("PodSpec", "restartPolicy"): "v1.RestartPolicy",
+    ("PodSpec", "dnsPolicy"): "v1.DNSPolicy",
+    ("ServiceSpec", "type"): "v1.ServiceType",
+    ("Secret", "type"): "v1.SecretType",
+    ("DeploymentStrategy", "type"): "v1.DeploymentStrategyType",
+    ("ResourceRequirements", "limits"): "v1.ResourceList",
+    ("PriorityClass", "preemptionPolicy"): "v1.PreemptionPolicy",
+    ("PodSpec", "preemptionPolicy"): "v1.PreemptionPolicy",
+    ("Container", "terminationMessagePolicy"): "v1.TerminationMessagePolicy",
+    ("PodStatus", "phase"): "v1.PodPhase",
+    ("PodStatus", "qosClass"): "v1.PodQOSClass",
+    ("NamespaceStatus", "phase"): "v1.NamespacePhase",
+    ("Toleration", "operator"): "v1.TolerationOperator",
+    ("Toleration", "effect"): "v1.TaintEffect",
+    ("Taint", "effect"): "v1.TaintEffect",
+    ("StatefulSetSpec", "podManagementPolicy"): "v1.PodManagementPolicyType",
+    ("StatefulSetUpdateStrategy", "type"): "v1.StatefulSetUpdateStrategyType",
+    ("DaemonSetUpdateStrategy", "type"): "v1.DaemonSetUpdateStrategyType",
+    ("ResourceRequirements", "requests"): "v1.ResourceList",
+}
+
+
+class _Go:
+    """One Go target: its kind, its type as Go prints it, and what lies below it (built lazily:
+    schemas are recursive)."""
+
+    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "strkeys", "strlists", "strmaps", "type")
+
+    def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
+                 elem: _Go | None = None) -> None:
+        self.kind, self.type, self.name, self.elem = kind, go_type, name, elem
+        self._node = node
+        self._fields: dict[str, _Go] | None = None
+        self.scalars: dict[str, type] = {}
+        self.strmaps: frozenset[str] = frozenset()
+        self.strlists: frozenset[str] = frozenset()
+        self.strkeys: frozenset[str] = frozenset()
+
+    @property
+    def fields(self) -> dict[str, _Go]:
+        """A struct's fields by JSON name. Filled alongside, for the checks that need no call:
+        ``scalars``, the exact Python type a string or bool field takes; ``strmaps`` and ``strlists``,
+        the fields that are maps or lists of strings; ``strkeys``, the string fields."""
+        if self._fields is None:
+            self._fields = {}
+            props = (self._node or {}).get("properties")
+            strmaps: set[str] = set()
+            strlists: set[str] = set()
+            for key, sub in (props.items() if isinstance(props, dict) else ()):
+                if isinstance(sub, Mapping):
+                    go = _target(sub, named=_NAMED.get((self.name, key)))
+                    self._fields[key] = go
+                    if go.kind == _STR:
+                        self.scalars[key] = str
+                    elif go.kind == _BOOL:
+                        self.scalars[key] = bool
+                    elif go.kind in (_MAP, _SLICE) and go.elem is not None and go.elem.kind == _STR:
+                        (strmaps if go.kind == _MAP else strlists).add(key)
+            self.strmaps, self.strlists = frozenset(strmaps), frozenset(strlists)
+            self.strkeys = frozenset(key for key, want in self.scalars.items() if want is str)
+        return self._fields
+
+
+_by_def: dict[str, _Go] = {}
+
+
+def _struct(defname: str) -> _Go:
+    go = _by_def.get(defname)
+    if go is None:
+        short = defname.rpartition(".")[2]
+        pkg = defname.split(".")[-2]
+        go = _by_def[defname] = _Go(_STRUCT, f"{pkg}.{short}", name=short, node=definitions().get(defname) or {})
+    return go
+
+
+_SCALARS = {"string": (_STR, "string"), "boolean": (_BOOL, "bool"), "number": (_FLOAT, "float64")}
+_ANY_GO = _Go(_ANY, "")
+
+
+def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_REF):
+        defname = ref[len(_REF):]
+        if defname in _EXEMPT:
+            return _ANY_GO
+        if defname in _TIMES:
+            return _Go(_TIME, "string")
+        if defname == _INT_OR_STRING:
+            return _Go(_INTSTR, "int32")
+        target = definitions().get(defname) or {}
+        if isinstance(target.get("properties"), dict):
+            return _struct(defname)
+    schema = resolve(node) or {}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _ANY_GO
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    for kind in kinds:
+        if kind == "integer":
+            fmt = schema.get("format")
+            return _Go(_INT, named or ("int32" if fmt == "int32" else "int64"))
+        if kind == "string" and schema.get("format") == "byte":
+            return _Go(_BYTES, named or "[]uint8")
+        if kind in _SCALARS:
+            go_kind, go_type = _SCALARS[kind]
+            return _Go(go_kind, named or go_type)
+        if kind == "array":
+            items = schema.get("items")
+            elem = _target(items) if isinstance(items, Mapping) else _ANY_GO
+            return _Go(_SLICE, named or ("[]" + (elem.type or "interface {}")), elem=elem)
+        if kind == "object":
+            extra = schema.get("additionalProperties")
+            if isinstance(extra, Mapping):
+                elem = _target(extra)
+                value_type = elem.type or "interface {}"
+                if elem.kind == _ANY and "$ref" in extra:  # a map of quantities
+                    value_type = "resource.Quantity"
+                return _Go(_MAP, named or f"map[string]{value_type}", elem=elem)
+            return _ANY_GO
+    return _ANY_GO
+
+
+class _Found(Exception):
+    """An error from a type's own UnmarshalJSON: it ends the decode."""
+
+
+GoStruct = _Go
+
+
+def go_struct(defname: str) -> GoStruct:
+    """The Go struct of OpenAPI definition ``defname``, for :func:`first_type_error` (callers keep it)."""
+    return _struct(defname)
+
+
+def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
+    """The error decoding ``obj`` into the Go struct of OpenAPI definition ``defname`` gives, or
+    ``None``: ``json: cannot unmarshal ...``. Top-level ``apiVersion`` and ``kind`` are skipped."""
+    return first_type_error(obj, _struct(defname))
+
+
+def first_type_error(obj: dict[str, Any], top: GoStruct) -> str | None:
+    """:func:`go_type_error` for a struct from :func:`go_struct`."""
+    first: list[str] = []
+    try:
+        _check_struct(obj, top, "", first, True)
+    except _Found as hard:
+        return str(hard)
+    return first[0] if first else None
+
+
+def _message(value: Any, go: _Go, struct: str, path: str) -> str:
+    kind = go_json_kind(value, with_number=go.kind == _INT)
+    return f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go.type}"
+
+
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
+def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], skip: bool = False) -> None:
+    fields = go._fields if go._fields is not None else go.fields  # the property's call, once per struct
+    scalars, strmaps, strlists = go.scalars, go.strmaps, go.strlists
+    for key, value in obj.items():
+        # Well-typed values settle here, in C where it can be: most bodies are all well-typed.
+        vtype = type(value)
+        if vtype is scalars.get(key) or value is None:
+            continue
+        if vtype is dict:
+            if key in strmaps:
+                if set(map(type, value.values())) <= _STR_OR_NONE:
+                    continue
+            else:
+                sub = fields.get(key)
+                # a struct of string fields only (metadata with a name ...); ``strkeys`` is empty
+                # until the struct's first full check has built its fields
+                if sub is not None and sub.kind == _STRUCT and value.keys() <= sub.strkeys and set(
+                        map(type, value.values())) <= _STR_OR_NONE:
+                    continue
+        elif vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
+            continue
+        sub = fields.get(key)
+        if sub is None or (skip and key in ("apiVersion", "kind")):
+            continue
+        _check(value, sub, go.name, f"{path}.{key}" if path else key, first)
+
+
+def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> None:
+    kind = go.kind
+    if value is None or kind == _ANY:
+        return
+    if kind in (_STR, _BYTES):
+        ok = type(value) is str
+    elif kind == _BOOL:
+        ok = type(value) is bool
+    elif kind == _INT:
+        bound = 2**31 if go.type == "int32" else 2**63
+        ok = type(value) is int and -bound <= value < bound
+    elif kind == _FLOAT:
+        ok = type(value) in (int, float)
+    elif kind == _STRUCT:
+        if type(value) is dict:
+            _check_struct(value, go, path, first)
+            return
+        ok = False
+    elif kind == _MAP:
+        if type(value) is dict:
+            elem = go.elem
+            assert elem is not None
+            if elem.kind == _STR and set(map(type, value.values())) <= _STR_OR_NONE:
+                return
+            for item in value.values():
+                _check(item, elem, struct, path, first)
+            return
+        ok = False
+    elif kind == _SLICE:
+        if type(value) is list:
+            elem = go.elem
+            assert elem is not None
+            for item in value:
+                _check(item, elem, struct, path, first)
+            return
+        ok = False
+    elif kind == _TIME:  # metav1.Time.UnmarshalJSON decodes a string, its error ending the decode
+        if type(value) is not str:
+            raise _Found(_message(value, go, struct, path))
+        return
+    else:  # _INTSTR: a string, else an int32 (intstr.IntOrString.UnmarshalJSON)
+        if type(value) is not str and not (type(value) is int and -(2**31) <= value < 2**31):
+            raise _Found(_message(value, _Go(_INT, "int32"), struct, path))
+        return
+    if not ok and not first:
+        first.append(_message(value, go, struct, path))
+
+
+# What ``reflect.Kind`` a decoded JSON value has in an unstructured map (apimachinery's JSON decoding
+# gives int64 for integers, float64 for other numbers).
+def _reflect_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return "map" if isinstance(value, dict) else "slice"
+
+
+_GO_KIND = {_STR: "string", _BOOL: "bool", _FLOAT: "float64"}
+
+
+def conversion_error(obj: dict[str, Any], *, defname: str) -> str | None:
+    """The error converting unstructured ``obj`` into the Go struct of ``defname`` gives, or ``None``
+    (apimachinery ``runtime/converter.go`` ``fromUnstructured``, which a strategic merge patch's
+    result goes through): the first one, fields taken in schema order (Go takes them in struct
+    order, which the schema does not keep). Integers are not range-checked there, and values with
+    their own conversion (Time, IntOrString, Quantity) are left alone."""
+    return _convert_struct(obj, _struct(defname), top=True)
+
+
+def _convert_struct(obj: dict[str, Any], go: _Go, *, top: bool = False) -> str | None:
+    fields = go.fields
+    for key in fields:
+        if top and key in ("apiVersion", "kind"):
+            continue
+        value = obj.get(key)
+        if value is not None and (err := _convert(value, fields[key])) is not None:
+            return err
+    return None
+
+
+def _convert(value: Any, go: _Go) -> str | None:
+    kind = go.kind
+    found = _reflect_kind(value)
+    if kind in (_STR, _BOOL, _FLOAT, _INT):
+        name = go.type if kind == _INT else _GO_KIND[kind]
+        if (kind == _STR and found == "string") or (kind == _BOOL and found == "bool"):
+            return None
+        if kind in (_FLOAT, _INT) and found in ("int64", "float64"):
+            if kind == _FLOAT or found == "int64" or float(value).is_integer():
+                return None
+            return f"cannot convert float64 to {go.type}"
+        if kind == _STR and found == "int64":  # Go converts an integer to a string (a rune), but not here
+            return f"cannot convert int64 to {go.type}"
+        return f"unrecognized type: {name}"
+    if kind == _BYTES:
+        return None if found == "string" else f"cannot restore slice from {found}"
+    if kind == _STRUCT:
+        return _convert_struct(value, go) if found == "map" else f"cannot restore struct from: {found}"
+    if kind == _MAP:
+        if found != "map":
+            return f"cannot restore map from {found}"
+        assert go.elem is not None
+        for item in value.values():
+            if item is not None and (err := _convert(item, go.elem)) is not None:
+                return err
+        return None
+    if kind == _SLICE:
+        if found != "slice":
+            return f"cannot restore slice from {found}"
+        assert go.elem is not None
+        for item in value:
+            if item is not None and (err := _convert(item, go.elem)) is not None:
+                return err
+    return None
