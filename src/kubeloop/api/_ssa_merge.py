@@ -58,19 +58,20 @@ def _drop_nulls(value: Any) -> Any:
 
 def _index(items: list[Any], semantics: str, keys: tuple[str, ...]) -> tuple[list[str], dict[str, Any]]:
     """Every item's path element, in order (repeats included), and the item of each element; an
-    element that repeats maps to :data:`_REPEATED` (smd ``indexListPathElements`` with duplicates
+    element that repeats maps to :data:`_NO_MERGE` (smd ``indexListPathElements`` with duplicates
     allowed: such items are never merged with an applied one)."""
     order: list[str] = []
     seen: dict[str, Any] = {}
     for position, item in enumerate(items):
         element = item_element(item, semantics, keys, position)
-        seen[element] = _REPEATED if element in seen else item
+        seen[element] = _NO_MERGE if element in seen else item
         order.append(element)
     return order, seen
 
 
-# Stands for the items of a live key that repeats: merged with an applied item, they count as absent.
-_REPEATED: Any = object()
+# What an applied item is merged with when there is nothing to merge it with: no live item under its
+# key, or the several items of a live key that repeats (which count as absent): the applied item alone.
+_NO_MERGE: Any = object()
 
 
 def _merge_list(live: list[Any], config: list[Any], semantics: str, keys: tuple[str, ...], item_schema: Schema) -> list[Any]:
@@ -111,7 +112,7 @@ def _merge_list(live: list[Any], config: list[Any], semantics: str, keys: tuple[
         if ri < len(config_order):
             element = config_order[ri]
             merged.add(element)
-            out.append(_merged_item(live_items.get(element, _REPEATED), config_items[element], item_schema))
+            out.append(_merged_item(live_items.get(element, _NO_MERGE), config_items[element], item_schema))
             ri += 1
             if next_shared is not None and next_shared == element:
                 next_shared = next(shared_iter, None)
@@ -121,7 +122,8 @@ def _merge_list(live: list[Any], config: list[Any], semantics: str, keys: tuple[
 
 
 def _merged_item(live: Any, config: Any, schema: Schema) -> Any:
-    return _drop_nulls(config) if live is _REPEATED else _merge(live, config, schema)
+    """The applied item ``config`` merged with the live item ``live``, or alone (without its nulls)."""
+    return _drop_nulls(config) if live is _NO_MERGE else _merge(live, config, schema)
 
 
 def remove_paths(obj: dict[str, Any], paths: Iterable[Path], schema: Schema) -> dict[str, Any]:
