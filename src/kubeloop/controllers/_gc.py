@@ -38,10 +38,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubeloop.api import (
+    BUILTIN_RESOURCES,
     FINALIZER_DELETE_DEPENDENTS,
     FINALIZER_ORPHAN_DEPENDENTS,
     Clock,
@@ -83,6 +84,9 @@ class _NamespacedOwnerOfClusterScoped(Exception):
 class GarbageCollector:
     """Run with :meth:`run`; ``synced`` is set once the first discovery's monitors have synced.
 
+    ``expected_resources``: kinds to start monitoring before discovery answers (default: kubeloop's
+    built-in kinds, which a 1.32 server serves at these versions); discovery then decides, as upstream.
+
     ``informers``: a factory watching every namespace whose informers the monitors share for the kinds
     it already watches (see :mod:`kubeloop.controllers._gc_monitors`); its owner starts and stops
     them, as a :class:`~kubeloop.runtime.Manager` does with its own, so the GC syncs once it runs."""
@@ -91,6 +95,7 @@ class GarbageCollector:
         self,
         client: Client,
         *,
+        expected_resources: Iterable[ResourceInfo] = BUILTIN_RESOURCES,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         workers: int = 20,
@@ -123,6 +128,7 @@ class GarbageCollector:
         self.monitors = Monitors(
             client, self._handlers, clock=self._clock, rng=self._rng, resync_period=resync_period, shared=informers
         )
+        self._expected = tuple(expected_resources)
         self.synced = asyncio.Event()
         self._in_flight = 0
         self._background: list[asyncio.Task[None]] = []
@@ -146,8 +152,15 @@ class GarbageCollector:
 
     async def run(self) -> None:
         try:
-            while not await self.monitors.sync():
+            # Discovery is asked first; the kinds the server is expected to serve are listed meanwhile,
+            # beside the manager's informers, instead of after discovery answers (the sync keeps only
+            # what discovery lists).
+            first = asyncio.ensure_future(self.monitors.sync())
+            self.monitors.start_expected(self._expected)
+            discovered = await first
+            while not discovered:
                 await self._clock.sleep(1.0)
+                discovered = await self.monitors.sync()
             if not await self.monitors.wait_for_sync(self.sync_timeout):
                 log.warning("garbage collector: some monitors did not sync; their objects are not collected yet")
             self.synced.set()

@@ -8,6 +8,12 @@ Guarantees of :class:`Monitors`:
 
 * :meth:`sync` re-reads discovery, starts an informer for each new kind and stops those of kinds the
   server no longer serves (a deleted CRD). Custom resources are covered because discovery lists them.
+* :meth:`start_expected` monitors, before the first discovery answers, the deletable kinds the server
+  is expected to serve (the garbage collector passes kubeloop's built-in kinds), so their lists run
+  beside the manager's instead of after discovery. They are provisional: the next :meth:`sync` keeps
+  those discovery lists and stops the others, even in a group whose discovery failed, so the set that
+  :meth:`wait_for_sync` waits for after the first sync is exactly upstream's (discovery's deletable
+  resources; a monitor is only ever kept for a failed group once discovery has listed it).
 * :meth:`run_resync` calls :meth:`sync` every ``resync_period`` seconds on the injected clock, and at
   once when :meth:`request_resync` is called (the collector calls it on every CRD event), so a new
   CRD's objects are garbage collected without waiting for the period.
@@ -73,6 +79,7 @@ class Monitors:
         self._ignored = frozenset(ignored)
         self.informers: dict[tuple[str, str, str], tuple[SharedInformer, HandlerRegistration]] = {}
         self._borrowed: set[tuple[str, str, str]] = set()  # keys whose informer is the shared factory's
+        self._provisional: set[tuple[str, str, str]] = set()  # started by start_expected, not yet in discovery
         self.discovery = Discovery((), ())
         self._resync = asyncio.Event()
         self.on_crd_change: Callable[[], None] = self.request_resync
@@ -109,7 +116,7 @@ class Monitors:
         for key in list(self.informers):
             group, version, _ = key
             gv = f"{group}/{version}" if group else version
-            if key not in wanted and gv not in failed_gvs:
+            if key not in wanted and (gv not in failed_gvs or key in self._provisional):
                 informer, registration = self.informers.pop(key)
                 informer.remove_handler(registration)
                 if key in self._borrowed:
@@ -118,26 +125,39 @@ class Monitors:
                     await informer.stop()
                 log.info("garbage collector: stopped monitoring %s", informer.resource.group_resource)
         for key, info in wanted.items():
-            if key in self.informers:
-                continue
-            crds = info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
-            # (the CRD informer gets a second handler below, which only the GC's own informer drops)
-            shared = self._shared.existing(info) if self._shared is not None and not crds else None
-            informer = shared if shared is not None else SharedInformer(
-                self._client, info, namespace=NAMESPACE_ALL, clock=self._clock, rng=random.Random(self._rng.random())
-            )
-            on_add, on_update, on_delete = self._handlers(info)
-            registration = informer.add_handler(on_add, on_update, on_delete)
-            if crds:
-                informer.add_handler(
-                    lambda _o: self.on_crd_change(), lambda _o, _n: self.on_crd_change(), lambda _o: self.on_crd_change()
-                )
-            self.informers[key] = (informer, registration)
-            if shared is None:
-                informer.start()
-            else:
-                self._borrowed.add(key)  # the factory starts and stops it
+            if key not in self.informers:
+                self._monitor(key, info)
+        self._provisional.clear()
         return True
+
+    def start_expected(self, resources: Iterable[ResourceInfo]) -> None:
+        """Monitor now the deletable ``resources`` not monitored yet, until the next :meth:`sync`
+        confirms them (a kind that discovery does not list is then stopped)."""
+        discovery = Discovery(tuple(resources), tuple(resources))
+        for info in self.deletable(discovery):
+            key = _key(info)
+            if key not in self.informers:
+                self._monitor(key, info)
+                self._provisional.add(key)
+
+    def _monitor(self, key: tuple[str, str, str], info: ResourceInfo) -> None:
+        crds = info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions"
+        # (the CRD informer gets a second handler below, which only the GC's own informer drops)
+        shared = self._shared.existing(info) if self._shared is not None and not crds else None
+        informer = shared if shared is not None else SharedInformer(
+            self._client, info, namespace=NAMESPACE_ALL, clock=self._clock, rng=random.Random(self._rng.random())
+        )
+        on_add, on_update, on_delete = self._handlers(info)
+        registration = informer.add_handler(on_add, on_update, on_delete)
+        if crds:
+            informer.add_handler(
+                lambda _o: self.on_crd_change(), lambda _o, _n: self.on_crd_change(), lambda _o: self.on_crd_change()
+            )
+        self.informers[key] = (informer, registration)
+        if shared is None:
+            informer.start()
+        else:
+            self._borrowed.add(key)  # the factory starts and stops it
 
     def request_resync(self) -> None:
         self._resync.set()
@@ -182,3 +202,4 @@ class Monitors:
                     await informer.stop()
         self.informers.clear()
         self._borrowed.clear()
+        self._provisional.clear()
