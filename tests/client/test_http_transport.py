@@ -498,3 +498,46 @@ async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(hea
     assert answer.status_code == 200
     assert len(state.requests) == 1
     assert b"x-a: fine" in state.requests[0][1]
+
+
+def _contexts_of_idle_connections(transport: HTTP11Transport) -> list[ssl.SSLContext]:
+    """The TLS context each pooled connection was made with (read from its SSL object)."""
+    return [conn._transport.get_extra_info("ssl_object").context  # type: ignore[union-attr]
+            for conns in transport._idle.values() for conn in conns]  # fmt: skip
+
+
+async def test_concurrent_tls_connections_share_the_clients_one_context(tmp_path: Path) -> None:
+    # A controller manager starts some twenty watches at once, each on its own connection: one context
+    # (its CA loaded once) serves them all.
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+    async with peer(echo_forever, tls=server_ctx) as state, Client.from_url(state.url, ca_file=str(pki.ca_cert)) as client:
+        answers = await asyncio.gather(*(client.get(CM, f"cm-{i}", namespace="x") for i in range(4)))
+        transport = client._transport
+        assert isinstance(transport, HTTP11Transport)
+        contexts = _contexts_of_idle_connections(transport)
+    assert state.connections == 4
+    assert sorted(a["metadata"]["name"] for a in answers) == [f"conn-{i}" for i in range(1, 5)]
+    assert len(contexts) == 4 and all(c is contexts[0] for c in contexts)
+
+
+async def test_without_a_context_the_default_one_is_made_once_for_every_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default context loads the system's CAs (tens of milliseconds): once per transport, not per
+    # connection. SSL_CERT_FILE makes the test CA the system's, so the default context verifies the peer.
+    pki = make_pki(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca_cert))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki.server_cert, pki.server_key)
+    transport = HTTP11Transport()
+    async with peer(echo_forever, tls=server_ctx) as state:
+        answers = await asyncio.gather(*(fetch(transport, state.url + f"/r{i}") for i in range(3)))
+        for response, body in answers:
+            assert response.status_code == 200
+            assert b"conn-" in b"".join([chunk async for chunk in body])  # read to the end: kept alive
+        contexts = _contexts_of_idle_connections(transport)
+        await transport.aclose()
+    assert state.connections == 3
+    assert len(contexts) == 3 and all(c is contexts[0] for c in contexts)

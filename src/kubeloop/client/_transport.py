@@ -9,6 +9,9 @@ Guarantees:
 
 * **TLS** uses the ``ssl.SSLContext`` it is given (from the kubeconfig: CA, client certificate),
   with the URL's host as the server name; verification is whatever that context says (on by default).
+  Every connection shares that one context (without one, a default context made on first use): making
+  a context and loading its CAs costs milliseconds, and a controller manager opens some twenty
+  connections, one per watch, as it starts.
 * **Keep-alive**: a connection goes back to the pool only after its response body was read to the
   end and both sides allow reuse; idle connections older than ``keepalive_expiry`` or closed by the
   server are never reused. At most ``max_connections`` are open at once; more requests wait for one
@@ -460,9 +463,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
         scheme, host, port = key
         loop = asyncio.get_running_loop()
         conn = _Connection(self, key)
-        context: ssl.SSLContext | None = None
-        if scheme == "https":
-            context = self._ssl or ssl.create_default_context()
+        context = self._tls_context() if scheme == "https" else None
         try:
             async with asyncio.timeout(timeout):
                 await loop.create_connection(
@@ -475,6 +476,11 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
         return conn
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
 
     def _release(self, conn: _Connection) -> None:
         conn.finish()
