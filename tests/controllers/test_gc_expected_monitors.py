@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kubeloop.api import BUILTIN_RESOURCES, ResourceInfo
 from kubeloop.client import Client, Discovery
 from kubeloop.controllers import GarbageCollector
@@ -45,6 +47,41 @@ class HeldDiscovery:
             self.held += 1
             await self.released.wait()
         await self._app(scope, receive, send)
+
+
+class StaleGroup:
+    """Passes every request to ``app``; while ``stale`` names a group, ``/apis`` answers it with every
+    version's ``freshness: Stale`` (what an aggregated API server that cannot be reached produces), so
+    the client's discovery reports that group/version as failed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self.stale = ""
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("path") != "/apis" or not self.stale:
+            await self._app(scope, receive, send)
+            return
+        plain = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"accept-encoding"]}
+        start: dict[str, Any] = {}
+        body: list[bytes] = []
+
+        async def capture(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            else:
+                body.append(message.get("body", b""))
+
+        await self._app(plain, receive, capture)
+        doc = orjson.loads(b"".join(body))
+        for item in doc.get("items") or ():
+            if item["metadata"]["name"] == self.stale:
+                for version in item["versions"]:
+                    version["freshness"] = "Stale"
+        out = orjson.dumps(doc)
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(out)).encode())]})
+        await send({"type": "http.response.body", "body": out})
 
 
 def _key(info: ResourceInfo) -> tuple[str, str, str]:
@@ -115,3 +152,33 @@ async def test_an_expected_kind_that_discovery_does_not_list_is_stopped_and_neve
             assert _key(WIDGETS) not in gc.monitors.informers
             assert not widgets.running
             assert _key(CONFIGMAPS) in gc.monitors.informers
+
+
+async def test_an_expected_kind_in_a_group_whose_discovery_failed_is_stopped_but_a_discovered_one_is_kept(
+    tmp_path: Path,
+) -> None:
+    # Upstream keeps the monitors of a group whose discovery failed (GetDeletableResources tolerates partial
+    # discovery), but only monitors discovery once listed: a provisional one is not kept on that ground.
+    async with InProcessCluster(tmp_path, clock=FakeClock(), namespaces=["ns"], default_namespace="ns") as cluster:
+        stale = StaleGroup(cluster.app)
+        stale.stale = "apps"
+        async with Client.from_asgi(stale, clock=cluster.clock) as gc_client:
+            gc = await _start(cluster, gc_client)
+
+            async def synced() -> bool:
+                return gc.has_synced()
+
+            await cluster.eventually(synced)
+            assert "apps/v1" in gc.monitors.discovery.failed
+            assert not any(group == "apps" for group, _, _ in gc.monitors.informers)
+            assert _key(CONFIGMAPS) in gc.monitors.informers
+
+            stale.stale = ""  # apps discovered: monitored from the next sync on
+            assert await gc.monitors.sync()
+            assert ("apps", "v1", "replicasets") in gc.monitors.informers
+            replicasets = gc.monitors.informers[("apps", "v1", "replicasets")][0]
+
+            stale.stale = "apps"  # failing again: the monitors discovery listed before are kept
+            assert await gc.monitors.sync()
+            assert gc.monitors.informers[("apps", "v1", "replicasets")][0] is replicasets
+            assert replicasets.running
