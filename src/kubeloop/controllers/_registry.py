@@ -32,7 +32,8 @@ ControllerFactory = Callable[[Manager], Runnable]
 def _garbage_collector(manager: Manager) -> Runnable:
     # One monitor per deletable kind, from discovery: the manager's informer where another controller
     # already watches the kind (one list and watch, not two), its own for the rest, so a kind that
-    # cannot sync never holds up the manager's informers and CRD kinds come and go (k8s 1.32 GC).
+    # cannot sync never holds up the manager's informers and CRD kinds come and go (k8s 1.32 GC). The
+    # built-in kinds are monitored before discovery answers, so their lists run beside the manager's.
     return GarbageCollector(
         manager.client, clock=manager.clock, rng=manager.rng, metrics=manager.metrics, informers=manager.informers
     )
