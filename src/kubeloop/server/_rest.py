@@ -277,6 +277,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         meta["name"] = state.generate_name(generate)
     else:
         generate = ""
+    if strategy.needs_identity:
+        strategy.prepare_identity(obj)
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
