@@ -9,6 +9,7 @@ start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._gc import GarbageCollector
+from kubeloop.controllers._job import JobController
 from kubeloop.controllers._kubelet import KubeletSimulator
 from kubeloop.controllers._namespace import NamespaceController
 from kubeloop.controllers._node_lifecycle import NodeLifecycleController
@@ -36,6 +37,7 @@ __all__ = [
     "DeploymentController",
     "DisruptionController",
     "GarbageCollector",
+    "JobController",
     "KubeletSimulator",
     "NamespaceController",
     "NodeLifecycleController",

@@ -1,4 +1,4 @@
-"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``) as built-ins.
+"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``, ``job``) as built-ins.
 
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
 (kube-controller-manager's ``--controllers`` names), so ``kubeloop controller-manager`` and
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubeloop.controllers._deployment import DeploymentController
+from kubeloop.controllers._job import JobController
 from kubeloop.controllers._registry import register_builtin
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._statefulset import StatefulSetController
@@ -31,7 +32,8 @@ def _factory(cls: type[WorkloadController]) -> Callable[[Manager], Controller]:
     return build
 
 
-_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController)}
+_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController,
+                                                  JobController)}
 
 
 def register_workload_controllers() -> None:
