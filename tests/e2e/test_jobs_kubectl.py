@@ -82,3 +82,15 @@ def test_a_job_whose_pods_succeed_completes_and_kubectl_wait_sees_it(kubectl: An
     kubectl("delete", "job", "done", "-n", namespace, "--cascade=foreground", "--timeout=60s", timeout=90)
     remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=done", "-o", "json").stdout)["items"]
     assert remaining == []
+
+
+def test_ttl_seconds_after_finished_deletes_the_finished_job_and_its_pods(kubectl: Any, namespace: str,
+                                                                          tmp_path: Any) -> None:
+    if not _simulated(kubectl):
+        pytest.skip("this build's controller manager does not run the node simulator")
+    manifest = tmp_path / "ttl.yaml"
+    manifest.write_text(JOB.replace("name: done", "name: brief").replace("completions: 2", "ttlSecondsAfterFinished: 0\n  completions: 2"))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("wait", "-n", namespace, "--for=delete", "job/brief", "--timeout=60s", timeout=90)
+    remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=brief", "-o", "json").stdout)["items"]
+    assert remaining == []

@@ -26,6 +26,7 @@ from kubeloop.controllers._registry import (
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._scheduler import Scheduler
 from kubeloop.controllers._statefulset import StatefulSetController
+from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._volume import PersistentVolumeController
 from kubeloop.controllers._volume_protection import VolumeProtectionController
 from kubeloop.controllers._workload_registry import register_workload_controllers
@@ -48,6 +49,7 @@ __all__ = [
     "SimulatedCluster",
     "SimulationOptions",
     "StatefulSetController",
+    "TTLAfterFinishedController",
     "VolumeProtectionController",
     "add_builtin_controllers",
     "add_simulated_cluster",
