@@ -208,3 +208,28 @@ async def test_steady_state_makes_no_writes(tmp_path: Path) -> None:
         await active_pods(world, 2)
         await wait_job(world, lambda s: s.get("active") == 2)
         assert await world.quiet_writes() == 0
+
+
+async def test_an_indexed_job_runs_each_index_once_lowest_first(tmp_path: Path) -> None:
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job(completionMode="Indexed", completions=3, parallelism=2))
+        first = await active_pods(world, 2)
+        index = "batch.kubernetes.io/job-completion-index"
+        assert sorted(p["metadata"]["annotations"][index] for p in first) == ["0", "1"]
+        zero = next(p for p in first if p["metadata"]["annotations"][index] == "0")
+        assert zero["metadata"]["labels"][index] == "0"
+        assert zero["metadata"]["generateName"] == "pi-0-"
+        assert zero["spec"]["hostname"] == "pi-0"
+        (env,) = zero["spec"]["containers"][0]["env"]
+        assert env["name"] == "JOB_COMPLETION_INDEX"
+        assert env["valueFrom"]["fieldRef"]["fieldPath"] == f"metadata.annotations['{index}']"
+        await finish(world, zero, "Succeeded")
+        pods = await active_pods(world, 2)
+        assert sorted(p["metadata"]["annotations"][index] for p in pods) == ["1", "2"]
+        await wait_job(world, lambda s: s.get("completedIndexes") == "0" and s.get("succeeded") == 1)
+        for pod in pods:
+            await finish(world, pod, "Succeeded")
+        done = await wait_job(world, lambda s: ("Complete", "True", "CompletionsReached") in conditions(s))
+        assert done["status"]["completedIndexes"] == "0-2" and done["status"]["succeeded"] == 3
+        assert done["status"]["uncountedTerminatedPods"] == {}
+        assert all(not p["metadata"].get("finalizers") for p in await job_pods(world))

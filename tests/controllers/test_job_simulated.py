@@ -91,3 +91,12 @@ async def test_a_finished_job_is_deleted_once_its_ttl_has_passed(tmp_path: Path)
         current = await world.eventually(deleted, step=0.5)
         assert current["metadata"]["finalizers"] == ["foregroundDeletion"]
         assert parse_time(current["metadata"]["deletionTimestamp"]) >= finished_at + 30
+
+
+async def test_an_indexed_job_completes_every_index(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=2), workloads=True) as world:
+        await world.create(JOBS, job("idx", "succeed-after", completionMode="Indexed", completions=4, parallelism=2))
+        done = await finished(world, "idx", "Complete")
+        assert done["status"]["completedIndexes"] == "0-3" and done["status"]["succeeded"] == 4
+        pods = (await world.client.list(PODS, namespace=NS, label_selector="job-name=idx"))["items"]
+        assert sorted(p["spec"]["hostname"] for p in pods) == ["idx-0", "idx-1", "idx-2", "idx-3"]

@@ -1,7 +1,7 @@
 """The Job controller: run a Job's pods to completion, count them exactly once, and finish the Job.
 
 Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32, JobPodReplacementPolicy and
-JobManagedBy on, so terminal conditions are delayed). One sync, for NonIndexed Jobs:
+JobManagedBy on, so terminal conditions are delayed). One sync:
 
 1. Read the Job from the cache (gone: forget its expectations). Claim its pods by selector and
    controller reference (:mod:`._workload_claim`). A finished Job (Complete or Failed) only has the
@@ -15,7 +15,9 @@ JobManagedBy on, so terminal conditions are delayed). One sync, for NonIndexed J
    created up to ``min(parallelism, completions - succeeded)`` (a work queue without completions stops
    creating after its first success), each with the tracking finalizer and a controller reference, in
    slow-start batches, but only once the failure backoff (10 s doubling to 10 minutes after the last
-   failure, injected clock) has passed; extra pods are deleted. Enough successes with no pod active
+   failure, injected clock) has passed; extra pods are deleted. An Indexed Job runs one pod per index
+   not yet succeeded, lowest first (:mod:`._job_indexes`), and counts succeeded indexes in
+   ``status.completedIndexes``. Enough successes with no pod active
    gives SuccessCriteriaMet ``CompletionsReached``. The Suspended condition follows ``spec.suspend``
    (a resumed Job's startTime restarts).
 4. Status, as ``trackJobStatusAndRemoveFinalizers``: finished pods still carrying the finalizer are
@@ -53,6 +55,7 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.client import Client
+from kubeloop.controllers._job_indexes import completion_index, format_indexes, indexed_pod, parse_indexes
 from kubeloop.controllers._job_pods import (
     JOB_TRACKING_FINALIZER,
     BackoffRecord,
@@ -192,7 +195,8 @@ class JobController(WorkloadController):
 
     # -- pods ------------------------------------------------------------------------------------
 
-    async def create_pods(self, key: str, job: dict[str, Any], count: int) -> None:
+    async def create_pods(self, key: str, job: dict[str, Any], count: int, indexes: list[int] | None = None) -> None:
+        """Create ``count`` pods (one per entry of ``indexes`` for an Indexed Job, lowest first)."""
         self.expectations.expect_creations(key, count)
         template = (job.get("spec") or {}).get("template") or {}
         ref = owner_reference(job, controller=True, block_owner_deletion=True)
@@ -200,10 +204,14 @@ class JobController(WorkloadController):
         finalizers = pod["metadata"].setdefault("finalizers", [])
         if JOB_TRACKING_FINALIZER not in finalizers:
             finalizers.append(JOB_TRACKING_FINALIZER)
+        pending = list(indexes or [])
 
         async def create() -> None:
+            body = copy_json(pod)
+            if indexes is not None:
+                body = indexed_pod(body, job_name=name_of(job), index=pending.pop(0))
             try:
-                made = await self.client.create(PODS, copy_json(pod), namespace=namespace_of(job),
+                made = await self.client.create(PODS, body, namespace=namespace_of(job),
                                                 field_manager=self.field_manager)  # fmt: skip
             except ApiError as err:
                 self.event(job, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
@@ -281,6 +289,15 @@ class _Sync:
                            and (p.get("status") or {}).get("phase") != "Succeeded" and is_pod_failed(p, job)]
         self.active_pods = [p for p in self.pods if is_pod_active(p)]
         self.succeeded = int_field(status, "succeeded") + len(self.uncounted_succeeded) + len(self.new_succeeded)
+        # An Indexed Job counts succeeded indexes (status.completedIndexes), not pods.
+        self.indexed = self.spec.get("completionMode") == "Indexed"
+        self.completions = int_field(self.spec, "completions")
+        self.completed: set[int] = set()
+        if self.indexed:
+            self.completed = parse_indexes(status.get("completedIndexes"), self.completions)
+            self.completed |= {ix for p in self.new_succeeded if (ix := completion_index(p)) is not None
+                               and ix < self.completions}
+            self.succeeded = len(self.completed)
         self.failed = int_field(status, "failed") + len(self.uncounted_failed) + len(self.new_failed)
         self.suspended = self.spec.get("suspend") is True
         self.requeue: float | None = None
@@ -348,13 +365,15 @@ class _Sync:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
 
     async def _manage(self, active: int, record: BackoffRecord) -> int:
-        """``manageJob`` for a NonIndexed Job: the number of active pods after its writes."""
+        """``manageJob``: the number of active pods after its writes."""
         owner, job, spec = self.owner, self.job, self.spec
         if self.suspended:
             doomed = deletion_order(self.active_pods, now=self.now)
             return active - await owner.delete_pods(self.key, job, doomed, keep_finalizers=False)
         parallelism = int_field(spec, "parallelism", 1)
         completions = spec.get("completions")
+        if self.indexed:
+            return await self._manage_indexed(active, record, parallelism)
         if completions is None:
             want = active if self.succeeded > 0 else parallelism
         else:
@@ -369,6 +388,35 @@ class _Sync:
                 return active
             count = min(want - active, MAX_POD_CREATE_DELETE_PER_SYNC)
             await owner.create_pods(self.key, job, count)
+            return active + count
+        return active
+
+    async def _manage_indexed(self, active: int, record: BackoffRecord, parallelism: int) -> int:
+        """``manageJob`` for an Indexed Job: one active pod per index still to succeed, lowest first;
+        pods of a succeeded, unknown or repeated index go (``appendDuplicatedIndexPodsForRemoval``)."""
+        owner, job = self.owner, self.job
+        by_index: dict[int, Mapping[str, Any]] = {}
+        doomed: list[Mapping[str, Any]] = []
+        for pod in sorted(self.active_pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp"))):
+            ix = completion_index(pod)
+            if ix is None or ix >= self.completions or ix in self.completed or ix in by_index:
+                doomed.append(pod)
+            else:
+                by_index[ix] = pod
+        want = max(0, min(self.completions - self.succeeded, parallelism))
+        extra = len(by_index) - want
+        if extra > 0:
+            doomed += [by_index.pop(ix) for ix in sorted(by_index, reverse=True)[:extra]]
+        if doomed:
+            return active - await owner.delete_pods(self.key, job, doomed, keep_finalizers=False)
+        if len(by_index) < want:
+            wait = record.remaining(self.now)
+            if wait > 0:
+                self._after(wait)
+                return active
+            count = min(want - len(by_index), MAX_POD_CREATE_DELETE_PER_SYNC)
+            pending = [ix for ix in range(self.completions) if ix not in self.completed and ix not in by_index]
+            await owner.create_pods(self.key, job, count, pending[:count])
             return active + count
         return active
 
@@ -392,7 +440,18 @@ class _Sync:
         """``trackJobStatusAndRemoveFinalizers``: uncounted first, finalizers off, then the counters."""
         owner, status = self.owner, self.status
         flush = changed
-        succeeded_uids = self.uncounted_succeeded + [uid_of(p) for p in self.new_succeeded]
+        if self.indexed:
+            # Succeeded pods of an Indexed Job are recorded as completed indexes, not as uncounted UIDs.
+            succeeded_uids = list(self.uncounted_succeeded)
+            completed = format_indexes(self.completed)
+            if completed != (status.get("completedIndexes") or ""):
+                status["completedIndexes"] = completed
+                flush = True
+            if self.succeeded != int_field(status, "succeeded"):
+                status["succeeded"] = self.succeeded
+                flush = True
+        else:
+            succeeded_uids = self.uncounted_succeeded + [uid_of(p) for p in self.new_succeeded]
         failed_uids = self.uncounted_failed + [uid_of(p) for p in self.new_failed]
         if self.new_succeeded or self.new_failed:
             flush = True
@@ -410,6 +469,8 @@ class _Sync:
             await self._write()
         to_release = [p for p in self.pods if has_tracking_finalizer(p)
                       and (uid_of(p) in succeeded_uids or uid_of(p) in failed_uids)]
+        if self.indexed:
+            to_release += self.new_succeeded
         # cleanUncountedPodsWithoutFinalizers: an uncounted pod whose finalizer is off (or on its way
         # off, or which is gone) is counted now; one that still has it waits for the next sync.
         with_finalizer = {uid_of(p) for p in self.pods if has_tracking_finalizer(p)}
