@@ -233,3 +233,18 @@ async def test_an_indexed_job_runs_each_index_once_lowest_first(tmp_path: Path) 
         assert done["status"]["completedIndexes"] == "0-2" and done["status"]["succeeded"] == 3
         assert done["status"]["uncountedTerminatedPods"] == {}
         assert all(not p["metadata"].get("finalizers") for p in await job_pods(world))
+
+
+async def test_pods_of_a_deleted_job_lose_the_tracking_finalizer(tmp_path: Path) -> None:
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job(parallelism=2, completions=2))
+        pods = await active_pods(world, 2)
+        await world.client.delete(JOBS, "pi", namespace=NS)  # no garbage collector here: the pods stay
+
+        async def released() -> bool:
+            for pod in pods:
+                current = await world.get(PODS, pod["metadata"]["name"])
+                assert not current["metadata"].get("finalizers"), current["metadata"]
+            return True
+
+        await world.eventually(released, step=0.01)

@@ -35,6 +35,7 @@ longer exists lose the finalizer too, so the garbage collector can finish deleti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Unpack
@@ -166,13 +167,12 @@ class JobController(WorkloadController):
                 return job
         return None
 
-    async def _patch_finalizer(self, pod: Mapping[str, Any]) -> bool:
-        try:
+    async def _patch_finalizer(self, pod: Mapping[str, Any]) -> None:
+        """``removeTrackingFinalizerPatch``: a strategic merge patch deleting our finalizer (a pod that is
+        gone needs nothing more)."""
+        with contextlib.suppress(NotFound):
             await self.client.patch(PODS, name_of(pod), _REMOVE_FINALIZER, namespace=namespace_of(pod),
                                     patch_type="strategic", field_manager=self.field_manager)  # fmt: skip
-        except NotFound:
-            return True
-        return True
 
     async def _remove_finalizers(self, key: str, pods: list[Mapping[str, Any]]) -> set[str]:
         """Take the tracking finalizer off ``pods``; the UIDs it is now off (or gone)."""
