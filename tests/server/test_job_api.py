@@ -159,3 +159,27 @@ async def test_table_shows_status_completions_and_duration(client: httpx.AsyncCl
     assert [c["name"] for c in table["columnDefinitions"]] == [
         "Name", "Status", "Completions", "Duration", "Age", "Containers", "Images", "Selector"]
     assert table["rows"][0]["cells"][:5] == ["pi", "Running", "1/1 of 2", "75s", "75s"]
+
+
+async def test_table_status_follows_the_conditions_as_print_job_does(client: httpx.AsyncClient) -> None:
+    body = await created(client, job())
+    start = body["metadata"]["creationTimestamp"]
+    body["status"] = {"startTime": start, "conditions": [
+        {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"}]}
+    # Allowed on a NonIndexed Job (AllowForSuccessCriteriaMetInExtendedScope), but printJob has no
+    # SuccessCriteriaMet state: such a Job still reads Running until it is Complete.
+    r = await client.put(f"{JOBS}/pi/status", json=body)
+    assert r.status_code == 200, r.text
+    cells = (await client.get(JOBS, headers={"Accept": TABLE})).json()["rows"][0]["cells"]
+    assert cells[1] == "Running"
+    stored = r.json()
+    stored["status"]["conditions"].append({"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded"})
+    assert causes(await client.put(f"{JOBS}/pi/status", json=stored)) == [
+        ("FieldValueInvalid", "status.conditions",
+         "Invalid value: cannot set SuccessCriteriaMet=True and FailureTarget=true conditions")]
+    other = await created(client, job("other"))
+    other["status"] = {"startTime": start, "conditions": [
+        {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded"}]}
+    assert (await client.put(f"{JOBS}/other/status", json=other)).status_code == 200
+    rows = {row["cells"][0]: row["cells"] for row in (await client.get(JOBS, headers={"Accept": TABLE})).json()["rows"]}
+    assert rows["other"][1] == "FailureTarget"

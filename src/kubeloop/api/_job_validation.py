@@ -15,7 +15,10 @@
   JobManagedBy (beta, on in 1.32) is enabled: counters not negative and not decreasing, uncounted UIDs
   neither empty nor repeated, terminal conditions never disabled, Complete only with SuccessCriteriaMet,
   Failed only with FailureTarget, a finished Job with a start time, no active pods and no uncounted pods,
-  completionTime only on a Complete Job and never changed (each checked when the fields it reads changed).
+  completionTime only on a Complete Job and never changed (each checked when the fields it reads changed);
+  SuccessCriteriaMet never with Failed or FailureTarget and never disabled. With JobManagedBy and
+  JobPodReplacementPolicy on, the strategy allows SuccessCriteriaMet on any Job
+  (``AllowForSuccessCriteriaMetInExtendedScope``), as the controller sets it before Complete.
 
 Known difference: upstream prints an immutable template's whole Go struct (``core.PodTemplateSpec{...}``)
 in the message; here the message omits the value. Pure functions; nothing is mutated.
@@ -309,9 +312,16 @@ def validate_job_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
             and finished and _has_uncounted(status):
         errs.append(FieldError("invalid", "status.uncountedTerminatedPods",
                                "uncountedTerminatedPods needs to be empty for finished job"))
-    ready = int_of(status.get("ready"))
-    if ready is not None and ready > active and (ready != old_status.get("ready") or active != old_status.get("active", 0)):
-        errs.append(FieldError.invalid("status.ready", ready, "cannot set more ready pods than active"))
+    met, old_met = _true(status, "SuccessCriteriaMet"), _true(old_status, "SuccessCriteriaMet")
+    if met and failed:
+        errs.append(FieldError("invalid", "status.conditions",
+                               "cannot set SuccessCriteriaMet=True and Failed=true conditions"))
+    if met and _true(status, "FailureTarget"):
+        errs.append(FieldError("invalid", "status.conditions",
+                               "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"))
+    if mapping_of(new.get("spec")).get("successPolicy") is not None and not met and complete:
+        errs.append(FieldError("invalid", "status.conditions",
+                               "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True"))
     for kind in ("Failed", "Complete", "FailureTarget"):
         if _true(old_status, kind) and not _true(status, kind):
             errs.append(FieldError("invalid", "status.conditions", f"cannot disable the terminal {kind}=True condition"))
@@ -321,4 +331,9 @@ def validate_job_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
             errs.append(FieldError.invalid(f"status.{key}", now, f"cannot decrease the {key} counter"))
     if completion is not None and old_completion is not None and completion != old_completion:
         errs.append(FieldError.invalid("status.completionTime", completion, "completionTime cannot be mutated"))
+    if old_met and not met:
+        errs.append(FieldError("invalid", "status.conditions", "cannot disable the SuccessCriteriaMet=True condition"))
+    if _true(old_status, "Complete") and not old_met and met:
+        errs.append(FieldError("invalid", "status.conditions",
+                               "cannot set SuccessCriteriaMet=True for Job already has Complete=true conditions"))
     return errs

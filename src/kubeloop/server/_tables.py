@@ -266,7 +266,8 @@ def _job_condition(job: Obj, kind: str) -> bool:
                for c in _get(job, "status", "conditions", default=()) or ())
 
 
-_JOB_STATUS_ORDER = ("Complete", "Failed", "Terminating", "Suspended", "FailureTarget", "SuccessCriteriaMet")
+# printJob (1.32): a Job that met its success criteria but is not Complete yet still reads Running.
+_JOB_STATUS_ORDER = ("Complete", "Failed", "Terminating", "Suspended", "FailureTarget")
 
 
 def _job_cells(job: Obj, now: float) -> list[Any]:
