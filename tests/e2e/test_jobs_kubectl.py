@@ -78,7 +78,11 @@ def test_a_job_whose_pods_succeed_completes_and_kubectl_wait_sees_it(kubectl: An
     pods = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=done", "-o", "json").stdout)["items"]
     assert len(pods) == 2 and all(p["status"]["phase"] == "Succeeded" for p in pods)
     assert all(not p["metadata"].get("finalizers") for p in pods)
-    # Deleting the Job cascades to its pods (ownerReferences, background propagation).
+    described = kubectl("describe", "job", "done", "-n", namespace).stdout
+    assert "Completion Mode:  NonIndexed" in described
+    assert "0 Active (0 Ready) / 2 Succeeded / 0 Failed" in described
+    assert "job-controller" in described and "Job completed" in described
+    # Deleting the Job cascades to its pods (ownerReferences, foreground propagation).
     kubectl("delete", "job", "done", "-n", namespace, "--cascade=foreground", "--timeout=60s", timeout=90)
     remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=done", "-o", "json").stdout)["items"]
     assert remaining == []
