@@ -203,3 +203,12 @@ async def test_a_generated_name_that_is_taken_is_not_replaced_for_a_job(client: 
     assert r.status_code == 409, r.text
     assert r.json()["message"] == (f'jobs.batch "{taken}" already exists, the server was not able to generate a '
                                    "unique name for the object")
+
+
+async def test_openapi_describes_jobs_from_the_built_in_schemas(client: httpx.AsyncClient) -> None:
+    paths = (await client.get("/openapi/v3")).json()["paths"]
+    assert "apis/batch/v1" in paths
+    doc = (await client.get("/" + paths["apis/batch/v1"]["serverRelativeURL"].lstrip("/"))).json()
+    schema = doc["components"]["schemas"]["io.k8s.api.batch.v1.JobSpec"]
+    assert "backoffLimit" in schema["properties"] and "podReplacementPolicy" in schema["properties"]
+    assert "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/status" in doc["paths"]
