@@ -147,7 +147,9 @@ class JobController(WorkloadController):
             matches=lambda p: selector.matches(labels_of(p)), field_manager=self.field_manager,
         )  # fmt: skip
         if _finished(job):
-            await self._remove_finalizers(key, [p for p in pods if has_tracking_finalizer(p)])
+            _, error = await self._remove_finalizers(key, [p for p in pods if has_tracking_finalizer(p)])
+            if error is not None:
+                raise error
             return None
         return await _Sync(self, key, job, pods).run()
 
@@ -174,10 +176,11 @@ class JobController(WorkloadController):
             await self.client.patch(PODS, name_of(pod), _REMOVE_FINALIZER, namespace=namespace_of(pod),
                                     patch_type="strategic", field_manager=self.field_manager)  # fmt: skip
 
-    async def _remove_finalizers(self, key: str, pods: list[Mapping[str, Any]]) -> set[str]:
-        """Take the tracking finalizer off ``pods``; the UIDs it is now off (or gone)."""
+    async def _remove_finalizers(self, key: str, pods: list[Mapping[str, Any]]) -> tuple[set[str], BaseException | None]:
+        """Take the tracking finalizer off ``pods``: the UIDs it is now off (or gone), and the first error
+        of the patches that failed (raised by the sync once it has recorded what did come off)."""
         if not pods:
-            return set()
+            return set(), None
         expected = self.removing.setdefault(key, set())
         expected.update(uid_of(p) for p in pods)
         results = await asyncio.gather(*(self._patch_finalizer(p) for p in pods), return_exceptions=True)
@@ -189,9 +192,7 @@ class JobController(WorkloadController):
                 first = first or outcome
             else:
                 done.add(uid_of(pod))
-        if first is not None and not done:
-            raise first
-        return done
+        return done, first
 
     # -- pods ------------------------------------------------------------------------------------
 
@@ -474,7 +475,8 @@ class _Sync:
         # cleanUncountedPodsWithoutFinalizers: an uncounted pod whose finalizer is off (or on its way
         # off, or which is gone) is counted now; one that still has it waits for the next sync.
         with_finalizer = {uid_of(p) for p in self.pods if has_tracking_finalizer(p)}
-        with_finalizer -= await owner._remove_finalizers(self.key, to_release)
+        released, removal_error = await owner._remove_finalizers(self.key, to_release)
+        with_finalizer -= released
         moved_succeeded = [u for u in succeeded_uids if u not in with_finalizer]
         moved_failed = [u for u in failed_uids if u not in with_finalizer]
         flush = False
@@ -502,6 +504,8 @@ class _Sync:
                 owner.event(self.job, "Normal", "Completed", "Job completed")
             else:
                 owner.event(self.job, "Warning", final["reason"], final["message"])
+        if removal_error is not None:
+            raise removal_error
 
     async def _write(self) -> None:
         await self.owner.put_status(self.job, self.status)
