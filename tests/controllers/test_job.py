@@ -248,3 +248,13 @@ async def test_pods_of_a_deleted_job_lose_the_tracking_finalizer(tmp_path: Path)
             return True
 
         await world.eventually(released, step=0.01)
+
+
+async def test_a_job_managed_by_another_controller_is_left_alone(tmp_path: Path) -> None:
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job("theirs", managedBy="example.com/queue"))
+        await world.create(JOBS, job("ours", managedBy="kubernetes.io/job-controller"))
+        await active_pods(world, 1, "ours")
+        await world.settle()
+        assert await job_pods(world, "theirs") == []
+        assert (await world.get(JOBS, "theirs"))["status"] == {}

@@ -15,7 +15,7 @@ from typing import Any
 from kubeloop.controllers._workload_kinds import JOBS
 from kubeloop.testing import RandomFaults
 
-from ._workload_world import NS, open_world
+from ._workload_world import open_world
 from .test_job import conditions, finish, job, job_pods
 
 

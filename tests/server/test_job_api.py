@@ -212,3 +212,10 @@ async def test_openapi_describes_jobs_from_the_built_in_schemas(client: httpx.As
     schema = doc["components"]["schemas"]["io.k8s.api.batch.v1.JobSpec"]
     assert "backoffLimit" in schema["properties"] and "podReplacementPolicy" in schema["properties"]
     assert "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/status" in doc["paths"]
+
+
+async def test_managed_by_must_be_a_domain_prefixed_path(client: httpx.AsyncClient) -> None:
+    assert causes(await client.post(JOBS, json=job(managedBy="queue"))) == [
+        ("FieldValueInvalid", "spec.managedBy",
+         'Invalid value: "queue": must be a domain-prefixed path (such as "acme.io/foo")')]
+    assert (await client.post(JOBS, json=job(managedBy="example.com/queue"))).status_code == 201

@@ -3,7 +3,8 @@
 Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32, JobPodReplacementPolicy and
 JobManagedBy on, so terminal conditions are delayed). One sync:
 
-1. Read the Job from the cache (gone: forget its expectations). Claim its pods by selector and
+1. Read the Job from the cache (gone: forget its expectations; one whose ``spec.managedBy`` names
+   another controller is left alone). Claim its pods by selector and
    controller reference (:mod:`._workload_claim`). A finished Job (Complete or Failed) only has the
    ``batch.kubernetes.io/job-tracking`` finalizer taken off its pods.
 2. ``status.startTime`` is set when first seen unsuspended. The Job is finishing when it already
@@ -86,11 +87,12 @@ from kubeloop.controllers._workload_pods import (
 )
 from kubeloop.runtime import Event, InformerFactory, Request, Result, SharedInformer, Watch, object_key
 
-__all__ = ["MAX_POD_CREATE_DELETE_PER_SYNC", "JobController"]
+__all__ = ["JOB_CONTROLLER_NAME", "MAX_POD_CREATE_DELETE_PER_SYNC", "JobController"]
 
 log = logging.getLogger("kubeloop.controllers.job")
 
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # the managedBy value this controller answers to
 _REMOVE_FINALIZER = {"metadata": {"$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}}
 _BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
 _DEADLINE_MESSAGE = "Job was active longer than specified deadline"
@@ -140,6 +142,8 @@ class JobController(WorkloadController):
             self.removing.pop(key, None)
             await self._release_orphans(request.namespace)
             return None
+        if (cached.get("spec") or {}).get("managedBy") not in (None, JOB_CONTROLLER_NAME):
+            return None  # another controller's Job (JobManagedBy, beta and on in 1.32)
         job = copy_json(cached)
         selector = label_selector_from_dict((job.get("spec") or {}).get("selector"))
         pods = await claim_children(
