@@ -219,3 +219,37 @@ async def test_managed_by_must_be_a_domain_prefixed_path(client: httpx.AsyncClie
         ("FieldValueInvalid", "spec.managedBy",
          'Invalid value: "queue": must be a domain-prefixed path (such as "acme.io/foo")')]
     assert (await client.post(JOBS, json=job(managedBy="example.com/queue"))).status_code == 201
+
+
+async def test_pod_failure_policy_rules_are_checked(client: httpx.AsyncClient) -> None:
+    policy = {"rules": [
+        {"action": "Restart", "onExitCodes": {"containerName": "other", "operator": "In", "values": [3, 0, 3]}},
+        {"action": "", "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]},
+        {"action": "Ignore"},
+    ]}
+    r = await client.post(JOBS, json=job(podFailurePolicy=policy))
+    assert causes(r) == [
+        ("FieldValueNotSupported", "spec.podFailurePolicy.rules[0].action",
+         'Unsupported value: "Restart": supported values: "Count", "FailIndex", "FailJob", "Ignore"'),
+        ("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.containerName",
+         'Invalid value: "other": must be one of the container or initContainer names in the pod template'),
+        ("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values[1]",
+         "Invalid value: 0: must not be 0 for the In operator"),
+        ("FieldValueDuplicate", "spec.podFailurePolicy.rules[0].onExitCodes.values[2]", "Duplicate value: 3"),
+        ("FieldValueInvalid", "spec.podFailurePolicy.rules[0].onExitCodes.values",
+         "Invalid value: []int32{3, 0, 3}: must be ordered"),
+        ("FieldValueRequired", "spec.podFailurePolicy.rules[1].action",
+         'Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'),
+        ("FieldValueNotSupported", "spec.podFailurePolicy.rules[1].onPodConditions[0].status",
+         'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"'),
+        ("FieldValueInvalid", "spec.podFailurePolicy.rules[2]",
+         "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"),
+    ]
+    # A pod failure policy defaults podReplacementPolicy to Failed and needs restartPolicy Never.
+    ok = await created(client, job(podFailurePolicy={"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}))
+    assert ok["spec"]["podReplacementPolicy"] == "Failed"
+    r = await client.post(JOBS, json=job("onfailure", restart="OnFailure", podFailurePolicy={"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}))
+    assert causes(r) == [("FieldValueInvalid", "spec.template.spec.restartPolicy",
+                          'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]

@@ -26,17 +26,16 @@ in the message; here the message omits the value. Pure functions; nothing is mut
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._job_policy_validation import managed_by_errors, pod_failure_policy_errors
 from kubeloop.api._pod_fields import go_text, int_of, label_selector_errors, mapping_of
 from kubeloop.api._pod_spec_validation import validate_pod_template
 from kubeloop.api._pv_validation import semantic
 from kubeloop.api._validation import (
     is_dns1123_label,
-    is_dns1123_subdomain,
     validate_annotations,
     validate_labels,
 )
@@ -59,9 +58,6 @@ LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
 LEGACY_JOB_NAME_LABEL = "job-name"
 
 _MAX_PARALLELISM_INDEXED = 100000
-_MAX_MANAGED_BY = 63
-_HTTP_PATH_FMT = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
-_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 _TEMPLATE_META = "spec.template.metadata"
 
 
@@ -98,25 +94,6 @@ def _generated_selector_errors(job: Mapping[str, Any]) -> list[FieldError]:
     return errs
 
 
-def _managed_by_errors(value: Any) -> list[FieldError]:
-    """``IsDomainPrefixedPath`` and the 63-character limit on ``spec.managedBy``."""
-    path = "spec.managedBy"
-    if not isinstance(value, str):
-        return []
-    if not value:
-        return [FieldError.required(path)]
-    host, slash, rest = value.partition("/")
-    if not slash or not host or not rest:
-        errs = [FieldError.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
-    else:
-        errs = [FieldError.invalid(path, host, message) for message in is_dns1123_subdomain(host)]
-        if not _HTTP_PATH.fullmatch(rest):
-            errs.append(FieldError.invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
-    if len(value) > _MAX_MANAGED_BY:
-        errs.append(FieldError("too_long", path, f"may not be more than {_MAX_MANAGED_BY} bytes", value))
-    return errs
-
-
 def _restart_policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
     path = "spec.template.spec.restartPolicy"
     policy = go_text(mapping_of(mapping_of(spec.get("template")).get("spec")).get("restartPolicy"))
@@ -130,7 +107,7 @@ def _restart_policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _job_spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
-    """``validateJobSpec``: the pod failure and success policies' own rules are not checked here."""
+    """``validateJobSpec`` (a success policy's own rules are not checked here)."""
     spec = mapping_of(job.get("spec"))
     errs: list[FieldError] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
@@ -141,7 +118,7 @@ def _job_spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> l
         errs += nonnegative(max_failed, "spec.maxFailedIndexes")
         if spec.get("backoffLimitPerIndex") is None:
             errs.append(FieldError.required("spec.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
-    errs += _managed_by_errors(spec.get("managedBy"))
+    errs += managed_by_errors(spec.get("managedBy"))
     mode = spec.get("completionMode")
     completions, parallelism = int_of(spec.get("completions")), int_of(spec.get("parallelism"))
     if mode is not None:
@@ -162,6 +139,8 @@ def _job_spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> l
             errs.append(FieldError.invalid("spec.backoffLimitPerIndex", per_index, "requires indexed completion mode"))
         if max_failed is not None:
             errs.append(FieldError.invalid("spec.maxFailedIndexes", max_failed, "requires indexed completion mode"))
+    if spec.get("podFailurePolicy") is not None:
+        errs += pod_failure_policy_errors(spec)
     if spec.get("successPolicy") is not None and mode != "Indexed":
         errs.append(FieldError("invalid", "spec.successPolicy", "requires indexed completion mode"))
     replacement = spec.get("podReplacementPolicy")
