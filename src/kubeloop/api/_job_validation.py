@@ -3,7 +3,8 @@
 - :func:`validate_job` is ``ValidateJob`` on create (options as the job strategy sets them for a new
   Job: ``RequirePrefixedLabels``): the generated selector's labels on the template
   (``validateGeneratedSelector``), ``validateJobSpec`` (counts not negative, completion mode, the
-  per-index fields only for Indexed Jobs, ``podReplacementPolicy``, ``ValidatePodTemplateSpec`` and a
+  per-index fields only for Indexed Jobs, ``managedBy`` and ``podFailurePolicy``
+  (:mod:`kubeloop.api._job_policy_validation`), ``podReplacementPolicy``, ``ValidatePodTemplateSpec`` and a
   restartPolicy of OnFailure or Never), the selector required and matching the template's labels, and an
   Indexed Job's largest pod hostname a DNS label.
 - :func:`validate_job_update` is ``ValidateJobSpecUpdate``: the spec again, then ``completions``,
