@@ -258,3 +258,60 @@ async def test_a_job_managed_by_another_controller_is_left_alone(tmp_path: Path)
         await world.settle()
         assert await job_pods(world, "theirs") == []
         assert (await world.get(JOBS, "theirs"))["status"] == {}
+
+
+async def fail_with(world: World, pod: dict[str, Any], *, code: int = 1,
+                    condition: str | None = None) -> None:
+    now = format_time(world.clock.now())
+    status: dict[str, Any] = {"phase": "Failed", "containerStatuses": [{
+        "name": "c", "ready": False, "restartCount": 0, "image": "busybox", "imageID": "", "started": False,
+        "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now, "reason": "Error"}}}]}
+    if condition:
+        status["conditions"] = [{"type": condition, "status": "True", "lastTransitionTime": now}]
+    await world.client.patch(PODS, pod["metadata"]["name"], {"status": status}, namespace=NS, subresource="status")
+
+
+POLICY = {"rules": [
+    {"action": "FailJob", "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]}},
+    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+]}
+
+
+async def test_pod_failure_policy_fail_job_fails_at_once(tmp_path: Path) -> None:
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job(podFailurePolicy=POLICY, parallelism=2, completions=2))
+        first, second = await active_pods(world, 2)
+        await fail_with(world, first, code=42)
+        failed = await wait_job(world, lambda s: ("Failed", "True", "PodFailurePolicy") in conditions(s))
+        status = failed["status"]
+        assert conditions(status) == [("FailureTarget", "True", "PodFailurePolicy"), ("Failed", "True", "PodFailurePolicy")]
+        assert status["conditions"][1]["message"] == (
+            f"Container c for pod {NS}/{first['metadata']['name']} failed with exit code 42 matching FailJob rule at index 0")
+        # The other pod was running: deleted, and counted as failed although it never reached phase Failed
+        # (podReplacementPolicy is Failed with a pod failure policy).
+        assert status["failed"] == 2 and status["terminating"] == 0 and status.get("active") is None
+        assert await world.maybe(PODS, second["metadata"]["name"]) is None
+
+
+async def test_pod_failure_policy_ignore_does_not_count_and_replaces(tmp_path: Path) -> None:
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job(podFailurePolicy=POLICY, backoffLimit=0))
+        (pod,) = await active_pods(world, 1)
+        await fail_with(world, pod, code=137, condition="DisruptionTarget")
+        replacement = await world.eventually(lambda: _replaced(world, pod), step=0.01)
+        assert replacement["metadata"]["finalizers"] == [FINALIZER]
+        status = (await world.get(JOBS, "pi"))["status"]
+        assert "failed" not in status and not conditions(status)  # backoffLimit 0, yet not failed
+
+        async def released() -> bool:
+            current = await world.get(PODS, pod["metadata"]["name"])
+            assert not current["metadata"].get("finalizers")
+            return True
+
+        await world.eventually(released, step=0.01)
+
+
+async def _replaced(world: World, old: dict[str, Any]) -> dict[str, Any]:
+    (pod,) = await active_pods(world, 1)
+    assert pod["metadata"]["uid"] != old["metadata"]["uid"]
+    return pod

@@ -8,10 +8,13 @@ JobManagedBy on, so terminal conditions are delayed). One sync:
    controller reference (:mod:`._workload_claim`). A finished Job (Complete or Failed) only has the
    ``batch.kubernetes.io/job-tracking`` finalizer taken off its pods.
 2. ``status.startTime`` is set when first seen unsuspended. The Job is finishing when it already
-   shows FailureTarget or SuccessCriteriaMet; when more pods failed than ``backoffLimit`` (or, with
+   shows FailureTarget or SuccessCriteriaMet; when a failed pod matches a FailJob rule of its
+   ``podFailurePolicy`` (FailureTarget ``PodFailurePolicy``; an Ignore rule's pods are not counted);
+   when more pods failed than ``backoffLimit`` (or, with
    restartPolicy OnFailure, containers restarted that often) it gets FailureTarget
    ``BackoffLimitExceeded``; past ``activeDeadlineSeconds`` FailureTarget ``DeadlineExceeded``. A
-   finishing Job's active pods are deleted (finalizers kept: they count as failed).
+   finishing Job's active pods are deleted (finalizers kept: every pod not yet terminated counts as
+   failed).
 3. Otherwise, with the expectations satisfied: a suspended Job's active pods are deleted; else pods are
    created up to ``min(parallelism, completions - succeeded)`` (a work queue without completions stops
    creating after its first success), each with the tracking finalizer and a controller reference, in

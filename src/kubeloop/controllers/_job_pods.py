@@ -13,6 +13,9 @@ Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32) and ``back
   happened; the next pod waits 10 s doubled per further failure, at most 10 minutes
   (``DefaultJobPodFailureBackOff``, ``MaxJobPodFailureBackOff``), on the injected clock.
 - :func:`ensure_condition` (``ensureJobConditionStatus``) and :func:`new_condition` (``newCondition``).
+- :func:`match_pod_failure_policy` (``pod_failure_policy.go``): the first rule of ``spec.podFailurePolicy``
+  a failed pod matches (a container's non-zero exit code In or NotIn the rule's values, or one of the
+  pod's conditions) decides whether it counts, and FailJob fails the Job with upstream's message.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "has_tracking_finalizer",
     "is_pod_failed",
     "is_terminating",
+    "match_pod_failure_policy",
     "new_condition",
     "past_backoff_limit_on_failure",
 ]
@@ -159,3 +163,59 @@ def ensure_condition(conditions: list[dict[str, Any]], kind: str, status: str, r
         return False
     conditions.append(new_condition(kind, status, reason, message, now))
     return True
+
+
+def _exit_code_container(pod: Mapping[str, Any], requirement: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``matchOnExitCodes``: the first container (then init container) that terminated with a non-zero
+    code the requirement matches (In: among ``values``; NotIn: not among them)."""
+    status = pod.get("status") or {}
+    name, values = requirement.get("containerName"), set(requirement.get("values") or ())
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            if not isinstance(cs, Mapping) or (name is not None and cs.get("name") != name):
+                continue
+            code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+            if isinstance(code, int) and code != 0 and (code in values) == (requirement.get("operator") == "In"):
+                return cs
+    return None
+
+
+def _matching_condition(pod: Mapping[str, Any], patterns: Iterable[Mapping[str, Any]]) -> str | None:
+    """``matchOnPodConditions``: the type of the first pattern one of the pod's conditions matches."""
+    conditions = [c for c in (pod.get("status") or {}).get("conditions") or () if isinstance(c, Mapping)]
+    for pattern in patterns:
+        if any(c.get("type") == pattern.get("type") and c.get("status") == pattern.get("status", "True")
+               for c in conditions):
+            return str(pattern.get("type"))
+    return None
+
+
+def match_pod_failure_policy(job: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """``matchPodFailurePolicy`` for a failed pod: (the FailJob message, whether it counts as a failure).
+
+    The first matching rule decides: Ignore does not count the pod, Count and FailIndex do, FailJob
+    does and fails the Job; no match counts it."""
+    policy = (job.get("spec") or {}).get("podFailurePolicy")
+    if not isinstance(policy, Mapping):
+        return None, True
+    meta = pod.get("metadata") or {}
+    where = f"{meta.get('namespace')}/{meta.get('name')}"
+    for index, rule in enumerate(policy.get("rules") or ()):
+        action = rule.get("action")
+        on_exit = rule.get("onExitCodes")
+        if isinstance(on_exit, Mapping):
+            container = _exit_code_container(pod, on_exit)
+            if container is None:
+                continue
+            code = container["state"]["terminated"]["exitCode"]
+            message = (f"Container {container.get('name')} for pod {where} failed with exit code {code} "
+                       f"matching {action} rule at index {index}")
+        else:
+            kind = _matching_condition(pod, rule.get("onPodConditions") or ())
+            if kind is None:
+                continue
+            message = f"Pod {where} has condition {kind} matching {action} rule at index {index}"
+        if action == "Ignore":
+            return None, False
+        return (message if action == "FailJob" else None), True
+    return None, True

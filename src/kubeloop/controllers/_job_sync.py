@@ -22,6 +22,7 @@ from kubeloop.controllers._job_pods import (
     has_tracking_finalizer,
     is_pod_failed,
     is_terminating,
+    match_pod_failure_policy,
     new_condition,
     past_backoff_limit_on_failure,
 )
@@ -69,8 +70,17 @@ class JobSync:
         counted = set(self.uncounted_succeeded) | set(self.uncounted_failed)
         self.new_succeeded = [p for p in self.pods if has_tracking_finalizer(p) and uid_of(p) not in counted
                               and (p.get("status") or {}).get("phase") == "Succeeded"]
-        self.new_failed = [p for p in self.pods if has_tracking_finalizer(p) and uid_of(p) not in counted
-                           and (p.get("status") or {}).get("phase") != "Succeeded" and is_pod_failed(p, job)]
+        self.counted = counted
+        # A pod failure policy may ignore a failed pod (not counted, its finalizer still comes off) or
+        # fail the Job (getFailJobMessage looks at every failed pod, counted or not).
+        self.new_failed: list[Mapping[str, Any]] = []
+        self.ignored: list[Mapping[str, Any]] = []
+        for pod in self.pods:
+            if (has_tracking_finalizer(pod) and uid_of(pod) not in counted
+                    and (pod.get("status") or {}).get("phase") != "Succeeded" and is_pod_failed(pod, job)):
+                (self.new_failed if match_pod_failure_policy(job, pod)[1] else self.ignored).append(pod)
+        self.fail_job_message = next((message for pod in self.pods if is_pod_failed(pod, job)
+                                      and (message := match_pod_failure_policy(job, pod)[0]) is not None), None)
         self.active_pods = [p for p in self.pods if is_pod_active(p)]
         self.succeeded = int_field(status, "succeeded") + len(self.uncounted_succeeded) + len(self.new_succeeded)
         # An Indexed Job counts succeeded indexes (status.completedIndexes), not pods.
@@ -134,6 +144,8 @@ class JobSync:
         if existing is not None:
             return existing
         spec = self.spec
+        if self.fail_job_message is not None:
+            return new_condition("FailureTarget", "True", "PodFailurePolicy", self.fail_job_message, self.now)
         if self.failed > int_field(spec, "backoffLimit", 6) or past_backoff_limit_on_failure(self.job, self.pods):
             return new_condition("FailureTarget", "True", "BackoffLimitExceeded", _BACKOFF_MESSAGE, self.now)
         deadline = spec.get("activeDeadlineSeconds")
@@ -239,6 +251,19 @@ class JobSync:
         failed_uids = self.uncounted_failed + [uid_of(p) for p in self.new_failed]
         if self.new_succeeded or self.new_failed:
             flush = True
+        released_only = list(self.ignored)
+        if finishing is not None and finishing["type"] == "FailureTarget":
+            # A failing Job counts every pod that has not terminated as failed (its pods are being
+            # deleted), unless its pod failure policy ignores it.
+            seen = self.counted | set(failed_uids) | {uid_of(p) for p in self.ignored}
+            for pod in self.pods:
+                if (has_tracking_finalizer(pod) and uid_of(pod) not in seen
+                        and (pod.get("status") or {}).get("phase") != "Succeeded"):
+                    if match_pod_failure_policy(self.job, pod)[1]:
+                        failed_uids.append(uid_of(pod))
+                        flush = True
+                    else:
+                        released_only.append(pod)
         final: dict[str, Any] | None = None
         if finishing is not None:
             conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
@@ -253,6 +278,7 @@ class JobSync:
             await self._write()
         to_release = [p for p in self.pods if has_tracking_finalizer(p)
                       and (uid_of(p) in succeeded_uids or uid_of(p) in failed_uids)]
+        to_release += released_only
         if self.indexed:
             to_release += self.new_succeeded
         # cleanUncountedPodsWithoutFinalizers: an uncounted pod whose finalizer is off (or on its way
