@@ -100,3 +100,15 @@ async def test_an_indexed_job_completes_every_index(tmp_path: Path) -> None:
         assert done["status"]["completedIndexes"] == "0-3" and done["status"]["succeeded"] == 4
         pods = (await world.client.list(PODS, namespace=NS, label_selector="job-name=idx"))["items"]
         assert sorted(p["spec"]["hostname"] for p in pods) == ["idx-0", "idx-1", "idx-2", "idx-3"]
+
+
+async def test_a_pod_failure_policy_sees_the_simulated_exit_code(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=1), workloads=True) as world:
+        body = job("exit42", "fail-after", podFailurePolicy={"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]})
+        body["spec"]["template"]["metadata"]["annotations"]["kubeloop.dev/exit-code"] = "42"
+        await world.create(JOBS, body)
+        failed = await finished(world, "exit42", "Failed")
+        assert conditions(failed)[-1] == ("Failed", "PodFailurePolicy")
+        assert "failed with exit code 42 matching FailJob rule at index 0" in failed["status"]["conditions"][-1]["message"]
+        assert failed["status"]["failed"] == 1  # one pod, no retry despite backoffLimit 6
