@@ -69,6 +69,11 @@ def test_a_job_whose_pods_succeed_completes_and_kubectl_wait_sees_it(kubectl: An
     manifest.write_text(JOB)
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     kubectl("wait", "-n", namespace, "--for=condition=complete", "job/done", "--timeout=60s", timeout=90)
+    # Applying the same manifest again changes nothing: the generated selector and labels are the
+    # server's, not the manifest's, so neither apply removes them nor trips over the immutable template.
+    again = kubectl("apply", "-n", namespace, "-f", str(manifest)).stdout
+    assert "job.batch/done unchanged" in again
+    kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest))
     rows = table(kubectl("get", "jobs", "-n", namespace).stdout)
     assert rows[1][:3] == ["done", "Complete", "2/2"]
     job = json.loads(kubectl("get", "job", "done", "-n", namespace, "-o", "json").stdout)
