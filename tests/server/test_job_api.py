@@ -253,3 +253,11 @@ async def test_pod_failure_policy_rules_are_checked(client: httpx.AsyncClient) -
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}))
     assert causes(r) == [("FieldValueInvalid", "spec.template.spec.restartPolicy",
                           'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified')]
+
+
+async def test_a_wrongly_typed_field_is_refused_as_go_decodes_it(client: httpx.AsyncClient) -> None:
+    r = await client.post(JOBS, json=job(parallelism="two"))
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == ('Job in version "v1" cannot be handled as a Job: json: cannot unmarshal string '
+                                   'into Go struct field JobSpec.spec.parallelism of type int32')
+    assert (await client.get(f"{JOBS}/pi")).status_code == 404
