@@ -60,12 +60,13 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 async def open_world(
     tmp_path: Path, options: SimulationOptions | None = None, *, workloads: bool = False
 ) -> AsyncIterator[World]:
-    """The simulated cluster; ``workloads`` adds the ReplicaSet, Deployment and StatefulSet controllers
+    """The simulated cluster; ``workloads`` adds the ReplicaSet, Deployment, StatefulSet and Job controllers
     through the built-in registry (as ``kubeloop controller-manager`` does)."""
     async with managed_cluster(tmp_path) as (cluster, ctl, manager):
         sim = add_simulated_cluster(manager, options)
         if workloads:
-            add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset"])
+            add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset", "job",
+                                                    "ttl-after-finished"])
         world = World(cluster=cluster, ctl=ctl, manager=manager, sim=sim)
         async with world.started():
             count = (options or SimulationOptions()).nodes

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from kubeloop.api import NotFound, ResourceInfo, format_time, label_selector_from_dict, labels_of
-from kubeloop.controllers import DeploymentController, ReplicaSetController, StatefulSetController
+from kubeloop.controllers import (
+    DeploymentController,
+    JobController,
+    ReplicaSetController,
+    StatefulSetController,
+)
 from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, PVCS, REPLICASETS, STATEFULSETS
 from kubeloop.testing import Faults
 
@@ -106,7 +111,7 @@ class World(ManagedWorld):
 
 
 _CONTROLLERS = {"replicaset": ReplicaSetController, "deployment": DeploymentController,
-                "statefulset": StatefulSetController}
+                "statefulset": StatefulSetController, "job": JobController}
 
 
 @contextlib.asynccontextmanager

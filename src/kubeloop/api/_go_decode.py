@@ -70,6 +70,10 @@ _NAMED: dict[tuple[str, str], str] = {
     ("StatefulSetSpec", "podManagementPolicy"): "v1.PodManagementPolicyType",
     ("StatefulSetUpdateStrategy", "type"): "v1.StatefulSetUpdateStrategyType",
     ("DaemonSetUpdateStrategy", "type"): "v1.DaemonSetUpdateStrategyType",
+    ("JobSpec", "completionMode"): "v1.CompletionMode",
+    ("JobSpec", "podReplacementPolicy"): "v1.PodReplacementPolicy",
+    ("JobCondition", "type"): "v1.JobConditionType",
+    ("JobCondition", "status"): "v1.ConditionStatus",
     ("ResourceRequirements", "requests"): "v1.ResourceList",
 }
 

@@ -146,8 +146,11 @@ def _template_spec(obj: Any) -> Any:
 
 
 def validate_pod_template(obj: Mapping[str, Any], *, kind: str, old: Mapping[str, Any] | None = None,
-                          check_spec: bool = True) -> list[FieldError]:
-    """A workload's ``spec.template`` rules (``kind`` names it in the activeDeadlineSeconds message)."""
+                          check_spec: bool = True, workload_rules: bool = True) -> list[FieldError]:
+    """A workload's ``spec.template`` rules (``kind`` names it in the activeDeadlineSeconds message).
+
+    ``workload_rules`` adds what the apps kinds ask of a template beyond ``ValidatePodTemplateSpec``
+    (restartPolicy Always, no activeDeadlineSeconds); a Job has its own restartPolicy rule instead."""
     spec = _template_spec(obj)
     field = "spec.template.spec"
     # ValidatePodTemplateSpec names the template's annotations without "metadata".
@@ -158,6 +161,8 @@ def validate_pod_template(obj: Mapping[str, Any], *, kind: str, old: Mapping[str
     spec = mapping_of(spec)
     if check_spec and spec.get("ephemeralContainers"):
         errs.append(FieldError.forbidden(f"{field}.ephemeralContainers", "ephemeral containers not allowed in pod template"))
+    if not workload_rules:
+        return errs
     restart = go_text(spec.get("restartPolicy")) or "Always"  # defaulted
     if restart != "Always":
         errs.append(FieldError.not_supported(f"{field}.restartPolicy", restart, ["Always"]))

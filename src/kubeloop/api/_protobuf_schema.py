@@ -1,7 +1,7 @@
 """Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
 
 Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
-``core/v1``, ``apps/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
+``core/v1``, ``apps/v1``, ``batch/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
 ``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
 and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
 table written for one release decodes bodies from every release; fields added later are unknown
@@ -262,10 +262,66 @@ _SCHEDULING_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
 }
 
+# k8s.io/api batch/v1 (kubectl create job): field numbers from the Go types' protobuf tags (1.32).
+_BATCH_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Job": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:JobSpec"), 3: ("status", "m:JobStatus")},
+    "JobSpec": {
+        1: ("parallelism", "i?"),
+        2: ("completions", "i?"),
+        3: ("activeDeadlineSeconds", "l?"),
+        11: ("podFailurePolicy", "m?:PodFailurePolicy"),
+        16: ("successPolicy", "m?:SuccessPolicy"),
+        7: ("backoffLimit", "i?"),
+        12: ("backoffLimitPerIndex", "i?"),
+        13: ("maxFailedIndexes", "i?"),
+        4: ("selector", "m?:LabelSelector"),
+        5: ("manualSelector", "b?"),
+        6: ("template", "m:PodTemplateSpec"),
+        8: ("ttlSecondsAfterFinished", "i?"),
+        9: ("completionMode", "s?"),
+        10: ("suspend", "b?"),
+        14: ("podReplacementPolicy", "s?"),
+        15: ("managedBy", "s?"),
+    },
+    "PodFailurePolicy": {1: ("rules", "*m:PodFailurePolicyRule!")},
+    "PodFailurePolicyRule": {
+        1: ("action", "s!"),
+        2: ("onExitCodes", "m?:PodFailurePolicyOnExitCodesRequirement"),
+        3: ("onPodConditions", "*m:PodFailurePolicyOnPodConditionsPattern!"),
+    },
+    "PodFailurePolicyOnExitCodesRequirement": {1: ("containerName", "s?"), 2: ("operator", "s!"), 3: ("values", "*i!")},
+    "PodFailurePolicyOnPodConditionsPattern": {1: ("type", "s!"), 2: ("status", "s!")},
+    "SuccessPolicy": {1: ("rules", "*m:SuccessPolicyRule!")},
+    "SuccessPolicyRule": {1: ("succeededIndexes", "s?"), 2: ("succeededCount", "i?")},
+    "JobStatus": {
+        1: ("conditions", "*m:JobCondition"),
+        2: ("startTime", "t?"),
+        3: ("completionTime", "t?"),
+        4: ("active", "i"),
+        5: ("succeeded", "i"),
+        6: ("failed", "i"),
+        11: ("terminating", "i?"),
+        7: ("completedIndexes", "s"),
+        10: ("failedIndexes", "s?"),
+        8: ("uncountedTerminatedPods", "m?:UncountedTerminatedPods"),
+        9: ("ready", "i?"),
+    },
+    "UncountedTerminatedPods": {1: ("succeeded", "*s"), 2: ("failed", "*s")},
+    "JobCondition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        3: ("lastProbeTime", "t"),
+        4: ("lastTransitionTime", "t"),
+        5: ("reason", "s"),
+        6: ("message", "s"),
+    },
+}
+
 MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_META_V1,
     **CORE_V1,
     **_APPS_V1,
+    **_BATCH_V1,
     **_AUTHORIZATION_V1,
     **_AUTHENTICATION_V1,
     **_RBAC_V1,
@@ -278,6 +334,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
 KINDS: dict[tuple[str, str], str] = {
     **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding")},
     ("apps/v1", "Deployment"): "Deployment",
+    ("batch/v1", "Job"): "Job",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("policy/v1", "Eviction"): "Eviction",

@@ -9,6 +9,7 @@ start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._gc import GarbageCollector
+from kubeloop.controllers._job import JobController
 from kubeloop.controllers._kubelet import KubeletSimulator
 from kubeloop.controllers._namespace import NamespaceController
 from kubeloop.controllers._node_lifecycle import NodeLifecycleController
@@ -25,6 +26,7 @@ from kubeloop.controllers._registry import (
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._scheduler import Scheduler
 from kubeloop.controllers._statefulset import StatefulSetController
+from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._volume import PersistentVolumeController
 from kubeloop.controllers._volume_protection import VolumeProtectionController
 from kubeloop.controllers._workload_registry import register_workload_controllers
@@ -36,6 +38,7 @@ __all__ = [
     "DeploymentController",
     "DisruptionController",
     "GarbageCollector",
+    "JobController",
     "KubeletSimulator",
     "NamespaceController",
     "NodeLifecycleController",
@@ -46,6 +49,7 @@ __all__ = [
     "SimulatedCluster",
     "SimulationOptions",
     "StatefulSetController",
+    "TTLAfterFinishedController",
     "VolumeProtectionController",
     "add_builtin_controllers",
     "add_simulated_cluster",

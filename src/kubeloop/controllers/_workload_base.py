@@ -1,9 +1,9 @@
-"""What the workload controllers (ReplicaSet, Deployment, StatefulSet) share: wiring, Events, status writes.
+"""What the workload controllers (ReplicaSet, Deployment, StatefulSet, Job) share: wiring, Events, status writes.
 
 :class:`WorkloadController` builds one :class:`~kubeloop.runtime.Controller` named :attr:`name`
 on the shared informers (a subclass lists its sources in :meth:`WorkloadController.watches`), with
 an :class:`._events.EventSink` for component ``<name>-controller`` (upstream's names:
-``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``). Options are
+``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``, ``job-controller``). Options are
 keyword-only and the same for all three (:class:`WorkloadOptions`): injected clock, metrics,
 ``workers`` (``max_concurrent_reconciles``, 5 as kube-controller-manager's ``--concurrent-*-syncs``)
 and the field manager writes carry.
@@ -11,7 +11,7 @@ and the field manager writes carry.
 - :meth:`WorkloadController.run` runs the controller and its Event writer together; a manager runs
   them as two runnables instead (:mod:`._workload_registry`).
 - :meth:`WorkloadController.event` records an Event about an object of the controller's kind
-  (``apps/v1`` :attr:`kind`), off the reconcile path.
+  (:attr:`api_version` :attr:`kind`), off the reconcile path.
 - :meth:`WorkloadController.put_status` writes ``/status`` with the object's own resourceVersion
   (metadata travels too) and updates the caller's copy in place with what the server returned.
 """
@@ -43,7 +43,8 @@ class WorkloadController(ABC):
     """Base of the workload controllers; run it with :meth:`run` or hand :attr:`controller` to a manager."""
 
     name: ClassVar[str]  # the runtime controller's name; Events come from ``<name>-controller``
-    kind: ClassVar[str]  # the apps/v1 kind reconciled (the subject of its Events)
+    kind: ClassVar[str]  # the kind reconciled (the subject of its Events)
+    api_version: ClassVar[str] = "apps/v1"
     resource: ClassVar[ResourceInfo]
 
     def __init__(
@@ -77,7 +78,7 @@ class WorkloadController(ABC):
         await asyncio.gather(self.controller.run(), self.events.run())
 
     def event(self, obj: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
-        self.events.emit(obj, event_type, reason, message, api_version="apps/v1", kind=self.kind)
+        self.events.emit(obj, event_type, reason, message, api_version=self.api_version, kind=self.kind)
 
     async def put_status(self, obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """PUT ``/status`` of ``obj`` (this controller's kind); ``obj`` becomes what was written."""

@@ -16,6 +16,7 @@ from kubeloop.controllers._scheduler_resources import PODS, PVCS, builtin
 __all__ = [
     "CONTROLLER_MANAGER",
     "DEPLOYMENTS",
+    "JOBS",
     "PODS",
     "PVCS",
     "REPLICASETS",
@@ -31,6 +32,7 @@ REPLICASETS = builtin("apps", "replicasets")
 DEPLOYMENTS = builtin("apps", "deployments")
 STATEFULSETS = builtin("apps", "statefulsets")
 REVISIONS = builtin("apps", "controllerrevisions")
+JOBS = builtin("batch", "jobs")
 
 
 def int_field(obj: Mapping[str, Any] | None, key: str, default: int = 0) -> int:

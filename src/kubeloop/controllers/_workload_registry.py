@@ -1,4 +1,5 @@
-"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``) as built-ins.
+"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``, ``job``) and
+``ttl-after-finished`` (:mod:`._ttl_after_finished`, which deletes finished Jobs) as built-ins.
 
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
 (kube-controller-manager's ``--controllers`` names), so ``kubeloop controller-manager`` and
@@ -13,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubeloop.controllers._deployment import DeploymentController
+from kubeloop.controllers._job import JobController
 from kubeloop.controllers._registry import register_builtin
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._statefulset import StatefulSetController
+from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.runtime import Controller, Manager
 
@@ -31,7 +34,15 @@ def _factory(cls: type[WorkloadController]) -> Callable[[Manager], Controller]:
     return build
 
 
-_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController)}
+_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController,
+                                                  JobController)}
+
+
+def _ttl_after_finished(manager: Manager) -> Controller:
+    return TTLAfterFinishedController(manager).controller
+
+
+_FACTORIES[TTLAfterFinishedController.name] = _ttl_after_finished
 
 
 def register_workload_controllers() -> None:

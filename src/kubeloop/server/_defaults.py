@@ -2,7 +2,7 @@
 
 Only fields clients and controllers read back are defaulted (replicas, strategies, pod template
 fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/core/v1/defaults.go``,
-``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``,
+``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/batch/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``,
 ``pkg/apis/scheduling/v1/defaults.go``). A field
 the client set is never overwritten. Runs on create and on main-resource update, like upstream's
 decoder does for every request body.
@@ -169,6 +169,36 @@ def _statefulset(obj: Obj) -> None:
             _pvc(template)
 
 
+def _job(obj: Obj) -> None:
+    """SetDefaults_Job (k/k ``pkg/apis/batch/v1/defaults.go``, 1.32): completions and parallelism 1 when
+    both are unset (parallelism alone otherwise), backoffLimit 6 (MaxInt32 with backoffLimitPerIndex),
+    the template's labels as the Job's when it has none, completionMode NonIndexed, suspend false,
+    podReplacementPolicy TerminatingOrFailed (Failed with a podFailurePolicy; JobPodReplacementPolicy
+    is beta and on in 1.32), manualSelector false; then the pod template's own defaults."""
+    spec = _dict(obj, "spec")
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    _default(spec, "parallelism", 1)
+    _default(spec, "backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6)
+    template = spec.get("template")
+    template_meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = template_meta.get("labels") if isinstance(template_meta, dict) else None
+    meta = _dict(obj, "metadata")
+    if isinstance(labels, dict) and not meta.get("labels"):
+        meta["labels"] = dict(labels)
+    _default(spec, "completionMode", "NonIndexed")
+    _default(spec, "suspend", False)
+    failure_policy = spec.get("podFailurePolicy")
+    if isinstance(failure_policy, dict):
+        for rule in failure_policy.get("rules") or []:
+            for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+                if isinstance(pattern, dict):
+                    _default_text(pattern, "status", "True")
+    _default(spec, "podReplacementPolicy", "Failed" if failure_policy is not None else "TerminatingOrFailed")
+    _default(spec, "manualSelector", False)
+    _pod_template(spec)
+
+
 def _service(obj: Obj) -> None:
     spec = _dict(obj, "spec")
     _default(spec, "type", "ClusterIP")
@@ -254,6 +284,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,
+    ("batch", "Job"): _job,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
 }

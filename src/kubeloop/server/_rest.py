@@ -277,6 +277,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         meta["name"] = state.generate_name(generate)
     else:
         generate = ""
+    if strategy.needs_identity:
+        strategy.prepare_identity(obj)
     errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
     _validate(state, info, obj, errors, strategy)
     if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
@@ -302,7 +304,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             return 201, kv.value
         except KeyExists:
             attempt += 1
-            if not generate or attempt == _GENERATE_ATTEMPTS:
+            # A kind whose prepare_identity wrote the name into the object (a Job's labels) is not
+            # renamed: upstream never retries a generated name; the client is told to retry instead.
+            if not generate or attempt == _GENERATE_ATTEMPTS or strategy.needs_identity:
                 break
             name = state.generate_name(generate)
             meta["name"] = name

@@ -9,7 +9,7 @@ Namespace, Service) subclass it. Every hook works on plain JSON dicts in place; 
 
 Sources (k/k master): ``pkg/registry/core/{pod,namespace,service,persistentvolume,
 persistentvolumeclaim}/strategy.go``, ``pkg/registry/apps/{deployment,replicaset,statefulset}/
-strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/registry/rest``.
+strategy.go``, ``pkg/registry/batch/job/strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/registry/rest``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ from kubeloop.api._deployment_validation import (
     validate_replicaset,
     validate_replicaset_status_update,
     validate_replicaset_update,
+)
+from kubeloop.api._job_validation import (
+    CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    LEGACY_CONTROLLER_UID_LABEL,
+    LEGACY_JOB_NAME_LABEL,
+    validate_job,
+    validate_job_status_update,
+    validate_job_update,
 )
 from kubeloop.api._pod_create_mutations import (
     apply_apparmor_version_skew,
@@ -85,6 +94,9 @@ class GenericStrategy:
     # Whether warnings_on_create / warnings_on_update may say anything: most kinds' never do, and the
     # write path then skips the calls.
     warns = False
+    # Whether prepare_identity has work: only kinds whose PrepareForCreate reads the new object's uid
+    # and generated name (upstream fills them before the strategy runs); the write path tests this flag.
+    needs_identity = False
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
@@ -104,6 +116,10 @@ class GenericStrategy:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+
+    def prepare_identity(self, obj: dict[str, Any]) -> None:
+        """The part of ``PrepareForCreate`` that reads ``metadata.uid`` and the (generated) name: called
+        once the write path has set them, before validation (only when :attr:`needs_identity`)."""
 
     # -- update ---------------------------------------------------------------------------------
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -572,6 +588,8 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericSt
         return _StatefulSet(info, _ZERO_STATUS[key])
     if key == ("apps", "Deployment"):
         return _Deployment(info, {})
+    if key == ("batch", "Job"):
+        return _Job(info, {})
     if key == ("apps", "ReplicaSet"):
         return _ReplicaSet(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolume"):
@@ -689,3 +707,53 @@ class _ReplicaSet(_PodTemplateOwner):
         if subresource == "status":
             return validate_replicaset_status_update(new, old)
         return validate_replicaset_update(new, old)
+
+
+class _Job(_PodTemplateOwner):
+    """Jobs (``pkg/registry/batch/job/strategy.go``): an empty status and generation 1 on create, the
+    selector generated from the new Job's uid unless ``manualSelector`` (``generateSelector``: the
+    ``batch.kubernetes.io/controller-uid`` selector, the template labelled with the uid and name under the
+    prefixed and the legacy keys, a label already there kept for validation to judge), ``ValidateJob`` and
+    ``ValidateJobUpdate``, and the status rules on ``/status`` (:mod:`kubeloop.api._job_validation`).
+
+    A Job without labels takes its template's (SetDefaults_Job); upstream's read back from storage
+    defaults again, after the selector's labels were added, so a Job created with none shows them: done
+    here once they exist."""
+
+    needs_identity = True
+
+    def prepare_identity(self, obj: dict[str, Any]) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+            return
+        meta = _meta(obj)
+        uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
+        template = spec.get("template")
+        if not isinstance(template, dict):
+            template = spec["template"] = {}
+        template_meta = template.get("metadata")
+        if not isinstance(template_meta, dict):
+            template_meta = template["metadata"] = {}
+        labels = template_meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = template_meta["labels"] = {}
+        for key, value in ((LEGACY_JOB_NAME_LABEL, name), (JOB_NAME_LABEL, name),
+                           (LEGACY_CONTROLLER_UID_LABEL, uid), (CONTROLLER_UID_LABEL, uid)):
+            labels.setdefault(key, value)
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        match = selector.get("matchLabels")
+        if not isinstance(match, dict):
+            match = selector["matchLabels"] = {}
+        match.setdefault(CONTROLLER_UID_LABEL, uid)
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_job(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource:
+            return validate_job_status_update(new, old) if subresource == "status" else []
+        return validate_job_update(new, old)

@@ -261,6 +261,44 @@ def _statefulset_cells(s: Obj, now: float) -> list[Any]:
     return [_name(s), f"{_get(s, 'status', 'readyReplicas', default=0)}/{desired}", _age(s, now), *_workload_wide(s)]
 
 
+def _job_condition(job: Obj, kind: str) -> bool:
+    return any(isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True"
+               for c in _get(job, "status", "conditions", default=()) or ())
+
+
+# printJob (1.32): a Job that met its success criteria but is not Complete yet still reads Running.
+_JOB_STATUS_ORDER = ("Complete", "Failed", "Terminating", "Suspended", "FailureTarget")
+
+
+def _job_cells(job: Obj, now: float) -> list[Any]:
+    """printJob (1.32): STATUS from the conditions (Terminating when deleted, Running otherwise),
+    COMPLETIONS ``succeeded/completions`` (``n/1 of p`` for a work queue), DURATION start to completion
+    (or to now while running)."""
+    succeeded = _get(job, "status", "succeeded", default=0)
+    completions = _get(job, "spec", "completions")
+    parallelism = _get(job, "spec", "parallelism", default=0)
+    if completions is not None:
+        done = f"{succeeded}/{completions}"
+    else:
+        done = f"{succeeded}/1 of {parallelism}" if isinstance(parallelism, int) and parallelism > 1 else f"{succeeded}/1"
+    took = ""
+    start, finish = _get(job, "status", "startTime"), _get(job, "status", "completionTime")
+    if isinstance(start, str):
+        try:
+            end = parse_time(finish) if isinstance(finish, str) else now
+            took = human_duration(end - parse_time(start))
+        except ValueError:
+            took = ""
+    status = "Running"
+    for kind in _JOB_STATUS_ORDER:
+        if (kind == "Terminating" and _get(job, "metadata", "deletionTimestamp") is not None) or (
+                kind != "Terminating" and _job_condition(job, kind)):
+            status = kind
+            break
+    return [_name(job), status, done, took, _age(job, now), *_workload_wide(job),
+            _selector_text(_get(job, "spec", "selector"))]
+
+
 def _access_modes(modes: Any) -> str:
     short = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
     return ",".join(short.get(m, m) for m in modes or [])
@@ -406,6 +444,8 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                               _s("Selector", 1)], _replicaset_cells),
     ("apps", "ControllerRevision"): ([_NAME, _s("Controller"), _s("Revision"), _AGE], _controller_revision_cells),
     ("apps", "StatefulSet"): ([_NAME, _s("Ready"), _AGE, *_WORKLOAD_WIDE], _statefulset_cells),
+    ("batch", "Job"): ([_NAME, _s("Status"), _s("Completions"), _s("Duration"), _AGE, *_WORKLOAD_WIDE,
+                        _s("Selector", 1)], _job_cells),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
     ("policy", "PodDisruptionBudget"): ([_NAME, _s("Min Available"), _s("Max Unavailable"),

@@ -1,0 +1,293 @@
+"""The Job controller: run a Job's pods to completion, count them exactly once, and finish the Job.
+
+Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32, JobPodReplacementPolicy and
+JobManagedBy on, so terminal conditions are delayed). One sync:
+
+1. Read the Job from the cache (gone: forget its expectations; one whose ``spec.managedBy`` names
+   another controller is left alone). Claim its pods by selector and
+   controller reference (:mod:`._workload_claim`). A finished Job (Complete or Failed) only has the
+   ``batch.kubernetes.io/job-tracking`` finalizer taken off its pods.
+2. ``status.startTime`` is set when first seen unsuspended. The Job is finishing when it already
+   shows FailureTarget or SuccessCriteriaMet; when a failed pod matches a FailJob rule of its
+   ``podFailurePolicy`` (FailureTarget ``PodFailurePolicy``; an Ignore rule's pods are not counted);
+   when more pods failed than ``backoffLimit`` (or, with
+   restartPolicy OnFailure, containers restarted that often) it gets FailureTarget
+   ``BackoffLimitExceeded``; past ``activeDeadlineSeconds`` FailureTarget ``DeadlineExceeded``. A
+   finishing Job's active pods are deleted (finalizers kept: every pod not yet terminated counts as
+   failed).
+3. Otherwise, with the expectations satisfied: a suspended Job's active pods are deleted; else pods are
+   created up to ``min(parallelism, completions - succeeded)`` (a work queue without completions stops
+   creating after its first success), each with the tracking finalizer and a controller reference, in
+   slow-start batches, but only once the failure backoff (10 s doubling to 10 minutes after the last
+   failure, injected clock) has passed; extra pods are deleted. An Indexed Job runs one pod per index
+   not yet succeeded, lowest first (:mod:`._job_indexes`), and counts succeeded indexes in
+   ``status.completedIndexes``. Enough successes with no pod active
+   gives SuccessCriteriaMet ``CompletionsReached``. The Suspended condition follows ``spec.suspend``
+   (a resumed Job's startTime restarts).
+4. Status, as ``trackJobStatusAndRemoveFinalizers``: finished pods still carrying the finalizer are
+   added to ``status.uncountedTerminatedPods`` (written first), then their finalizers removed, then
+   moved into ``succeeded``/``failed``; ``active``, ``ready`` and ``terminating`` from the pods. Once no
+   pod is uncounted or terminating, FailureTarget becomes Failed and SuccessCriteriaMet becomes Complete
+   (with ``completionTime``), and the Job's Event is recorded (``Completed``, or the failure's reason).
+
+Writes are conditional on the cached resourceVersion, so a sync on a stale Job fails with a conflict
+and is retried rather than counting from an old status. Pods whose finalizer this controller removed
+are skipped until the cache shows it gone (upstream's finalizer expectations). Pods of a Job that no
+longer exists lose the finalizer too, so the garbage collector can finish deleting them. Steps 2 to 4
+are one :class:`._job_sync.JobSync`; this module holds the controller's wiring, its pod writes and its
+event handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Unpack
+
+from kubeloop.api import (
+    ApiError,
+    NotFound,
+    controller_of,
+    copy_json,
+    is_being_deleted,
+    label_selector_from_dict,
+    labels_of,
+    name_of,
+    namespace_of,
+    owner_reference,
+    uid_of,
+)
+from kubeloop.client import Client
+from kubeloop.controllers._job_indexes import indexed_pod
+from kubeloop.controllers._job_pods import (
+    JOB_TRACKING_FINALIZER,
+    BackoffRecord,
+    condition_true,
+    has_tracking_finalizer,
+)
+from kubeloop.controllers._job_sync import MAX_POD_CREATE_DELETE_PER_SYNC, JobSync
+from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
+from kubeloop.controllers._workload_claim import (
+    add_orphan_index,
+    candidates,
+    claim_children,
+    owners_selecting,
+)
+from kubeloop.controllers._workload_expectations import Expectations
+from kubeloop.controllers._workload_kinds import JOBS, PODS
+from kubeloop.controllers._workload_pods import (
+    pod_from_template,
+    slow_start_batch,
+)
+from kubeloop.runtime import Event, InformerFactory, Request, Result, SharedInformer, Watch, object_key
+
+__all__ = ["JOB_CONTROLLER_NAME", "MAX_POD_CREATE_DELETE_PER_SYNC", "JobController"]
+
+log = logging.getLogger("kubeloop.controllers.job")
+
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # the managedBy value this controller answers to
+_REMOVE_FINALIZER = {"metadata": {"$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}}
+
+
+def _finished(job: Mapping[str, Any]) -> bool:
+    status = job.get("status") or {}
+    return condition_true(status, "Complete") or condition_true(status, "Failed")
+
+
+class JobController(WorkloadController):
+    """Reconciles Jobs; run it with :meth:`run` or hand :attr:`controller` to a manager."""
+
+    name = "job"
+    kind = "Job"
+    api_version = "batch/v1"
+    resource = JOBS
+
+    def __init__(self, client: Client, informers: InformerFactory, **options: Unpack[WorkloadOptions]) -> None:
+        super().__init__(client, informers, **options)
+        self.expectations = Expectations(self.clock)
+        self.backoff: dict[str, BackoffRecord] = {}  # by Job UID
+        self.removing: dict[str, set[str]] = {}  # Job key -> pod UIDs whose finalizer we removed
+
+    def watches(self, informers: InformerFactory) -> list[Watch]:
+        self.jobs: SharedInformer = informers.informer(JOBS)
+        self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
+        return [Watch(self.jobs, _JobEvents(self)), Watch(self.pods, _PodEvents(self))]
+
+    # -- reconcile -------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        key = f"{request.namespace}/{request.name}"
+        cached = self.jobs.cache.get(key)
+        if cached is None:
+            self.expectations.delete(key)
+            self.removing.pop(key, None)
+            await self._release_orphans(request.namespace)
+            return None
+        if (cached.get("spec") or {}).get("managedBy") not in (None, JOB_CONTROLLER_NAME):
+            return None  # another controller's Job (JobManagedBy, beta and on in 1.32)
+        job = copy_json(cached)
+        selector = label_selector_from_dict((job.get("spec") or {}).get("selector"))
+        pods = await claim_children(
+            self.client, owner=job, owner_resource=JOBS, child_resource=PODS, children=candidates(self.pods.cache, job),
+            matches=lambda p: selector.matches(labels_of(p)), field_manager=self.field_manager,
+        )  # fmt: skip
+        if _finished(job):
+            _, error = await self._remove_finalizers(key, [p for p in pods if has_tracking_finalizer(p)])
+            if error is not None:
+                raise error
+            return None
+        return await JobSync(self, key, job, pods).run()
+
+    async def _release_orphans(self, namespace: str) -> None:
+        """Pods with the tracking finalizer whose Job is gone (``syncOrphanPod``): finalizer off."""
+        for pod in self.pods.cache.list(namespace=namespace):
+            ref = controller_of(pod)
+            if not has_tracking_finalizer(pod) or (ref is not None and ref.get("kind") != "Job"):
+                continue
+            if ref is not None and self._job_by_uid(namespace, str(ref.get("uid"))) is not None:
+                continue
+            await self._patch_finalizer(pod)
+
+    def _job_by_uid(self, namespace: str, uid: str) -> Mapping[str, Any] | None:
+        for job in self.jobs.cache.list(namespace=namespace):
+            if uid_of(job) == uid:
+                return job
+        return None
+
+    async def _patch_finalizer(self, pod: Mapping[str, Any]) -> None:
+        """``removeTrackingFinalizerPatch``: a strategic merge patch deleting our finalizer (a pod that is
+        gone needs nothing more)."""
+        with contextlib.suppress(NotFound):
+            await self.client.patch(PODS, name_of(pod), _REMOVE_FINALIZER, namespace=namespace_of(pod),
+                                    patch_type="strategic", field_manager=self.field_manager)  # fmt: skip
+
+    async def _remove_finalizers(self, key: str, pods: list[Mapping[str, Any]]) -> tuple[set[str], BaseException | None]:
+        """Take the tracking finalizer off ``pods``: the UIDs it is now off (or gone), and the first error
+        of the patches that failed (raised by the sync once it has recorded what did come off)."""
+        if not pods:
+            return set(), None
+        expected = self.removing.setdefault(key, set())
+        expected.update(uid_of(p) for p in pods)
+        results = await asyncio.gather(*(self._patch_finalizer(p) for p in pods), return_exceptions=True)
+        done: set[str] = set()
+        first: BaseException | None = None
+        for pod, outcome in zip(pods, results, strict=True):
+            if isinstance(outcome, BaseException):
+                expected.discard(uid_of(pod))
+                first = first or outcome
+            else:
+                done.add(uid_of(pod))
+        return done, first
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    async def create_pods(self, key: str, job: dict[str, Any], count: int, indexes: list[int] | None = None) -> None:
+        """Create ``count`` pods (one per entry of ``indexes`` for an Indexed Job, lowest first)."""
+        self.expectations.expect_creations(key, count)
+        template = (job.get("spec") or {}).get("template") or {}
+        ref = owner_reference(job, controller=True, block_owner_deletion=True)
+        pod = pod_from_template(template, namespace=namespace_of(job), generate_name=f"{name_of(job)}-", owner_ref=ref)
+        finalizers = pod["metadata"].setdefault("finalizers", [])
+        if JOB_TRACKING_FINALIZER not in finalizers:
+            finalizers.append(JOB_TRACKING_FINALIZER)
+        pending = list(indexes or [])
+
+        async def create() -> None:
+            body = copy_json(pod)
+            if indexes is not None:
+                body = indexed_pod(body, job_name=name_of(job), index=pending.pop(0))
+            try:
+                made = await self.client.create(PODS, body, namespace=namespace_of(job),
+                                                field_manager=self.field_manager)  # fmt: skip
+            except ApiError as err:
+                self.event(job, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
+                raise
+            self.event(job, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
+
+        created, error = await slow_start_batch(count, create)
+        for _ in range(count - created):
+            self.expectations.creation_observed(key)
+        if error is not None:
+            raise error
+
+    async def delete_pods(self, key: str, job: Mapping[str, Any], pods: list[Mapping[str, Any]], *,
+                          keep_finalizers: bool) -> int:
+        """Delete ``pods``; unless ``keep_finalizers`` their finalizer goes first, so they are not
+        counted as failures (``deleteJobPods``; a finishing Job's pods keep it: ``deleteActivePods``)."""
+        if not pods:
+            return 0
+        self.expectations.expect_deletions(key, [object_key(p) for p in pods])
+
+        async def delete(pod: Mapping[str, Any]) -> None:
+            if not keep_finalizers and has_tracking_finalizer(pod):
+                await self._patch_finalizer(pod)
+            try:
+                await self.client.delete(PODS, name_of(pod), namespace=namespace_of(pod))
+            except NotFound:
+                raise
+            except ApiError as err:
+                self.event(job, "Warning", "FailedDelete", f"Error deleting: {err.message or err}")
+                raise
+            self.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
+
+        results = await asyncio.gather(*(delete(p) for p in pods), return_exceptions=True)
+        deleted = 0
+        first: BaseException | None = None
+        for pod, outcome in zip(pods, results, strict=True):
+            if isinstance(outcome, BaseException):
+                self.expectations.deletion_observed(key, object_key(pod))
+                if not isinstance(outcome, NotFound):
+                    first = first or outcome
+                    continue
+            deleted += 1
+        if first is not None:
+            raise first
+        return deleted
+
+    def resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        if ref is None or ref.get("kind") != "Job":
+            return None
+        job = self.jobs.cache.get(f"{namespace}/{ref.get('name')}")
+        return job if job is not None and uid_of(job) == ref.get("uid") else None
+
+
+class _JobEvents:
+    def __init__(self, owner: JobController) -> None:
+        self.owner = owner
+
+    def requests(self, event: Event) -> Iterable[Request]:
+        if event.type == "delete":
+            self.owner.expectations.delete(object_key(event.object))
+            self.owner.backoff.pop(uid_of(event.object), None)
+        return (Request.for_object(event.object),)
+
+
+class _PodEvents:
+    """Pod events -> expectations observed and the Jobs to sync (``addPod``/``updatePod``/``deletePod``)."""
+
+    def __init__(self, owner: JobController) -> None:
+        self.owner = owner
+
+    def requests(self, event: Event) -> Iterable[Request]:
+        pod = event.object
+        ref = controller_of(pod)
+        namespace = namespace_of(pod)
+        job = self.owner.resolve(namespace, ref)
+        if job is None:
+            if ref is None:
+                return owners_selecting(self.owner.jobs.cache, pod) if event.type != "delete" else []
+            if ref.get("kind") == "Job" and has_tracking_finalizer(pod) and event.type != "delete":
+                # An orphan with our finalizer: the sync of its (gone) Job releases it.
+                return [Request(namespace, str(ref.get("name")))]
+            return []
+        key = object_key(job)
+        removing = self.owner.removing.get(key)
+        if removing is not None and (event.type == "delete" or not has_tracking_finalizer(pod)):
+            removing.discard(uid_of(pod))
+        if event.type == "create" and not is_being_deleted(pod):
+            self.owner.expectations.creation_observed(key)
+        elif event.type == "delete" or is_being_deleted(pod):
+            self.owner.expectations.deletion_observed(key, object_key(pod))
+        return [Request.for_object(job)]

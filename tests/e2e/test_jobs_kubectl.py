@@ -1,0 +1,105 @@
+"""kubectl against ``kubeloop up``: ``kubectl create job``, ``kubectl get jobs`` and ``kubectl wait
+--for=condition=complete`` on a Job whose pods the simulated kubelet runs to completion.
+
+A pod without a fault profile runs forever in the simulation, so a Job made by ``kubectl create job``
+stays Running; a Job whose pod template carries ``kubeloop.dev/fault: succeed-after`` completes
+(docs/simulation.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ._kubectl import table
+
+pytestmark = pytest.mark.slow
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: done}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      annotations: {kubeloop.dev/fault: succeed-after, kubeloop.dev/fault-after-seconds: "1"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: pi, image: busybox, command: [sh, -c, "exit 0"]}]
+"""
+
+
+def _simulated(kubectl: Any) -> bool:
+    nodes = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    return any(n["metadata"]["name"] == "kubeloop-node-1" for n in nodes)
+
+
+def test_kubectl_create_job_gets_a_generated_selector_and_shows_in_get_jobs(kubectl: Any, namespace: str,
+                                                                             tmp_path: Any) -> None:
+    kubectl("create", "job", "pi", "-n", namespace, "--image=busybox", "--", "sh", "-c", "exit 0")
+    job = json.loads(kubectl("get", "job", "pi", "-n", namespace, "-o", "json").stdout)
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert job["spec"]["template"]["metadata"]["labels"]["job-name"] == "pi"
+    assert (job["spec"]["completions"], job["spec"]["backoffLimit"], job["spec"]["completionMode"]) == (1, 6, "NonIndexed")
+    rows = table(kubectl("get", "jobs", "-n", namespace).stdout)
+    assert rows[0] == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert rows[1][:3] == ["pi", "Running", "0/1"]
+    wide = table(kubectl("get", "jobs", "-n", namespace, "-o", "wide").stdout)
+    assert wide[0][-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert wide[1][-1] == f"batch.kubernetes.io/controller-uid={uid}"
+    always = tmp_path / "always.json"
+    always.write_text(json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "always"},
+        "spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}}}))
+    refused = kubectl("create", "-n", namespace, "-f", str(always), check=False)
+    assert refused.returncode != 0
+    assert ('The Job "always" is invalid: spec.template.spec.restartPolicy: Required value: '
+            'valid values: "OnFailure", "Never"') in refused.stderr
+
+
+def test_a_job_whose_pods_succeed_completes_and_kubectl_wait_sees_it(kubectl: Any, namespace: str, tmp_path: Any) -> None:
+    if not _simulated(kubectl):
+        pytest.skip("this build's controller manager does not run the node simulator")
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(JOB)
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("wait", "-n", namespace, "--for=condition=complete", "job/done", "--timeout=60s", timeout=90)
+    # Applying the same manifest again changes nothing: the generated selector and labels are the
+    # server's, not the manifest's, so neither apply removes them nor trips over the immutable template.
+    again = kubectl("apply", "-n", namespace, "-f", str(manifest)).stdout
+    assert "job.batch/done unchanged" in again
+    kubectl("apply", "--server-side", "-n", namespace, "-f", str(manifest))
+    rows = table(kubectl("get", "jobs", "-n", namespace).stdout)
+    assert rows[1][:3] == ["done", "Complete", "2/2"]
+    job = json.loads(kubectl("get", "job", "done", "-n", namespace, "-o", "json").stdout)
+    types = [(c["type"], c["reason"]) for c in job["status"]["conditions"]]
+    assert types == [("SuccessCriteriaMet", "CompletionsReached"), ("Complete", "CompletionsReached")]
+    assert job["status"]["succeeded"] == 2 and job["status"]["uncountedTerminatedPods"] == {}
+    pods = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=done", "-o", "json").stdout)["items"]
+    assert len(pods) == 2 and all(p["status"]["phase"] == "Succeeded" for p in pods)
+    assert all(not p["metadata"].get("finalizers") for p in pods)
+    described = kubectl("describe", "job", "done", "-n", namespace).stdout
+    assert "Completion Mode:  NonIndexed" in described
+    assert "0 Active (0 Ready) / 2 Succeeded / 0 Failed" in described
+    assert "job-controller" in described and "Job completed" in described
+    # Deleting the Job cascades to its pods (ownerReferences, foreground propagation).
+    kubectl("delete", "job", "done", "-n", namespace, "--cascade=foreground", "--timeout=60s", timeout=90)
+    remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=done", "-o", "json").stdout)["items"]
+    assert remaining == []
+
+
+def test_ttl_seconds_after_finished_deletes_the_finished_job_and_its_pods(kubectl: Any, namespace: str,
+                                                                          tmp_path: Any) -> None:
+    if not _simulated(kubectl):
+        pytest.skip("this build's controller manager does not run the node simulator")
+    manifest = tmp_path / "ttl.yaml"
+    manifest.write_text(JOB.replace("name: done", "name: brief").replace("completions: 2", "ttlSecondsAfterFinished: 0\n  completions: 2"))
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("wait", "-n", namespace, "--for=delete", "job/brief", "--timeout=60s", timeout=90)
+    remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=brief", "-o", "json").stdout)["items"]
+    assert remaining == []
