@@ -32,6 +32,7 @@ from kubeloop.api import (
     invalid,
     not_found,
 )
+from kubeloop.api._go_encode import fill_zero_fields, strip_zero_fields
 from kubeloop.api._validation import (
     type_errors,
     validate_finalizers,
@@ -40,7 +41,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults, fill_go_zero_fields, strip_go_zero_fields
+from kubeloop.server._defaults import apply_defaults, go_zero_fields
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
@@ -236,12 +237,15 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         dedup_owner_references(meta, req.warnings, after_admission=False)
     # handlers/create.go: the field manager records the request's fields before mutating admission, so
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
-    # Go's decoding gives the zero fields (fill_go_zero_fields) no manager owns: out around the hook.
+    # The zero fields Go's encoding writes along the struct fields are no manager's: out around the hook.
+    zeros = go_zero_fields(info)
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
-        strip_go_zero_fields(info, obj)
+        if zeros is not None:
+            strip_zero_fields(obj, zeros)
         hook(req, obj, None)
-    fill_go_zero_fields(info, obj)
+    if zeros is not None:
+        fill_zero_fields(obj, zeros)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -463,9 +467,12 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
-    strip_go_zero_fields(info, new)
+    zeros = go_zero_fields(info)
+    if zeros is not None:
+        strip_zero_fields(new, zeros)
     record_manager(state, req, new, old)
-    fill_go_zero_fields(info, new)
+    if zeros is not None:
+        fill_zero_fields(new, zeros)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
