@@ -10,6 +10,7 @@ body decodes to the Go zero value, which ``omitempty`` drops.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,22 @@ def test_the_kubernetes_client_reads_no_null_maps_back(cluster: Any, namespace: 
         assert stored["metadata"].get("managedFields") in (None, [])
     finally:
         api_client.close()
+
+
+
+def test_a_raw_create_with_a_resource_version_is_refused_by_the_storage_but_not_on_dry_run(
+    kc: Kubectl, namespace: str,
+) -> None:
+    # etcd3 store.Create: storage.ErrResourceVersionSetOnCreate, a 500 with no reason; a dry run never asks
+    # it. (``kubectl create -f`` clears a manifest's resourceVersion itself: resource.Helper.Create.)
+    name = unique("cm")
+    manifest = kc.home / "cm.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": name, "resourceVersion": "12"}}))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    dry = kc("create", "--raw", f"{path}?dryRun=All", "-f", str(manifest))
+    assert json.loads(dry.stdout)["metadata"]["name"] == name
+    refused = kc("create", "--raw", path, "-f", str(manifest), check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().endswith("resourceVersion should not be set on objects to be created"), refused.stderr
+    assert kc.api_status(f"{path}/{name}") == 404

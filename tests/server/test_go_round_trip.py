@@ -14,6 +14,10 @@ from typing import Any
 
 import httpx
 
+from kubeloop.api import ResourceInfo
+from kubeloop.server import App
+from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin
+
 NS = "/api/v1/namespaces/default"
 APPS = "/apis/apps/v1/namespaces/default"
 
@@ -166,3 +170,40 @@ async def test_a_json_patch_that_adds_null_leaves_the_field_out(client: httpx.As
     assert "data" not in patched.json()
     assert "f:data" not in _fields(patched.json())
 
+
+async def test_a_resource_version_on_create_is_judged_by_the_storage_after_validation(
+    client: httpx.AsyncClient,
+) -> None:
+    # etcd3 store.Create refuses it (storage.ErrResourceVersionSetOnCreate), after admission and validation:
+    # an invalid object is a 422 first, and a dry run never reaches the storage.
+    bad = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "Bad_Name", "resourceVersion": "12"}})
+    assert bad.status_code == 422, bad.text
+    dry = await client.post(f"{NS}/configmaps?dryRun=All", json={"metadata": {"name": "dry", "resourceVersion": "12"}})
+    assert dry.status_code == 201, dry.text
+    assert (await client.get(f"{NS}/configmaps/dry")).status_code == 404
+    real = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "real", "resourceVersion": "12"}})
+    assert real.status_code == 500 and real.json()["message"] == "resourceVersion should not be set on objects to be created"
+    assert (await client.get(f"{NS}/configmaps/real")).status_code == 404
+    zero = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "zero", "resourceVersion": "0"}})
+    assert zero.status_code == 201, zero.text
+    assert zero.json()["metadata"]["resourceVersion"] not in ("0", "12")
+
+
+class _ResourceVersionClearer(MutatingPlugin):
+    """Mutating: clears a ConfigMap's resourceVersion (what the storage would refuse)."""
+
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        return operation == "CREATE" and resource.plural == "configmaps"
+
+    def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: Any) -> None:
+        assert obj is not None
+        obj["metadata"].pop("resourceVersion", None)
+
+
+async def test_mutating_admission_sees_the_resource_version_before_the_storage_does(
+    app: App, client: httpx.AsyncClient,
+) -> None:
+    app.admission.append(_ResourceVersionClearer())
+    created = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "cleared", "resourceVersion": "12"}})
+    app.admission.pop()
+    assert created.status_code == 201, created.text

@@ -53,8 +53,23 @@ __all__ = ["Current", "WriteRequest", "create_object", "get_object", "request_fo
 
 _GENERATE_ATTEMPTS = 8
 _GUARD_ATTEMPTS = 16  # a namespace rewritten this often while one create commits is pathological
-# What rest.BeforeCreate clears from a create's metadata (the uid and creationTimestamp are set anew).
-_CLEARED_ON_CREATE = frozenset(("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"))
+# What rest.BeforeCreate clears from a create's metadata (the uid and creationTimestamp are set anew);
+# a resourceVersion stays for the storage to judge (_refuse_resource_version).
+_CLEARED_ON_CREATE = frozenset(("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"))
+
+
+def _refuse_resource_version(rv: Any) -> None:
+    """etcd3 ``store.Create``: an object that carries a resourceVersion other than 0 is refused with the
+    plain ``storage.ErrResourceVersionSetOnCreate``, which the handler answers as a 500 with
+    StatusReasonUnknown (""); one that does not parse as a number (``ObjectResourceVersion`` fails) is
+    stored, its resourceVersion cleared (``PrepareObjectForStorage``). It runs after admission and
+    validation, and a dry run never reaches it (``DryRunnableStorage``)."""
+    try:
+        nonzero = int(str(rv), 10) != 0 if type(rv) is str and rv else False
+    except ValueError:
+        nonzero = False
+    if nonzero:
+        raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
 
 
 @dataclass(slots=True)
@@ -213,15 +228,6 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     obj = check_body(info, obj)
     meta = obj["metadata"]  # check_body made it a dict
     _check_namespace(info, meta, req.namespace)
-    rv = meta.get("resourceVersion")
-    if rv:
-        try:
-            nonzero = int(str(rv)) != 0
-        except ValueError:
-            nonzero = False
-        if nonzero:
-            # etcd3 store.Create returns a plain error: the handler makes it a 500 with StatusReasonUnknown ("").
-            raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
     # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
     apply_defaults(info, obj)
@@ -293,10 +299,12 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             pending = step(attrs, obj, None)
             if pending is not None:
                 await pending
-    if req.options.dry_run:
+    if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
             raise already_exists(info.plural, name, info.group)
         return 201, orjson.dumps(obj)
+    if "resourceVersion" in meta:
+        _refuse_resource_version(meta.pop("resourceVersion"))
     attempt = guard_attempt = 0
     while True:
         try:
