@@ -160,6 +160,10 @@ async def test_a_pod_condition_without_probe_time_reads_last_probe_time_null(cli
     assert updated.status_code == 200, updated.text
     assert updated.json()["status"]["conditions"] == [
         {"type": "Ready", "status": "False", "lastTransitionTime": "2024-01-01T00:00:00Z", "lastProbeTime": None}]
+    # Inside a list item the writer owns it: the kind's empty object, which the manager compares with,
+    # has no conditions (as a kubelet's entry lists f:lastProbeTime for each condition on a real cluster).
+    (entry,) = [e for e in updated.json()["metadata"]["managedFields"] if e.get("subresource") == "status"]
+    assert "f:lastProbeTime" in entry["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Ready"}']
 
 
 async def test_a_json_patch_that_adds_null_leaves_the_field_out(client: httpx.AsyncClient) -> None:

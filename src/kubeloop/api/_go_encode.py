@@ -17,8 +17,9 @@ sent in two ways this module reproduces, from the kind's OpenAPI schema and a fe
 - :func:`strip_zero_fields` takes out, along the object's struct fields from the root (not inside
   list items or map values), the values that equal what the kind's empty object encodes there:
   upstream's field manager compares a create with that empty object (``handlers/create.go``:
-  ``Creater.New``), so no manager owns them. The write path strips before the field manager and
-  fills after it.
+  ``Creater.New``), so no manager owns them; inside list items (the empty object has none) the
+  writer owns them, as a kubelet owns its pod conditions' ``lastProbeTime``. The write path fills,
+  strips, runs the field manager, then fills again.
 
 Where each fact comes from:
 

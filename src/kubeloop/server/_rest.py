@@ -243,11 +243,13 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         dedup_owner_references(meta, req.warnings, after_admission=False)
     # handlers/create.go: the field manager records the request's fields before mutating admission, so
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
-    # The zero fields Go's encoding writes along the struct fields are no manager's: out around the hook.
+    # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
+    # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
     zeros = go_zero_fields(info)
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
+            fill_zero_fields(obj, zeros)
             strip_zero_fields(obj, zeros)
         hook(req, obj, None)
     if zeros is not None:
@@ -475,8 +477,9 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
-    zeros = go_zero_fields(info)
+    zeros = go_zero_fields(info)  # the writer's inside list items, no manager's along the struct fields
     if zeros is not None:
+        fill_zero_fields(new, zeros)
         strip_zero_fields(new, zeros)
     record_manager(state, req, new, old)
     if zeros is not None:
