@@ -121,10 +121,11 @@ class GoEncoding:
     ``always``: the fields Go always writes, with their zero (a scalar, or the struct's
     :class:`GoEncoding` for a value struct). ``nested``: every field whose value holds structs, with its
     shape and struct; ``scalars``: the zero of each scalar field's element (lists and maps of strings,
-    numbers, bools), for a ``null`` item. ``fills``: the ``always`` fields plus the nested ones under
-    which something is filled (the fill walk follows only these)."""
+    numbers, bools), for a ``null`` item; ``walks`` both by field, for the null walk: (shape, struct or
+    ``None``, an item's zero). ``fills``: the ``always`` fields plus the nested ones under which something
+    is filled (the fill walk follows only these); ``strips``: the ``always`` ones."""
 
-    __slots__ = ("always", "defname", "fills", "known", "nested", "scalars", "strips")
+    __slots__ = ("always", "defname", "fills", "known", "nested", "scalars", "strips", "walks")
 
     def __init__(self, defname: str) -> None:
         self.defname = defname
@@ -134,6 +135,7 @@ class GoEncoding:
         self.scalars: dict[str, tuple[int, Any]] = {}
         self.fills: tuple[tuple[str, int, Any], ...] = ()
         self.strips: tuple[tuple[str, Any], ...] = ()
+        self.walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
 
 
 # By definition name; a kind's root encoding (its own metadata left out) apart from the same struct
@@ -244,6 +246,12 @@ def _settle(enc: GoEncoding) -> None:
         if key not in enc.always and key != "metadata" and _fills_something(child):
             fills.append((key, shape, child))
     enc.fills, enc.strips = tuple(fills), tuple(strips)
+    walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
+    for key, (shape, child) in enc.nested.items():
+        walks[key] = (shape, child, child)
+    for key, (shape, zero) in enc.scalars.items():
+        walks[key] = (shape, None, zero)
+    enc.walks = walks
 
 
 def _fills_something(enc: GoEncoding, seen: frozenset[str] = frozenset()) -> bool:
@@ -263,42 +271,43 @@ def _zero(zero: Any) -> Any:
 
 
 def drop_nulls(obj: dict[str, Any], enc: GoEncoding) -> None:
-    """Replace every JSON ``null`` of ``obj`` as the typed decode and encode do (in place)."""
-    nulls = [key for key, value in obj.items() if value is None]
-    for key in nulls:
-        if key in enc.always:
-            obj[key] = _zero(enc.always[key])
-        elif key in enc.known:
-            del obj[key]
-    for key, (shape, child) in enc.nested.items():
-        value = obj.get(key)
+    """Replace every JSON ``null`` of ``obj`` as the typed decode and encode do (in place). Walks the
+    object's own keys (fewer than its struct's fields), descending where a field holds structs."""
+    nulls: list[str] | None = None
+    walks = enc.walks
+    for key, value in obj.items():
         if value is None:
+            if nulls is None:
+                nulls = [key]
+            else:
+                nulls.append(key)
             continue
+        walk = walks.get(key)
+        if walk is None:
+            continue
+        shape, child, zero = walk
         if shape == _STRUCT:
-            if type(value) is dict:
+            if child is not None and type(value) is dict:
                 drop_nulls(value, child)
         elif shape == _LIST:
             if type(value) is list:
                 for index, item in enumerate(value):
-                    if type(item) is dict:
+                    if item is None:
+                        value[index] = _zero(zero)
+                    elif child is not None and type(item) is dict:
                         drop_nulls(item, child)
-                    elif item is None:
-                        value[index] = _zero(child)
         elif type(value) is dict:
             for name, item in value.items():
-                if type(item) is dict:
-                    drop_nulls(item, child)
-                elif item is None:
-                    value[name] = _zero(child)
-    for key, (shape, zero) in enc.scalars.items():
-        value = obj.get(key)
-        if shape == _LIST and type(value) is list:
-            if None in value:
-                value[:] = [zero if item is None else item for item in value]
-        elif shape == _MAP and type(value) is dict:
-            for name, item in value.items():
                 if item is None:
-                    value[name] = zero
+                    value[name] = _zero(zero)
+                elif child is not None and type(item) is dict:
+                    drop_nulls(item, child)
+    if nulls is not None:
+        for key in nulls:
+            if key in enc.always:
+                obj[key] = _zero(enc.always[key])  # a fresh zero: its nulls are zero times
+            elif key in enc.known:
+                del obj[key]
 
 
 def fill_zero_fields(obj: dict[str, Any], enc: GoEncoding) -> None:
