@@ -29,12 +29,15 @@ Where each fact comes from:
   fields written without ``omitempty`` but marked ``+optional`` are in :data:`_NOT_OMITEMPTY`.
 - *value or pointer struct*: OpenAPI cannot tell. Every ``ObjectMeta`` field and every top-level
   ``spec`` and ``status`` of a kind (at the root or embedded, as a StatefulSet's claim templates) is a
-  value in k8s.io/api; ``metav1.Time``/``MicroTime`` fields are values
-  but for :data:`_POINTER_TIMES`; other value structs are in :data:`_VALUE_STRUCTS`. Each table row
-  names its k8s.io/api release-1.32 ``types.go`` struct. A struct field in neither is a pointer:
-  written only when sent.
+  value in k8s.io/api; ``metav1.Time``/``MicroTime`` fields are values but for
+  :data:`_POINTER_TIMES`; other value structs are in :data:`_VALUE_STRUCTS`. Each table row names its
+  k8s.io/api release-1.32 ``types.go`` struct. A struct field in neither is a pointer: written only
+  when sent. The tables cover the groups kubeloop serves (core, apps, batch, rbac, coordination,
+  policy, scheduling, storage, apiextensions, autoscaling).
 
-The root object's own ``metadata`` is left to the write path, which sets its system fields.
+The root object's own ``metadata`` is left to the write path, which sets its system fields. Not
+reproduced: a ``null`` ``IntOrString`` or quantity value field (upstream writes ``0``), and the
+fills under a recursive struct (``JSONSchemaProps``) built while its own children are being built.
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ the client set is never overwritten. Runs on create and on main-resource update,
 decoder does for every request body.
 
 :func:`drop_go_nulls` turns a body's ``null`` values into what the typed decode leaves, and
-``fill_zero_fields`` (of :func:`go_zero_fields`) adds what Go's JSON encoding of the decoded struct always writes (a field
-without ``omitempty``, or a value struct, which ``omitempty`` never drops): an Event's ``eventTime:
-null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a Node's ``spec: {}``, a pod template's
-``metadata: {creationTimestamp: null}`` (both from :mod:`kubeloop.api._go_encode`). Upstream's field
-manager owns no such value along the object's struct fields (it compares the object with the kind's
-empty object), so ``strip_zero_fields`` takes them out around the managedFields bookkeeping and
-``fill_zero_fields`` puts them back before the object is compared and stored.
+:func:`go_zero_fields` gives the write path what Go's JSON encoding of the decoded struct always
+writes (a field without ``omitempty``, or a value struct, which ``omitempty`` never drops): an Event's
+``eventTime: null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a Node's ``spec: {}``, a
+pod template's ``metadata: {creationTimestamp: null}`` (all from :mod:`kubeloop.api._go_encode`).
+Upstream's field manager owns no such value along the object's struct fields (it compares the object
+with the kind's empty object), so the write path strips them around the managedFields bookkeeping and
+fills them in again before the object is compared and stored.
 """
 
 from __future__ import annotations
