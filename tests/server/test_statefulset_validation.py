@@ -49,8 +49,10 @@ async def created(client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Resp
 
 async def test_claim_templates_get_a_claims_defaults(client: httpx.AsyncClient) -> None:
     body = (await created(client, sts())).json()
+    # The claim's ObjectMeta is a value struct: its zero creationTimestamp reads null in 1.32, as the
+    # `kubectl get sts -o yaml` output quoted in k/k issue #65706 shows.
     assert body["spec"]["volumeClaimTemplates"] == [{
-        "metadata": {"name": "data"},
+        "metadata": {"name": "data", "creationTimestamp": None},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"},
         "status": {"phase": "Pending"}}]
     assert body["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}

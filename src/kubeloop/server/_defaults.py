@@ -7,12 +7,14 @@ fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/
 the client set is never overwritten. Runs on create and on main-resource update, like upstream's
 decoder does for every request body.
 
-:func:`fill_go_zero_fields` adds what Go's JSON encoding of the decoded struct always writes at the top
-level of some kinds (a field without ``omitempty``, or of struct type, which ``omitempty`` never
-drops): an Event's ``eventTime: null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a
-Node's or Lease's ``spec: {}``. Upstream's field manager owns no such value (it compares the object
-with the kind's empty object), so :func:`strip_go_zero_fields` takes them out around the managedFields
-bookkeeping and :func:`fill_go_zero_fields` puts them back before the object is compared and stored.
+:func:`drop_go_nulls` turns a body's ``null`` values into what the typed decode leaves, and
+:func:`go_zero_fields` gives the write path what Go's JSON encoding of the decoded struct always
+writes (a field without ``omitempty``, or a value struct, which ``omitempty`` never drops): an Event's
+``eventTime: null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a Node's ``spec: {}``, a
+pod template's ``metadata: {creationTimestamp: null}`` (all from :mod:`kubeloop.api._go_encode`).
+Upstream's field manager owns no such value along the object's struct fields (it compares the object
+with the kind's empty object), so the write path strips them around the managedFields bookkeeping and
+fills them in again before the object is compared and stored.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
+from kubeloop.api._schemas import definition_name_for
 
-__all__ = ["GO_ZERO_FIELDS", "apply_defaults", "fill_go_zero_fields", "strip_go_zero_fields"]
+__all__ = ["apply_defaults", "drop_go_nulls", "go_zero_fields"]
 
 Obj = dict[str, Any]
 
@@ -303,47 +307,36 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
         defaulter(obj)
 
 
-# Top-level fields Go's encoding/json writes for a decoded object that did not set them
-# (k8s.io/api release-1.32): a field without omitempty is written at its zero value, and a struct-typed
-# field (metav1.Time, MicroTime, a spec struct) is written even with omitempty ({} or, for a zero time, null).
-GO_ZERO_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
-    # core/v1 types.go Event: Source EventSource, FirstTimestamp/LastTimestamp metav1.Time,
-    # EventTime metav1.MicroTime (struct types, omitempty), ReportingController `json:"reportingComponent"`
-    # and ReportingInstance `json:"reportingInstance"` (no omitempty).
-    ("", "Event"): {"source": {}, "firstTimestamp": None, "lastTimestamp": None, "eventTime": None,
-                    "reportingComponent": "", "reportingInstance": ""},
-    # core/v1 types.go Node: Spec NodeSpec `json:"spec,omitempty"` (a struct).
-    ("", "Node"): {"spec": {}},
-    # rbac/v1 types.go Role and ClusterRole: Rules []PolicyRule `json:"rules"` (no omitempty: a nil slice is null).
-    ("rbac.authorization.k8s.io", "Role"): {"rules": None},
-    ("rbac.authorization.k8s.io", "ClusterRole"): {"rules": None},
-    # coordination/v1 types.go Lease: Spec LeaseSpec `json:"spec,omitempty"` (a struct).
-    ("coordination.k8s.io", "Lease"): {"spec": {}},
-}
-_GO_ZERO_KINDS = frozenset(kind for _, kind in GO_ZERO_FIELDS)
+def _remember(info: ResourceInfo) -> tuple[ResourceInfo, GoEncoding | None, GoEncoding | None]:
+    if len(_by_info) > 1_000:
+        _by_info.clear()
+    defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
+    enc = None if defname is None else go_encoding(defname)
+    busy = enc if enc is not None and (enc.fills or enc.strips) else None
+    hit = _by_info[id(info)] = (info, enc, busy)
+    return hit
 
 
-def _go_zeros(info: ResourceInfo) -> dict[str, Any] | None:
-    if info.custom or info.kind not in _GO_ZERO_KINDS:
-        return None
-    return GO_ZERO_FIELDS.get((info.group, info.kind))
+# Per ResourceInfo (by identity): the kind's Go encoding (:mod:`kubeloop.api._go_encode`), and the same
+# again only if it writes some zero field (most writes, of ConfigMaps and Secrets, then skip both walks).
+_by_info: dict[int, tuple[ResourceInfo, GoEncoding | None, GoEncoding | None]] = {}
 
 
-def strip_go_zero_fields(info: ResourceInfo, obj: Obj) -> None:
-    """Remove the top-level fields of ``obj`` that hold their Go zero value (what no manager owns)."""
-    zeros = _go_zeros(info)
-    if zeros is None:
-        return
-    for key, zero in zeros.items():
-        if key in obj and obj[key] == zero:
-            del obj[key]
+def drop_go_nulls(info: ResourceInfo, obj: Obj) -> None:
+    """A built-in body's JSON ``null`` values as the typed decode leaves them (the field's Go zero value,
+    which the encoding then writes or omits)."""
+    hit = _by_info.get(id(info))
+    if hit is None or hit[0] is not info:
+        hit = _remember(info)
+    if hit[1] is not None:
+        drop_nulls(obj, hit[1])
 
 
-def fill_go_zero_fields(info: ResourceInfo, obj: Obj) -> None:
-    """Add the top-level fields Go's encoding writes at their zero value when ``obj`` lacks them."""
-    zeros = _go_zeros(info)
-    if zeros is None:
-        return
-    for key, zero in zeros.items():
-        if obj.get(key) is None:
-            obj[key] = {} if isinstance(zero, dict) else zero
+def go_zero_fields(info: ResourceInfo) -> GoEncoding | None:
+    """The kind's Go encoding, for :func:`~kubeloop.api._go_encode.strip_zero_fields` around the field
+    manager and :func:`~kubeloop.api._go_encode.fill_zero_fields` after it; ``None`` for custom
+    resources and for kinds with no field Go writes at its zero value."""
+    hit = _by_info.get(id(info))
+    if hit is None or hit[0] is not info:
+        hit = _remember(info)
+    return hit[2]

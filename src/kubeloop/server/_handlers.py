@@ -22,6 +22,7 @@ from kubeloop.api import (
     UnsupportedMediaType,
 )
 from kubeloop.api._quantity_fields import QUANTITY_KINDS
+from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
     decode_types,
@@ -128,12 +129,16 @@ class ResourceHandlers:
                 raise BadRequest("Object 'Kind' is missing in ''")
             obj = decode_json(body)
             texts = duplicate_texts(body, directive, obj)
+            nulls = b"null" in body  # a scan in C: most bodies have no null to drop
         else:
             obj = self._decode(body, media, info)
             texts = []
+            nulls = True
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
         decode_types(info, obj)  # a value its Go field cannot hold fails the typed decode too
+        if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
+            drop_go_nulls(info, obj)
         unknown = unknown_field_texts(self.state, info, obj)
         texts.extend(unknown)
         if texts and directive == "Strict":

@@ -32,6 +32,7 @@ from kubeloop.api._quantity import QuantityError
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
 from kubeloop.api._schemas import definitions, property_schema
 from kubeloop.api._strategic import go_format
+from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._field_validation import (
     directive_of,
     duplicate_texts,
@@ -120,6 +121,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             _decode_quantities(fields, patch_type, patch, result)
         if not info.custom:  # the patched object decoded into its Go type (handlers/patch.go)
             _decode_types(info, patch_type, patch, result)
+            if patch_type == JSON_PATCH:  # the one patch type that can put a null in the object
+                drop_go_nulls(info, result)
         before = orjson.dumps(result) if directive == "Strict" else b""
         texts = duplicates + unknown_field_texts(state, info, result)
         if texts and directive == "Strict":

@@ -32,6 +32,7 @@ from kubeloop.api import (
     invalid,
     not_found,
 )
+from kubeloop.api._go_encode import fill_zero_fields, strip_zero_fields
 from kubeloop.api._validation import (
     type_errors,
     validate_finalizers,
@@ -40,7 +41,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults, fill_go_zero_fields, strip_go_zero_fields
+from kubeloop.server._defaults import apply_defaults, go_zero_fields
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
@@ -52,8 +53,23 @@ __all__ = ["Current", "WriteRequest", "create_object", "get_object", "request_fo
 
 _GENERATE_ATTEMPTS = 8
 _GUARD_ATTEMPTS = 16  # a namespace rewritten this often while one create commits is pathological
-# What rest.BeforeCreate clears from a create's metadata (the uid and creationTimestamp are set anew).
-_CLEARED_ON_CREATE = frozenset(("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"))
+# What rest.BeforeCreate clears from a create's metadata (the uid and creationTimestamp are set anew);
+# a resourceVersion stays for the storage to judge (_refuse_resource_version).
+_CLEARED_ON_CREATE = frozenset(("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"))
+
+
+def _refuse_resource_version(rv: Any) -> None:
+    """etcd3 ``store.Create``: an object that carries a resourceVersion other than 0 is refused with the
+    plain ``storage.ErrResourceVersionSetOnCreate``, which the handler answers as a 500 with
+    StatusReasonUnknown (""); one that does not parse as a number (``ObjectResourceVersion`` fails) is
+    stored, its resourceVersion cleared (``PrepareObjectForStorage``). It runs after admission and
+    validation, and a dry run never reaches it (``DryRunnableStorage``)."""
+    try:
+        nonzero = int(str(rv), 10) != 0 if type(rv) is str and rv else False
+    except ValueError:
+        nonzero = False
+    if nonzero:
+        raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
 
 
 @dataclass(slots=True)
@@ -212,15 +228,6 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
     obj = check_body(info, obj)
     meta = obj["metadata"]  # check_body made it a dict
     _check_namespace(info, meta, req.namespace)
-    rv = meta.get("resourceVersion")
-    if rv:
-        try:
-            nonzero = int(str(rv)) != 0
-        except ValueError:
-            nonzero = False
-        if nonzero:
-            # etcd3 store.Create returns a plain error: the handler makes it a 500 with StatusReasonUnknown ("").
-            raise ApiError("resourceVersion should not be set on objects to be created", reason=UNKNOWN_REASON, code=500)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
     # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
     apply_defaults(info, obj)
@@ -236,12 +243,17 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
         dedup_owner_references(meta, req.warnings, after_admission=False)
     # handlers/create.go: the field manager records the request's fields before mutating admission, so
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
-    # Go's decoding gives the zero fields (fill_go_zero_fields) no manager owns: out around the hook.
+    # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
+    # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
+    zeros = go_zero_fields(info)
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
-        strip_go_zero_fields(info, obj)
+        if zeros is not None:
+            fill_zero_fields(obj, zeros)
+            strip_zero_fields(obj, zeros)
         hook(req, obj, None)
-    fill_go_zero_fields(info, obj)
+    if zeros is not None:
+        fill_zero_fields(obj, zeros)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -291,10 +303,12 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tupl
             pending = step(attrs, obj, None)
             if pending is not None:
                 await pending
-    if req.options.dry_run:
+    if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
         if await state.store.get(object_key(info, req.namespace, name)) is not None:
             raise already_exists(info.plural, name, info.group)
         return 201, orjson.dumps(obj)
+    if "resourceVersion" in meta:
+        _refuse_resource_version(meta.pop("resourceVersion"))
     attempt = guard_attempt = 0
     while True:
         try:
@@ -467,9 +481,13 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
-    strip_go_zero_fields(info, new)
+    zeros = go_zero_fields(info)  # the writer's inside list items, no manager's along the struct fields
+    if zeros is not None:
+        fill_zero_fields(new, zeros)
+        strip_zero_fields(new, zeros)
     record_manager(state, req, new, old)
-    fill_go_zero_fields(info, new)
+    if zeros is not None:
+        fill_zero_fields(new, zeros)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)

@@ -1,0 +1,355 @@
+"""A built-in object as upstream stores it: decoded into its Go struct, then encoded back.
+
+kube-apiserver decodes every built-in body into the kind's Go type (``sigs.k8s.io/json``, a fork of
+``encoding/json``) and encodes that struct again, so what a client reads back differs from what it
+sent in two ways this module reproduces, from the kind's OpenAPI schema and a few tables:
+
+- :func:`drop_nulls`: a JSON ``null`` leaves a field at its Go zero value (``decodeState.literalStore``:
+  null sets a map, slice, pointer or interface to nil and leaves anything else as it was). A field
+  Go always writes then shows that zero value (see below); any other field is gone. A ``null`` map
+  value or list item becomes the element's zero value (``{"a": null}`` labels read ``{"a": ""}``).
+- :func:`fill_zero_fields`: ``encoding/json`` writes every field without ``omitempty`` (at its zero
+  value: ``""``, ``0``, ``false``, or ``null`` for a nil slice, map or pointer) and every struct-typed
+  value field even with ``omitempty``, which never drops a struct: ``{}`` with the struct's own
+  always-written fields, or ``null`` for a zero ``metav1.Time``/``MicroTime`` (apimachinery
+  ``meta/v1/time.go`` ``Time.MarshalJSON``). So a Deployment's pod template reads
+  ``metadata: {creationTimestamp: null}`` (1.32; kubernetes/kubernetes#130989 dropped it in 1.33).
+- :func:`strip_zero_fields` takes out, along the object's struct fields from the root (not inside
+  list items or map values), the values that equal what the kind's empty object encodes there:
+  upstream's field manager compares a create with that empty object (``handlers/create.go``:
+  ``Creater.New``), so no manager owns them; inside list items (the empty object has none) the
+  writer owns them, as a kubelet owns its pod conditions' ``lastProbeTime``. The write path fills,
+  strips, runs the field manager, then fills again.
+
+Where each fact comes from:
+
+- *no omitempty*: a field the schema lists as ``required``. kube-openapi's generator makes a field
+  optional when its comment says ``+optional`` *or* its JSON tag says ``omitempty``
+  (``pkg/generators/openapi.go`` ``hasOptionalTag``), so a required field has no ``omitempty``. The
+  fields written without ``omitempty`` but marked ``+optional`` are in :data:`_NOT_OMITEMPTY`.
+- *value or pointer struct*: OpenAPI cannot tell. Every ``ObjectMeta`` field and every top-level
+  ``spec`` and ``status`` of a kind (at the root or embedded, as a StatefulSet's claim templates) is a
+  value in k8s.io/api; ``metav1.Time``/``MicroTime`` fields are values but for
+  :data:`_POINTER_TIMES`; other value structs are in :data:`_VALUE_STRUCTS`. Each table row names its
+  k8s.io/api release-1.32 ``types.go`` struct. A struct field in neither is a pointer: written only
+  when sent. The tables cover the groups kubeloop serves (core, apps, batch, rbac, coordination,
+  policy, scheduling, storage, apiextensions, autoscaling).
+
+The root object's own ``metadata`` is left to the write path, which sets its system fields. Not
+reproduced: a ``null`` ``IntOrString`` or quantity value field (upstream writes ``0``), and the
+fills under a recursive struct (``JSONSchemaProps``) built while its own children are being built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubeloop.api._schemas import definitions
+
+__all__ = ["GoEncoding", "drop_nulls", "fill_zero_fields", "go_encoding", "strip_zero_fields"]
+
+_REF = "#/$defs/"
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
+
+# Fields written without omitempty though OpenAPI calls them optional (``+optional`` comment, bare
+# JSON tag), by (definition's short name, field).
+_NOT_OMITEMPTY = frozenset({
+    ("Event", "reportingComponent"),  # core/v1 Event: ReportingController `json:"reportingComponent"`
+    ("Event", "reportingInstance"),  # core/v1 Event: ReportingInstance `json:"reportingInstance"`
+    ("Role", "rules"),  # rbac/v1 Role: Rules []PolicyRule `json:"rules"`
+    ("ClusterRole", "rules"),  # rbac/v1 ClusterRole: Rules []PolicyRule `json:"rules"`
+})
+
+# metav1.Time / MicroTime fields that are pointers (omitted when unset), by (struct, field).
+_POINTER_TIMES = frozenset({
+    ("ObjectMeta", "deletionTimestamp"),  # meta/v1 ObjectMeta: *Time
+    ("ManagedFieldsEntry", "time"),  # meta/v1 ManagedFieldsEntry: *Time
+    ("PodStatus", "startTime"),  # core/v1 PodStatus: StartTime *metav1.Time
+    ("Taint", "timeAdded"),  # core/v1 Taint: TimeAdded *metav1.Time
+    ("PersistentVolumeStatus", "lastPhaseTransitionTime"),  # core/v1: *metav1.Time
+    ("JobStatus", "startTime"), ("JobStatus", "completionTime"),  # batch/v1 JobStatus: *metav1.Time
+    ("CronJobStatus", "lastScheduleTime"), ("CronJobStatus", "lastSuccessfulTime"),  # batch/v1: *metav1.Time
+    ("LeaseSpec", "acquireTime"), ("LeaseSpec", "renewTime"),  # coordination/v1 LeaseSpec: *metav1.MicroTime
+    ("HorizontalPodAutoscalerStatus", "lastScaleTime"),  # autoscaling/v2: *metav1.Time
+})
+
+# Struct fields that are Go values (not pointers) besides ObjectMeta, times and top-level spec/status.
+_VALUE_STRUCTS = frozenset({
+    ("PodTemplateSpec", "spec"),  # core/v1 PodTemplateSpec: Spec PodSpec
+    ("PersistentVolumeClaimTemplate", "spec"),  # core/v1: Spec PersistentVolumeClaimSpec
+    ("Container", "resources"),  # core/v1 Container: Resources ResourceRequirements
+    ("EphemeralContainer", "resources"),  # core/v1 EphemeralContainerCommon: Resources ResourceRequirements
+    ("ContainerStatus", "state"), ("ContainerStatus", "lastState"),  # core/v1 ContainerStatus: ContainerState
+    ("NodeStatus", "daemonEndpoints"),  # core/v1 NodeStatus: DaemonEndpoints NodeDaemonEndpoints
+    ("NodeStatus", "nodeInfo"),  # core/v1 NodeStatus: NodeInfo NodeSystemInfo
+    ("NodeDaemonEndpoints", "kubeletEndpoint"),  # core/v1: KubeletEndpoint DaemonEndpoint
+    ("ServiceStatus", "loadBalancer"),  # core/v1 ServiceStatus: LoadBalancer LoadBalancerStatus
+    ("PersistentVolumeClaimSpec", "resources"),  # core/v1: Resources VolumeResourceRequirements
+    ("Event", "source"),  # core/v1 Event: Source EventSource
+    ("Event", "involvedObject"),  # core/v1 Event: InvolvedObject ObjectReference
+    ("Binding", "target"),  # core/v1 Binding: Target ObjectReference
+    ("WeightedPodAffinityTerm", "podAffinityTerm"),  # core/v1: PodAffinityTerm PodAffinityTerm
+    ("PreferredSchedulingTerm", "preference"),  # core/v1: Preference NodeSelectorTerm
+    ("DeploymentSpec", "template"), ("DeploymentSpec", "strategy"),  # apps/v1 DeploymentSpec
+    ("ReplicaSetSpec", "template"),  # apps/v1 ReplicaSetSpec: Template v1.PodTemplateSpec
+    ("StatefulSetSpec", "template"), ("StatefulSetSpec", "updateStrategy"),  # apps/v1 StatefulSetSpec
+    ("DaemonSetSpec", "template"), ("DaemonSetSpec", "updateStrategy"),  # apps/v1 DaemonSetSpec
+    ("JobSpec", "template"),  # batch/v1 JobSpec: Template corev1.PodTemplateSpec
+    ("CronJobSpec", "jobTemplate"),  # batch/v1 CronJobSpec: JobTemplate JobTemplateSpec
+    ("JobTemplateSpec", "spec"),  # batch/v1 JobTemplateSpec: Spec JobSpec
+    ("RoleBinding", "roleRef"), ("ClusterRoleBinding", "roleRef"),  # rbac/v1: RoleRef RoleRef
+    ("VolumeAttachmentSpec", "source"),  # storage/v1 VolumeAttachmentSpec: Source VolumeAttachmentSource
+    ("CustomResourceDefinitionSpec", "names"),  # apiextensions/v1: Names CustomResourceDefinitionNames
+    ("CustomResourceDefinitionStatus", "acceptedNames"),  # apiextensions/v1: AcceptedNames (a value)
+    ("HorizontalPodAutoscalerSpec", "scaleTargetRef"),  # autoscaling/v2: CrossVersionObjectReference
+    # autoscaling/v2 metric sources and statuses: Target MetricTarget, Current MetricValueStatus,
+    # Metric MetricIdentifier, DescribedObject CrossVersionObjectReference (values).
+    *((struct, field) for struct in ("ContainerResourceMetricSource", "ResourceMetricSource") for field in ("target",)),
+    *((struct, field) for struct in ("ContainerResourceMetricStatus", "ResourceMetricStatus") for field in ("current",)),
+    *((struct, field) for struct in ("ExternalMetricSource", "PodsMetricSource") for field in ("metric", "target")),
+    *((struct, field) for struct in ("ExternalMetricStatus", "PodsMetricStatus") for field in ("metric", "current")),
+    ("ObjectMetricSource", "describedObject"), ("ObjectMetricSource", "target"), ("ObjectMetricSource", "metric"),
+    ("ObjectMetricStatus", "describedObject"), ("ObjectMetricStatus", "current"), ("ObjectMetricStatus", "metric"),
+})
+
+# Shapes of a field's value the walks descend into.
+_STRUCT, _LIST, _MAP = 1, 2, 3
+
+
+class GoEncoding:
+    """One Go struct's encoding facts, built once per definition (lazily: schemas are recursive).
+
+    ``always``: the fields Go always writes, with their zero (a scalar, or the struct's
+    :class:`GoEncoding` for a value struct). ``nested``: every field whose value holds structs, with its
+    shape and struct; ``scalars``: the zero of each scalar field's element (lists and maps of strings,
+    numbers, bools), for a ``null`` item; ``walks`` both by field, for the null walk: (shape, struct or
+    ``None``, an item's zero). ``fills``: the ``always`` fields plus the nested ones under which something
+    is filled (the fill walk follows only these); ``strips``: the ``always`` ones."""
+
+    __slots__ = ("always", "defname", "fills", "known", "nested", "scalars", "strips", "walks")
+
+    def __init__(self, defname: str) -> None:
+        self.defname = defname
+        self.known: frozenset[str] = frozenset()
+        self.always: dict[str, Any] = {}
+        self.nested: dict[str, tuple[int, GoEncoding]] = {}
+        self.scalars: dict[str, tuple[int, Any]] = {}
+        self.fills: tuple[tuple[str, int, Any], ...] = ()
+        self.strips: tuple[tuple[str, Any], ...] = ()
+        self.walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
+
+
+# By definition name; a kind's root encoding (its own metadata left out) apart from the same struct
+# met as a field (a StatefulSet's claim templates are PersistentVolumeClaims).
+_encodings: dict[str, GoEncoding] = {}
+_roots: dict[str, GoEncoding] = {}
+
+
+def go_encoding(defname: str) -> GoEncoding:
+    """The encoding facts of the kind of OpenAPI definition ``defname`` (callers may keep it)."""
+    enc = _roots.get(defname)
+    if enc is None:
+        enc = _roots[defname] = GoEncoding(defname)
+        _build(enc, root=True)
+    return enc
+
+
+def _child(defname: str) -> GoEncoding:
+    enc = _encodings.get(defname)
+    if enc is None:
+        enc = _encodings[defname] = GoEncoding(defname)
+        _build(enc, root=False)
+    return enc
+
+
+def _ref(node: Mapping[str, Any]) -> str | None:
+    ref = node.get("$ref")
+    return ref[len(_REF):] if isinstance(ref, str) and ref.startswith(_REF) else None
+
+
+def _is_struct(defname: str) -> bool:
+    node = definitions().get(defname) or {}
+    return isinstance(node.get("properties"), dict) and defname not in _TIMES
+
+
+def _scalar_zero(node: Mapping[str, Any]) -> tuple[bool, Any]:
+    """(whether ``node`` is a plain scalar, its Go zero)."""
+    kinds = node.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    if "string" in kinds:
+        return True, None if node.get("format") == "byte" else ""  # []byte is a nil slice
+    if "integer" in kinds or "number" in kinds:
+        return True, 0
+    if "boolean" in kinds:
+        return True, False
+    return False, None
+
+
+def _build(enc: GoEncoding, *, root: bool) -> None:
+    node = definitions().get(enc.defname) or {}
+    short = enc.defname.rpartition(".")[2]
+    props = node.get("properties")
+    required = set(node.get("required") or ()) if isinstance(node.get("required"), list) else set()
+    top = bool(node.get("x-kubernetes-group-version-kind"))  # a kind, at the root or embedded
+    enc.known = frozenset(props) if isinstance(props, dict) else frozenset()
+    for key, sub in (props.items() if isinstance(props, dict) else ()):
+        if not isinstance(sub, Mapping):
+            continue
+        ref = _ref(sub)
+        if root and key == "metadata":  # the write path's: nulls go, nothing is filled
+            if ref is not None:
+                enc.nested[key] = (_STRUCT, _child(ref))
+            continue
+        always = key in required or (short, key) in _NOT_OMITEMPTY
+        if ref is not None and ref in _TIMES:
+            if always or (short, key) not in _POINTER_TIMES:
+                enc.always[key] = None
+            continue
+        if ref is not None and _is_struct(ref):
+            child = _child(ref)
+            enc.nested[key] = (_STRUCT, child)
+            if ref == _META or (short, key) in _VALUE_STRUCTS or (top and key in ("spec", "status")):
+                enc.always[key] = child
+            elif always:
+                enc.always[key] = None  # a nil pointer without omitempty
+            continue
+        kinds = sub.get("type")
+        kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+        if "array" in kinds or ("object" in kinds and isinstance(sub.get("additionalProperties"), Mapping)):
+            shape = _LIST if "array" in kinds else _MAP
+            elem = sub.get("items") if shape == _LIST else sub.get("additionalProperties")
+            elem_ref = _ref(elem) if isinstance(elem, Mapping) else None
+            if elem_ref is not None and _is_struct(elem_ref):
+                enc.nested[key] = (shape, _child(elem_ref))
+            elif isinstance(elem, Mapping):
+                plain, zero = _scalar_zero(elem)
+                if plain or (elem_ref in _TIMES):
+                    enc.scalars[key] = (shape, zero)
+            if always:
+                enc.always[key] = None  # a nil slice or map
+            continue
+        if always and ref is None:
+            plain, zero = _scalar_zero(sub)
+            if plain:
+                enc.always[key] = zero
+    _settle(enc)
+
+
+def _settle(enc: GoEncoding) -> None:
+    """``fills`` and ``strips``, once the children exist (a child being built has none yet: recursive
+    types, which hold no value struct of their own type, are complete without)."""
+    fills: list[tuple[str, int, Any]] = []
+    strips: list[tuple[str, Any]] = []
+    for key, zero in enc.always.items():
+        fills.append((key, 0, zero))
+        strips.append((key, zero))
+    for key, (shape, child) in enc.nested.items():
+        if key not in enc.always and key != "metadata" and _fills_something(child):
+            fills.append((key, shape, child))
+    enc.fills, enc.strips = tuple(fills), tuple(strips)
+    walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
+    for key, (shape, child) in enc.nested.items():
+        walks[key] = (shape, child, child)
+    for key, (shape, zero) in enc.scalars.items():
+        walks[key] = (shape, None, zero)
+    enc.walks = walks
+
+
+def _fills_something(enc: GoEncoding, seen: frozenset[str] = frozenset()) -> bool:
+    if enc.always:
+        return True
+    if enc.defname in seen:
+        return False
+    seen = seen | {enc.defname}
+    return any(_fills_something(child, seen) for _, child in enc.nested.values())
+
+
+def _zero(zero: Any) -> Any:
+    """A fresh copy of a field's zero encoding."""
+    if type(zero) is GoEncoding:
+        return {key: _zero(value) for key, value in zero.always.items()}
+    return zero
+
+
+def drop_nulls(obj: dict[str, Any], enc: GoEncoding) -> None:
+    """Replace every JSON ``null`` of ``obj`` as the typed decode and encode do (in place). Walks the
+    object's own keys (fewer than its struct's fields), descending where a field holds structs."""
+    nulls: list[str] | None = None
+    walks = enc.walks
+    for key, value in obj.items():
+        if value is None:
+            if nulls is None:
+                nulls = [key]
+            else:
+                nulls.append(key)
+            continue
+        walk = walks.get(key)
+        if walk is None:
+            continue
+        shape, child, zero = walk
+        if shape == _STRUCT:
+            if child is not None and type(value) is dict:
+                drop_nulls(value, child)
+        elif shape == _LIST:
+            if type(value) is list:
+                for index, item in enumerate(value):
+                    if item is None:
+                        value[index] = _zero(zero)
+                    elif child is not None and type(item) is dict:
+                        drop_nulls(item, child)
+        elif type(value) is dict:
+            for name, item in value.items():
+                if item is None:
+                    value[name] = _zero(zero)
+                elif child is not None and type(item) is dict:
+                    drop_nulls(item, child)
+    if nulls is not None:
+        for key in nulls:
+            if key in enc.always:
+                obj[key] = _zero(enc.always[key])  # a fresh zero: its nulls are zero times
+            elif key in enc.known:
+                del obj[key]
+
+
+def fill_zero_fields(obj: dict[str, Any], enc: GoEncoding) -> None:
+    """Add every field Go writes at its zero value that ``obj`` lacks (or holds as ``null``), at any
+    depth: struct fields, list items and map values alike (in place)."""
+    for key, shape, zero in enc.fills:
+        if not shape:
+            value = obj.get(key)
+            if value is None:
+                obj[key] = _zero(zero)
+            elif type(zero) is GoEncoding and type(value) is dict:
+                fill_zero_fields(value, zero)
+            continue
+        value = obj.get(key)
+        if shape == _STRUCT:
+            if type(value) is dict:
+                fill_zero_fields(value, zero)
+        elif shape == _LIST:
+            if type(value) is list:
+                for item in value:
+                    if type(item) is dict:
+                        fill_zero_fields(item, zero)
+        elif type(value) is dict:
+            for item in value.values():
+                if type(item) is dict:
+                    fill_zero_fields(item, zero)
+
+
+def strip_zero_fields(obj: dict[str, Any], enc: GoEncoding) -> None:
+    """Remove, along struct fields from the root, every value that equals the empty object's there
+    (an always-written field at its zero, a value struct that holds nothing else) (in place)."""
+    for key, zero in enc.strips:
+        if key not in obj:
+            continue
+        value = obj[key]
+        if type(zero) is GoEncoding:
+            if type(value) is dict:
+                strip_zero_fields(value, zero)
+                if not value:
+                    del obj[key]
+        elif value == zero and type(value) is type(zero):
+            del obj[key]
