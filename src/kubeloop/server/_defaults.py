@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.api._limit_range_validation import default_limit_range
 
 __all__ = ["GO_ZERO_FIELDS", "apply_defaults", "fill_go_zero_fields", "strip_go_zero_fields"]
 
@@ -256,6 +257,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "StatefulSet"): _statefulset,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
+    # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.
+    ("", "LimitRange"): default_limit_range,
 }
 
 
