@@ -10,7 +10,7 @@ every other resource gets, ``count/<resource>[.<group>]``; ``Matches``).
   its kind's evaluator tracks; :func:`handles` whether a write of that kind can change usage at all
   (pods: CREATE only, as InPlacePodVerticalScaling is off in 1.32; services and claims: CREATE and
   UPDATE; every other kind: CREATE).
-- :func:`quota_matches` is ``evaluator.Matches``: the quota's ``status.hard`` names something the
+- :func:`quota_matches` is ``evaluator.Matches`` (:func:`scopes_match` its scope half): the quota's ``status.hard`` names something the
   evaluator tracks, and every scope (``spec.scopes`` as ``Exists`` selectors, then
   ``spec.scopeSelector.matchExpressions``) matches the object. Only pods have scopes; for every other
   kind a scoped quota matches nothing (``MatchesNoScopeFunc``).
@@ -38,6 +38,7 @@ __all__ = [
     "pod_is_counted",
     "quota_matches",
     "scope_selectors",
+    "scopes_match",
     "usage",
 ]
 
@@ -271,15 +272,19 @@ def _pod_matches_scope(requirement: Obj, pod: Obj) -> bool:
     return False
 
 
-def quota_matches(quota: Obj, group: str, plural: str, obj: Obj) -> bool:
-    """``evaluator.Matches``: the quota tracks a resource of this kind and every scope matches ``obj``."""
-    hard = (quota.get("status") or {}).get("hard") or {}
-    if not matching_resources(group, plural, hard):
-        return False
+def scopes_match(quota: Obj, group: str, plural: str, obj: Obj) -> bool:
+    """Every scope of the quota matches ``obj`` (a quota without scopes matches everything; only pods have
+    scopes, so a scoped quota matches no other kind: ``MatchesNoScopeFunc``)."""
     selectors = scope_selectors(quota)
     if _kind(group, plural) != "pods":
         return not selectors
     return all(_pod_matches_scope(s, obj) for s in selectors)
+
+
+def quota_matches(quota: Obj, group: str, plural: str, obj: Obj) -> bool:
+    """``evaluator.Matches``: the quota's ``status.hard`` names a resource of this kind and its scopes match."""
+    hard = (quota.get("status") or {}).get("hard") or {}
+    return bool(matching_resources(group, plural, hard)) and scopes_match(quota, group, plural, obj)
 
 
 def pod_constraints(required: Iterable[str], pod: Obj) -> str | None:

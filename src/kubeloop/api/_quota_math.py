@@ -23,6 +23,7 @@ from typing import Any
 from kubeloop.api._quantity import DECIMAL_SI, QuantityError, _canonical, parse_quantity
 
 __all__ = [
+    "ZERO",
     "Amount",
     "ResourceList",
     "add",
