@@ -183,3 +183,46 @@ async def test_a_lost_race_is_checked_again_against_the_new_quota(app: App, clie
     r = await client.post(f"{NS}/pods", json=pod("second"))
     assert r.status_code == 403
     assert r.json()["message"].endswith("exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1")
+
+
+async def test_claims_are_charged_by_storage_and_storage_class(client: httpx.AsyncClient) -> None:
+    await make_quota(client, {"requests.storage": "10Gi", "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+                              "persistentvolumeclaims": "5"})
+
+    def claim(name: str, size: str, storage_class: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+        if storage_class:
+            spec["storageClassName"] = storage_class
+        return {"metadata": {"name": name}, "spec": spec}
+
+    assert (await client.post(f"{NS}/persistentvolumeclaims", json=claim("a", "4Gi", "gold"))).status_code == 201
+    r = await client.post(f"{NS}/persistentvolumeclaims", json=claim("b", "1Gi", "gold"))
+    assert r.status_code == 403
+    assert r.json()["message"] == ('persistentvolumeclaims "b" is forbidden: exceeded quota: q, requested: '
+                                   "gold.storageclass.storage.k8s.io/persistentvolumeclaims=1, used: "
+                                   "gold.storageclass.storage.k8s.io/persistentvolumeclaims=1, limited: "
+                                   "gold.storageclass.storage.k8s.io/persistentvolumeclaims=1")
+    r = await client.post(f"{NS}/persistentvolumeclaims", json=claim("c", "7Gi"))
+    assert r.status_code == 403
+    assert "requested: requests.storage=7Gi, used: requests.storage=4Gi, limited: requests.storage=10Gi" in r.json()[
+        "message"]
+    assert await used(client) == {"gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+                                  "persistentvolumeclaims": "1", "requests.storage": "4Gi"}
+
+
+async def test_terminating_scope_and_other_namespaces(client: httpx.AsyncClient) -> None:
+    await make_quota(client, {"pods": "0"}, scopes=["Terminating"])
+    assert (await client.post(f"{NS}/pods", json=pod("long-running"))).status_code == 201
+    r = await client.post(f"{NS}/pods", json=pod("job", activeDeadlineSeconds=60))
+    assert r.status_code == 403
+    assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "other"}})).status_code == 201
+    r = await client.post("/api/v1/namespaces/other/pods", json=pod("job", activeDeadlineSeconds=60))
+    assert r.status_code == 201  # a quota binds its own namespace only
+
+
+async def test_pod_updates_are_not_charged(client: httpx.AsyncClient) -> None:
+    assert (await client.post(f"{NS}/pods", json=pod("p"))).status_code == 201
+    await make_quota(client, {"pods": "0"})
+    current = (await client.get(f"{NS}/pods/p")).json()
+    current["metadata"]["labels"] = {"touched": "yes"}
+    assert (await client.put(f"{NS}/pods/p", json=current)).status_code == 200

@@ -165,3 +165,12 @@ async def test_tables_follow_upstream_printers(client: httpx.AsyncClient) -> Non
     assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [("Name", "string"), ("Created At", "date")]
     created = (await client.get(f"{LIMITS}/l")).json()["metadata"]["creationTimestamp"]
     assert table["rows"][0]["cells"] == ["l", created]
+
+
+async def test_openapi_serves_both_kinds_and_the_status_path(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi/v3/api/v1")).json()
+    schemas = document["components"]["schemas"]
+    assert {"io.k8s.api.core.v1.LimitRange", "io.k8s.api.core.v1.ResourceQuota",
+            "io.k8s.api.core.v1.ResourceQuotaStatus"} <= set(schemas)
+    assert "/api/v1/namespaces/{namespace}/resourcequotas/{name}/status" in document["paths"]
+    assert "/api/v1/namespaces/{namespace}/limitranges/{name}" in document["paths"]

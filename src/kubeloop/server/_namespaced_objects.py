@@ -2,8 +2,9 @@
 
 The LimitRanger and ResourceQuota admission plugins ask, on every create, "what LimitRanges (or
 ResourceQuotas) does this namespace have?". Upstream reads an informer's cache (falling back to a live
-list when the cache has none); here :class:`NamespacedObjects` follows the resource's store prefix with
-:class:`~kubeloop.server._prefix_changes.PrefixChanges`, so a read is never behind the store's
+list when the cache has none); here :class:`NamespacedObjects` follows the resource's store prefix with a
+store watch polled whenever the store's revision moved (what
+:class:`~kubeloop.server._prefix_changes.PrefixChanges` does, inlined), so a read is never behind the store's
 revision: an object written before a request started is seen by it. Most namespaces have none, and the
 answer then costs a poll of the watch (nothing at all when the store did not move) and a dict lookup.
 
@@ -18,8 +19,7 @@ from typing import Any
 
 import orjson
 
-from kubeloop.server._prefix_changes import PrefixChanges
-from kubeloop.store import Store, StoreEvent
+from kubeloop.store import Compacted, Store, StoreEvent, StoreWatch
 
 __all__ = ["NamespacedObjects"]
 
@@ -33,18 +33,29 @@ class NamespacedObjects:
     def __init__(self, store: Store, prefix: str) -> None:
         self._store = store
         self._prefix = prefix
-        self._changes = PrefixChanges(store, prefix)
+        self._watch: StoreWatch | None = None
+        self._checked = -1  # the store revision up to which every change was applied
         self._by_namespace: dict[str, dict[str, Entry]] = {}
         self._loading: asyncio.Lock | None = None
 
     def current(self, namespace: str) -> dict[str, Entry] | None:
         """The namespace's objects by name now (empty when it has none), or ``None`` when everything must be
         read first (:meth:`load`)."""
-        events = self._changes.poll()
-        if events is None:
+        # PrefixChanges.poll, inlined: this runs on every create of a namespaced object.
+        watch = self._watch
+        if watch is None:
             return None
-        for event in events:
-            self._apply(event)
+        revision = self._store.revision
+        if revision != self._checked:
+            try:
+                events = watch.poll()
+            except Compacted:  # fell past the watch buffer: read everything again
+                watch.close()
+                self._watch = None
+                return None
+            self._checked = revision
+            for event in events:
+                self._apply(event)
         return self._by_namespace.get(namespace, _EMPTY)
 
     async def load(self, namespace: str) -> dict[str, Entry]:
@@ -57,7 +68,10 @@ class NamespacedObjects:
             if found is not None:
                 return found
             # Watch first, then read: a change committed in between is in both, applied in order.
-            self._changes.start()
+            if self._watch is not None:
+                self._watch.close()
+            self._checked = self._store.revision
+            self._watch = self._store.watch(self._prefix, after=self._checked)
             listed = await self._store.range(self._prefix)
             self._by_namespace = {}
             for kv in listed.items:

@@ -70,7 +70,8 @@ class ResourceQuotaAdmission(ValidatingPlugin):
     def __init__(self, state: ServerState) -> None:
         self._state = state
         self.quotas = NamespacedObjects(state.store, PREFIX)
-        self._locks: dict[str, asyncio.Lock] = {}
+        # namespace -> (lock, number of checks holding or awaiting it): one check per namespace at a time.
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
         return (resource.namespaced and (resource.group, resource.plural) not in _IGNORED
@@ -89,14 +90,17 @@ class ResourceQuotaAdmission(ValidatingPlugin):
 
     async def _admit(self, attributes: AdmissionAttributes, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         namespace = attributes.namespace
-        lock = self._locks.get(namespace)
-        if lock is None:
-            lock = self._locks[namespace] = asyncio.Lock()
+        entry = self._locks.get(namespace)
+        if entry is None:
+            entry = self._locks[namespace] = (asyncio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
         try:
             async with lock:
                 await self._check_and_charge(attributes, obj, old)
         finally:
-            if not lock.locked() and self._locks.get(namespace) is lock:
+            users[0] -= 1
+            if not users[0]:
                 del self._locks[namespace]
 
     async def _check_and_charge(
