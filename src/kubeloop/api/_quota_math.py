@@ -155,7 +155,7 @@ def _container_list(container: Mapping[str, Any], which: str) -> ResourceList:
     return parse_list(resources.get(which)) if isinstance(resources, Mapping) else {}
 
 
-def _pod_total(pod: Mapping[str, Any], which: str) -> ResourceList:
+def _pod_total(pod: Mapping[str, Any], which: str, with_overhead: bool) -> ResourceList:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return {}
@@ -173,17 +173,21 @@ def _pod_total(pod: Mapping[str, Any], which: str) -> ResourceList:
         else:
             _max_into(init_max, add(own, sidecars))
     _max_into(total, init_max)
+    if not with_overhead:
+        return total
     overhead = parse_list(spec.get("overhead"))
     if which == "limits":  # overhead is added to the limits the pod has, never makes one
         overhead = mask(overhead, total)
     return add(total, overhead)
 
 
-def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
-    """The pod's effective requests (``resourcehelper.PodRequests``)."""
-    return _pod_total(pod, "requests")
+def pod_requests(pod: Mapping[str, Any], *, with_overhead: bool = True) -> ResourceList:
+    """The pod's effective requests (``resourcehelper.PodRequests``; without the overhead, LimitRanger's
+    own ``podRequests``)."""
+    return _pod_total(pod, "requests", with_overhead)
 
 
-def pod_limits(pod: Mapping[str, Any]) -> ResourceList:
-    """The pod's effective limits (``resourcehelper.PodLimits``)."""
-    return _pod_total(pod, "limits")
+def pod_limits(pod: Mapping[str, Any], *, with_overhead: bool = True) -> ResourceList:
+    """The pod's effective limits (``resourcehelper.PodLimits``; without the overhead, LimitRanger's
+    own ``podLimits``)."""
+    return _pod_total(pod, "limits", with_overhead)

@@ -13,7 +13,8 @@ ordered after NamespaceLifecycle and before Priority), a plugin of both phases o
   cpu, memory request for container app; cpu limit for container app`` (resources sorted).
 - **Validating** (``PodValidateLimitFunc``, ``PersistentVolumeClaimValidateLimitFunc``): a Container
   item bounds each container's requests and limits (``min``, ``max``, ``maxLimitRequestRatio``), a
-  Pod item the pod's totals (containers summed, init containers as their maximum, overhead added),
+  Pod item the pod's totals (containers summed, init containers as their maximum, sidecars added; no
+  overhead, as LimitRanger's own ``podRequests``),
   a PersistentVolumeClaim item the claim's requests (min; max on the request only). Values compare in
   thousandths (``MilliValue``) unless one passes ``MaxMilliValue``, then as whole numbers, as upstream's
   ``requestLimitEnforcedValues``. A range's failures are one 403 Forbidden, ``pods "x" is forbidden:
@@ -222,7 +223,9 @@ def _pod_errors(limit_range: Obj, pod: Obj) -> list[str]:
                         _bounded(item, "Container", _resources(container, "requests"), _resources(container, "limits"),
                                  errors)
         elif item.get("type") == "Pod":
-            _bounded(item, "Pod", render(pod_requests(pod)), render(pod_limits(pod)), errors)
+            # LimitRanger's own podRequests/podLimits: no pod overhead, unlike the quota's.
+            _bounded(item, "Pod", render(pod_requests(pod, with_overhead=False)),
+                     render(pod_limits(pod, with_overhead=False)), errors)
     return errors
 
 
