@@ -122,6 +122,8 @@ async def test_kubectl_limit_range_defaults_and_refusal(real_app: App, tmp_path:
         await kubectl.run("create", "-f", "-", stdin=json.dumps(limits).encode())
         _, table, _ = await kubectl.run("get", "limits")
         assert table.split()[:4] == ["NAME", "CREATED", "AT", "limits"]
+        _, described, _ = await kubectl.run("describe", "limits", "limits")
+        assert ["Container", "cpu", "-", "1", "100m", "500m", "-"] in [line.split() for line in described.splitlines()]
         await kubectl.run("run", "web", "--image=nginx")
         _, shown, _ = await kubectl.run("get", "pod", "web", "-o", "json")
         assert json.loads(shown)["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m"},
