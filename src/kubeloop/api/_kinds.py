@@ -127,6 +127,9 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, short_names=("pvc",),
        status_subresource=True),
     _r("", "v1", "PersistentVolume", "persistentvolumes", False, short_names=("pv",), status_subresource=True),
+    # pkg/registry/core/limitrange and resourcequota (short names from their storage's ShortNames).
+    _r("", "v1", "LimitRange", "limitranges", True, short_names=("limits",)),
+    _r("", "v1", "ResourceQuota", "resourcequotas", True, short_names=("quota",), status_subresource=True),
     _r("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
        status_subresource=True, scale=_REPLICAS, tracks_generation=True, generation_includes_annotations=True),
     _r("apps", "v1", "ReplicaSet", "replicasets", True, short_names=("rs",), categories=("all",),

@@ -332,7 +332,8 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
 # (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
 # share a message name here, so one flat message namespace is enough.
 KINDS: dict[tuple[str, str], str] = {
-    **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding")},
+    **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding",
+                                              "LimitRange", "ResourceQuota")},
     ("apps/v1", "Deployment"): "Deployment",
     ("batch/v1", "Job"): "Job",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",

@@ -469,4 +469,20 @@ CORE_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
     "VolumeResourceRequirements": {1: ("limits", "{q"), 2: ("requests", "{q")},
     "ImageVolumeSource": {1: ("reference", "s"), 2: ("pullPolicy", "s")},
+    # LimitRange and ResourceQuota (kubectl create quota sends a ResourceQuota).
+    "LimitRange": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:LimitRangeSpec")},
+    "LimitRangeSpec": {1: ("limits", "*m:LimitRangeItem!")},
+    "LimitRangeItem": {
+        1: ("type", "s!"),
+        2: ("max", "{q"),
+        3: ("min", "{q"),
+        4: ("default", "{q"),
+        5: ("defaultRequest", "{q"),
+        6: ("maxLimitRequestRatio", "{q"),
+    },
+    "ResourceQuota": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:ResourceQuotaSpec"), 3: ("status", "m:ResourceQuotaStatus")},
+    "ResourceQuotaSpec": {1: ("hard", "{q"), 2: ("scopes", "*s"), 3: ("scopeSelector", "m?:ScopeSelector")},
+    "ScopeSelector": {1: ("matchExpressions", "*m:ScopedResourceSelectorRequirement")},
+    "ScopedResourceSelectorRequirement": {1: ("scopeName", "s!"), 2: ("operator", "s!"), 3: ("values", "*s")},
+    "ResourceQuotaStatus": {1: ("hard", "{q"), 2: ("used", "{q")},
 }

@@ -17,7 +17,9 @@ The fields, from the k8s.io/api v1.32 types:
 - a pod status: ``allocatedResources`` and ``resources`` of every container status;
 - a PersistentVolumeClaim (and a StatefulSet's ``volumeClaimTemplates``): ``spec.resources``,
   ``status.capacity``, ``status.allocatedResources``;
-- a PersistentVolume: ``spec.capacity``; a Node: ``status.capacity``, ``status.allocatable``.
+- a PersistentVolume: ``spec.capacity``; a Node: ``status.capacity``, ``status.allocatable``;
+- a LimitRange: ``max``, ``min``, ``default``, ``defaultRequest``, ``maxLimitRequestRatio`` of each
+  ``spec.limits`` item; a ResourceQuota: ``spec.hard``, ``status.hard``, ``status.used``.
 
 In a ResourceList a ``null`` is the zero Quantity (``"0"``), as ``UnmarshalJSON`` makes it, and
 defaulting (core v1 ``SetDefaults_ResourceList``, run on every ResourceList above) rounds each value
@@ -200,12 +202,33 @@ def _node(obj: dict[str, Any], mode: bool | _Canons) -> None:
         _resource_list(status, "allocatable", canon)
 
 
+def _limit_range(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    spec = obj.get("spec")
+    if type(spec) is dict:
+        canon = _canon(mode)
+        for item in as_list(spec.get("limits")):
+            if type(item) is dict:
+                for key in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+                    _resource_list(item, key, canon)
+
+
+def _resource_quota(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    canon = _canon(mode)
+    if type(spec := obj.get("spec")) is dict:
+        _resource_list(spec, "hard", canon)
+    if type(status := obj.get("status")) is dict:
+        _resource_list(status, "hard", canon)
+        _resource_list(status, "used", canon)
+
+
 _Walker = Callable[[dict[str, Any], bool | _Canons], None]
 _BY_KIND: dict[tuple[str, str], _Walker] = {
     ("", "Pod"): _pod,
     ("", "PersistentVolumeClaim"): _persistent_volume_claim,
     ("", "PersistentVolume"): _persistent_volume,
     ("", "Node"): _node,
+    ("", "LimitRange"): _limit_range,
+    ("", "ResourceQuota"): _resource_quota,
     ("apps", "Deployment"): _template_owner,
     ("apps", "ReplicaSet"): _template_owner,
     ("apps", "StatefulSet"): _stateful_set,

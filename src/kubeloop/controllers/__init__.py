@@ -2,7 +2,7 @@
 
 :class:`GarbageCollector` (ownerReferences, Background/Foreground/Orphan propagation),
 :class:`NamespaceController` (namespace deletion), :class:`ClusterRoleAggregationController` (ClusterRole
-``aggregationRule``), and the registry the controller manager uses to
+``aggregationRule``), :class:`ResourceQuotaController` (ResourceQuota status), and the registry the controller manager uses to
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
@@ -24,6 +24,7 @@ from kubeloop.controllers._registry import (
     register_builtin,
 )
 from kubeloop.controllers._replicaset import ReplicaSetController
+from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.controllers._scheduler import Scheduler
 from kubeloop.controllers._statefulset import StatefulSetController
 from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
@@ -45,6 +46,7 @@ __all__ = [
     "NodeSimulator",
     "PersistentVolumeController",
     "ReplicaSetController",
+    "ResourceQuotaController",
     "Scheduler",
     "SimulatedCluster",
     "SimulationOptions",

@@ -22,6 +22,7 @@ from typing import Any
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
+from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.runtime import Controller, Manager, Runnable
 
 __all__ = ["BUILTIN_CONTROLLERS", "ControllerFactory", "add_builtin_controllers", "has_synced", "register_builtin"]
@@ -49,10 +50,15 @@ def _clusterrole_aggregation(manager: Manager) -> Runnable:
     return ClusterRoleAggregationController(manager).controller
 
 
+def _resource_quota(manager: Manager) -> Runnable:
+    return ResourceQuotaController(manager).controller
+
+
 BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "garbage-collector": _garbage_collector,
     "namespace": _namespace,
     "clusterrole-aggregation": _clusterrole_aggregation,
+    "resourcequota": _resource_quota,
 }
 
 

@@ -38,6 +38,7 @@ from kubeloop.server._authz_rbac import RbacAuthorizer, store_rbac_authorizer
 from kubeloop.server._authz_reviews import SelfReviewMiddleware
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._http import MAX_BODY_BYTES, Request
+from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._protection import (
     APPROVED_ANNOTATION,
@@ -46,6 +47,7 @@ from kubeloop.server._protection import (
     deletion_refusal,
     protection_webhook_app,
 )
+from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
@@ -71,12 +73,14 @@ __all__ = [
     "DefaultTolerationSeconds",
     "DeletionProtection",
     "ImpersonationMiddleware",
+    "LimitRanger",
     "NamespaceLifecycle",
     "Priority",
     "RbacAuthorizer",
     "RbacEscalationCheck",
     "Request",
     "RequestInfo",
+    "ResourceQuotaAdmission",
     "RuleResolver",
     "SelfReviewMiddleware",
     "ServerState",

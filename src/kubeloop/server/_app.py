@@ -58,10 +58,12 @@ from kubeloop.server._http import (
     send_json,
     warnings_of,
 )
+from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
+from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._state import ServerState, Validator, namespace_key
@@ -278,7 +280,8 @@ def create_app(
     server_address: str = "127.0.0.1:6443",
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle,
-    Priority, DefaultTolerationSeconds, deletion protection: upstream's order)."""
+    LimitRanger, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota: upstream's order,
+    kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating plugin)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
@@ -286,5 +289,6 @@ def create_app(
         rng=rng or random.Random(),
     )
     state.admission.extend(admission if admission is not None else [
-        NamespaceLifecycle(store), Priority(store), DefaultTolerationSeconds(), DeletionProtection()])
+        NamespaceLifecycle(store), LimitRanger(store), Priority(store), DefaultTolerationSeconds(),
+        DeletionProtection(), ResourceQuotaAdmission(state)])
     return App(state, server_address=server_address)

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubeloop.api import ResourceInfo
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
+from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
 
 __all__ = ["apply_defaults", "drop_go_nulls", "go_zero_fields"]
@@ -291,6 +292,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("batch", "Job"): _job,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
+    # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.
+    ("", "LimitRange"): default_limit_range,
 }
 
 

@@ -581,6 +581,13 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericSt
         from kubeloop.server._priority_class import PriorityClassStrategy  # a subclass: imported late (cycle)
 
         return PriorityClassStrategy(info)
+    if key in (("", "LimitRange"), ("", "ResourceQuota")):
+        from kubeloop.server._quota_strategies import (  # subclasses: late
+            LimitRangeStrategy,
+            ResourceQuotaStrategy,
+        )
+
+        return LimitRangeStrategy(info) if info.kind == "LimitRange" else ResourceQuotaStrategy(info)
     if key == ("", "Node"):
         # Kubelets register nodes with their status (node strategy keeps it on create).
         return _Node(info)

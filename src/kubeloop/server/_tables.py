@@ -402,6 +402,25 @@ def _storageclass_cells(sc: Obj, now: float) -> list[Any]:
             sc.get("volumeBindingMode", "Immediate"), bool(sc.get("allowVolumeExpansion", False)), _age(sc, now)]
 
 
+def _limit_range_cells(lr: Obj, now: float) -> list[Any]:
+    # printLimitRange: the creation time itself (a "date" column), not an age.
+    return [_name(lr), _get(lr, "metadata", "creationTimestamp")]
+
+
+def _resource_quota_cells(rq: Obj, now: float) -> list[Any]:
+    """printResourceQuota: ``name: used/hard`` for each of ``status.hard`` in name order, ``limits.*`` in
+    the Limit column and everything else in the Request column."""
+    hard = _get(rq, "status", "hard", default={}) or {}
+    used = _get(rq, "status", "used", default={}) or {}
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(hard):
+        parts = name.split(".")
+        column = limits if len(parts) > 1 and parts[0] == "limits" else requests
+        column.append(f"{name}: {used.get(name, '0')}/{hard[name]}")
+    return [_name(rq), _age(rq, now), ", ".join(requests), ", ".join(limits)]
+
+
 def _s(name: str, priority: int = 0, fmt: str = "") -> Column:
     return (name, "string", fmt, priority)
 
@@ -438,6 +457,9 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                                 _s("VolumeMode", 1)], _pv_cells),
     ("", "Service"): ([_NAME, _s("Type"), _s("Cluster-IP"), _s("External-IP"), _s("Port(s)"), _AGE,
                        _s("Selector", 1)], _service_cells),
+    # k/k pkg/printers/internalversion/printers.go (limitRangeColumnDefinitions, resourceQuotaColumnDefinitions).
+    ("", "LimitRange"): ([_NAME, ("Created At", "date", "", 0)], _limit_range_cells),
+    ("", "ResourceQuota"): ([_NAME, _AGE, _s("Request"), _s("Limit")], _resource_quota_cells),
     ("apps", "Deployment"): ([_NAME, _s("Ready"), _i("Up-to-date"), _i("Available"), _AGE, *_WORKLOAD_WIDE,
                               _s("Selector", 1)], _deployment_cells),
     ("apps", "ReplicaSet"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
@@ -462,9 +484,14 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                                                            _s("ServiceAccounts", 1)], _binding_cells),
 }
 
+_CREATION_TIMESTAMP = "CreationTimestamp is a timestamp representing the server time when this object was created."
 _DESCRIPTIONS = {
     "Name": "Name must be unique within a namespace. Cannot be updated.",
-    "Age": "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    "Age": _CREATION_TIMESTAMP,
+    "Created At": _CREATION_TIMESTAMP,
+    "Request": "Request represents a minimum amount of cpu/memory that a container may consume.",
+    "Limit": "Limits control the maximum amount of cpu/memory that a container may use independent of contention "
+             "on the node.",
 }
 
 

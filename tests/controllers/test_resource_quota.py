@@ -1,0 +1,128 @@
+"""The resource quota controller (k/k pkg/controller/resourcequota), on an in-process cluster with its manager.
+
+The controller runs as kube-controller-manager runs it (a built-in of :func:`add_builtin_controllers`) on
+the cluster's fake clock, so its 5-minute full recount is reached by advancing fake time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubeloop.api import Forbidden
+from kubeloop.controllers import BUILTIN_CONTROLLERS, add_builtin_controllers
+from kubeloop.controllers._resource_quota import RESYNC_PERIOD, resources_to_count
+from kubeloop.runtime import Manager
+from kubeloop.testing import FakeClock, InProcessCluster, eventually, resource
+
+from .conftest import CONFIGMAPS, DEPLOYMENTS, PODS, fake_clock
+
+QUOTAS = resource("", "ResourceQuota")
+
+
+@contextlib.asynccontextmanager
+async def quota_controller(cluster: InProcessCluster) -> AsyncIterator[Manager]:
+    manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0)
+    add_builtin_controllers(manager, names=["resourcequota"])
+    task = asyncio.create_task(manager.run())
+    try:
+        yield manager
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def pod_body(name: str, cpu: str | None = None) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}} if cpu else {}
+    return {"metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "nginx", "resources": resources}]}}
+
+
+async def status_of(cluster: InProcessCluster, name: str = "q") -> dict[str, Any]:
+    return dict((await cluster.client.get(QUOTAS, name, namespace="ns")).get("status") or {})
+
+
+async def status_becomes(cluster: InProcessCluster, expected: dict[str, Any], name: str = "q",
+                         clock: FakeClock | None = None) -> None:
+    async def check() -> bool:
+        assert await status_of(cluster, name) == expected
+        return True
+
+    await eventually(check, clock=clock)
+
+
+def test_the_controller_is_a_builtin() -> None:
+    assert "resourcequota" in BUILTIN_CONTROLLERS
+
+
+def test_kinds_to_count_follow_the_hard_names() -> None:
+    counted = resources_to_count(["pods", "requests.cpu", "configmaps", "count/deployments.apps", "count/widgets"])
+    assert counted == {("", "pods"): ["pods", "requests.cpu"], ("", "configmaps"): ["configmaps"],
+                       ("apps", "deployments"): ["count/deployments.apps"], ("", "widgets"): ["count/widgets"]}
+
+
+async def test_a_new_quota_counts_what_the_namespace_already_has(cluster: InProcessCluster) -> None:
+    for name, cpu in (("a", "250m"), ("b", "500m")):
+        await cluster.client.create(PODS, pod_body(name, cpu), namespace="ns")
+    await cluster.create(CONFIGMAPS, "cm")
+    async with quota_controller(cluster):
+        await cluster.create(QUOTAS, "q", spec={"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "1Gi",
+                                                         "configmaps": "5", "count/deployments.apps": "3"}})
+        await status_becomes(cluster, {
+            "hard": {"configmaps": "5", "count/deployments.apps": "3", "limits.memory": "1Gi", "pods": "10",
+                     "requests.cpu": "2"},
+            "used": {"configmaps": "1", "count/deployments.apps": "0", "limits.memory": "0", "pods": "2",
+                     "requests.cpu": "750m"},
+        })
+
+
+async def test_deleted_and_finished_pods_release_their_quota(cluster: InProcessCluster) -> None:
+    async with quota_controller(cluster):
+        await cluster.create(QUOTAS, "q", spec={"hard": {"pods": "2"}})
+        await status_becomes(cluster, {"hard": {"pods": "2"}, "used": {"pods": "0"}})
+        for name in ("a", "b"):
+            await cluster.client.create(PODS, pod_body(name), namespace="ns")
+        assert (await status_of(cluster))["used"] == {"pods": "2"}  # charged by admission, before the store write
+        with pytest.raises(Forbidden, match="exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2"):
+            await cluster.client.create(PODS, pod_body("c"), namespace="ns")
+        await cluster.client.delete(PODS, "a", namespace="ns")
+        await status_becomes(cluster, {"hard": {"pods": "2"}, "used": {"pods": "1"}})
+        await cluster.client.create(PODS, pod_body("c"), namespace="ns")
+        # A pod that reached a terminal phase no longer counts against "pods" (QuotaV1Pod).
+        done = await cluster.client.get(PODS, "b", namespace="ns")
+        done["status"] = {"phase": "Succeeded"}
+        await cluster.client.update(PODS, done, subresource="status")
+        await status_becomes(cluster, {"hard": {"pods": "2"}, "used": {"pods": "1"}})
+
+
+async def test_a_changed_hard_limit_is_taken_into_status(cluster: InProcessCluster) -> None:
+    async with quota_controller(cluster):
+        quota = await cluster.create(QUOTAS, "q", spec={"hard": {"pods": "2"}})
+        await status_becomes(cluster, {"hard": {"pods": "2"}, "used": {"pods": "0"}})
+        quota = await cluster.client.get(QUOTAS, "q", namespace="ns")
+        quota["spec"]["hard"] = {"pods": "1", "count/configmaps": "4"}
+        await cluster.client.update(QUOTAS, quota)
+        await status_becomes(cluster, {"hard": {"count/configmaps": "4", "pods": "1"},
+                                       "used": {"count/configmaps": "0", "pods": "0"}})
+
+
+async def test_the_full_recount_catches_what_no_watch_replenishes(cluster: InProcessCluster) -> None:
+    clock = fake_clock(cluster)
+    deployment = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    async with quota_controller(cluster):
+        await cluster.create(QUOTAS, "q", spec={"hard": {"count/deployments.apps": "1"}})
+        await status_becomes(cluster, {"hard": {"count/deployments.apps": "1"}, "used": {"count/deployments.apps": "0"}})
+        await cluster.client.create(DEPLOYMENTS, deployment, namespace="ns")
+        await cluster.client.delete(DEPLOYMENTS, "d", namespace="ns")
+        # The charge stays until the periodic recount (Deployments are not among the replenished kinds).
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert (await status_of(cluster))["used"] == {"count/deployments.apps": "1"}
+        await clock.advance(RESYNC_PERIOD)
+        await status_becomes(cluster, {"hard": {"count/deployments.apps": "1"},
+                                       "used": {"count/deployments.apps": "0"}}, clock=clock)
