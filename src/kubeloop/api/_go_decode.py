@@ -189,32 +189,23 @@ def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
     return decode(obj, _struct(defname)).error
 
 
-_NONE_FOUND: list[Any] = []  # the class's default below, never appended to
-
-
 class Decoded:
     """What one walk of a body against its Go struct found. The body is not changed by the walk:
-    :meth:`drop_unknown` removes the unknown fields once the caller has seen them.
+    :meth:`drop_unknown` removes the unknown fields once the caller has seen them."""
 
-    The answers of a walk that finds nothing (most) are the class's own: no ``__init__`` to run."""
+    __slots__ = ("_drops", "error", "exact", "unknown")
 
-    # The decode's error (``json: cannot unmarshal ...``), or None.
-    error: str | None = None
-    # No error, and nothing for the metadata check of a request body to look at again
-    # (:func:`kubeloop.api._validation.well_typed`): no null map value or list item, and top-level
-    # ``apiVersion`` and ``kind`` strings (the decode itself skips those two).
-    exact: bool = True
-    # The fields the struct does not declare, as paths in document order (``spec.foo``,
-    # ``spec.containers[0].bar``, a map's key as a field), as the strict decoder names them.
-    unknown: list[str] = _NONE_FOUND
-    # Where each of them is: the map and its key.
-    _drops: list[tuple[dict[str, Any], str]] = _NONE_FOUND
-
-    def add_unknown(self, path: str, parent: dict[str, Any], key: str) -> None:
-        if self.unknown is _NONE_FOUND:
-            self.unknown, self._drops = [], []
-        self.unknown.append(path)
-        self._drops.append((parent, key))
+    def __init__(self) -> None:
+        # The decode's error (``json: cannot unmarshal ...``), or None.
+        self.error: str | None = None
+        # The fields the struct does not declare, as paths in document order (``spec.foo``,
+        # ``spec.containers[0].bar``, a map's key as a field), as the strict decoder names them.
+        self.unknown: list[str] = []
+        # No error, and nothing for the metadata check of a request body to look at again
+        # (:func:`kubeloop.api._validation.well_typed`): no null map value or list item, and
+        # top-level ``apiVersion`` and ``kind`` strings (the decode itself skips those two).
+        self.exact = True
+        self._drops: list[tuple[dict[str, Any], str]] = []
 
     def drop_unknown(self) -> None:
         """Remove the unknown fields from the body, as decoding into the struct leaves them out."""
@@ -251,7 +242,8 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:
-            found.add_unknown(f"{doc}.{key}" if doc else key, obj, key)
+            found.unknown.append(f"{doc}.{key}" if doc else key)
+            found._drops.append((obj, key))
             continue
         # Well-typed scalars, and maps and lists of strings, settle here: most bodies are all well-typed.
         vtype = type(value)

@@ -145,7 +145,7 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
     paths = decoded.unknown
     if not paths:
-        return [], decoded.exact
+        return paths, decoded.exact
     decoded.drop_unknown()
     return [f'unknown field "{p}"' for p in paths], decoded.exact
 
