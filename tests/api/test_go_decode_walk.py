@@ -196,3 +196,41 @@ def test_a_hard_error_ends_the_walk_and_wins_over_the_first_mismatch() -> None:
     decoded = g.decode(body, _top(("", "v1", "ConfigMap")))
     assert decoded.error == ("json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp "
                              "of type string")
+
+
+def test_every_built_in_kinds_go_structs_declare_the_fields_its_pruning_plan_declares() -> None:
+    """The walk names a key unknown when its Go struct lacks it; the schema walk when its plan does:
+    over every built-in kind, the two agree on each struct's fields and on where nothing is unknown."""
+    from kubeloop.api import _unknown_fields as u
+    from kubeloop.api._schemas import definitions
+
+    seen: set[tuple[int, int]] = set()
+    differences: list[str] = []
+
+    def compare(go: Any, plan: Any, where: str) -> None:
+        if (id(go), id(plan)) in seen:
+            return
+        seen.add((id(go), id(plan)))
+        if plan is None:  # nothing can be unknown below: no struct below either
+            if go.kind == g._STRUCT:
+                differences.append(where)
+            elif go.kind in (g._MAP, g._SLICE):
+                compare(go.elem, None, where + "[]")
+        elif go.kind == g._STRUCT:
+            if plan.props is None or set(go.fields) != set(plan.props) or plan.extra is not None:
+                differences.append(where)
+                return
+            for key, sub in go.fields.items():
+                compare(sub, u._plan(plan.props[key]), f"{where}.{key}")
+        elif go.kind == g._MAP and plan.props is None and plan.extra is not None:
+            compare(go.elem, u._plan(plan.extra), where + "{}")
+        elif go.kind == g._SLICE and plan.items is not None:
+            compare(go.elem, u._plan(plan.items), where + "[]")
+        else:
+            differences.append(where)
+
+    kinds = [name for name, d in definitions().items() if "x-kubernetes-group-version-kind" in d]
+    assert len(kinds) > 100
+    for name in kinds:
+        compare(g.go_struct(name), u._plan({"$ref": "#/$defs/" + name}), name)
+    assert differences == []
