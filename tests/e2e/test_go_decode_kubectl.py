@@ -48,3 +48,21 @@ def test_the_kubernetes_client_gets_a_400_for_a_boolean_configmap_value(cluster:
         assert missing.value.status == 404
     finally:
         api_client.close()
+
+
+def test_kubectl_patch_meets_the_decode_and_the_unknown_fields_of_one_walk(kubectl: Any, namespace: str) -> None:
+    # The patched object is decoded and its unknown fields found in one walk: a wrong type wins over an
+    # unknown field (422 showing the patched object, unknown field and all); an unknown field alone is
+    # a warning (kubectl patch sends no fieldValidation: Warn), and it is not stored.
+    kubectl("create", "configmap", "walked", "-n", namespace, "--from-literal=k=v")
+    typed = kubectl("patch", "configmap", "walked", "-n", namespace, "--type=merge",
+                    "-p", '{"bogus":1,"data":{"k":true}}', check=False)
+    assert typed.returncode == 1
+    assert '\\"bogus\\":1' in typed.stderr
+    assert typed.stderr.strip().endswith(
+        "json: cannot unmarshal bool into Go struct field ConfigMap.data of type string")
+    warn = kubectl("patch", "configmap", "walked", "-n", namespace, "--type=merge",
+                   "-p", '{"bogus":1,"data":{"k":"w"}}')
+    assert warn.stderr.strip() == 'Warning: unknown field "bogus"'
+    stored = json.loads(kubectl("get", "configmap", "walked", "-n", namespace, "-o", "json").stdout)
+    assert stored["data"] == {"k": "w"} and "bogus" not in stored

@@ -1,4 +1,5 @@
-"""Type mismatches of a built-in object's JSON, as decoding it into its Go struct reports them.
+"""Type mismatches and unknown fields of a built-in object's JSON, as decoding it into its Go struct
+reports them, in one walk.
 
 Upstream decodes a built-in kind's body into its Go type (``sigs.k8s.io/json``, a fork of Go's
 ``encoding/json``). A JSON value of the wrong type for its field is an ``UnmarshalTypeError``:
@@ -8,15 +9,21 @@ without list indices or map keys, and ``<value>`` what :func:`kubeloop.api._go_j
 names (``number 1.5`` for a number an integer field cannot hold). The decoder records the first such
 error in document order and goes on (``decodeState.saveError``); an error from a type's own
 ``UnmarshalJSON`` (``metav1.Time``, ``intstr.IntOrString``) ends the decode at once and wins
-(``decodeState.value``). ``null`` decodes into anything.
+(``decodeState.value``). ``null`` decodes into anything. The same pass drops the fields the struct
+does not declare and, decoding strictly (``UnmarshalStrict``), names them
+(``unknown field "spec.foo"``; the server decides what the client is told).
 
-:func:`go_type_error` answers from the kind's OpenAPI schema (definition names give Go struct names,
-``format`` gives the integer widths). Values with their own decoding are left to it: quantities
-(:mod:`kubeloop.api._quantity_fields`), ``RawExtension``, ``apiextensions`` ``JSON``,
-``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``. Named Go types the schema
-cannot tell (``types.UID``, ``v1.Protocol`` ...) come from a short table; any other named string
-type is reported as ``string``. Top-level ``apiVersion`` and ``kind`` are read before the decode,
-by other code, and are not checked here.
+:func:`decode` answers both from the kind's OpenAPI schema (definition names give Go struct names,
+``format`` gives the integer widths): the first type error, and the unknown fields' paths in
+document order, named as :mod:`kubeloop.api._unknown_fields` names them for custom resources and
+strategic merge patches (``spec.containers[0].foo``, a map value by its key). Values with their own
+decoding are left to it: quantities (:mod:`kubeloop.api._quantity_fields`), ``RawExtension``,
+``apiextensions`` ``JSON``, ``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``
+(nothing below them is unknown). Named Go types the schema cannot tell (``types.UID``,
+``v1.Protocol`` ...) come from a short table; any other named string type is reported as ``string``.
+Top-level ``apiVersion`` and ``kind`` are read before the decode, by other code, and are not
+type-checked here. :func:`conversion_error` is the other typed path, the converter of unstructured
+maps a strategic merge patch's result goes through.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
-__all__ = ["GoStruct", "conversion_error", "first_type_error", "go_struct", "go_type_error"]
+__all__ = ["Decoded", "GoStruct", "conversion_error", "decode", "go_struct", "go_type_error"]
 
 # Kinds of Go target.
 _STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
@@ -80,44 +87,34 @@ _NAMED: dict[tuple[str, str], str] = {
 
 class _Go:
     """One Go target: its kind, its type as Go prints it, and what lies below it (built lazily:
-    schemas are recursive)."""
+    schemas are recursive). ``exact`` is the Python type that settles a value at once (a string or
+    bool field's); ``strings`` is ``dict`` for a map of strings, ``list`` for a list of strings, the
+    container that settles it when its items are all strings."""
 
-    __slots__ = ("_fields", "_node", "elem", "kind", "name", "scalars", "strkeys", "strlists", "strmaps", "type")
+    __slots__ = ("_fields", "_node", "elem", "exact", "kind", "name", "strings", "type")
 
     def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
                  elem: _Go | None = None) -> None:
         self.kind, self.type, self.name, self.elem = kind, go_type, name, elem
         self._node = node
         self._fields: dict[str, _Go] | None = None
-        self.scalars: dict[str, type] = {}
-        self.strmaps: frozenset[str] = frozenset()
-        self.strlists: frozenset[str] = frozenset()
-        self.strkeys: frozenset[str] = frozenset()
+        self.exact = _EXACT.get(kind)
+        self.strings = (dict if kind == _MAP else list) if elem is not None and elem.kind == _STR else None
 
     @property
     def fields(self) -> dict[str, _Go]:
-        """A struct's fields by JSON name. Filled alongside, for the checks that need no call:
-        ``scalars``, the exact Python type a string or bool field takes; ``strmaps`` and ``strlists``,
-        the fields that are maps or lists of strings; ``strkeys``, the string fields."""
+        """A struct's fields by JSON name."""
         if self._fields is None:
             self._fields = {}
             props = (self._node or {}).get("properties")
-            strmaps: set[str] = set()
-            strlists: set[str] = set()
             for key, sub in (props.items() if isinstance(props, dict) else ()):
                 if isinstance(sub, Mapping):
-                    go = _target(sub, named=_NAMED.get((self.name, key)))
-                    self._fields[key] = go
-                    if go.kind == _STR:
-                        self.scalars[key] = str
-                    elif go.kind == _BOOL:
-                        self.scalars[key] = bool
-                    elif go.kind in (_MAP, _SLICE) and go.elem is not None and go.elem.kind == _STR:
-                        (strmaps if go.kind == _MAP else strlists).add(key)
-            self.strmaps, self.strlists = frozenset(strmaps), frozenset(strlists)
-            self.strkeys = frozenset(key for key, want in self.scalars.items() if want is str)
+                    self._fields[key] = _target(sub, named=_NAMED.get((self.name, key)))
         return self._fields
 
+
+# What settles a value of each kind without a look further (``None`` settles every kind).
+_EXACT: dict[int, type] = {_STR: str, _BYTES: str, _BOOL: bool, _TIME: str, _INTSTR: str}
 
 _by_def: dict[str, _Go] = {}
 
@@ -186,24 +183,52 @@ GoStruct = _Go
 
 
 def go_struct(defname: str) -> GoStruct:
-    """The Go struct of OpenAPI definition ``defname``, for :func:`first_type_error` (callers keep it)."""
+    """The Go struct of OpenAPI definition ``defname``, for :func:`decode` (callers keep it)."""
     return _struct(defname)
 
 
 def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
     """The error decoding ``obj`` into the Go struct of OpenAPI definition ``defname`` gives, or
     ``None``: ``json: cannot unmarshal ...``. Top-level ``apiVersion`` and ``kind`` are skipped."""
-    return first_type_error(obj, _struct(defname))
+    return decode(obj, _struct(defname)).error
 
 
-def first_type_error(obj: dict[str, Any], top: GoStruct) -> str | None:
-    """:func:`go_type_error` for a struct from :func:`go_struct`."""
-    first: list[str] = []
+class Decoded:
+    """What one walk of a body against its Go struct found. The body is not changed by the walk:
+    :meth:`drop_unknown` removes the unknown fields once the caller has seen them."""
+
+    __slots__ = ("_drops", "error", "exact", "unknown")
+
+    def __init__(self) -> None:
+        # The decode's error (``json: cannot unmarshal ...``), or None.
+        self.error: str | None = None
+        # The fields the struct does not declare, as paths in document order (``spec.foo``,
+        # ``spec.containers[0].bar``, a map's key as a field), as the strict decoder names them.
+        self.unknown: list[str] = []
+        # No error, and nothing for the metadata check of a request body to look at again
+        # (:func:`kubeloop.api._validation.well_typed`): no null map value or list item, and
+        # top-level ``apiVersion`` and ``kind`` strings (the decode itself skips those two).
+        self.exact = True
+        self._drops: list[tuple[dict[str, Any], str]] = []
+
+    def drop_unknown(self) -> None:
+        """Remove the unknown fields from the body, as decoding into the struct leaves them out."""
+        for parent, key in self._drops:
+            parent.pop(key, None)  # a YAML alias may put one map at two places
+
+
+def decode(obj: dict[str, Any], top: GoStruct) -> Decoded:
+    """Decode ``obj`` into the Go struct ``top`` (from :func:`go_struct`), as the strict decoder does
+    in one pass: the first type error, the unknown fields, and whether the body is :attr:`Decoded.exact`.
+    Top-level ``apiVersion`` and ``kind`` are not type-checked."""
+    found = Decoded()
     try:
-        _check_struct(obj, top, "", first, True)
+        _walk_struct(obj, top, "", "", found, True)
     except _Found as hard:
-        return str(hard)
-    return first[0] if first else None
+        found.error = str(hard)
+    if found.error is not None:
+        found.exact = False
+    return found
 
 
 def _message(value: Any, go: _Go, struct: str, path: str) -> str:
@@ -211,37 +236,43 @@ def _message(value: Any, go: _Go, struct: str, path: str) -> str:
     return f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type {go.type}"
 
 
-_STR_OR_NONE = frozenset({str, type(None)})
+_STR_ONLY = frozenset({str})
+_TYPE_META = ("apiVersion", "kind")
 
 
-def _check_struct(obj: dict[str, Any], go: _Go, path: str, first: list[str], skip: bool = False) -> None:
+def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decoded, top: bool = False) -> None:
+    """The fields of one struct: ``path`` is the Go path (field names only), ``doc`` the document's."""
     fields = go._fields if go._fields is not None else go.fields  # the property's call, once per struct
-    scalars, strmaps, strlists = go.scalars, go.strmaps, go.strlists
     for key, value in obj.items():
-        # Well-typed values settle here, in C where it can be: most bodies are all well-typed.
+        field = fields.get(key)
+        if field is None:
+            found.unknown.append(f"{doc}.{key}" if doc else key)
+            found._drops.append((obj, key))
+            continue
+        # Well-typed scalars, and maps and lists of strings, settle here: most bodies are all well-typed.
         vtype = type(value)
-        if vtype is scalars.get(key) or value is None:
+        if vtype is field.exact:
+            continue
+        if value is None:
+            if top and key in _TYPE_META:  # see below
+                found.exact = False
             continue
         if vtype is dict:
-            if key in strmaps:
-                if set(map(type, value.values())) <= _STR_OR_NONE:
-                    continue
-            else:
-                sub = fields.get(key)
-                # a struct of string fields only (metadata with a name ...); ``strkeys`` is empty
-                # until the struct's first full check has built its fields
-                if sub is not None and sub.kind == _STRUCT and value.keys() <= sub.strkeys and set(
-                        map(type, value.values())) <= _STR_OR_NONE:
-                    continue
-        elif vtype is list and key in strlists and set(map(type, value)) <= _STR_OR_NONE:
+            if field.kind == _STRUCT:
+                _walk_struct(value, field, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
+                continue
+            if field.strings is dict and _STR_ONLY.issuperset(map(type, value.values())):
+                continue
+        elif vtype is list and field.strings is list and _STR_ONLY.issuperset(map(type, value)):
             continue
-        sub = fields.get(key)
-        if sub is None or (skip and key in ("apiVersion", "kind")):
+        if top and key in _TYPE_META:  # read before the decode, and type-checked there
+            found.exact = False
             continue
-        _check(value, sub, go.name, f"{path}.{key}" if path else key, first)
+        _walk(value, field, go.name, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
 
 
-def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> None:
+def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded) -> None:
+    """One value against its Go target; ``struct`` is the innermost struct's name."""
     kind = go.kind
     if value is None or kind == _ANY:
         return
@@ -256,25 +287,31 @@ def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> Non
         ok = type(value) in (int, float)
     elif kind == _STRUCT:
         if type(value) is dict:
-            _check_struct(value, go, path, first)
+            _walk_struct(value, go, path, doc, found)
             return
         ok = False
     elif kind == _MAP:
         if type(value) is dict:
             elem = go.elem
             assert elem is not None
-            if elem.kind == _STR and set(map(type, value.values())) <= _STR_OR_NONE:
-                return
-            for item in value.values():
-                _check(item, elem, struct, path, first)
+            if elem.kind != _ANY:
+                for key, item in value.items():
+                    if item is None:  # decodes (to the zero value), but is not ``exact``
+                        found.exact = False
+                    elif type(item) is not elem.exact:
+                        _walk(item, elem, struct, path, f"{doc}.{key}", found)
             return
         ok = False
     elif kind == _SLICE:
         if type(value) is list:
             elem = go.elem
             assert elem is not None
-            for item in value:
-                _check(item, elem, struct, path, first)
+            if elem.kind != _ANY:
+                for i, item in enumerate(value):
+                    if item is None:
+                        found.exact = False
+                    elif type(item) is not elem.exact:
+                        _walk(item, elem, struct, path, f"{doc}[{i}]", found)
             return
         ok = False
     elif kind == _TIME:  # metav1.Time.UnmarshalJSON decodes a string, its error ending the decode
@@ -285,8 +322,8 @@ def _check(value: Any, go: _Go, struct: str, path: str, first: list[str]) -> Non
         if type(value) is not str and not (type(value) is int and -(2**31) <= value < 2**31):
             raise _Found(_message(value, _Go(_INT, "int32"), struct, path))
         return
-    if not ok and not first:
-        first.append(_message(value, go, struct, path))
+    if not ok and found.error is None:
+        found.error = _message(value, go, struct, path)
 
 
 # What ``reflect.Kind`` a decoded JSON value has in an unstructured map (apimachinery's JSON decoding

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
-from kubeloop.api._go_decode import GoStruct, conversion_error, first_type_error, go_struct, go_type_error
+from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct, go_type_error
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -41,7 +41,8 @@ from kubeloop.server._http import warning_headers
 from kubeloop.server._state import ServerState
 
 __all__ = [
-    "decode_types",
+    "decode_builtin",
+    "decode_checked",
     "directive_of",
     "duplicate_texts",
     "go_decode_error",
@@ -113,19 +114,40 @@ def go_decode_error(info: ResourceInfo, obj: dict[str, Any], *, unstructured: bo
     return conversion_error(obj, defname=defname) if unstructured else go_type_error(obj, defname=defname)
 
 
-def decode_types(info: ResourceInfo, obj: Any) -> None:
-    """The typed decode of a built-in create or update body: a JSON value of the wrong type for its
-    Go field is 400 (handlers/rest.go transformDecodeError over encoding/json's UnmarshalTypeError),
-    before fieldValidation's unknown-field errors. Custom resources decode into unstructured maps."""
+def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:
+    """``obj`` decoded into its built-in kind's Go struct (:func:`kubeloop.api._go_decode.decode`: the
+    first type error and the unknown fields, in one walk; nothing dropped yet). ``None`` for custom
+    resources, which decode into unstructured maps."""
     hit = _go_structs.get(id(info))
     if hit is None or hit[0] is not info:
         hit = _go_struct_of(info)
-    if hit[1] is None or type(obj) is not dict or (err := first_type_error(obj, hit[1])) is None:
-        return
-    version = info.version
-    if isinstance(obj.get("apiVersion"), str):
-        version = obj["apiVersion"].rpartition("/")[2]
-    raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
+    return None if hit[1] is None else decode(obj, hit[1])
+
+
+def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool]:
+    """The typed decode of a create or update body, and its unknown fields dropped: their texts, and
+    whether its metadata needs no type check after this (:attr:`Decoded.exact`).
+
+    A JSON value of the wrong type for its Go field is 400 (handlers/rest.go transformDecodeError over
+    encoding/json's UnmarshalTypeError), before fieldValidation's unknown-field errors and with nothing
+    dropped. Custom resources decode into unstructured maps: their unknown fields are pruned against
+    their schema (:func:`unknown_field_texts`), and their types are checked later."""
+    hit = _go_structs.get(id(info))  # decode_builtin, inlined: a call less per create and update
+    if hit is None or hit[0] is not info:
+        hit = _go_struct_of(info)
+    if hit[1] is None or type(obj) is not dict:
+        return unknown_field_texts(state, info, obj), False
+    decoded = decode(obj, hit[1])
+    if (err := decoded.error) is not None:
+        version = info.version
+        if isinstance(obj.get("apiVersion"), str):
+            version = obj["apiVersion"].rpartition("/")[2]
+        raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
+    paths = decoded.unknown
+    if not paths:
+        return paths, decoded.exact
+    decoded.drop_unknown()
+    return [f'unknown field "{p}"' for p in paths], decoded.exact
 
 
 # The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).

@@ -25,11 +25,10 @@ from kubeloop.api._quantity_fields import QUANTITY_KINDS
 from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
-    decode_types,
+    decode_checked,
     directive_of,
     duplicate_texts,
     strict_decoding_error,
-    unknown_field_texts,
 )
 from kubeloop.server._http import (
     JSON,
@@ -119,10 +118,12 @@ class ResourceHandlers:
             f"the body of the request was in an unknown format - accepted media types include: {self._accepted_types()}"
         )
 
-    def _decode_checked(self, body: bytes, media: str, info: ResourceInfo, req: WriteRequest) -> tuple[Any, bool]:
+    def _decode_checked(self, body: bytes, media: str, info: ResourceInfo,
+                        req: WriteRequest) -> tuple[Any, bool, bool]:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
-        and whether no unknown field was dropped from it (the object is then what its body's JSON
-        decodes to, for a JSON body)."""
+        whether no unknown field was dropped from it (the object is then what its body's JSON
+        decodes to, for a JSON body); and whether the typed decode leaves nothing for
+        :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``)."""
         directive = directive_of(req.options.field_validation)
         if media == "application/json":  # what clients send: ``_decode``'s first case, without the call
             if not body or body.isspace():
@@ -136,16 +137,16 @@ class ResourceHandlers:
             nulls = True
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
-        decode_types(info, obj)  # a value its Go field cannot hold fails the typed decode too
+        # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
+        unknown, typed = decode_checked(self.state, info, obj)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
-        unknown = unknown_field_texts(self.state, info, obj)
         texts.extend(unknown)
         if texts and directive == "Strict":
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj, not unknown
+        return obj, not unknown, typed
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns
@@ -210,8 +211,8 @@ class ResourceHandlers:
                 raise _method_not_allowed()
             content_type = request.negotiate()
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
-            obj = self._decode_checked(await request.body(), request.content_type, info, req)[0]
-            status, body = await create_object(self.state, req, obj)
+            obj, _, typed = self._decode_checked(await request.body(), request.content_type, info, req)
+            status, body = await create_object(self.state, req, obj, typed=typed)
             start, message = self._object_messages(request, info, status, body, content_type, req.warnings)
             await send(start)
             await send(message)
@@ -306,7 +307,7 @@ class ResourceHandlers:
         req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
         sent = await request.body()
         media = request.content_type
-        body, intact = self._decode_checked(sent, media, info, req)
+        body, intact, typed = self._decode_checked(sent, media, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
@@ -334,7 +335,7 @@ class ResourceHandlers:
             return fresh
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,
-                                             allow_create=info.allow_create_on_update)
+                                             allow_create=info.allow_create_on_update, typed=typed)
         start, message = self._object_messages(request, info, status, out, content_type, req.warnings)
         await send(start)
         await send(message)

@@ -34,6 +34,7 @@ from kubeloop.api._schemas import definitions, property_schema
 from kubeloop.api._strategic import go_format
 from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._field_validation import (
+    decode_builtin,
     directive_of,
     duplicate_texts,
     go_decode_error,
@@ -119,14 +120,25 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             raise BadRequest("the patch result is not a JSON object")
         if fields is not None:
             _decode_quantities(fields, patch_type, patch, result)
-        if not info.custom:  # the patched object decoded into its Go type (handlers/patch.go)
-            _decode_types(info, patch_type, patch, result)
+        # The patched object decoded into its Go type (handlers/patch.go): a JSON or merge patch's result
+        # is decoded from JSON, in the walk that finds its unknown fields; a strategic one's is converted.
+        decoded = decode_builtin(info, result) if patch_type != STRATEGIC and not info.custom else None
+        if decoded is None:
+            if not info.custom:
+                _convert_types(info, patch, result)
+            before = orjson.dumps(result) if directive == "Strict" else b""
+            texts = duplicates + unknown_field_texts(state, info, result)
+            if texts and directive == "Strict":
+                raise strict_patch_error(orjson.loads(before), texts)
+        else:
+            if decoded.error is not None:
+                raise invalid("", "", [FieldError.invalid("patch", orjson.dumps(result).decode(), decoded.error)])
+            texts = duplicates + [f'unknown field "{p}"' for p in decoded.unknown]
+            if texts and directive == "Strict":
+                raise strict_patch_error(result, texts)  # the patched object, its unknown fields still in
+            decoded.drop_unknown()
             if patch_type == JSON_PATCH:  # the one patch type that can put a null in the object
                 drop_go_nulls(info, result)
-        before = orjson.dumps(result) if directive == "Strict" else b""
-        texts = duplicates + unknown_field_texts(state, info, result)
-        if texts and directive == "Strict":
-            raise strict_patch_error(orjson.loads(before), texts)
         if directive == "Warn":
             req.warnings[:] = texts  # a retried patch reports its last attempt only
         return result
@@ -165,15 +177,13 @@ def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: d
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
-def _decode_types(info: ResourceInfo, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:
-    """A patched built-in object its Go type cannot hold: 422 on field ``patch`` (handlers/patch.go: any
-    error but a strict one), shown as :func:`_decode_quantities` shows it. A JSON or merge patch decodes
-    the patched JSON (``json: cannot unmarshal ...``); a strategic merge patch converts the patched map
+def _convert_types(info: ResourceInfo, patch: Any, patched: dict[str, Any]) -> None:
+    """A strategic merge patch's result its Go type cannot hold: 422 on field ``patch``, shown as
+    :func:`_decode_quantities` shows it. The patched map is converted, not decoded from JSON
     (apimachinery ``runtime/converter.go``: ``unrecognized type: string`` ...)."""
-    err = go_decode_error(info, patched, unstructured=patch_type == STRATEGIC)
+    err = go_decode_error(info, patched, unstructured=True)
     if err is not None:
-        shown = go_format(patch) if patch_type == STRATEGIC else orjson.dumps(patched).decode()
-        raise invalid("", "", [FieldError.invalid("patch", shown, err)])
+        raise invalid("", "", [FieldError.invalid("patch", go_format(patch), err)])
 
 
 def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patched: dict[str, Any]) -> None:

@@ -109,12 +109,15 @@ def meta_of(obj: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def check_body(info: ResourceInfo, obj: Any, name: str = "") -> dict[str, Any]:
-    """A decoded request body must be an object of this endpoint's kind (400) with well-typed metadata (422)."""
+def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = False) -> dict[str, Any]:
+    """A decoded request body must be an object of this endpoint's kind (400) with well-typed metadata (422).
+
+    ``typed``: the body came through its built-in kind's typed decode with nothing left for the
+    metadata check to find (:attr:`kubeloop.api._go_decode.Decoded.exact`), which is then skipped."""
     if not isinstance(obj, dict):
         raise BadRequest(f"the body of the request must be a JSON object, not {_json_type(obj)}")
     # well_typed answers the common case in one pass; type_errors then says what is wrong, if anything.
-    if not well_typed(obj) and (errors := type_errors(obj)):
+    if not typed and not well_typed(obj) and (errors := type_errors(obj)):
         display = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), dict) else None
         raise invalid(info.kind, display if isinstance(display, str) else name, errors, info.group)
     api_version = obj.get("apiVersion")
@@ -223,9 +226,10 @@ def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
 # -- create ------------------------------------------------------------------------------------
 
 
-async def create_object(state: ServerState, req: WriteRequest, obj: Any) -> tuple[int, bytes]:
+async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False) -> tuple[int, bytes]:
+    """Create ``obj``; ``typed`` as :func:`check_body` takes it."""
     info = req.info
-    obj = check_body(info, obj)
+    obj = check_body(info, obj, typed=typed)
     meta = obj["metadata"]  # check_body made it a dict
     _check_namespace(info, meta, req.namespace)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
@@ -407,12 +411,14 @@ async def update_object(
     *,
     conditional: bool,
     allow_create: bool = False,
+    typed: bool = False,
 ) -> tuple[int, bytes, dict[str, Any] | None]:
     """Read, transform, prepare, validate, admit and compare-and-swap, retrying lost races.
 
     ``transform(current)`` returns the requested new object (the PUT body, or the patched object;
     ``current()`` is the stored object's own copy for it); a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
-    409 rather than a retry. Returns (HTTP status, body bytes, the resulting object when decoded).
+    409 rather than a retry. ``typed``: what ``transform`` returns on every attempt is what the typed decode
+    passed (:func:`check_body`). Returns (HTTP status, body bytes, the resulting object when decoded).
     """
     info = req.info
     key = object_key(info, req.namespace, req.name)
@@ -420,11 +426,11 @@ async def update_object(
         kv = await state.store.get(key)
         if kv is None:
             if allow_create and not req.subresource:
-                return await _create_on_update(state, req, transform)
+                return await _create_on_update(state, req, transform, typed)
             raise not_found(info.plural, req.name, info.group)
         old = request_form(info, orjson.loads(kv.value))
         new = await transform(partial(_decoded, info, kv.value))
-        new = check_body(info, new, req.name)
+        new = check_body(info, new, req.name, typed=typed)
         try:
             new, delete_now = await _prepare_update(state, req, new, old, kv)
         except _Unchanged:
@@ -566,14 +572,15 @@ async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict
     return deleted.value
 
 
-async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform) -> tuple[int, bytes, None]:
+async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform,
+                            typed: bool) -> tuple[int, bytes, None]:
     new = await transform(_absent)
-    new = check_body(req.info, new, req.name)
+    new = check_body(req.info, new, req.name, typed=typed)
     meta = meta_of(new)
     body_name = meta.get("name") or ""
     if body_name and body_name != req.name:
         raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
     meta["name"] = req.name
     meta.pop("resourceVersion", None)
-    status, body = await create_object(state, req, new)
+    status, body = await create_object(state, req, new, typed=typed)
     return status, body, None
