@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +76,7 @@ class Allocation:
 
     allocator: ServiceAllocator
     dry_run: bool
-    ips: list[str] = field(default_factory=list)
+    ips: list[int] = field(default_factory=list)  # addresses as integers
     ports: list[int] = field(default_factory=list)
 
     def finish(self) -> None:
@@ -95,7 +95,7 @@ class _Range:
     def contains(self, value: int) -> bool:
         return self.first <= value < self.first + self.size
 
-    def pick(self, taken: set[int], rng: random.Random) -> int | None:
+    def pick(self, taken: Callable[[int], bool], rng: random.Random) -> int | None:
         """randomScanStrategyWithOffset: a random free value of the upper part, else of the lower part."""
         for low, high in ((self.offset, self.size), (0, self.offset)):
             count = high - low
@@ -104,7 +104,7 @@ class _Range:
             start = rng.randrange(count)
             for i in range(count):
                 value = self.first + low + (start + i) % count
-                if value not in taken:
+                if not taken(value):
                     return value
         return None
 
@@ -129,9 +129,9 @@ class ServiceAllocator:
         self.node_ports = node_ports
         self._ports = _Range(node_ports[0], port_size, _offset(port_size, minimum=16, maximum=128, step=32))
         self._held: dict[str, tuple[frozenset[str], frozenset[int]]] = {}  # store key -> what it holds
-        self._ip_users: dict[str, int] = {}
+        self._ip_users: dict[int, int] = {}  # address (as an integer) -> how many stored Services hold it
         self._port_users: dict[int, int] = {}
-        self._reserved_ips: set[str] = set()
+        self._reserved_ips: set[int] = set()
         self._reserved_ports: set[int] = set()
         self._watch: StoreWatch | None = None
         self._lock: asyncio.Lock | None = None
@@ -169,9 +169,9 @@ class ServiceAllocator:
     def _hold(self, key: str, obj: Any) -> None:
         before = self._held.pop(key, (frozenset(), frozenset()))
         after = service_allocations(obj) if obj is not None else (frozenset(), frozenset())
-        _count(self._ip_users, before[0], -1)
+        _count(self._ip_users, _addresses(before[0]), -1)
         _count(self._port_users, before[1], -1)
-        _count(self._ip_users, after[0], 1)
+        _count(self._ip_users, _addresses(after[0]), 1)
         _count(self._port_users, after[1], 1)
         if after[0] or after[1]:
             self._held[key] = after
@@ -190,19 +190,21 @@ class ServiceAllocator:
             address = ipaddress.ip_address(requested)
             if address.version != self.network.version or not self._ips.contains(int(address)):
                 raise AllocationError(f"provided IP is not in the valid range. The range of valid IPs is {self.network}")
-            text = str(address)
-            if text in self._reserved_ips or self._ip_users.get(text) or text in allocation.ips:
+            value = int(address)
+            if self._ip_taken(value, allocation):
                 raise AllocationError(IP_ALLOCATED)
         else:
-            taken = {int(ipaddress.ip_address(ip)) for ip in (*self._ip_users, *self._reserved_ips, *allocation.ips)}
-            value = self._ips.pick(taken, self._rng)
-            if value is None:
+            picked = self._ips.pick(lambda v: self._ip_taken(v, allocation), self._rng)
+            if picked is None:
                 raise AllocationError("range is full", full=True)
-            text = str(ipaddress.ip_address(value))
+            value = picked
         if not allocation.dry_run:
-            self._reserved_ips.add(text)
-        allocation.ips.append(text)
-        return text
+            self._reserved_ips.add(value)
+        allocation.ips.append(value)
+        return str(ipaddress.ip_address(value))
+
+    def _ip_taken(self, value: int, allocation: Allocation) -> bool:
+        return value in self._ip_users or value in self._reserved_ips or value in allocation.ips
 
     def allocate_port(self, allocation: Allocation, requested: int) -> int:
         """``requested`` (if free and in range) or a free node port when it is 0."""
@@ -210,11 +212,11 @@ class ServiceAllocator:
             if not self._ports.contains(requested):
                 low, high = self.node_ports
                 raise AllocationError(f"provided port is not in the valid range. The range of valid ports is {low}-{high}")
-            if requested in self._reserved_ports or self._port_users.get(requested) or requested in allocation.ports:
+            if self._port_taken(requested, allocation):
                 raise AllocationError(PORT_ALLOCATED)
             port = requested
         else:
-            picked = self._ports.pick({*self._port_users, *self._reserved_ports, *allocation.ports}, self._rng)
+            picked = self._ports.pick(lambda v: self._port_taken(v, allocation), self._rng)
             if picked is None:
                 raise AllocationError("range is full", full=True)
             port = picked
@@ -223,9 +225,22 @@ class ServiceAllocator:
         allocation.ports.append(port)
         return port
 
+    def _port_taken(self, value: int, allocation: Allocation) -> bool:
+        return value in self._port_users or value in self._reserved_ports or value in allocation.ports
+
     def _release(self, allocation: Allocation) -> None:
         self._reserved_ips.difference_update(allocation.ips)
         self._reserved_ports.difference_update(allocation.ports)
+
+
+def _addresses(ips: Iterable[str]) -> list[int]:
+    found: list[int] = []
+    for ip in ips:
+        try:
+            found.append(int(ipaddress.ip_address(ip)))
+        except ValueError:
+            continue
+    return found
 
 
 def _count(users: dict[Any, int], values: Iterable[Any], delta: int) -> None:
