@@ -180,3 +180,39 @@ async def test_endpoints_edited_by_hand_are_put_back(tmp_path: Path) -> None:
         except NotFound:
             pass
         await world.eventually(lambda: world.maybe(ENDPOINTS, "web"))
+
+
+async def test_a_terminating_pod_leaves_endpoints_but_stays_in_its_slice_as_terminating(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=1), controllers=CONTROLLERS) as world:
+        await world.create(PODS, web_pod("web-1", terminationGracePeriodSeconds=30))
+        await world.create(PODS, web_pod("web-2", annotations={"kubeloop.dev/fault": "crash-loop"}))
+        await _ready(world, "web-1")
+        await world.create(SERVICES, service(selector={"app": "web"}))
+        await world.create(SERVICES, service("all", selector={"app": "web"}, publishNotReadyAddresses=True))
+        await world.eventually(lambda: _count_endpoints(world, "web", 2))
+        await world.client.delete(PODS, "web-1", namespace=NS)  # graceful: 30 s of fake time to go
+
+        async def terminating() -> dict[str, Any] | None:
+            slices = await _slices(world, "web")
+            found = [e for s in slices for e in s.get("endpoints") or [] if e["targetRef"]["name"] == "web-1"]
+            return found[0] if found and found[0]["conditions"]["terminating"] else None
+
+        endpoint = await world.eventually(terminating)
+        assert endpoint["conditions"] == {"ready": False, "serving": True, "terminating": True}
+
+        async def left_endpoints() -> bool:
+            ep = await world.get(ENDPOINTS, "web")
+            names = [a["targetRef"]["name"] for s in ep.get("subsets") or []
+                     for key in ("addresses", "notReadyAddresses") for a in s.get(key) or []]
+            return names == ["web-2"]
+
+        await world.eventually(left_endpoints)
+        # publishNotReadyAddresses: every pod with an IP is a ready address, terminating or crash-looping.
+        async def published() -> bool:
+            ep = await world.maybe(ENDPOINTS, "all")
+            names = sorted(a["targetRef"]["name"] for s in (ep or {}).get("subsets") or [] for a in s.get("addresses") or [])
+            return names == ["web-1", "web-2"]
+
+        await world.eventually(published)
+        slices = await world.eventually(lambda: _count_endpoints(world, "all", 2))
+        assert all(e["conditions"]["ready"] for s in slices for e in s["endpoints"])

@@ -30,7 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api import Forbidden, NotFound, copy_json
+from kubeloop.api import AlreadyExists, Forbidden, NotFound, copy_json
 from kubeloop.controllers._endpoint_pods import (
     HEADLESS_LABEL,
     find_port,
@@ -209,6 +209,8 @@ class EndpointsController:
             endpoints["subsets"] = subsets
         try:
             await self.client.create(ENDPOINTS, endpoints, namespace=namespace)
+        except AlreadyExists:
+            return None  # the cache is behind: the Endpoints' own event brings the Service back
         except Forbidden as err:
             if "because it is being terminated" in str(err):
                 return None  # NamespaceTerminatingCause: creates keep failing, drop the key
