@@ -417,34 +417,42 @@ async def update_object(
         # What a storage hook allocated for this attempt (Services), handed back when the attempt ends.
         held: list[Any] = []
         try:
-            try:
-                new, delete_now = await _prepare_update(state, req, new, old, kv, held)
-            except _Unchanged:
-                return 200, kv.value, None
-            if delete_now:  # store.go ShouldDeleteDuringUpdate
-                try:
-                    deleted = await _delete_during_update(state, req, new, kv)
-                except (RevisionMismatch, KeyNotFound):
-                    continue
-                return 200, deleted, new
-            if req.options.dry_run:
-                return 200, orjson.dumps(new), new
-            try:
-                stored = await state.store.update(key, renderer(storage_form(info, new)),
-                                                  expected_revision=kv.mod_revision)
-            except RevisionMismatch:
-                if conditional:
-                    raise conflict(info.plural, req.name, info.group) from None
-                continue
-            except KeyNotFound:
-                if conditional:
-                    raise conflict(info.plural, req.name, info.group) from None
-                continue
-            return 200, stored.value, new
+            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional)
         finally:
             for allocation in held:
                 allocation.finish()
+        if outcome is not None:
+            return outcome
     raise conflict(info.plural, req.name, info.group)
+
+
+async def _update_attempt(
+    state: ServerState, req: WriteRequest, key: str, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
+    held: list[Any], conditional: bool,
+) -> tuple[int, bytes, dict[str, Any] | None] | None:
+    """One read-modify-write of :func:`update_object`: its answer, or ``None`` when the compare-and-swap lost
+    a race an unconditional write retries. (A function of its own: mypyc compiles no ``continue`` inside
+    the ``try``/``finally`` that hands the attempt's allocations back.)"""
+    info = req.info
+    try:
+        new, delete_now = await _prepare_update(state, req, new, old, kv, held)
+    except _Unchanged:
+        return 200, kv.value, None
+    if delete_now:  # store.go ShouldDeleteDuringUpdate
+        try:
+            deleted = await _delete_during_update(state, req, new, kv)
+        except (RevisionMismatch, KeyNotFound):
+            return None
+        return 200, deleted, new
+    if req.options.dry_run:
+        return 200, orjson.dumps(new), new
+    try:
+        stored = await state.store.update(key, renderer(storage_form(info, new)), expected_revision=kv.mod_revision)
+    except (RevisionMismatch, KeyNotFound):
+        if conditional:
+            raise conflict(info.plural, req.name, info.group) from None
+        return None
+    return 200, stored.value, new
 
 
 def _decoded(info: ResourceInfo, value: bytes) -> dict[str, Any]:
