@@ -58,15 +58,19 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def open_world(
-    tmp_path: Path, options: SimulationOptions | None = None, *, workloads: bool = False
+    tmp_path: Path, options: SimulationOptions | None = None, *, workloads: bool = False,
+    controllers: tuple[str, ...] = (),
 ) -> AsyncIterator[World]:
     """The simulated cluster; ``workloads`` adds the ReplicaSet, Deployment, StatefulSet and Job controllers
-    through the built-in registry (as ``kubeloop controller-manager`` does)."""
+    through the built-in registry (as ``kubeloop controller-manager`` does), ``controllers`` the named
+    built-ins."""
     async with managed_cluster(tmp_path) as (cluster, ctl, manager):
         sim = add_simulated_cluster(manager, options)
         if workloads:
             add_builtin_controllers(manager, names=["replicaset", "deployment", "statefulset", "job",
                                                     "ttl-after-finished"])
+        if controllers:
+            add_builtin_controllers(manager, names=list(controllers))
         world = World(cluster=cluster, ctl=ctl, manager=manager, sim=sim)
         async with world.started():
             count = (options or SimulationOptions()).nodes

@@ -33,7 +33,7 @@ Where each fact comes from:
   :data:`_POINTER_TIMES`; other value structs are in :data:`_VALUE_STRUCTS`. Each table row names its
   k8s.io/api release-1.32 ``types.go`` struct. A struct field in neither is a pointer: written only
   when sent. The tables cover the groups kubeloop serves (core, apps, batch, rbac, coordination,
-  policy, scheduling, storage, apiextensions, autoscaling).
+  policy, scheduling, storage, apiextensions, autoscaling, discovery).
 
 The root object's own ``metadata`` is left to the write path, which sets its system fields. Not
 reproduced: a ``null`` ``IntOrString`` or quantity value field (upstream writes ``0``), and the
@@ -60,6 +60,7 @@ _NOT_OMITEMPTY = frozenset({
     ("Event", "reportingInstance"),  # core/v1 Event: ReportingInstance `json:"reportingInstance"`
     ("Role", "rules"),  # rbac/v1 Role: Rules []PolicyRule `json:"rules"`
     ("ClusterRole", "rules"),  # rbac/v1 ClusterRole: Rules []PolicyRule `json:"rules"`
+    ("EndpointSlice", "ports"),  # discovery/v1 EndpointSlice: Ports []EndpointPort `json:"ports"`
 })
 
 # metav1.Time / MicroTime fields that are pointers (omitted when unset), by (struct, field).

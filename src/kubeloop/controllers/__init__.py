@@ -8,6 +8,8 @@ start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._deployment import DeploymentController
+from kubeloop.controllers._endpoints import EndpointsController
+from kubeloop.controllers._endpointslice import EndpointSliceController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._job import JobController
 from kubeloop.controllers._kubelet import KubeletSimulator
@@ -26,6 +28,7 @@ from kubeloop.controllers._registry import (
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.controllers._scheduler import Scheduler
+from kubeloop.controllers._service_registry import register_service_controllers
 from kubeloop.controllers._statefulset import StatefulSetController
 from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._volume import PersistentVolumeController
@@ -38,6 +41,8 @@ __all__ = [
     "ControllerFactory",
     "DeploymentController",
     "DisruptionController",
+    "EndpointSliceController",
+    "EndpointsController",
     "GarbageCollector",
     "JobController",
     "KubeletSimulator",
@@ -57,5 +62,6 @@ __all__ = [
     "add_simulated_cluster",
     "has_synced",
     "register_builtin",
+    "register_service_controllers",
     "register_workload_controllers",
 ]

@@ -31,16 +31,21 @@ __all__ = ["Built", "SimulatedCluster", "add_simulated_cluster", "register_simul
 
 
 class Built:
-    """A handle on controllers already added to a manager: idles when run, synced when they are."""
+    """A handle on controllers already added to a manager: idles when run (until stopped, so a manager's
+    graceful shutdown does not wait on it), synced when they are."""
 
     def __init__(self, *controllers: Controller) -> None:
         self.controllers = controllers
+        self._stopped = asyncio.Event()
 
     def has_synced(self) -> bool:
         return all(c.synced.is_set() for c in self.controllers)
 
     async def run(self) -> None:
-        await asyncio.Event().wait()
+        await self._stopped.wait()
+
+    def stop(self) -> None:
+        self._stopped.set()
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from kubeloop.server._http import (
     send_json,
     warnings_of,
 )
+from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._priority_admission import Priority
@@ -152,6 +153,8 @@ class App:
                 # then costs a read each, and a first start creates them together (one group commit).
                 missing = [name for name in SYSTEM_NAMESPACES if await self.state.store.get(namespace_key(name)) is None]
                 await asyncio.gather(*(self._create_namespace(namespaces, name) for name in missing))
+            # The kubernetes-service-controller (bootstrap controller) post-start hook.
+            await ensure_kubernetes_service(self.state, self.server_address)
             priority_classes = self.state.kinds.get("scheduling.k8s.io", "v1", "priorityclasses")
             if priority_classes is not None:
                 # The scheduling/bootstrap-system-priority-classes post-start hook.
@@ -168,6 +171,7 @@ class App:
     async def shutdown(self) -> None:
         if self._started:
             await self.crd_controller.stop()
+            self.state.service_allocator.close()
             self._started = False
 
     # -- ASGI ------------------------------------------------------------------------------------------

@@ -205,14 +205,45 @@ def _job(obj: Obj) -> None:
 
 
 def _service(obj: Obj) -> None:
+    """SetDefaults_Service (k/k release-1.32 ``pkg/apis/core/v1/defaults.go``)."""
     spec = _dict(obj, "spec")
-    _default(spec, "type", "ClusterIP")
-    _default(spec, "sessionAffinity", "None")
+    _default_text(spec, "sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        # SetDefaults_SessionAffinityConfig: DefaultClientIPServiceAffinitySeconds (3 hours).
+        config = _dict(spec, "sessionAffinityConfig")
+        _default(_dict(config, "clientIP"), "timeoutSeconds", 10800)
+    _default_text(spec, "type", "ClusterIP")
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
-            _default(port, "protocol", "TCP")
-            if port.get("targetPort") is None and port.get("port") is not None:
+            _default_text(port, "protocol", "TCP")
+            if port.get("targetPort") in (None, 0, "") and port.get("port") is not None:
                 port["targetPort"] = port["port"]
+    kind = spec["type"]
+    if (kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and spec.get("externalIPs"))) \
+            and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"  # ExternallyAccessible
+    if kind in ("NodePort", "LoadBalancer", "ClusterIP"):
+        _default(spec, "internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        _default(spec, "allocateLoadBalancerNodePorts", True)
+
+
+def _endpoints(obj: Obj) -> None:
+    """SetDefaults_EndpointPort: a port's protocol is TCP."""
+    for subset in obj.get("subsets") or []:
+        for port in (subset.get("ports") or []) if isinstance(subset, dict) else []:
+            if isinstance(port, dict):
+                _default_text(port, "protocol", "TCP")
+
+
+def _endpointslice(obj: Obj) -> None:
+    """discovery/v1 SetDefaults_EndpointPort: name "" and protocol TCP."""
+    for port in obj.get("ports") or []:
+        if isinstance(port, dict):
+            _default(port, "name", "")
+            _default(port, "protocol", "TCP")
 
 
 def _secret(obj: Obj) -> None:
@@ -282,6 +313,8 @@ def _namespace(obj: Obj) -> None:
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _pod,
     ("", "Service"): _service,
+    ("", "Endpoints"): _endpoints,
+    ("discovery.k8s.io", "EndpointSlice"): _endpointslice,
     ("", "Secret"): _secret,
     ("", "Namespace"): _namespace,
     ("", "PersistentVolumeClaim"): _pvc,

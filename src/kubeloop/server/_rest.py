@@ -295,57 +295,64 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         generate = ""
     if strategy.needs_identity:
         strategy.prepare_identity(obj)
-    errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
-    _validate(state, info, obj, errors, strategy)
-    if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
-        _add_warnings(req.warnings, strategy.warnings_on_create(obj))
-    name: str = meta["name"]  # validated: a non-empty str
-    if validating:  # createValidation: the object as it will be stored, under its final name
-        if name != attrs.name:
-            attrs = attrs._replace(name=name)
-        for step in validating:
-            pending = step(attrs, obj, None)
-            if pending is not None:
-                await pending
-    if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
-        if await state.store.get(object_key(info, req.namespace, name)) is not None:
-            raise already_exists(info.plural, name, info.group)
-        return 201, orjson.dumps(obj)
-    if "resourceVersion" in meta:
-        _refuse_resource_version(meta.pop("resourceVersion"))
-    attempt = guard_attempt = 0
-    while True:
-        try:
-            kv = await state.store.create(
-                object_key(info, req.namespace, name), renderer(storage_form(info, obj)), guard=guard
+    # store.go Create: BeginCreate (a Service's allocations) after the name is final, before BeforeCreate's
+    # validation; what it allocated is handed back once the create is stored or has failed.
+    allocation = await strategy.begin_create(obj, dry_run=req.options.dry_run) if strategy.allocates else None
+    try:
+        errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
+        _validate(state, info, obj, errors, strategy)
+        if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
+            _add_warnings(req.warnings, strategy.warnings_on_create(obj))
+        name: str = meta["name"]  # validated: a non-empty str
+        if validating:  # createValidation: the object as it will be stored, under its final name
+            if name != attrs.name:
+                attrs = attrs._replace(name=name)
+            for step in validating:
+                pending = step(attrs, obj, None)
+                if pending is not None:
+                    await pending
+        if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
+            if await state.store.get(object_key(info, req.namespace, name)) is not None:
+                raise already_exists(info.plural, name, info.group)
+            return 201, orjson.dumps(obj)
+        if "resourceVersion" in meta:
+            _refuse_resource_version(meta.pop("resourceVersion"))
+        attempt = guard_attempt = 0
+        while True:
+            try:
+                kv = await state.store.create(
+                    object_key(info, req.namespace, name), renderer(storage_form(info, obj)), guard=guard
+                )
+                return 201, kv.value
+            except KeyExists:
+                attempt += 1
+                # A kind whose prepare_identity wrote the name into the object (a Job's labels) is not
+                # renamed: upstream never retries a generated name; the client is told to retry instead.
+                if not generate or attempt == _GENERATE_ATTEMPTS or strategy.needs_identity:
+                    break
+                name = state.generate_name(generate)
+                meta["name"] = name
+            except GuardChanged:
+                # The namespace changed between admission and commit (it may now be Terminating): admit again
+                # against its new state, so no content lands in a namespace after its deletion is committed.
+                guard_attempt += 1
+                if guard_attempt == _GUARD_ATTEMPTS:
+                    raise conflict(info.plural, name, info.group,
+                                   "the namespace kept changing while the object was created; please retry") from None
+                guard, namespace_state = await _namespace_guard(state, info, req.namespace)
+                attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
+                                            user=req.user, dry_run=False, namespace_state=namespace_state)
+                await _admit_again(state, info, strategy, attrs, obj)
+        error = already_exists(info.plural, name, info.group)
+        if generate:
+            error = type(error)(
+                f"{error.message}, the server was not able to generate a unique name for the object",
+                details=error.details, retry_after_seconds=1,
             )
-            return 201, kv.value
-        except KeyExists:
-            attempt += 1
-            # A kind whose prepare_identity wrote the name into the object (a Job's labels) is not
-            # renamed: upstream never retries a generated name; the client is told to retry instead.
-            if not generate or attempt == _GENERATE_ATTEMPTS or strategy.needs_identity:
-                break
-            name = state.generate_name(generate)
-            meta["name"] = name
-        except GuardChanged:
-            # The namespace changed between admission and commit (it may now be Terminating): admit again
-            # against its new state, so no content lands in a namespace after its deletion is committed.
-            guard_attempt += 1
-            if guard_attempt == _GUARD_ATTEMPTS:
-                raise conflict(info.plural, name, info.group,
-                               "the namespace kept changing while the object was created; please retry") from None
-            guard, namespace_state = await _namespace_guard(state, info, req.namespace)
-            attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                        user=req.user, dry_run=False, namespace_state=namespace_state)
-            await _admit_again(state, info, strategy, attrs, obj)
-    error = already_exists(info.plural, name, info.group)
-    if generate:
-        error = type(error)(
-            f"{error.message}, the server was not able to generate a unique name for the object",
-            details=error.details, retry_after_seconds=1,
-        )
-    raise error
+        raise error
+    finally:
+        if allocation is not None:
+            allocation.finish()
 
 
 async def _admit_again(
@@ -431,30 +438,45 @@ async def update_object(
         old = request_form(info, orjson.loads(kv.value))
         new = await transform(partial(_decoded, info, kv.value))
         new = check_body(info, new, req.name, typed=typed)
+        # What a storage hook allocated for this attempt (Services), handed back when the attempt ends.
+        held: list[Any] = []
         try:
-            new, delete_now = await _prepare_update(state, req, new, old, kv)
-        except _Unchanged:
-            return 200, kv.value, None
-        if delete_now:  # store.go ShouldDeleteDuringUpdate
-            try:
-                deleted = await _delete_during_update(state, req, new, kv)
-            except (RevisionMismatch, KeyNotFound):
-                continue
-            return 200, deleted, new
-        if req.options.dry_run:
-            return 200, orjson.dumps(new), new
-        try:
-            stored = await state.store.update(key, renderer(storage_form(info, new)), expected_revision=kv.mod_revision)
-        except RevisionMismatch:
-            if conditional:
-                raise conflict(info.plural, req.name, info.group) from None
-            continue
-        except KeyNotFound:
-            if conditional:
-                raise conflict(info.plural, req.name, info.group) from None
-            continue
-        return 200, stored.value, new
+            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional)
+        finally:
+            for allocation in held:
+                allocation.finish()
+        if outcome is not None:
+            return outcome
     raise conflict(info.plural, req.name, info.group)
+
+
+async def _update_attempt(
+    state: ServerState, req: WriteRequest, key: str, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
+    held: list[Any], conditional: bool,
+) -> tuple[int, bytes, dict[str, Any] | None] | None:
+    """One read-modify-write of :func:`update_object`: its answer, or ``None`` when the compare-and-swap lost
+    a race an unconditional write retries. (A function of its own: mypyc compiles no ``continue`` inside
+    the ``try``/``finally`` that hands the attempt's allocations back.)"""
+    info = req.info
+    try:
+        new, delete_now = await _prepare_update(state, req, new, old, kv, held)
+    except _Unchanged:
+        return 200, kv.value, None
+    if delete_now:  # store.go ShouldDeleteDuringUpdate
+        try:
+            deleted = await _delete_during_update(state, req, new, kv)
+        except (RevisionMismatch, KeyNotFound):
+            return None
+        return 200, deleted, new
+    if req.options.dry_run:
+        return 200, orjson.dumps(new), new
+    try:
+        stored = await state.store.update(key, renderer(storage_form(info, new)), expected_revision=kv.mod_revision)
+    except (RevisionMismatch, KeyNotFound):
+        if conditional:
+            raise conflict(info.plural, req.name, info.group) from None
+        return None
+    return 200, stored.value, new
 
 
 def _decoded(info: ResourceInfo, value: bytes) -> dict[str, Any]:
@@ -470,7 +492,8 @@ class _Unchanged(Exception):
 
 
 async def _prepare_update(
-    state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue
+    state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
+    held: list[Any] | None = None,
 ) -> tuple[dict[str, Any], bool]:
     info = req.info
     strategy = state.strategy(info)
@@ -526,6 +549,10 @@ async def _prepare_update(
             new = _keeping_managed_fields(state, new, prepare(new, old))
             new_meta = meta_of(new)
     else:
+        if strategy.allocates and held is not None:  # store.go BeginUpdate, before rest.BeforeUpdate
+            allocation = await strategy.begin_update(new, old, dry_run=req.options.dry_run)
+            if allocation is not None:
+                held.append(allocation)
         strategy.prepare_for_update(new, old)
     # rest.BeforeUpdate: system fields the client omitted or may not change.
     if not new_meta.get("uid"):

@@ -18,6 +18,7 @@ import orjson
 
 from kubeloop.api import ApiError, Clock, FieldError, KindRegistry, ResourceInfo, builtin_schema
 from kubeloop.server._admission import Admission, AdmissionChain
+from kubeloop.server._service_alloc import ServiceAllocator
 from kubeloop.server._strategy import GenericStrategy, strategy_for
 from kubeloop.store import KeyNotFound, Render, RevisionMismatch, Store
 
@@ -124,9 +125,13 @@ class ServerState:
     # changes (ResourceInfo is frozen; the definitions are loaded once).
     _last_schema: tuple[ResourceInfo | None, Mapping[str, Any] | None] = field(init=False, repr=False, compare=False)
 
+    # Cluster IPs and node ports of Services (reads the store only when a Service is first written).
+    service_allocator: ServiceAllocator = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         # Set here, not by a field default: mypyc's compiled class leaves an init=False default unset.
         self._last_schema = (None, None)
+        self.service_allocator = ServiceAllocator(self.store, self.rng)
 
     def schema(self, info: ResourceInfo) -> Mapping[str, Any] | None:
         last = self._last_schema
@@ -142,7 +147,7 @@ class ServerState:
         key = (info.group, info.kind)
         strategy = self.strategies.get(key)
         if strategy is None or (strategy.info is not info and strategy.info != info):
-            strategy = strategy_for(info, clock=self.clock)
+            strategy = strategy_for(info, clock=self.clock, allocator=self.service_allocator)
             self.strategies[key] = strategy
         return strategy
 

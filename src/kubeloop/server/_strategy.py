@@ -65,7 +65,6 @@ from kubeloop.api._storage_warnings import (
     statefulset_warnings,
 )
 from kubeloop.api._validation import (
-    name_is_dns1035_label,
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
 )
@@ -97,6 +96,8 @@ class GenericStrategy:
     # Whether prepare_identity has work: only kinds whose PrepareForCreate reads the new object's uid
     # and generated name (upstream fills them before the strategy runs); the write path tests this flag.
     needs_identity = False
+    # Whether the write path calls begin_create / begin_update (storage hooks that allocate: Services).
+    allocates = False
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
@@ -177,6 +178,16 @@ class GenericStrategy:
             _meta(new)["generation"] = old_generation
         if self.info.tracks_generation and self._spec_changed(new, old):
             _meta(new)["generation"] = int(old_generation or 0) + 1
+
+    # -- storage hooks (only when ``allocates``) --------------------------------------------------
+    async def begin_create(self, obj: dict[str, Any], *, dry_run: bool) -> Any:
+        """store.go BeginCreate: something with ``finish()`` the write path calls once the create is
+        stored or has failed, or ``None``."""
+        return None
+
+    async def begin_update(self, new: dict[str, Any], old: dict[str, Any], *, dry_run: bool) -> Any:
+        """store.go BeginUpdate (main resource), finished like :meth:`begin_create`'s."""
+        return None
 
     # -- validation -----------------------------------------------------------------------------
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
@@ -444,11 +455,6 @@ class NamespaceStrategy(GenericStrategy):
         return not spec.get("finalizers") and super().should_delete_during_update(obj)
 
 
-class ServiceStrategy(GenericStrategy):
-    name_validator = staticmethod(name_is_dns1035_label)
-    empty_status = {"loadBalancer": {}}
-
-
 class _ZeroStatus(GenericStrategy):
     def __init__(self, info: ResourceInfo, status: dict[str, Any]) -> None:
         super().__init__(info)
@@ -561,9 +567,11 @@ _ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
-def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericStrategy:
+def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: Any = None) -> GenericStrategy:
     """The strategy of a kind; custom kinds use the generic one. ``clock`` (the server's) dates what a
-    strategy writes itself (a new pod's SchedulingGated condition); the system clock by default."""
+    strategy writes itself (a new pod's SchedulingGated condition); the system clock by default.
+    ``allocator`` (the server's :class:`~kubeloop.server._service_alloc.ServiceAllocator`) gives Services
+    their cluster IPs and node ports; without one they get none."""
     if info.custom:
         return GenericStrategy(info)
     key = (info.group, info.kind)
@@ -572,7 +580,13 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None) -> GenericSt
     if key == ("", "Namespace"):
         return NamespaceStrategy(info)
     if key == ("", "Service"):
-        return ServiceStrategy(info)
+        from kubeloop.server._service_strategy import ServiceStrategy  # a subclass: imported late (cycle)
+
+        return ServiceStrategy(info, allocator)
+    if key in (("", "Endpoints"), ("discovery.k8s.io", "EndpointSlice")):
+        from kubeloop.server._endpoints_strategy import EndpointSliceStrategy, EndpointsStrategy
+
+        return EndpointsStrategy(info) if key[0] == "" else EndpointSliceStrategy(info)
     if info.group == "rbac.authorization.k8s.io":
         from kubeloop.server._authz_strategy import RbacStrategy  # a subclass: imported late to avoid a cycle
 

@@ -373,6 +373,42 @@ def _service_cells(svc: Obj, now: float) -> list[Any]:
             ports or "<none>", _age(svc, now), selector]
 
 
+def _more(items: list[str], count: int, empty: str) -> str:
+    """printers.go: the first three, then `` + N more...``."""
+    text = ",".join(items[:3])
+    if count > 3:
+        return f"{text} + {count - 3} more..."
+    return text or empty
+
+
+def _endpoints_cells(ep: Obj, now: float) -> list[Any]:
+    """printEndpoints / formatEndpoints: ``ip:port`` per address and port of each subset."""
+    subsets = ep.get("subsets") or []
+    items: list[str] = []
+    count = 0
+    for subset in subsets:
+        addresses = [str(a.get("ip", "")) for a in subset.get("addresses") or [] if isinstance(a, dict)]
+        ports = [p for p in subset.get("ports") or [] if isinstance(p, dict)]
+        if not ports:  # headless services may have no ports
+            count += len(addresses)
+            items.extend(addresses)
+            continue
+        for port in ports:
+            count += len(addresses)
+            items.extend(f"[{ip}]:{port.get('port')}" if ":" in ip else f"{ip}:{port.get('port')}" for ip in addresses)
+    return [_name(ep), _more(items, count, "") if subsets else "<none>", _age(ep, now)]
+
+
+def _endpointslice_cells(es: Obj, now: float) -> list[Any]:
+    """printEndpointSlice: formatDiscoveryPorts and formatDiscoveryEndpoints (``<unset>`` when empty)."""
+    ports = [p for p in es.get("ports") or [] if isinstance(p, dict)]
+    shown = [str(p["port"]) if p.get("port") is not None else str(p["name"]) if p.get("name") is not None else "*"
+             for p in ports]
+    addresses = [str(a) for e in es.get("endpoints") or [] if isinstance(e, dict) for a in e.get("addresses") or []]
+    return [_name(es), es.get("addressType", ""), _more(shown, len(shown), "<unset>"),
+            _more(addresses, len(addresses), "<unset>"), _age(es, now)]
+
+
 def _binding_cells(b: Obj, now: float) -> list[Any]:
     ref = b.get("roleRef") or {}
     subjects = b.get("subjects") or []
@@ -460,6 +496,9 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     # k/k pkg/printers/internalversion/printers.go (limitRangeColumnDefinitions, resourceQuotaColumnDefinitions).
     ("", "LimitRange"): ([_NAME, ("Created At", "date", "", 0)], _limit_range_cells),
     ("", "ResourceQuota"): ([_NAME, _AGE, _s("Request"), _s("Limit")], _resource_quota_cells),
+    ("", "Endpoints"): ([_NAME, _s("Endpoints"), _AGE], _endpoints_cells),
+    ("discovery.k8s.io", "EndpointSlice"): ([_NAME, _s("AddressType"), _s("Ports"), _s("Endpoints"), _AGE],
+                                            _endpointslice_cells),
     ("apps", "Deployment"): ([_NAME, _s("Ready"), _i("Up-to-date"), _i("Available"), _AGE, *_WORKLOAD_WIDE,
                               _s("Selector", 1)], _deployment_cells),
     ("apps", "ReplicaSet"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
