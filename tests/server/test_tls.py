@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 
+from kubeloop.api import InternalError
+from kubeloop.server import _tls
 from kubeloop.server._tls import ensure_tls, server_ssl_context
 
 
@@ -62,3 +66,52 @@ async def test_serving_certificate_verifies_against_the_ca_over_a_real_handshake
     finally:
         server.close()
         await server.wait_closed()
+
+
+def _verifies(material_ca: bytes, cert_path: Path) -> bool:
+    ca = x509.load_pem_x509_certificate(material_ca)
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    try:
+        cert.verify_directly_issued_by(ca)
+    except Exception:  # any failure to verify is the answer
+        return False
+    return True
+
+
+def test_a_write_that_fails_half_way_leaves_the_old_files_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = ensure_tls(tmp_path, address="127.0.0.1")
+    old_cert, old_key = first.cert.read_bytes(), first.key.read_bytes()
+    real_replace = os.replace
+
+    def failing_replace(src: str | Path, dst: str | Path) -> None:
+        if Path(dst).name == "apiserver.crt":  # the process dies between the key's rename and the cert's
+            raise OSError("injected: killed while writing")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_tls.os, "replace", failing_replace)
+    with pytest.raises(InternalError):
+        ensure_tls(tmp_path, address="10.1.2.3")  # a new address re-issues the serving certificate
+    monkeypatch.undo()
+    assert first.cert.read_bytes() == old_cert  # whole, never truncated
+    assert first.key.read_bytes() != old_key  # the new key landed; the next start pairs them again
+    assert not [p for p in (tmp_path / "pki").iterdir() if p.name.endswith(".tmp")]
+    again = ensure_tls(tmp_path, address="10.1.2.3")
+    assert "10.1.2.3" in _sans(again.cert)
+    server_ssl_context(again)  # the key and the certificate belong together
+
+
+def test_a_new_ca_never_finds_the_old_serving_certificate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = ensure_tls(tmp_path)
+    first.ca_key.unlink()  # the CA is made again (its key removed by hand)
+
+    def dying_make_ca(cert_path: Path, key_path: Path) -> None:
+        raise OSError("injected: killed while making the CA")
+
+    monkeypatch.setattr(_tls, "_make_ca", dying_make_ca)
+    with pytest.raises(InternalError):
+        ensure_tls(tmp_path)
+    assert not first.cert.exists()  # gone before the new CA, so no later start can serve it
+    monkeypatch.undo()
+    again = ensure_tls(tmp_path)
+    assert again.ca_pem != first.ca_pem
+    assert _verifies(again.ca_pem, again.cert)

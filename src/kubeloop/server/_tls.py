@@ -67,12 +67,14 @@ def ensure_tls(data_dir: Path, *, address: str = "127.0.0.1") -> TlsMaterial:
     try:
         pki.mkdir(parents=True, exist_ok=True)
         if not (ca_cert.exists() and ca_key.exists()):
-            _make_ca(ca_cert, ca_key)
+            # The old serving certificate goes first: a start killed after the new CA is written must
+            # not find a certificate that CA did not sign.
             cert.unlink(missing_ok=True)
+            _make_ca(ca_cert, ca_key)
         have = tuple(sans_file.read_text().split()) if sans_file.exists() else ()
         if not (cert.exists() and key.exists()) or not set(wanted) <= set(have):
             _make_serving(ca_cert, ca_key, cert, key, wanted)
-            sans_file.write_text("\n".join(wanted) + "\n")
+            _write_atomic(sans_file, ("\n".join(wanted) + "\n").encode(), mode=0o644)
             have = wanted
         return TlsMaterial(ca_cert, ca_key, cert, key, ca_cert.read_bytes(), have)
     except (OSError, ValueError) as exc:
@@ -90,23 +92,34 @@ def server_ssl_context(material: TlsMaterial) -> ssl.SSLContext:
     return context
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+def _write_atomic(path: Path, data: bytes, *, mode: int) -> None:
+    """``data`` under a temporary name, synced, then renamed over ``path``: a start killed while
+    writing leaves the old file or none, never a truncated one that every later start fails to load."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _write_pair(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate, key_path: Path, cert_path: Path) -> None:
-    """The private key (PKCS#8, mode 0600) and the certificate, as PEM."""
+    """The private key (PKCS#8, mode 0600), then the certificate, as PEM, each written atomically: a
+    certificate on disk always has its key beside it."""
     from cryptography.hazmat.primitives import serialization
 
-    _write_private(
+    _write_atomic(
         key_path,
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
+        mode=0o600,
     )
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_atomic(cert_path, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
 
 
 def _make_ca(cert_path: Path, key_path: Path) -> None:
