@@ -1,7 +1,7 @@
 """``kubeloop up``'s TLS material as real clients see it, on a first start and on a restart.
 
-The API server lays its certificates out itself (``server/_tls_der.py``) and, on a restart, loads the
-stored PEM files with ``ssl`` alone. Both must still be what kubectl (Go's ``crypto/x509``, a strict
+The API server makes its certificates with ``cryptography`` on a first start (``server/_tls.py``) and,
+on a restart, loads the stored PEM files with ``ssl`` alone. Both must still be what kubectl (Go's ``crypto/x509``, a strict
 parser) and the official ``kubernetes`` client (Python's ``ssl``) verify, through the kubeconfig the
 first start wrote; and the restarted server must not have loaded ``cryptography`` at all (its native
 module would be mapped into the process).
