@@ -36,6 +36,7 @@ from kubeloop.api._pod_create_mutations import (
 from kubeloop.api._pod_drop_disabled import drop_disabled_pod_fields, drop_disabled_template_fields
 from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
+from kubeloop.api._pod_warnings import pod_template_warnings, pod_warnings
 from kubeloop.api._pv_validation import validate_persistent_volume, validate_persistent_volume_update
 from kubeloop.api._pvc_data_source import prepare_claim_data_sources
 from kubeloop.api._pvc_validation import (
@@ -56,6 +57,7 @@ from kubeloop.api._storage_warnings import (
     statefulset_warnings,
 )
 from kubeloop.api._validation import (
+    is_dns1123_label,
     name_is_dns1035_label,
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
@@ -289,6 +291,13 @@ class PodStrategy(_DecodesQuantities):
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_pod_create(obj)
 
+    # The pod strategy's WarningsOnCreate is GetWarningsForPod; its WarningsOnUpdate says nothing (upstream
+    # skips the cost on what may be a busy path), which the generic hook already does.
+    warns = True
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return pod_warnings(obj)
+
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
         if subresource:
@@ -468,6 +477,29 @@ class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         return [] if subresource == "status" else self._template_errors(new, old)
 
+    # WarningsOnCreate / WarningsOnUpdate (deployment, replicaset and statefulset strategy.go): the pod
+    # template's warnings on create, and on an update (``/scale`` included: ScaleREST updates through
+    # the main strategy) only when the generation moved; the status strategies say nothing.
+    warns = True
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return pod_template_warnings(obj)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        if subresource == "status" or _meta(new).get("generation") == _meta(old).get("generation"):
+            return []
+        return pod_template_warnings(new)
+
+
+def _pod_name_warnings(obj: dict[str, Any]) -> list[str]:
+    """The Deployment and ReplicaSet WarningsOnCreate's first check: the name becomes a pod name and
+    hostname prefix, so upstream recommends a DNS label (``%v`` of IsDNS1123Label's messages)."""
+    messages = is_dns1123_label(str(_meta(obj).get("name") or ""))
+    if not messages:
+        return []
+    return ["metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; "
+            f"a DNS label is recommended: [{' '.join(messages)}]"]
+
 
 # The fields at which PersistentVolume and claim updates report a change from the stored object.
 _CHANGED_FROM_STORED = frozenset({"spec", "spec.persistentvolumesource", "volumeMode", "nodeAffinity"})
@@ -630,7 +662,6 @@ class _StatefulSet(_PodTemplateOwner):
     unless stored (MaxUnavailableStatefulSet, alpha, off in 1.32); the claim templates' warnings."""
 
     name_validator = staticmethod(name_is_dns1123_label)
-    warns = True
 
     @staticmethod
     def _drop_max_unavailable(new: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -658,16 +689,21 @@ class _StatefulSet(_PodTemplateOwner):
         return [*errs, *_against_stored(self.info, validate_statefulset_update, new, old)]
 
     def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
-        return statefulset_warnings(obj, update=False)
+        return [*super().warnings_on_create(obj), *statefulset_warnings(obj, update=False)]
 
     def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
-        return [] if subresource else statefulset_warnings(new, update=True)
+        if subresource == "status":
+            return []
+        return [*super().warnings_on_update(new, old, subresource), *statefulset_warnings(new, update=True)]
 
 
 class _Deployment(_PodTemplateOwner):
     """Deployments: ValidateDeploymentSpec (its pod template's rules inside), the strategy's immutable
     selector on update (and on ``/scale``, which updates through the main strategy upstream: ScaleREST),
     ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`)."""
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_deployment(obj)
@@ -681,6 +717,9 @@ class _Deployment(_PodTemplateOwner):
 class _ReplicaSet(_PodTemplateOwner):
     """ReplicaSets: ValidateReplicaSetSpec, the ReplicaSet strategy's ValidateUpdate (the spec twice, the
     immutable selector) on update and ``/scale``, ValidateReplicaSetStatusUpdate on ``/status``."""
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_replicaset(obj)
