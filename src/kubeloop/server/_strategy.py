@@ -700,10 +700,20 @@ class _StatefulSet(_PodTemplateOwner):
 class _Deployment(_PodTemplateOwner):
     """Deployments: ValidateDeploymentSpec (its pod template's rules inside), the strategy's immutable
     selector on update (and on ``/scale``, which updates through the main strategy upstream: ScaleREST),
-    ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`)."""
+    ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`), whose
+    update keeps the stored labels as well as the spec (deploymentStatusStrategy.PrepareForUpdate)."""
 
     def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
         return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        result = super().prepare_for_status_update(new, old)
+        meta = _meta(result)  # a copy of the request's metadata (the generic step made it)
+        if "labels" in _meta(old):
+            meta["labels"] = _meta(old)["labels"]
+        else:
+            meta.pop("labels", None)
+        return result
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_deployment(obj)
