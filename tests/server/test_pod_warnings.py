@@ -323,3 +323,37 @@ async def test_a_persistent_volume_warns_of_every_deprecated_node_label(client: 
         f"{path}[3].key: beta.kubernetes.io/instance-type is deprecated since v1.17; "
         'use "node.kubernetes.io/instance-type" instead',
     ]
+
+
+# -- a pod's AppArmor annotations (applyAppArmorVersionSkew warns while it syncs them) -------------------
+
+APPARMOR = "container.apparmor.security.beta.kubernetes.io/"
+APPARMOR_TEXT = 'deprecated since v1.30; use the "appArmorProfile" field instead'
+
+
+async def test_a_pods_apparmor_annotation_is_warned_of_first(client: httpx.AsyncClient) -> None:
+    body = pod(annotations={f"{APPARMOR}c": "runtime/default"}, nodeSelector={"beta.kubernetes.io/arch": "amd64"})
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    assert warnings(r) == [
+        f"metadata.annotations[{APPARMOR}c]: {APPARMOR_TEXT}",  # PrepareForCreate, before WarningsOnCreate
+        'spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" instead',
+    ]
+    assert r.json()["spec"]["containers"][0]["securityContext"]["appArmorProfile"] == {"type": "RuntimeDefault"}
+
+
+async def test_an_apparmor_annotation_that_repeats_the_pods_profile_is_not(client: httpx.AsyncClient) -> None:
+    body = pod(annotations={f"{APPARMOR}c": "runtime/default"},
+               securityContext={"appArmorProfile": {"type": "RuntimeDefault"}})
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    assert warnings(r) == []
+    assert "appArmorProfile" not in r.json()["spec"]["containers"][0].get("securityContext", {})
+
+
+async def test_an_unusable_apparmor_annotation_is_warned_of_with_the_error(client: httpx.AsyncClient) -> None:
+    # Recorded while preparing, before validation refuses the value: it goes out with the 422.
+    r = await client.post(PODS, json=pod(annotations={f"{APPARMOR}c": "bogus"}))
+    assert r.status_code == 422, r.text
+    assert warnings(r) == [f"metadata.annotations[{APPARMOR}c]: {APPARMOR_TEXT}"]
+    assert (await client.get(f"{PODS}/p")).status_code == 404

@@ -92,7 +92,8 @@ class GenericStrategy:
         self.info = info
 
     # -- create ---------------------------------------------------------------------------------
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str] | None:
+        """PrepareForCreate; the texts of any ``Warning`` it records (upstream's ctx recorder) are returned."""
         info = self.info
         if info.status_subresource:
             if info.custom or self.empty_status is None:
@@ -106,6 +107,7 @@ class GenericStrategy:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        return None
 
     # -- update ---------------------------------------------------------------------------------
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -235,9 +237,9 @@ class _DecodesQuantities(GenericStrategy):
         assert fields is not None, self.info.kind
         return fields
 
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str] | None:
         self._quantity_fields(obj, False)
-        super().prepare_for_create(obj)
+        return super().prepare_for_create(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         fields = self._quantity_fields
@@ -276,13 +278,13 @@ class PodStrategy(_DecodesQuantities):
         super().__init__(info)
         self.clock: Clock = clock if clock is not None else SystemClock()
 
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str]:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
         drop_disabled_pod_fields(obj, None)
         apply_scheduling_gated_condition(obj, format_time(self.clock.now()))
         merge_pod_affinity_label_keys(obj)
-        apply_apparmor_version_skew(obj)
+        return apply_apparmor_version_skew(obj)  # its warnings, recorded before validation as upstream's ctx does
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         super().prepare_for_update(new, old)  # status from old first, as upstream, then the drop
