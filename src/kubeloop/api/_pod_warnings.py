@@ -30,13 +30,14 @@ none of these features costs a few dictionary lookups per container. Pure functi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._node_label_warnings import DEPRECATED_NODE_LABELS, node_selector_term_warnings
 from kubeloop.api._pod_fields import PREFERRED_DURING_SCHEDULING as _PREFERRED
 from kubeloop.api._pod_fields import REQUIRED_DURING_SCHEDULING as _REQUIRED
-from kubeloop.api._pod_fields import containers_with_paths, go_text, int_of, mapping_of, objects_of
+from kubeloop.api._pod_fields import go_text, int_of, mapping_of, objects_of
 from kubeloop.api._pod_volume_warnings import volume_warnings
 from kubeloop.api._storage_warnings import fractional_byte_text
 
@@ -55,6 +56,13 @@ _SECCOMP_TEXT = 'non-functional in v1.27+; use the "seccompProfile" field instea
 _APPARMOR_TEXT = 'deprecated since v1.30; use the "appArmorProfile" field instead'
 _NULL_SELECTOR = "a null labelSelector results in matching no pod"
 _BYTE_RESOURCES = ("memory", "ephemeral-storage")
+# The spec fields the checks before the containers (and the pod affinity ones) read.
+_SPEC_FIELDS = frozenset({"nodeSelector", "affinity", "topologySpreadConstraints", "volumes", "hostAliases",
+                          "imagePullSecrets", "overhead"})
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")  # VisitContainersWithPath's order
+_EMPTY: Mapping[str, Any] = {}
+# How manifests spell a whole number of bytes (what fractional_byte_text would parse to say so).
+_whole_bytes = re.compile(r"[0-9]+(?:[KMGTPE]i|[kMGTPE])?").fullmatch
 
 
 def _q(text: str) -> str:
@@ -64,7 +72,12 @@ def _q(text: str) -> str:
 
 def pod_warnings(pod: Mapping[str, Any]) -> list[str]:
     """GetWarningsForPod of a pod being created."""
-    return _spec_and_meta("", mapping_of(pod.get("spec")), mapping_of(pod.get("metadata")), template=False)
+    return _spec_and_meta("", _mapping(pod.get("spec")), _mapping(pod.get("metadata")), template=False)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    # mapping_of without its call for the usual JSON object.
+    return value if type(value) is dict else mapping_of(value)
 
 
 def pod_template_warnings(owner: Mapping[str, Any]) -> list[str]:
@@ -75,15 +88,62 @@ def pod_template_warnings(owner: Mapping[str, Any]) -> list[str]:
 
 
 def _spec_and_meta(prefix: str, spec: Mapping[str, Any], meta: Mapping[str, Any], *, template: bool) -> list[str]:
-    """warningsForPodSpecAndMeta (see the module docstring for the order)."""
+    """warningsForPodSpecAndMeta (see the module docstring for the order).
+
+    The spec-level checks run only when the spec has one of their fields (:data:`_SPEC_FIELDS`), the
+    annotation checks only when there are annotations, and a container is looked at once: a plain
+    pod costs a set test, a few lookups per container, and one per port.
+    """
     warnings: list[str] = []
-    annotations = mapping_of(meta.get("annotations"))
-    affinity = mapping_of(spec.get("affinity"))
-    warnings.extend(_node_label_warnings(prefix, spec, affinity))
-    for key, text in _DEPRECATED_ANNOTATIONS:
-        if key in annotations:
-            warnings.append(f"{prefix}metadata.annotations[{key}]: {text}")
-    warnings.extend(volume_warnings(prefix, spec))
+    annotations = meta.get("annotations")
+    if type(annotations) is not dict:
+        annotations = _EMPTY if annotations is None else mapping_of(annotations)
+    special = not _SPEC_FIELDS.isdisjoint(spec)
+    affinity = mapping_of(spec.get("affinity")) if special else _EMPTY
+    if special:
+        warnings.extend(_node_label_warnings(prefix, spec, affinity))
+    if annotations:
+        warnings.extend(f"{prefix}metadata.annotations[{key}]: {text}"
+                        for key, text in _DEPRECATED_ANNOTATIONS if key in annotations)
+    if special:
+        warnings.extend(_spec_warnings(prefix, spec))
+    pod_apparmor = False
+    if annotations:
+        pod_context = mapping_of(spec.get("securityContext"))
+        if pod_context.get("seccompProfile") is None and _SECCOMP_POD in annotations:
+            warnings.append(f"{prefix}metadata.annotations[{_SECCOMP_POD}]: {_SECCOMP_TEXT}")
+        pod_apparmor = pod_context.get("appArmorProfile") is not None
+    apparmor = template and not pod_apparmor
+    with_ports: list[tuple[str, list[Any]]] = []  # (container path, its ports), for the second pass
+    port_count = 0
+    for key in _CONTAINER_LISTS:
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                continue
+            if annotations or _may_warn(container):
+                warnings.extend(_container_warnings(prefix, container, f"{prefix}spec.{key}[{i}]", annotations,
+                                                    apparmor=apparmor))
+            if (ports := container.get("ports")) and isinstance(ports, list):
+                with_ports.append((f"{prefix}spec.{key}[{i}]", ports))
+                port_count += len(ports)
+    # One port alone can only lack its hostPort.
+    if port_count > 1 or (port_count == 1 and mapping_of(with_ports[0][1][0]).get("hostIP")):
+        warnings.extend(_port_warnings(with_ports))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if type(grace) is int and grace < 0:
+        warnings.append(f"{prefix}spec.terminationGracePeriodSeconds: must be >= 0; "
+                        "negative values are invalid and will be treated as 1")
+    if affinity:
+        warnings.extend(_pod_affinity_warnings(prefix, affinity))
+    return warnings
+
+
+def _spec_warnings(prefix: str, spec: Mapping[str, Any]) -> list[str]:
+    """Volumes, hostAliases, imagePullSecrets and overhead (the module docstring's 3 to 5)."""
+    warnings = volume_warnings(prefix, spec)
     warnings.extend(_repeated(prefix, spec, "hostAliases", "ip", "duplicate ip"))
     warnings.extend(_repeated(prefix, spec, "imagePullSecrets", "name", "duplicate name"))
     for i, secret in objects_of(spec.get("imagePullSecrets")):
@@ -93,18 +153,12 @@ def _spec_and_meta(prefix: str, spec: Mapping[str, Any], meta: Mapping[str, Any]
     for resource in _BYTE_RESOURCES:
         if (value := fractional_byte_text(overhead.get(resource))) is not None:
             warnings.append(f"{prefix}spec.overhead[{resource}]: {_fractional(value)}")
-    pod_context = mapping_of(spec.get("securityContext"))
-    if annotations and pod_context.get("seccompProfile") is None and _SECCOMP_POD in annotations:
-        warnings.append(f"{prefix}metadata.annotations[{_SECCOMP_POD}]: {_SECCOMP_TEXT}")
-    pod_apparmor = pod_context.get("appArmorProfile") is not None
-    for container, path in containers_with_paths(spec, f"{prefix}spec"):
-        warnings.extend(_container_warnings(prefix, container, path, annotations,
-                                            apparmor=template and not pod_apparmor))
-    warnings.extend(_port_warnings(prefix, spec))
-    grace = int_of(spec.get("terminationGracePeriodSeconds"))
-    if grace is not None and grace < 0:
-        warnings.append(f"{prefix}spec.terminationGracePeriodSeconds: must be >= 0; "
-                        "negative values are invalid and will be treated as 1")
+    return warnings
+
+
+def _pod_affinity_warnings(prefix: str, affinity: Mapping[str, Any]) -> list[str]:
+    """warningsForPodAffinityTerms / warningsForWeightedPodAffinityTerms: a null selector matches no pod."""
+    warnings: list[str] = []
     for kind in ("podAffinity", "podAntiAffinity"):
         terms = affinity.get(kind)
         if isinstance(terms, Mapping):
@@ -160,6 +214,32 @@ def _fractional(text: str) -> str:
     return f'fractional byte value "{text}" is invalid, must be an integer'
 
 
+def _may_warn(container: Mapping[str, Any]) -> bool:
+    """Whether :func:`_container_warnings` could find anything (annotations aside): a byte quantity not
+    spelled as a whole number, or two ``env`` entries of one name. Cheap, and never wrong by saying no."""
+    resources = container.get("resources")
+    if resources:
+        if type(resources) is not dict:
+            return True
+        for values in (resources.get("limits"), resources.get("requests")):
+            if values:
+                if type(values) is not dict:
+                    return True
+                memory, storage = values.get("memory"), values.get("ephemeral-storage")
+                if (memory is not None and not (type(memory) is str and _whole_bytes(memory))) or (
+                        storage is not None and not (type(storage) is str and _whole_bytes(storage))):
+                    return True
+    env = container.get("env")
+    if type(env) is list and len(env) > 1:
+        names = set()
+        for item in env:
+            name = item.get("name") if type(item) is dict else None
+            if name in names:
+                return True
+            names.add(name)
+    return False
+
+
 def _container_warnings(prefix: str, container: Mapping[str, Any], path: str, annotations: Mapping[str, Any], *,
                         apparmor: bool) -> list[str]:
     """The per-container part of the first VisitContainersWithPath (see the module docstring, 6)."""
@@ -172,17 +252,19 @@ def _container_warnings(prefix: str, container: Mapping[str, Any], path: str, an
         if apparmor and context.get("appArmorProfile") is None and (key := _APPARMOR_CONTAINER + name) in annotations:
             warnings.append(f"{prefix}metadata.annotations[{key}]: {_APPARMOR_TEXT}")
     resources = container.get("resources")
-    if resources:
-        resources = mapping_of(resources)
+    if resources and isinstance(resources, Mapping):
         limits, requests = mapping_of(resources.get("limits")), mapping_of(resources.get("requests"))
         for resource in _BYTE_RESOURCES:
-            for kind, values in (("limits", limits), ("requests", requests)):
-                if (text := fractional_byte_text(values.get(resource))) is not None:
-                    warnings.append(f"{path}.resources.{kind}[{resource}]: {_fractional(text)}")
+            if (limit := limits.get(resource)) is not None and (text := fractional_byte_text(limit)) is not None:
+                warnings.append(f"{path}.resources.limits[{resource}]: {_fractional(text)}")
+            if (request := requests.get(resource)) is not None and (text := fractional_byte_text(request)) is not None:
+                warnings.append(f"{path}.resources.requests[{resource}]: {_fractional(text)}")
     env = container.get("env")
     if isinstance(env, list) and len(env) > 1:
         seen: set[str] = set()
-        for i, item in objects_of(env):
+        for i, item in enumerate(env):
+            if not isinstance(item, Mapping):
+                continue
             name = go_text(item.get("name"))
             if name not in seen:
                 seen.add(name)
@@ -195,27 +277,36 @@ def _container_warnings(prefix: str, container: Mapping[str, Any], path: str, an
     return warnings
 
 
-def _port_warnings(prefix: str, spec: Mapping[str, Any]) -> list[str]:
+def _port_warnings(with_ports: list[tuple[str, list[Any]]]) -> list[str]:
     """The second VisitContainersWithPath: each port against those declared before it, in any container."""
     warnings: list[str] = []
-    declared: dict[str, list[tuple[str, str, int]]] = {}  # "<containerPort>/<protocol>" -> (path, hostIP, hostPort)
-    for container, container_path in containers_with_paths(spec, f"{prefix}spec"):
-        for i, port in objects_of(container.get("ports")):
-            path = f"{container_path}.ports[{i}]"
+    declared: dict[tuple[Any, Any], list[tuple[str, int, str, int]]] = {}  # (port, protocol) -> (path, index, hostIP, hostPort)
+    for container_path, ports in with_ports:
+        for i, port in enumerate(ports):
+            if not isinstance(port, Mapping):
+                continue
             host_ip, host_port = go_text(port.get("hostIP")), int_of(port.get("hostPort")) or 0
-            container_port, protocol = int_of(port.get("containerPort")) or 0, go_text(port.get("protocol"))
             if host_ip and not host_port:
                 # Go's %+v of the internal core.ContainerPort struct.
-                warnings.append(f"{path}: hostIP set without hostPort: {{Name:{go_text(port.get('name'))} "
-                                f"HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} "
-                                f"HostIP:{host_ip}}}")
-            others = declared.setdefault(f"{container_port}/{protocol}", [])
-            for other_path, other_ip, other_port in others:
+                warnings.append(f"{container_path}.ports[{i}]: hostIP set without hostPort: "
+                                f"{{Name:{go_text(port.get('name'))} HostPort:{host_port} "
+                                f"ContainerPort:{int_of(port.get('containerPort')) or 0} "
+                                f"Protocol:{go_text(port.get('protocol'))} HostIP:{host_ip}}}")
+            key = (int_of(port.get("containerPort")) or 0, go_text(port.get("protocol")))
+            others = declared.get(key)
+            if others is None:
+                declared[key] = [(container_path, i, host_ip, host_port)]
+                continue
+            for other_container, other_i, other_ip, other_port in others:
                 if host_ip == other_ip and host_port == other_port:
-                    warnings.append(f"{path}: duplicate port definition with {other_path}")
+                    says = "duplicate"
                 elif not host_port or not other_port:
-                    warnings.append(f"{path}: overlapping port definition with {other_path}")
+                    says = "overlapping"
                 elif host_port == other_port and (not host_ip) != (not other_ip):
-                    warnings.append(f"{path}: dangerously ambiguous port definition with {other_path}")
-            others.append((path, host_ip, host_port))
+                    says = "dangerously ambiguous"
+                else:
+                    continue
+                warnings.append(f"{container_path}.ports[{i}]: {says} port definition with "
+                                f"{other_container}.ports[{other_i}]")
+            others.append((container_path, i, host_ip, host_port))
     return warnings

@@ -61,6 +61,8 @@ def _container(container: Any) -> None:
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             _default_text(port, "protocol", "TCP")
+    if "env" in container:
+        _env_field_ref_versions(container["env"])
 
 
 def _pod_spec(spec: Any) -> None:
@@ -81,19 +83,25 @@ def _pod_spec(spec: Any) -> None:
 def _field_ref_versions(spec: Obj) -> None:
     """SetDefaults_ObjectFieldSelector (``apiVersion: v1``) wherever the generated defaulters of a pod
     spec reach one: a container's ``env[].valueFrom.fieldRef`` (init, regular and ephemeral
-    containers), a downwardAPI volume's ``items[].fieldRef``, and a projected volume's downwardAPI
-    source's. Templates get it too (the defaulters of Deployments, ReplicaSets and StatefulSets walk
-    their ``spec.template.spec``)."""
-    for key in ("containers", "initContainers", "ephemeralContainers"):
-        for container in _dicts(spec.get(key)):
-            for env in _dicts(container.get("env")):
-                if isinstance(value_from := env.get("valueFrom"), dict):
-                    _field_ref_version(value_from)
-    for volume in _dicts(spec.get("volumes")):
-        _downward_api_versions(volume.get("downwardAPI"))
-        if isinstance(projected := volume.get("projected"), dict):
-            for source in _dicts(projected.get("sources")):
-                _downward_api_versions(source.get("downwardAPI"))
+    containers; :func:`_container` does the first two as it walks them), a downwardAPI volume's
+    ``items[].fieldRef``, and a projected volume's downwardAPI source's. Templates get it too (the
+    defaulters of Deployments, ReplicaSets and StatefulSets walk their ``spec.template.spec``)."""
+    if "ephemeralContainers" in spec:
+        for container in _dicts(spec["ephemeralContainers"]):
+            _env_field_ref_versions(container.get("env"))
+    if "volumes" in spec:
+        for volume in _dicts(spec["volumes"]):
+            _downward_api_versions(volume.get("downwardAPI"))
+            if isinstance(projected := volume.get("projected"), dict):
+                for source in _dicts(projected.get("sources")):
+                    _downward_api_versions(source.get("downwardAPI"))
+
+
+def _env_field_ref_versions(env: Any) -> None:
+    if type(env) is list:
+        for item in env:
+            if type(item) is dict and type(value_from := item.get("valueFrom")) is dict:
+                _field_ref_version(value_from)
 
 
 def _dicts(value: Any) -> list[Obj]:
