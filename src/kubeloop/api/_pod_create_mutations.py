@@ -20,7 +20,10 @@ here in the same order (the strategy calls them after :mod:`kubeloop.api._pod_dr
   (``unconfined``, ``runtime/default``, ``localhost/<profile>``); for a container with the annotation
   and no profile of its own, the profile the annotation names is copied into the container's
   ``securityContext`` when it is valid and differs from the pod's. (1.34 stopped copying fields into
-  annotations, kubernetes/kubernetes#131989; 1.32 still does.)
+  annotations, kubernetes/kubernetes#131989; 1.32 still does.) Such an annotation is warned of here,
+  before the sync, not in ``WarningsOnCreate`` (``metadata.annotations[<key>]: deprecated since v1.30;
+  use the "appArmorProfile" field instead``), unless it names a valid profile equal to the pod's; the
+  texts are returned for the write path to record, validation passing or not.
 
 Pure JSON-dict mutations in place; a part that is not the expected JSON shape is left alone.
 """
@@ -104,6 +107,9 @@ def _annotation_for(profile: Mapping[str, Any]) -> str:
     return ""
 
 
+_APPARMOR_DEPRECATED = 'deprecated since v1.30; use the "appArmorProfile" field instead'
+
+
 def _profile_for(annotation: Any) -> dict[str, Any] | None:
     """apparmorFieldForAnnotation, then ValidateAppArmorProfileField: None for a value it cannot use."""
     if annotation == "unconfined":
@@ -124,14 +130,16 @@ def _same_profile(a: Mapping[str, Any] | None, b: Any) -> bool:
     return (a.get("type"), a.get("localhostProfile")) == (b.get("type"), b.get("localhostProfile"))
 
 
-def apply_apparmor_version_skew(pod: dict[str, Any]) -> None:
-    """applyAppArmorVersionSkew as of 1.32 (both directions; see the module docstring)."""
+def apply_apparmor_version_skew(pod: dict[str, Any]) -> list[str]:
+    """applyAppArmorVersionSkew as of 1.32 (both directions; see the module docstring); returns the
+    ``Warning`` texts it records for annotations without a field of their own."""
+    warnings: list[str] = []
     spec = dict_or_none(pod.get("spec"))
     meta = dict_or_none(pod.get("metadata"))
     if spec is None or meta is None or (dict_or_none(spec.get("os")) or {}).get("name") == "windows":
-        return
+        return warnings
     if meta.get("annotations") is not None and dict_or_none(meta.get("annotations")) is None:
-        return  # not a map: validation reports it
+        return warnings  # not a map: validation reports it
     pod_profile = (dict_or_none(spec.get("securityContext")) or {}).get("appArmorProfile")
     pod_profile = pod_profile if isinstance(pod_profile, dict) else None
     for key in ("initContainers", "containers", "ephemeralContainers"):
@@ -155,7 +163,11 @@ def apply_apparmor_version_skew(pod: dict[str, Any]) -> None:
                     annotations[annotation_key] = value
             elif profile is None:
                 derived = _profile_for(annotations[annotation_key])
+                # Warned of unless the annotation only repeats the pod's profile.
+                if derived is None or not _same_profile(derived, pod_profile):
+                    warnings.append(f"metadata.annotations[{annotation_key}]: {_APPARMOR_DEPRECATED}")
                 if derived is not None and not _same_profile(derived, pod_profile):
                     if context is None:
                         context = container["securityContext"] = {}
                     context["appArmorProfile"] = derived
+    return warnings

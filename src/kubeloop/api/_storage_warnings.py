@@ -3,7 +3,7 @@
 - :func:`persistent_volume_warnings` is ``GetWarningsForPersistentVolume`` (k/k
   ``pkg/api/persistentvolume/util.go``, release 1.32): the beta storage-class annotation, the
   ``Recycle`` reclaim policy, deprecated node labels in the required node affinity
-  (``pkg/api/node/util.go`` ``GetWarningsForNodeSelectorTerm``), and the volume plugins that no
+  (:func:`kubeloop.api._node_label_warnings.node_selector_term_warnings`), and the volume plugins that no
   longer work (cephfs, photonPersistentDisk, scaleIO, storageOS, glusterfs, rbd).
 - :func:`persistent_volume_claim_warnings` is ``GetWarningsForPersistentVolumeClaim``
   (``pkg/api/persistentvolumeclaim/util.go``): the beta storage-class annotation, then
@@ -23,21 +23,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api._pod_fields import go_text, mapping_of
+from kubeloop.api._node_label_warnings import node_selector_term_warnings
+from kubeloop.api._pod_fields import mapping_of
 from kubeloop.api._quantity import QuantityError, parse_quantity
 
-__all__ = ["claim_spec_warnings", "persistent_volume_claim_warnings", "persistent_volume_warnings", "statefulset_warnings"]
+__all__ = [
+    "claim_spec_warnings",
+    "fractional_byte_text",
+    "persistent_volume_claim_warnings",
+    "persistent_volume_warnings",
+    "statefulset_warnings",
+]
 
 _STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"  # core.BetaStorageClassAnnotation
 _DEPRECATED_ANNOTATION = 'deprecated since v1.8; use "storageClassName" attribute instead'
-# pkg/api/node/util.go deprecatedNodeLabels.
-_DEPRECATED_NODE_LABELS = {
-    "beta.kubernetes.io/arch": 'deprecated since v1.14; use "kubernetes.io/arch" instead',
-    "beta.kubernetes.io/os": 'deprecated since v1.14; use "kubernetes.io/os" instead',
-    "failure-domain.beta.kubernetes.io/region": 'deprecated since v1.17; use "topology.kubernetes.io/region" instead',
-    "failure-domain.beta.kubernetes.io/zone": 'deprecated since v1.17; use "topology.kubernetes.io/zone" instead',
-    "beta.kubernetes.io/instance-type": 'deprecated since v1.17; use "node.kubernetes.io/instance-type" instead',
-}
 # The volume plugins upstream warns of, in its order.
 _DEPRECATED_SOURCES = (
     ("cephfs", "deprecated in v1.28, non-functional in v1.31+"),
@@ -56,6 +55,10 @@ def _annotation_warnings(obj: Mapping[str, Any]) -> list[str]:
     return []
 
 
+_BINARY_SUFFIXES = frozenset({"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"})
+_DECIMAL_SUFFIXES = frozenset("kMGTPE")
+
+
 def persistent_volume_warnings(pv: Mapping[str, Any]) -> list[str]:
     """``GetWarningsForPersistentVolume`` (see the module docstring)."""
     spec = mapping_of(pv.get("spec"))
@@ -67,19 +70,20 @@ def persistent_volume_warnings(pv: Mapping[str, Any]) -> list[str]:
     if isinstance(required, Mapping):
         terms = required.get("nodeSelectorTerms")
         for i, term in enumerate(terms if isinstance(terms, list) else []):
-            expressions = mapping_of(term).get("matchExpressions")
-            for j, expression in enumerate(expressions if isinstance(expressions, list) else []):
-                key = go_text(mapping_of(expression).get("key"))
-                if key in _DEPRECATED_NODE_LABELS:
-                    warnings.append(f"spec.nodeAffinity.required.nodeSelectorTerms[{i}].matchExpressions[{j}].key: "
-                                    f"{key} is {_DEPRECATED_NODE_LABELS[key]}")
+            warnings.extend(node_selector_term_warnings(mapping_of(term), f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]"))
     warnings.extend(f"spec.{key}: {text}" for key, text in _DEPRECATED_SOURCES if spec.get(key) is not None)
     return warnings
 
 
-def _fractional(value: Any) -> str | None:
-    """The canonical text of a quantity whose ``MilliValue()`` is not a whole number of thousands, else ``None``."""
+def fractional_byte_text(value: Any) -> str | None:
+    """The canonical text of a quantity whose ``MilliValue()`` is not a whole number of thousands, else ``None``.
+
+    The spellings manifests use for bytes (``128Mi``, ``1G``, ``1000``) are told whole without parsing.
+    """
     if not isinstance(value, str):
+        return None
+    digits = value[:-2] if value[-2:] in _BINARY_SUFFIXES else value[:-1] if value[-1:] in _DECIMAL_SUFFIXES else value
+    if digits.isascii() and digits.isdigit():
         return None
     try:
         quantity = parse_quantity(value.strip())
@@ -96,7 +100,7 @@ def claim_spec_warnings(spec: Any, path: str) -> list[str]:
     resources = mapping_of(mapping_of(spec).get("resources"))
     warnings = []
     for key in ("requests", "limits"):
-        text = _fractional(mapping_of(resources.get(key)).get("storage"))
+        text = fractional_byte_text(mapping_of(resources.get(key)).get("storage"))
         if text is not None:
             warnings.append(f'{path}.resources.{key}[storage]: fractional byte value "{text}" is invalid, must be an integer')
     return warnings

@@ -66,9 +66,12 @@ def _container(container: Any) -> None:
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             _default_text(port, "protocol", "TCP")
+    if "env" in container:
+        _env_field_ref_versions(container["env"])
 
 
 def _pod_spec(spec: Any) -> None:
+    """The defaults of a pod's spec and of a workload's pod template alike."""
     if not isinstance(spec, dict):
         return
     _default_text(spec, "restartPolicy", "Always")
@@ -79,6 +82,47 @@ def _pod_spec(spec: Any) -> None:
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or []:
             _container(container)
+    _field_ref_versions(spec)
+
+
+def _field_ref_versions(spec: Obj) -> None:
+    """SetDefaults_ObjectFieldSelector (``apiVersion: v1``) wherever the generated defaulters of a pod
+    spec reach one: a container's ``env[].valueFrom.fieldRef`` (init, regular and ephemeral
+    containers; :func:`_container` does the first two as it walks them), a downwardAPI volume's
+    ``items[].fieldRef``, and a projected volume's downwardAPI source's. Templates get it too (the
+    defaulters of Deployments, ReplicaSets and StatefulSets walk their ``spec.template.spec``)."""
+    if "ephemeralContainers" in spec:
+        for container in _dicts(spec["ephemeralContainers"]):
+            _env_field_ref_versions(container.get("env"))
+    if "volumes" in spec:
+        for volume in _dicts(spec["volumes"]):
+            _downward_api_versions(volume.get("downwardAPI"))
+            if isinstance(projected := volume.get("projected"), dict):
+                for source in _dicts(projected.get("sources")):
+                    _downward_api_versions(source.get("downwardAPI"))
+
+
+def _env_field_ref_versions(env: Any) -> None:
+    if type(env) is list:
+        for item in env:
+            if type(item) is dict and type(value_from := item.get("valueFrom")) is dict:
+                _field_ref_version(value_from)
+
+
+def _dicts(value: Any) -> list[Obj]:
+    """The objects of a JSON list (anything else reads as empty: the decoder refuses it)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _downward_api_versions(source: Any) -> None:
+    if isinstance(source, dict):
+        for item in _dicts(source.get("items")):
+            _field_ref_version(item)
+
+
+def _field_ref_version(holder: Obj) -> None:
+    if isinstance(ref := holder.get("fieldRef"), dict):
+        _default_text(ref, "apiVersion", "v1")
 
 
 def _pod_template(spec: Obj) -> None:

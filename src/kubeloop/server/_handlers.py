@@ -286,7 +286,9 @@ class ResourceHandlers:
                 scale = await scale_update(self.state, req, None, patch_type, await request.body())
             else:
                 scale = await scale_update(self.state, req, self._decode(await request.body(), request.content_type, info), None)
-            await send_json(send, 200, scale, content_type=content_type)
+            # The parent's update recorded its strategy's warnings (ScaleREST updates through it).
+            await send_json(send, 200, scale, content_type=content_type,
+                            headers=warning_headers(req.warnings) if req.warnings else None)
             return
         allowed = ("PUT",) if sub == "finalize" else ("GET", "PUT", "PATCH")
         if method not in allowed:

@@ -279,7 +279,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         if "ownerReferences" in meta:
             dedup_owner_references(meta, req.warnings, after_admission=True)
     strategy = state.strategy(info)
-    strategy.prepare_for_create(obj)
+    if (recorded := strategy.prepare_for_create(obj)) is not None:  # warnings recorded while preparing
+        _add_warnings(req.warnings, recorded)
     # rest.BeforeCreate / FillObjectMetaSystemFields.
     if not _CLEARED_ON_CREATE.isdisjoint(meta):  # one test for four fields bodies rarely carry
         for cleared in _CLEARED_ON_CREATE:

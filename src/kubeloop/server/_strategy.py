@@ -45,6 +45,7 @@ from kubeloop.api._pod_create_mutations import (
 from kubeloop.api._pod_drop_disabled import drop_disabled_pod_fields, drop_disabled_template_fields
 from kubeloop.api._pod_spec_validation import validate_pod_create, validate_pod_template
 from kubeloop.api._pod_update_validation import validate_pod_status_update
+from kubeloop.api._pod_warnings import pod_template_warnings, pod_warnings
 from kubeloop.api._pv_validation import validate_persistent_volume, validate_persistent_volume_update
 from kubeloop.api._pvc_data_source import prepare_claim_data_sources
 from kubeloop.api._pvc_validation import (
@@ -65,6 +66,7 @@ from kubeloop.api._storage_warnings import (
     statefulset_warnings,
 )
 from kubeloop.api._validation import (
+    is_dns1123_label,
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
 )
@@ -103,7 +105,8 @@ class GenericStrategy:
         self.info = info
 
     # -- create ---------------------------------------------------------------------------------
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str] | None:
+        """PrepareForCreate; the texts of any ``Warning`` it records (upstream's ctx recorder) are returned."""
         info = self.info
         if info.status_subresource:
             if info.custom or self.empty_status is None:
@@ -117,6 +120,7 @@ class GenericStrategy:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        return None
 
     def prepare_identity(self, obj: dict[str, Any]) -> None:
         """The part of ``PrepareForCreate`` that reads ``metadata.uid`` and the (generated) name: called
@@ -260,9 +264,9 @@ class _DecodesQuantities(GenericStrategy):
         assert fields is not None, self.info.kind
         return fields
 
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str] | None:
         self._quantity_fields(obj, False)
-        super().prepare_for_create(obj)
+        return super().prepare_for_create(obj)
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         fields = self._quantity_fields
@@ -301,13 +305,13 @@ class PodStrategy(_DecodesQuantities):
         super().__init__(info)
         self.clock: Clock = clock if clock is not None else SystemClock()
 
-    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+    def prepare_for_create(self, obj: dict[str, Any]) -> list[str]:
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec"))}
         drop_disabled_pod_fields(obj, None)
         apply_scheduling_gated_condition(obj, format_time(self.clock.now()))
         merge_pod_affinity_label_keys(obj)
-        apply_apparmor_version_skew(obj)
+        return apply_apparmor_version_skew(obj)  # its warnings, recorded before validation as upstream's ctx does
 
     def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
         super().prepare_for_update(new, old)  # status from old first, as upstream, then the drop
@@ -315,6 +319,13 @@ class PodStrategy(_DecodesQuantities):
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_pod_create(obj)
+
+    # The pod strategy's WarningsOnCreate is GetWarningsForPod; its WarningsOnUpdate says nothing (upstream
+    # skips the cost on what may be a busy path), which the generic hook already does.
+    warns = True
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return pod_warnings(obj)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
@@ -489,6 +500,29 @@ class _PodTemplateOwner(_DecodesQuantities, _ZeroStatus):
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         return [] if subresource == "status" else self._template_errors(new, old)
+
+    # WarningsOnCreate / WarningsOnUpdate (deployment, replicaset and statefulset strategy.go): the pod
+    # template's warnings on create, and on an update (``/scale`` included: ScaleREST updates through
+    # the main strategy) only when the generation moved; the status strategies say nothing.
+    warns = True
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return pod_template_warnings(obj)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        if subresource == "status" or _meta(new).get("generation") == _meta(old).get("generation"):
+            return []
+        return pod_template_warnings(new)
+
+
+def _pod_name_warnings(obj: dict[str, Any]) -> list[str]:
+    """The Deployment and ReplicaSet WarningsOnCreate's first check: the name becomes a pod name and
+    hostname prefix, so upstream recommends a DNS label (``%v`` of IsDNS1123Label's messages)."""
+    messages = is_dns1123_label(str(_meta(obj).get("name") or ""))
+    if not messages:
+        return []
+    return ["metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; "
+            f"a DNS label is recommended: [{' '.join(messages)}]"]
 
 
 # The fields at which PersistentVolume and claim updates report a change from the stored object.
@@ -669,7 +703,6 @@ class _StatefulSet(_PodTemplateOwner):
     unless stored (MaxUnavailableStatefulSet, alpha, off in 1.32); the claim templates' warnings."""
 
     name_validator = staticmethod(name_is_dns1123_label)
-    warns = True
 
     @staticmethod
     def _drop_max_unavailable(new: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -697,16 +730,31 @@ class _StatefulSet(_PodTemplateOwner):
         return [*errs, *_against_stored(self.info, validate_statefulset_update, new, old)]
 
     def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
-        return statefulset_warnings(obj, update=False)
+        return [*super().warnings_on_create(obj), *statefulset_warnings(obj, update=False)]
 
     def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
-        return [] if subresource else statefulset_warnings(new, update=True)
+        if subresource == "status":
+            return []
+        return [*super().warnings_on_update(new, old, subresource), *statefulset_warnings(new, update=True)]
 
 
 class _Deployment(_PodTemplateOwner):
     """Deployments: ValidateDeploymentSpec (its pod template's rules inside), the strategy's immutable
     selector on update (and on ``/scale``, which updates through the main strategy upstream: ScaleREST),
-    ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`)."""
+    ValidateDeploymentStatusUpdate on ``/status`` (:mod:`kubeloop.api._deployment_validation`), whose
+    update keeps the stored labels as well as the spec (deploymentStatusStrategy.PrepareForUpdate)."""
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
+
+    def prepare_for_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        result = super().prepare_for_status_update(new, old)
+        meta = _meta(result)  # a copy of the request's metadata (the generic step made it)
+        if "labels" in _meta(old):
+            meta["labels"] = _meta(old)["labels"]
+        else:
+            meta.pop("labels", None)
+        return result
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_deployment(obj)
@@ -720,6 +768,9 @@ class _Deployment(_PodTemplateOwner):
 class _ReplicaSet(_PodTemplateOwner):
     """ReplicaSets: ValidateReplicaSetSpec, the ReplicaSet strategy's ValidateUpdate (the spec twice, the
     immutable selector) on update and ``/scale``, ValidateReplicaSetStatusUpdate on ``/status``."""
+
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_replicaset(obj)
