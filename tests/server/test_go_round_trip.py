@@ -10,9 +10,11 @@ kind's empty object, so along the struct fields from the root none of those valu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+import pytest
 
 from kubeloop.api import ResourceInfo
 from kubeloop.server import App
@@ -211,3 +213,29 @@ async def test_mutating_admission_sees_the_resource_version_before_the_storage_d
     created = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "cleared", "resourceVersion": "12"}})
     app.admission.pop()
     assert created.status_code == 201, created.text
+
+
+@pytest.mark.parametrize("patch", [
+    ("application/json-patch+json", [{"op": "remove", "path": "/metadata/finalizers/0"}]),
+    ("application/merge-patch+json", {"metadata": {"finalizers": [], "labels": {}}}),
+    ("application/strategic-merge-patch+json", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/f"]}}),
+])
+async def test_a_write_that_leaves_a_metadata_collection_empty_stores_none(
+        client: httpx.AsyncClient, patch: tuple[str, Any]) -> None:
+    # ObjectMeta's finalizers, labels, annotations and ownerReferences are `json:",omitempty"`: the Go
+    # round trip never writes an empty one, whichever way the write emptied it.
+    body = {"metadata": {"name": "f", "finalizers": ["x.io/f"], "labels": {"a": "b"}}}
+    assert (await client.post(f"{NS}/configmaps", json=body)).status_code == 201
+    media, doc = patch
+    r = await client.patch(f"{NS}/configmaps/f", content=json.dumps(doc), headers={"content-type": media})
+    assert r.status_code == 200, r.text
+    meta = (await client.get(f"{NS}/configmaps/f")).json()["metadata"]
+    assert "finalizers" not in meta
+    assert "f:finalizers" not in json.dumps(meta["managedFields"])
+    put = {"metadata": {"name": "f", "finalizers": [], "labels": {}, "annotations": {}, "ownerReferences": [],
+                        "resourceVersion": meta["resourceVersion"]}}
+    r = await client.put(f"{NS}/configmaps/f", json=put)
+    assert r.status_code == 200, r.text
+    assert not {"finalizers", "labels", "annotations", "ownerReferences"} & set(r.json()["metadata"])
+    created = await client.post(f"{NS}/configmaps", json={"metadata": {"name": "g", "labels": {}, "finalizers": []}})
+    assert not {"finalizers", "labels"} & set(created.json()["metadata"])

@@ -138,9 +138,20 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
                          f"({version}.{kind}) to ({internal}.{info.kind}): unknown conversion")
     obj["apiVersion"] = expected_version
     obj["kind"] = info.kind
-    if obj.get("metadata") is None:  # meta_of, inlined: well-typed metadata is a dict or absent
+    meta = obj.get("metadata")
+    if meta is None:  # meta_of, inlined: well-typed metadata is a dict or absent
         obj["metadata"] = {}
+    else:
+        # ObjectMeta's collections are all `json:",omitempty"` (apimachinery meta/v1 types.go), and a
+        # custom resource's metadata goes through ObjectMeta too (objectmeta.Coerce): an empty one is
+        # never written, as when a patch removes the last finalizer.
+        for field in _OMITEMPTY_META_COLLECTIONS:
+            if field in meta and not meta[field] and type(meta[field]) in (list, dict):
+                del meta[field]
     return obj
+
+
+_OMITEMPTY_META_COLLECTIONS = ("finalizers", "labels", "annotations", "ownerReferences")
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
