@@ -261,3 +261,43 @@ async def test_a_wrongly_typed_field_is_refused_as_go_decodes_it(client: httpx.A
     assert r.json()["message"] == ('Job in version "v1" cannot be handled as a Job: json: cannot unmarshal string '
                                    'into Go struct field JobSpec.spec.parallelism of type int32')
     assert (await client.get(f"{JOBS}/pi")).status_code == 404
+
+
+def _warnings(r: httpx.Response) -> list[str]:
+    out = []
+    for header in r.headers.get_list("warning"):
+        assert header.startswith('299 - "') and header.endswith('"'), header
+        out.append(header[len('299 - "'):-1].replace('\\"', '"'))
+    return out
+
+
+async def test_warnings_on_create_and_on_a_spec_update_as_the_job_strategy_sends_them(client: httpx.AsyncClient) -> None:
+    # job strategy.go WarningsOnCreate: the DNS-label name warning, then WarningsForJobSpec (the pod
+    # template's under spec.template); WarningsOnUpdate: WarningsForJobSpec when the generation moved.
+    body = job("pi.v2", parallelism=1)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"beta.kubernetes.io/os": "linux"}
+    r = await client.post(JOBS, json=body)
+    assert r.status_code == 201, r.text
+    selector_warning = ('spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; '
+                        'use "kubernetes.io/os" instead')
+    got = _warnings(r)
+    assert got == ["metadata.name: this is used in Pod names and hostnames, which can result in surprising "
+                   "behavior; a DNS label is recommended: [must not contain dots]", selector_warning]
+    merge = {"content-type": "application/merge-patch+json"}
+    r = await client.patch(f"{JOBS}/pi.v2", json={"spec": {"parallelism": 2}}, headers=merge)
+    assert r.status_code == 200, r.text
+    assert _warnings(r) == [selector_warning]
+    r = await client.patch(f"{JOBS}/pi.v2", json={"metadata": {"labels": {"x": "y"}}}, headers=merge)
+    assert r.status_code == 200 and _warnings(r) == []  # the generation did not move
+    r = await client.patch(f"{JOBS}/pi.v2/status", json={"status": {"active": 0}}, headers=merge)
+    assert r.status_code == 200 and _warnings(r) == []
+
+
+async def test_an_indexed_job_past_both_soft_limits_is_warned_of(client: httpx.AsyncClient) -> None:
+    r = await client.post(JOBS, json=job("big", completionMode="Indexed", completions=100_001, parallelism=10_001))
+    assert r.status_code == 201, r.text
+    assert _warnings(r) == ["spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism "
+                            "higher than 10^4, Kubernetes might not be able to track completedIndexes when a big "
+                            "number of indexes fail"]
+    r = await client.post(JOBS, json=job("small", completionMode="Indexed", completions=100_000, parallelism=10_001))
+    assert r.status_code == 201 and _warnings(r) == []

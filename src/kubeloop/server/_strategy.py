@@ -829,3 +829,29 @@ class _Job(_PodTemplateOwner):
         if subresource:
             return validate_job_status_update(new, old) if subresource == "status" else []
         return validate_job_update(new, old)
+
+    # job strategy.go WarningsOnCreate (the name warning, then WarningsForJobSpec) and WarningsOnUpdate
+    # (WarningsForJobSpec when the generation moved; the status strategy says nothing).
+    def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
+        return [*_pod_name_warnings(obj), *_job_spec_warnings(obj)]
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        if subresource == "status" or _meta(new).get("generation") == _meta(old).get("generation"):
+            return []
+        return _job_spec_warnings(new)
+
+
+def _job_spec_warnings(job: dict[str, Any]) -> list[str]:
+    """WarningsForJobSpec (k/k pkg/api/job/warnings.go): an Indexed Job past both soft limits (10^5
+    completions, 10^4 parallelism), then the pod template's warnings under ``spec.template``."""
+    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    warnings: list[str] = []
+    completions, parallelism = spec.get("completions"), spec.get("parallelism")
+    if spec.get("completionMode") == "Indexed" and isinstance(completions, int) and completions > 100_000 \
+            and isinstance(parallelism, int) and parallelism > 10_000:
+        warnings.append("spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism "
+                        "higher than 10^4, Kubernetes might not be able to track completedIndexes when a big "
+                        "number of indexes fail")
+    warnings.extend(pod_template_warnings(job))
+    return warnings
