@@ -72,8 +72,10 @@ async def test_a_new_pod_is_stored_without_the_fields_of_gates_that_are_off(clie
     assert "resizePolicy" not in container and "claims" not in container["resources"]
     assert container["securityContext"] == {"procMount": "Default"}
     assert container["volumeMounts"] == [{"name": "certs", "mountPath": "/certs"}]
-    # The image volume is gone; the projected source stays, emptied, as upstream's nil pointer leaves it.
-    assert spec["volumes"] == [{"name": "certs", "projected": {"sources": [{}, {"configMap": {"name": "ca"}}]}}]
+    # The image volume is gone; the projected source stays, emptied, as upstream's nil pointer leaves it
+    # (its defaultMode 0644 from SetDefaults_ProjectedVolumeSource, applied as the body was decoded).
+    assert spec["volumes"] == [{"name": "certs", "projected": {"sources": [{}, {"configMap": {"name": "ca"}}],
+                                                              "defaultMode": 420}}]
 
 
 async def test_a_dropped_field_is_no_longer_validated(client: httpx.AsyncClient) -> None:

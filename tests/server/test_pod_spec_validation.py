@@ -11,6 +11,7 @@ Upstream: k/k ``pkg/apis/core/validation/validation.go`` (``ValidatePodSpec`` â†
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -56,10 +57,50 @@ async def test_volumes_need_a_label_name_once_and_exactly_one_source(client: htt
         # validateVolumeSource counts sources in its own order: secret before configMap.
         ("FieldValueForbidden", "spec.volumes[2].secret", "Forbidden: may not specify more than 1 volume type"),
         ("FieldValueForbidden", "spec.volumes[2].configMap", "Forbidden: may not specify more than 1 volume type"),
-        ("FieldValueRequired", "spec.volumes[3]", "Required value: must specify a volume type"),
+        # volumes[3] names no source: SetDefaults_Volume made it an emptyDir as the body was decoded, so
+        # validateVolumeSource's "must specify a volume type" is never reached through the API.
         ("FieldValueInvalid", "spec.volumes[4].name", f'Invalid value: "Bad_Name": {LABEL_REGEX}'),
         ("FieldValueRequired", "spec.volumes[5].name", "Required value"),
     ]
+
+
+async def test_a_volume_is_defaulted_as_upstreams_decoder_defaults_it(client: httpx.AsyncClient) -> None:
+    # k/k pkg/apis/core/v1/defaults.go: SetDefaults_Volume (no source: emptyDir), DefaultMode 0644 of
+    # secret, configMap, downwardAPI and projected sources, ExpirationSeconds 3600 of a projected
+    # service account token, HostPathUnset, and the iSCSI/RBD/AzureDisk/ScaleIO source defaults.
+    volumes = [
+        {"name": "none"},
+        {"name": "cm", "configMap": {"name": "c"}},
+        {"name": "sec", "secret": {"secretName": "s", "defaultMode": 256}},
+        {"name": "dapi", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+        {"name": "proj", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+        {"name": "host", "hostPath": {"path": "/data"}},
+        {"name": "rbd", "rbd": {"monitors": ["m:6789"], "image": "i"}},
+    ]
+    body = pod(volumes=volumes)
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "none", "mountPath": "/x"}]
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    got = {v["name"]: v for v in r.json()["spec"]["volumes"]}
+    assert got["none"] == {"name": "none", "emptyDir": {}}
+    assert got["cm"]["configMap"] == {"name": "c", "defaultMode": 420}
+    assert got["sec"]["secret"] == {"secretName": "s", "defaultMode": 256}  # a mode sent stays
+    assert got["dapi"]["downwardAPI"]["defaultMode"] == 420
+    assert got["dapi"]["downwardAPI"]["items"][0]["fieldRef"] == {"fieldPath": "metadata.name", "apiVersion": "v1"}
+    assert got["proj"]["projected"] == {"sources": [{"serviceAccountToken": {"path": "t", "expirationSeconds": 3600}}],
+                                        "defaultMode": 420}
+    assert got["host"]["hostPath"] == {"path": "/data", "type": ""}
+    assert got["rbd"]["rbd"] == {"monitors": ["m:6789"], "image": "i", "pool": "rbd", "user": "admin",
+                                 "keyring": "/etc/ceph/keyring"}
+    # A Deployment's template is defaulted alike, and the writer owns what the defaults added.
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+               "metadata": {"labels": {"a": "b"}},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}], "volumes": [{"name": "cm", "configMap": {"name": "c"}}]}}}}
+    r = await client.post(DEPLOYMENTS, json=dep)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["template"]["spec"]["volumes"] == [{"name": "cm", "configMap": {"name": "c", "defaultMode": 420}}]
+    assert '"f:defaultMode"' in json.dumps(r.json()["metadata"]["managedFields"])
 
 
 async def test_volume_sources_are_checked_with_upstreams_paths(client: httpx.AsyncClient) -> None:

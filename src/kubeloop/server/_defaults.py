@@ -96,10 +96,36 @@ def _field_ref_versions(spec: Obj) -> None:
             _env_field_ref_versions(container.get("env"))
     if "volumes" in spec:
         for volume in _dicts(spec["volumes"]):
+            _volume(volume)
             _downward_api_versions(volume.get("downwardAPI"))
             if isinstance(projected := volume.get("projected"), dict):
                 for source in _dicts(projected.get("sources")):
                     _downward_api_versions(source.get("downwardAPI"))
+                    if isinstance(token := source.get("serviceAccountToken"), dict):
+                        _default(token, "expirationSeconds", 3600)  # SetDefaults_ServiceAccountTokenProjection: an hour
+
+
+# The volume sources whose DefaultMode defaults to 0644 (SetDefaults_SecretVolumeSource,
+# _ConfigMapVolumeSource, _DownwardAPIVolumeSource, _ProjectedVolumeSource; k8s.io/api core/v1
+# *VolumeSourceDefaultMode).
+_MODE_SOURCES = ("secret", "configMap", "downwardAPI", "projected")
+
+
+def _volume(volume: Obj) -> None:
+    """SetDefaults_Volume (k/k pkg/apis/core/v1/defaults.go): a volume with no source is an
+    ``emptyDir``; then the defaults of its source, which a pod's volume shares with a
+    PersistentVolume's where both have it (:data:`_SOURCE_DEFAULTS`)."""
+    if volume.keys() <= {"name"}:  # AllPtrFieldsNil(&obj.VolumeSource)
+        volume["emptyDir"] = {}
+        return
+    for key in _MODE_SOURCES:
+        if isinstance(source := volume.get(key), dict):
+            _default(source, "defaultMode", 0o644)
+    for key, texts, pointers in _SOURCE_DEFAULTS:
+        if key in volume:
+            source = volume[key]
+            _fill(source, texts, text=True)
+            _fill(source, pointers, text=False)
 
 
 def _env_field_ref_versions(env: Any) -> None:
