@@ -1,5 +1,5 @@
 """Real clients against ``kubeloop up``: kubectl reads back a template's field selector defaulted to
-``apiVersion: v1``, and the ``kubernetes`` client's ``/status`` patch of a Deployment leaves its labels.
+``apiVersion: v1`` and its volumes defaulted (``SetDefaults_Volume``, ``defaultMode`` 420), and the ``kubernetes`` client's ``/status`` patch of a Deployment leaves its labels.
 
 Upstream (release 1.32): k/k ``pkg/apis/core/v1/defaults.go`` ``SetDefaults_ObjectFieldSelector`` (run by
 the generated defaulters inside ``spec.template``), ``pkg/registry/apps/deployment/strategy.go``
@@ -36,6 +36,18 @@ def test_kubectl_reads_back_a_templates_field_selector_version(cluster: Any, tmp
     path = "{.spec.template.spec.containers[0].env[0].valueFrom.fieldRef.apiVersion}"
     result = kc("get", "deployment", name, "-n", namespace, "-o", f"jsonpath={path}")
     assert result.stdout == "v1"
+
+
+def test_kubectl_reads_back_a_templates_volume_defaults(cluster: Any, tmp_path: Path, namespace: str) -> None:
+    # SetDefaults_Volume and SetDefaults_ConfigMapVolumeSource, inside spec.template as in a pod.
+    kc = Kubectl(cluster, tmp_path / "home")
+    name = unique("vol")
+    body = deployment(name, namespace)
+    body["spec"]["template"]["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "c"}}, {"name": "scratch"}]
+    kc("apply", "-f", kc.write("d.yaml", body))
+    path = "{.spec.template.spec.volumes[0].configMap.defaultMode} {.spec.template.spec.volumes[1].emptyDir}"
+    result = kc("get", "deployment", name, "-n", namespace, "-o", f"jsonpath={path}")
+    assert result.stdout == "420 {}"
 
 
 def test_the_kubernetes_client_cannot_relabel_a_deployment_through_status(cluster: Any, namespace: str) -> None:
