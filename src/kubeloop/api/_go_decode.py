@@ -34,7 +34,7 @@ from typing import Any
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
-__all__ = ["Decoded", "GoStruct", "conversion_error", "decode", "go_struct", "go_type_error"]
+__all__ = ["Decoded", "GoStruct", "conversion_error", "decode", "go_struct"]
 
 # Kinds of Go target.
 _STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
@@ -185,12 +185,6 @@ GoStruct = _Go
 def go_struct(defname: str) -> GoStruct:
     """The Go struct of OpenAPI definition ``defname``, for :func:`decode` (callers keep it)."""
     return _struct(defname)
-
-
-def go_type_error(obj: dict[str, Any], *, defname: str) -> str | None:
-    """The error decoding ``obj`` into the Go struct of OpenAPI definition ``defname`` gives, or
-    ``None``: ``json: cannot unmarshal ...``. Top-level ``apiVersion`` and ``kind`` are skipped."""
-    return decode(obj, _struct(defname)).error
 
 
 class Decoded:

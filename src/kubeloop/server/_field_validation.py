@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
-from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct, go_type_error
+from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -45,7 +45,7 @@ __all__ = [
     "decode_checked",
     "directive_of",
     "duplicate_texts",
-    "go_decode_error",
+    "go_conversion_error",
     "strict_decoding_error",
     "strict_patch_error",
     "undeclared_apply_fields",
@@ -102,16 +102,17 @@ def _builtin_plan(info: ResourceInfo) -> tuple[ResourceInfo, PrunePlan | None]:
     return hit
 
 
-def go_decode_error(info: ResourceInfo, obj: dict[str, Any], *, unstructured: bool = False) -> str | None:
-    """``json: cannot unmarshal ...`` for the first value of ``obj`` its built-in kind's Go type cannot
-    hold (:mod:`kubeloop.api._go_decode`); with ``unstructured``, what converting the map instead
-    says (a strategic merge patch's result). ``None`` for custom resources and well-typed objects."""
+def go_conversion_error(info: ResourceInfo, obj: dict[str, Any]) -> str | None:
+    """What converting the map ``obj`` into its built-in kind's Go type says of the first value the type
+    cannot hold (a strategic merge patch's result, which is converted, not decoded from JSON:
+    :func:`kubeloop.api._go_decode.conversion_error`). ``None`` for custom resources and well-typed
+    objects. Bodies decoded from JSON go through :func:`decode_checked` or :func:`decode_builtin`."""
     if info.custom:
         return None
     defname = definition_name_for(info.group, info.version, info.kind)
     if defname is None:
         return None
-    return conversion_error(obj, defname=defname) if unstructured else go_type_error(obj, defname=defname)
+    return conversion_error(obj, defname=defname)
 
 
 def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:

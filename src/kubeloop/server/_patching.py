@@ -37,7 +37,7 @@ from kubeloop.server._field_validation import (
     decode_builtin,
     directive_of,
     duplicate_texts,
-    go_decode_error,
+    go_conversion_error,
     strict_patch_error,
     undeclared_apply_fields,
     unknown_field_texts,
@@ -181,7 +181,7 @@ def _convert_types(info: ResourceInfo, patch: Any, patched: dict[str, Any]) -> N
     """A strategic merge patch's result its Go type cannot hold: 422 on field ``patch``, shown as
     :func:`_decode_quantities` shows it. The patched map is converted, not decoded from JSON
     (apimachinery ``runtime/converter.go``: ``unrecognized type: string`` ...)."""
-    err = go_decode_error(info, patched, unstructured=True)
+    err = go_conversion_error(info, patched)
     if err is not None:
         raise invalid("", "", [FieldError.invalid("patch", go_format(patch), err)])
 
