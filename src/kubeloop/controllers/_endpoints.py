@@ -43,12 +43,11 @@ from kubeloop.controllers._endpoint_pods import (
     service_selector,
     should_be_in_endpoints,
 )
-from kubeloop.controllers._scheduler_resources import PODS, builtin
+from kubeloop.controllers._scheduler_resources import PODS, SERVICES, builtin
 from kubeloop.runtime import Builder, EnqueueForObject, EnqueueMapped, Manager, Request, Result
 
 __all__ = ["ENDPOINTS", "SERVICES", "EndpointsController", "repack_subsets"]
 
-SERVICES = builtin("", "services")
 ENDPOINTS = builtin("", "endpoints")
 
 

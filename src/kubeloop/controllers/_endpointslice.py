@@ -47,12 +47,11 @@ from kubeloop.controllers._endpoint_pods import (
     service_selector,
     should_be_in_endpoints,
 )
-from kubeloop.controllers._scheduler_resources import NODES, PODS, builtin
+from kubeloop.controllers._scheduler_resources import NODES, PODS, SERVICES, builtin
 from kubeloop.runtime import Builder, EnqueueForOwner, EnqueueMapped, Manager, Request, Result
 
 __all__ = ["CONTROLLER_NAME", "ENDPOINTSLICES", "MAX_ENDPOINTS_PER_SLICE", "EndpointSliceController"]
 
-SERVICES = builtin("", "services")
 ENDPOINTSLICES = builtin("discovery.k8s.io", "endpointslices")
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"

@@ -23,6 +23,7 @@ __all__ = [
     "PODS",
     "PVCS",
     "PVS",
+    "SERVICES",
     "STORAGE_CLASSES",
     "builtin",
     "parse_quantity",
@@ -39,6 +40,7 @@ def builtin(group: str, plural: str) -> ResourceInfo:
 
 PODS = builtin("", "pods")
 NODES = builtin("", "nodes")
+SERVICES = builtin("", "services")
 PVCS = builtin("", "persistentvolumeclaims")
 PVS = builtin("", "persistentvolumes")
 LEASES = builtin("coordination.k8s.io", "leases")

@@ -44,13 +44,12 @@ from kubeloop.controllers._scheduler_cache import PlacedPods
 from kubeloop.controllers._scheduler_fit import preferred_affinity_score, taint_toleration_score
 from kubeloop.controllers._scheduler_images import ImageStates, image_locality_scores
 from kubeloop.controllers._scheduler_interpod import InterPodAffinity
-from kubeloop.controllers._scheduler_resources import builtin
+from kubeloop.controllers._scheduler_resources import SERVICES, builtin
 from kubeloop.controllers._scheduler_spread import default_selector, spread_scores
 from kubeloop.runtime import Manager
 
 __all__ = ["NodeScorer", "select_host"]
 
-SERVICES = builtin("", "services")
 REPLICASETS = builtin("apps", "replicasets")
 STATEFULSETS = builtin("apps", "statefulsets")
 _OWNER_KINDS = {("apps/v1", "ReplicaSet"): REPLICASETS, ("apps/v1", "StatefulSet"): STATEFULSETS}
