@@ -30,23 +30,28 @@ an ``intstr.IntOrString`` as ``intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_fields import go_text, int_of, mapping_of
 from kubeloop.api._pod_spec_validation import validate_pod_template
-from kubeloop.api._pv_validation import semantic
 from kubeloop.api._workload_validation import (
     collision_count_errors,
+    go_int_or_string,
     go_label_selector,
     go_string,
+    immutable_selector,
+    int_or_percent_value,
     nonnegative,
+    not_more_than_100_percent,
     parsed_selector,
+    positive_int_or_percent,
     selector_errors,
     template_metadata_errors,
 )
+
+_MORE_THAN_REPLICAS = "cannot be greater than status.replicas"
 
 __all__ = [
     "validate_deployment",
@@ -57,59 +62,16 @@ __all__ = [
     "validate_replicaset_update",
 ]
 
-# apimachinery IsValidPercent: RegexError(percentErrMsg, "[0-9]+%", "1%", "93%"), with its double space.
-_PERCENT = re.compile(r"[0-9]+%")
-_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' "
-                "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
-_ATOI = re.compile(r"[+-]?[0-9]+")
-_MORE_THAN_REPLICAS = "cannot be greater than status.replicas"
-
-
-# -- int-or-percent (ValidatePositiveIntOrPercent, getIntOrPercentValue, IsNotMoreThan100Percent) ---------
-def _go_int_or_string(value: Any) -> str:
-    """``%#v`` of an ``intstr.IntOrString`` (absent is the zero value, an integer 0)."""
-    if isinstance(value, str):
-        return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_string(value)}}}"
-    return f'intstr.IntOrString{{Type:0, IntVal:{int_of(value) or 0}, StrVal:""}}'
-
-
-def _percent(value: Any) -> int | None:
-    return int(value[:-1]) if isinstance(value, str) and _PERCENT.fullmatch(value) else None
-
-
-def _int_or_percent_value(value: Any) -> int:
-    """getIntOrPercentValue: a percentage's number, else ``IntValue()`` (a string through ``Atoi``, 0 when
-    it is no number)."""
-    if isinstance(value, str):
-        percent = _percent(value)
-        if percent is not None:
-            return percent
-        return int(value) if _ATOI.fullmatch(value) else 0
-    return int_of(value) or 0
-
-
-def _positive_int_or_percent(value: Any, path: str) -> list[FieldError]:
-    if isinstance(value, str):
-        return [] if _percent(value) is not None else [FieldError("invalid", path, f"{_go_int_or_string(value)}: {_PERCENT_MSG}")]
-    return nonnegative(value, path)
-
-
-def _not_more_than_100_percent(value: Any, path: str) -> list[FieldError]:
-    percent = _percent(value)
-    if percent is None or percent <= 100:
-        return []
-    return [FieldError("invalid", path, f"{_go_int_or_string(value)}: must not be greater than 100%")]
-
 
 def _rolling_update_errors(rolling: Mapping[str, Any]) -> list[FieldError]:
     path = "spec.strategy.rollingUpdate"
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
-    errs = [*_positive_int_or_percent(unavailable, f"{path}.maxUnavailable"),
-            *_positive_int_or_percent(surge, f"{path}.maxSurge")]
-    if _int_or_percent_value(unavailable) == 0 and _int_or_percent_value(surge) == 0:
+    errs = [*positive_int_or_percent(unavailable, f"{path}.maxUnavailable"),
+            *positive_int_or_percent(surge, f"{path}.maxSurge")]
+    if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
         errs.append(FieldError("invalid", f"{path}.maxUnavailable",
-                               f"{_go_int_or_string(unavailable)}: may not be 0 when `maxSurge` is 0"))
-    return [*errs, *_not_more_than_100_percent(unavailable, f"{path}.maxUnavailable")]
+                               f"{go_int_or_string(unavailable)}: may not be 0 when `maxSurge` is 0"))
+    return [*errs, *not_more_than_100_percent(unavailable, f"{path}.maxUnavailable")]
 
 
 def _strategy_errors(strategy: Mapping[str, Any]) -> list[FieldError]:
@@ -170,26 +132,15 @@ def validate_replicaset(obj: Mapping[str, Any], old: Mapping[str, Any] | None = 
     return [*errs, *_selector_and_template_errors(obj, old)]
 
 
-def _immutable_selector(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """``ValidateImmutableField(spec.selector)`` (apps/v1; ``Semantic.DeepEqual``: unset and empty maps
-    and lists are equal, a nil selector is not an empty one)."""
-    selector, stored = mapping_of(new.get("spec")).get("selector"), mapping_of(old.get("spec")).get("selector")
-    if selector == stored or (selector is not None and stored is not None and semantic(selector) == semantic(stored)):
-        return []
-    if not isinstance(selector, Mapping):
-        return [FieldError.invalid("spec.selector", "null", "field is immutable")]
-    return [FieldError("invalid", "spec.selector", f"{go_label_selector(selector)}: field is immutable")]
-
-
 def validate_deployment_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """The Deployment strategy's ``ValidateUpdate``: ``ValidateDeploymentUpdate`` and the immutable selector."""
-    return [*validate_deployment(new, old), *_immutable_selector(new, old)]
+    return [*validate_deployment(new, old), *immutable_selector(new, old)]
 
 
 def validate_replicaset_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """The ReplicaSet strategy's ``ValidateUpdate`` (the spec's causes twice, see the module docstring)."""
     spec_errors = validate_replicaset(new, old)
-    return [*spec_errors, *spec_errors, *_immutable_selector(new, old)]
+    return [*spec_errors, *spec_errors, *immutable_selector(new, old)]
 
 
 # -- status ----------------------------------------------------------------------------------------------

@@ -137,6 +137,9 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        status_subresource=True, scale=_REPLICAS, tracks_generation=True),
     _r("apps", "v1", "StatefulSet", "statefulsets", True, short_names=("sts",), categories=("all",),
        status_subresource=True, scale=_REPLICAS, tracks_generation=True),
+    # pkg/registry/apps/daemonset/storage: short name "ds", category "all", generation bumped on spec changes.
+    _r("apps", "v1", "DaemonSet", "daemonsets", True, short_names=("ds",), categories=("all",),
+       status_subresource=True, tracks_generation=True),
     _r("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     # pkg/registry/batch/job: no short name, category "all", generation bumped on spec changes.
     _r("batch", "v1", "Job", "jobs", True, categories=("all",), status_subresource=True, tracks_generation=True),

@@ -8,7 +8,7 @@ resources have no typed decode, and nothing is walked for them or for ConfigMaps
 
 The fields, from the k8s.io/api v1.32 types:
 
-- a pod spec (Pods; the template of Deployments, ReplicaSets, StatefulSets, Jobs): ``resources.limits`` and
+- a pod spec (Pods; the template of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs): ``resources.limits`` and
   ``resources.requests`` of every container, init container and ephemeral container, the pod-level
   ``resources`` (alpha in 1.32), ``overhead``, ``emptyDir.sizeLimit`` (a pointer: ``null`` drops it),
   the ``resources`` of an ephemeral volume's claim template, and the ``divisor`` of every
@@ -232,6 +232,7 @@ _BY_KIND: dict[tuple[str, str], _Walker] = {
     ("apps", "Deployment"): _template_owner,
     ("apps", "ReplicaSet"): _template_owner,
     ("apps", "StatefulSet"): _stateful_set,
+    ("apps", "DaemonSet"): _template_owner,
     ("batch", "Job"): _template_owner,
 }
 

@@ -17,22 +17,29 @@ these functions print the same text. Pure functions; nothing is mutated.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import ApiError, FieldError
 from kubeloop.api._pod_fields import go_text, int_of, label_selector_errors, mapping_of
+from kubeloop.api._pv_validation import semantic
 from kubeloop.api._selectors import LabelSelector, label_selector_from_dict
 from kubeloop.api._validation import validate_annotations, validate_labels
 
 __all__ = [
     "NEGATIVE",
     "collision_count_errors",
+    "go_int_or_string",
     "go_label_selector",
     "go_string",
     "go_string_map",
+    "immutable_selector",
+    "int_or_percent_value",
     "nonnegative",
+    "not_more_than_100_percent",
     "parsed_selector",
+    "positive_int_or_percent",
     "selector_errors",
     "template_metadata_errors",
 ]
@@ -126,3 +133,57 @@ def collision_count_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> li
     if old_count is not None and (new_count is None or new_count < old_count):
         return [FieldError.invalid("status.collisionCount", new_count or 0, "cannot be decremented")]
     return []
+
+
+# -- int-or-percent (ValidatePositiveIntOrPercent, getIntOrPercentValue, IsNotMoreThan100Percent) ---------
+# apimachinery IsValidPercent: RegexError(percentErrMsg, "[0-9]+%", "1%", "93%"), with its double space.
+_PERCENT = re.compile(r"[0-9]+%")
+_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' "
+                "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def go_int_or_string(value: Any) -> str:
+    """``%#v`` of an ``intstr.IntOrString`` (absent is the zero value, an integer 0)."""
+    if isinstance(value, str):
+        return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_string(value)}}}"
+    return f'intstr.IntOrString{{Type:0, IntVal:{int_of(value) or 0}, StrVal:""}}'
+
+
+def _percent(value: Any) -> int | None:
+    return int(value[:-1]) if isinstance(value, str) and _PERCENT.fullmatch(value) else None
+
+
+def int_or_percent_value(value: Any) -> int:
+    """getIntOrPercentValue: a percentage's number, else ``IntValue()`` (a string through ``Atoi``, 0 when
+    it is no number)."""
+    if isinstance(value, str):
+        percent = _percent(value)
+        if percent is not None:
+            return percent
+        return int(value) if _ATOI.fullmatch(value) else 0
+    return int_of(value) or 0
+
+
+def positive_int_or_percent(value: Any, path: str) -> list[FieldError]:
+    if isinstance(value, str):
+        return [] if _percent(value) is not None else [FieldError("invalid", path, f"{go_int_or_string(value)}: {_PERCENT_MSG}")]
+    return nonnegative(value, path)
+
+
+def not_more_than_100_percent(value: Any, path: str) -> list[FieldError]:
+    percent = _percent(value)
+    if percent is None or percent <= 100:
+        return []
+    return [FieldError("invalid", path, f"{go_int_or_string(value)}: must not be greater than 100%")]
+
+
+def immutable_selector(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateImmutableField(spec.selector)`` (apps/v1; ``Semantic.DeepEqual``: unset and empty maps
+    and lists are equal, a nil selector is not an empty one)."""
+    selector, stored = mapping_of(new.get("spec")).get("selector"), mapping_of(old.get("spec")).get("selector")
+    if selector == stored or (selector is not None and stored is not None and semantic(selector) == semantic(stored)):
+        return []
+    if not isinstance(selector, Mapping):
+        return [FieldError.invalid("spec.selector", "null", "field is immutable")]
+    return [FieldError("invalid", "spec.selector", f"{go_label_selector(selector)}: field is immutable")]

@@ -244,6 +244,21 @@ def _statefulset(obj: Obj) -> None:
             _pvc(template)
 
 
+def _daemonset(obj: Obj) -> None:
+    """SetDefaults_DaemonSet (k/k ``pkg/apis/apps/v1/defaults.go``): an empty update strategy type is
+    RollingUpdate, whose ``rollingUpdate`` gets ``maxUnavailable`` 1 and ``maxSurge`` 0 when unset;
+    ``revisionHistoryLimit`` 10; then the pod template's own defaults."""
+    spec = _dict(obj, "spec")
+    update = _dict(spec, "updateStrategy")
+    _default_text(update, "type", "RollingUpdate")
+    if update["type"] == "RollingUpdate":
+        rolling = _dict(update, "rollingUpdate")
+        _default(rolling, "maxUnavailable", 1)
+        _default(rolling, "maxSurge", 0)
+    _default(spec, "revisionHistoryLimit", 10)
+    _pod_template(spec)
+
+
 def _job(obj: Obj) -> None:
     """SetDefaults_Job (k/k ``pkg/apis/batch/v1/defaults.go``, 1.32): completions and parallelism 1 when
     both are unset (parallelism alone otherwise), backoffLimit 6 (MaxInt32 with backoffLimitPerIndex),
@@ -392,6 +407,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,
+    ("apps", "DaemonSet"): _daemonset,
     ("batch", "Job"): _job,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,

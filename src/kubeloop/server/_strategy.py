@@ -8,7 +8,7 @@ from the switches on :class:`~kubeloop.api.ResourceInfo`; the few kinds with the
 Namespace, Service) subclass it. Every hook works on plain JSON dicts in place; none copies.
 
 Sources (k/k master): ``pkg/registry/core/{pod,namespace,service,persistentvolume,
-persistentvolumeclaim}/strategy.go``, ``pkg/registry/apps/{deployment,replicaset,statefulset}/
+persistentvolumeclaim}/strategy.go``, ``pkg/registry/apps/{deployment,replicaset,statefulset,daemonset}/
 strategy.go``, ``pkg/registry/batch/job/strategy.go``, ``staging/.../customresource/strategy.go``, apiserver ``pkg/registry/rest``.
 """
 
@@ -20,6 +20,11 @@ from fractions import Fraction
 from typing import Any
 
 from kubeloop.api import BadRequest, Clock, FieldError, ResourceInfo, SystemClock, format_time
+from kubeloop.api._daemonset_validation import (
+    validate_daemonset,
+    validate_daemonset_status_update,
+    validate_daemonset_update,
+)
 from kubeloop.api._deployment_validation import (
     validate_deployment,
     validate_deployment_status_update,
@@ -593,6 +598,8 @@ Strategy = GenericStrategy
 _ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
     ("apps", "ReplicaSet"): {"replicas": 0},
     ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
+    ("apps", "DaemonSet"): {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                            "numberReady": 0},
     ("policy", "PodDisruptionBudget"): {
         "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0,
     },
@@ -643,6 +650,8 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         return _StatefulSet(info, _ZERO_STATUS[key])
     if key == ("apps", "Deployment"):
         return _Deployment(info, {})
+    if key == ("apps", "DaemonSet"):
+        return _DaemonSet(info, _ZERO_STATUS[key])
     if key == ("batch", "Job"):
         return _Job(info, {})
     if key == ("apps", "ReplicaSet"):
@@ -736,6 +745,63 @@ class _StatefulSet(_PodTemplateOwner):
         if subresource == "status":
             return []
         return [*super().warnings_on_update(new, old, subresource), *statefulset_warnings(new, update=True)]
+
+
+# apps/v1 DeprecatedTemplateGeneration: where the v1 conversion keeps the internal spec.templateGeneration.
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+
+
+def _template_generation(obj: dict[str, Any]) -> int:
+    value = (_meta(obj).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    try:
+        return int(value) if isinstance(value, str) else 0
+    except ValueError:
+        return 0
+
+
+def _set_template_generation(obj: dict[str, Any], generation: int) -> None:
+    meta = _meta(obj)
+    annotations = meta.get("annotations")
+    meta["annotations"] = {**(annotations if isinstance(annotations, dict) else {}),
+                           TEMPLATE_GENERATION_ANNOTATION: str(generation)}
+
+
+class _DaemonSet(_PodTemplateOwner):
+    """DaemonSets (``pkg/registry/apps/daemonset/strategy.go``): the zero status and generation 1 on
+    create, with ``spec.templateGeneration`` at least 1; an update keeps the status and the template
+    generation, and a changed template moves both the generation and the template generation (any
+    other spec change only the generation). apps/v1 has no ``templateGeneration`` field: its conversion
+    keeps it in the ``deprecated.daemonset.template.generation`` annotation (read back on decode,
+    written on every encode), which is where it lives here. ValidateDaemonSet on create,
+    the strategy's ValidateUpdate (:mod:`kubeloop.api._daemonset_validation`), ValidateDaemonSetStatusUpdate
+    on ``/status``; the pod template's warnings on create and when the template generation moved."""
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        _set_template_generation(obj, max(_template_generation(obj), 1))
+
+    def prepare_for_update(self, new: dict[str, Any], old: dict[str, Any]) -> None:
+        super().prepare_for_update(new, old)  # the generation moves on any spec change
+        generation = _template_generation(old)
+        group, kind = self.info.group, self.info.kind
+        template, stored = (new.get("spec") or {}).get("template"), (old.get("spec") or {}).get("template")
+        if template != stored and ((quantities_by_value(group, kind, new).get("spec") or {}).get("template")
+                                   != (quantities_by_value(group, kind, old).get("spec") or {}).get("template")):
+            generation += 1
+        _set_template_generation(new, generation)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return validate_daemonset(obj)
+
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
+        if subresource:
+            return validate_daemonset_status_update(new, old) if subresource == "status" else []
+        return validate_daemonset_update(new, old)
+
+    def warnings_on_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[str]:
+        if subresource or _template_generation(new) == _template_generation(old):
+            return []
+        return pod_template_warnings(new)
 
 
 class _Deployment(_PodTemplateOwner):

@@ -256,6 +256,24 @@ def _replicaset_cells(rs: Obj, now: float) -> list[Any]:
     ]
 
 
+def _node_selector_text(selector: Any) -> str:
+    """labels.FormatLabels: ``k=v`` pairs sorted by key, comma-separated; ``<none>`` when empty."""
+    if not isinstance(selector, dict) or not selector:
+        return "<none>"
+    return ",".join(f"{k}={selector[k]}" for k in sorted(selector))
+
+
+def _daemonset_cells(ds: Obj, now: float) -> list[Any]:
+    """printDaemonSet: the status counts, the template's nodeSelector, then (wide) containers, images, selector."""
+    st = ds.get("status") or {}
+    return [
+        _name(ds), st.get("desiredNumberScheduled", 0), st.get("currentNumberScheduled", 0), st.get("numberReady", 0),
+        st.get("updatedNumberScheduled", 0), st.get("numberAvailable", 0),
+        _node_selector_text(_get(ds, "spec", "template", "spec", "nodeSelector")), _age(ds, now),
+        *_workload_wide(ds), _selector_text(_get(ds, "spec", "selector")),
+    ]
+
+
 def _statefulset_cells(s: Obj, now: float) -> list[Any]:
     desired = _get(s, "spec", "replicas", default=1)
     return [_name(s), f"{_get(s, 'status', 'readyReplicas', default=0)}/{desired}", _age(s, now), *_workload_wide(s)]
@@ -503,6 +521,8 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                               _s("Selector", 1)], _deployment_cells),
     ("apps", "ReplicaSet"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
                               _s("Selector", 1)], _replicaset_cells),
+    ("apps", "DaemonSet"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _i("Up-to-date"), _i("Available"),
+                             _s("Node Selector"), _AGE, *_WORKLOAD_WIDE, _s("Selector", 1)], _daemonset_cells),
     ("apps", "ControllerRevision"): ([_NAME, _s("Controller"), _s("Revision"), _AGE], _controller_revision_cells),
     ("apps", "StatefulSet"): ([_NAME, _s("Ready"), _AGE, *_WORKLOAD_WIDE], _statefulset_cells),
     ("batch", "Job"): ([_NAME, _s("Status"), _s("Completions"), _s("Duration"), _AGE, *_WORKLOAD_WIDE,
