@@ -1,4 +1,4 @@
-"""What the workload controllers (ReplicaSet, Deployment, StatefulSet, Job) share: wiring, Events, status writes.
+"""What the workload controllers (ReplicaSet, Deployment, StatefulSet, DaemonSet, Job) share: wiring, Events, status writes.
 
 :class:`WorkloadController` builds one :class:`~kubeloop.runtime.Controller` named :attr:`name`
 on the shared informers (a subclass lists its sources in :meth:`WorkloadController.watches`), with

@@ -6,6 +6,7 @@ Upstream: ``ControllerExpectations`` and ``UIDTrackingControllerExpectations`` (
 - :meth:`Expectations.expect_creations` records ``n`` pending creates *before* they are sent;
   each pod Add event with our controller ref (:meth:`creation_observed`) and each create that
   failed (the informer will never see it) lowers the count.
+- :meth:`expect` records both at once.
 - :meth:`expect_deletions` records the keys of the pods about to be deleted; only the deletion
   of one of *those* pods (:meth:`deletion_observed`: a Delete event, or an update that shows
   ``deletionTimestamp``) lowers the count, once per pod.
@@ -56,6 +57,11 @@ class Expectations:
     def expect_deletions(self, key: str, pod_keys: Iterable[str]) -> None:
         keys = set(pod_keys)
         self._records[key] = _Record(adds=0, dels=len(keys), timestamp=self._clock.monotonic(), deleting=keys)
+
+    def expect(self, key: str, creations: int, pod_keys: Iterable[str]) -> None:
+        """Both at once (``SetExpectations``, as the DaemonSet controller's ``syncNodes`` raises them)."""
+        keys = set(pod_keys)
+        self._records[key] = _Record(adds=creations, dels=len(keys), timestamp=self._clock.monotonic(), deleting=keys)
 
     def creation_observed(self, key: str) -> None:
         record = self._records.get(key)

@@ -15,6 +15,7 @@ from kubeloop.controllers._scheduler_resources import PODS, PVCS, builtin
 
 __all__ = [
     "CONTROLLER_MANAGER",
+    "DAEMONSETS",
     "DEPLOYMENTS",
     "JOBS",
     "PODS",
@@ -31,6 +32,7 @@ CONTROLLER_MANAGER = "kube-controller-manager"
 REPLICASETS = builtin("apps", "replicasets")
 DEPLOYMENTS = builtin("apps", "deployments")
 STATEFULSETS = builtin("apps", "statefulsets")
+DAEMONSETS = builtin("apps", "daemonsets")
 REVISIONS = builtin("apps", "controllerrevisions")
 JOBS = builtin("batch", "jobs")
 
