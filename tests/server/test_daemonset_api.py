@@ -236,3 +236,27 @@ async def test_apps_openapi_v3_document_carries_daemonset_schemas_and_paths(clie
     schema = doc["components"]["schemas"]["io.k8s.api.apps.v1.DaemonSetSpec"]
     assert {"selector", "template", "updateStrategy", "minReadySeconds", "revisionHistoryLimit"} <= set(schema["properties"])
     assert "/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}/status" in doc["paths"]
+
+
+def _owns_generation(body: dict[str, Any], manager: str) -> bool:
+    for entry in body["metadata"].get("managedFields") or []:
+        if entry["manager"] == manager:
+            return GEN in {k[2:] for k in entry["fieldsV1"].get("f:metadata", {}).get("f:annotations", {})}
+    return False
+
+
+async def test_template_generation_annotation_is_owned_as_upstreams_conversion_makes_it(client: httpx.AsyncClient) -> None:
+    # The apps/v1 conversion writes the annotation before the field manager looks: its creator owns it
+    # (kubectl get ds --show-managed-fields on a real cluster: f:deprecated.daemonset.template.generation).
+    created_body = (await client.post(f"{DS}?fieldManager=creator", json=daemonset())).json()
+    assert _owns_generation(created_body, "creator")
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    r = await client.patch(f"{DS}/agent?fieldManager=kubectl-set", json=patch,
+                           headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert r.json()["metadata"]["annotations"][GEN] == "2" and not _owns_generation(r.json(), "kubectl-set")
+    # A server-side apply owns only what it applied.
+    applied = daemonset("applied")
+    r = await client.patch(f"{DS}/applied?fieldManager=applier", json=applied,
+                           headers={"Content-Type": "application/apply-patch+yaml"})
+    assert r.status_code == 201 and r.json()["metadata"]["annotations"] == {GEN: "1"}
+    assert not _owns_generation(r.json(), "applier")

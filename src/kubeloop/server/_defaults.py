@@ -244,10 +244,22 @@ def _statefulset(obj: Obj) -> None:
             _pvc(template)
 
 
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
 def _daemonset(obj: Obj) -> None:
     """SetDefaults_DaemonSet (k/k ``pkg/apis/apps/v1/defaults.go``): an empty update strategy type is
     RollingUpdate, whose ``rollingUpdate`` gets ``maxUnavailable`` 1 and ``maxSurge`` 0 when unset;
-    ``revisionHistoryLimit`` 10; then the pod template's own defaults."""
+    ``revisionHistoryLimit`` 10; then the pod template's own defaults.
+
+    And what the apps/v1 conversion writes as the body is decoded: ``spec.templateGeneration`` (0 when
+    the body does not carry it) as the ``deprecated.daemonset.template.generation`` annotation, which the
+    field manager therefore sees, as upstream's does (the creator of a set owns it); the strategy then
+    sets its value (``_DaemonSet`` in :mod:`._strategy`)."""
+    meta = _dict(obj, "metadata")
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict) or _TEMPLATE_GENERATION not in annotations:
+        meta["annotations"] = {**(annotations if isinstance(annotations, dict) else {}), _TEMPLATE_GENERATION: "0"}
     spec = _dict(obj, "spec")
     update = _dict(spec, "updateStrategy")
     _default_text(update, "type", "RollingUpdate")
