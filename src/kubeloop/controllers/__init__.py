@@ -19,6 +19,7 @@ from kubeloop.controllers._node_lifecycle import NodeLifecycleController
 from kubeloop.controllers._nodes import NodeSimulator, SimulationOptions
 from kubeloop.controllers._nodes_registry import SimulatedCluster, add_simulated_cluster
 from kubeloop.controllers._pdb import DisruptionController
+from kubeloop.controllers._pod_gc import PodGarbageCollector
 from kubeloop.controllers._registry import (
     BUILTIN_CONTROLLERS,
     ControllerFactory,
@@ -52,6 +53,7 @@ __all__ = [
     "NodeLifecycleController",
     "NodeSimulator",
     "PersistentVolumeController",
+    "PodGarbageCollector",
     "ReplicaSetController",
     "ResourceQuotaController",
     "Scheduler",

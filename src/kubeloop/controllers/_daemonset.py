@@ -25,7 +25,8 @@ and ``update.go``. One sync of a set (level-based, from the informer caches):
 
 Events: ``SuccessfulCreate``/``FailedCreate``/``SuccessfulDelete``/``FailedDelete`` (pod control),
 ``FailedDaemonPod``/``SucceededDaemonPod``, ``SelectingAll``, from ``daemonset-controller``. Nodes
-added, or updated so that a set's verdict changes, sync the sets; a removed node syncs every set.
+added, or updated so that a set's verdict changes, sync the sets; a removed node syncs every set. Pods
+bound to a removed node are the pod garbage collector's (:mod:`._pod_gc`).
 """
 
 from __future__ import annotations
@@ -385,8 +386,9 @@ class _PodEvents:
 
 
 class _NodeEvents:
-    """``addNode``/``updateNode``: the sets whose verdict on the node is (or changed to) run; a removed
-    node syncs every set (kubeloop runs no pod garbage collector to do it)."""
+    """``addNode``/``updateNode``: the sets whose verdict on the node is (or changed to) run. A removed
+    node also syncs every set (upstream has no delete handler: its sets notice at their next sync, or
+    when the pod garbage collector deletes the node's pods)."""
 
     def __init__(self, owner: DaemonSetController) -> None:
         self.owner = owner

@@ -22,6 +22,7 @@ from typing import Any
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
+from kubeloop.controllers._pod_gc import PodGarbageCollector
 from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.runtime import Controller, Manager, Runnable
 
@@ -50,6 +51,10 @@ def _clusterrole_aggregation(manager: Manager) -> Runnable:
     return ClusterRoleAggregationController(manager).controller
 
 
+def _pod_garbage_collector(manager: Manager) -> Runnable:
+    return PodGarbageCollector(manager).controller
+
+
 def _resource_quota(manager: Manager) -> Runnable:
     return ResourceQuotaController(manager).controller
 
@@ -59,6 +64,7 @@ BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "namespace": _namespace,
     "clusterrole-aggregation": _clusterrole_aggregation,
     "resourcequota": _resource_quota,
+    "pod-garbage-collector": _pod_garbage_collector,
 }
 
 
