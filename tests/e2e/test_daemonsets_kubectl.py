@@ -57,7 +57,11 @@ def test_daemonset_apply_get_rollout_set_image_history_and_undo(kubectl: Any, na
     wide = table(kubectl("get", "daemonsets", "-n", namespace, "-o", "wide").stdout)
     assert wide[0][-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"] and wide[1][-3:] == ["c", "nginx:1.25", "app=agent"]
     assert sorted(p["spec"]["nodeName"] for p in _pods(kubectl, namespace)) == nodes
-    # `kubectl get all` lists it (category all), by its short name too.
+    described = kubectl("describe", "ds", "agent", "-n", namespace).stdout
+    assert f"Desired Number of Nodes Scheduled: {count}" in described
+    assert f"Pods Status:  {count} Running / 0 Waiting / 0 Succeeded / 0 Failed" in described
+    assert "SuccessfulCreate" in described and "daemonset-controller" in described
+    # `kubectl get all` lists it (category all).
     assert "daemonset.apps/agent" in kubectl("get", "all", "-n", namespace).stdout
 
     kubectl("set", "image", "ds/agent", "c=nginx:1.27", "-n", namespace)
