@@ -645,3 +645,21 @@ def test_kubectl_auth_whoami_sends_a_self_subject_review(cluster: _Cluster) -> N
     assert result.returncode == 0, result.stderr
     assert "alice" in result.stdout
     _record_fixture("auth_whoami", body, decoded)
+
+
+def test_daemonset_decodes_spec_strategy_and_status_as_go_writes_them() -> None:
+    match = field(1, field(1, "app") + field(2, "agent"))  # LabelSelector: one matchLabels entry
+    template = field(1, field(11, field(1, "app") + field(2, "agent"))) + field(2, field(2, field(1, "c") + field(2, "nginx")))
+    surge = field(1, 1) + field(3, "10%")  # IntOrString{Type: String, StrVal: "10%"}
+    strategy = field(1, "RollingUpdate") + field(2, field(2, surge))
+    spec = field(1, match) + field(2, template) + field(3, strategy) + field(6, 0)
+    status = field(5, 2) + field(9, 0)
+    decoded = decode_protobuf_object(envelope("apps/v1", "DaemonSet", meta("agent") + field(2, spec) + field(3, status)))
+    assert decoded["spec"]["selector"] == {"matchLabels": {"app": "agent"}}
+    assert decoded["spec"]["template"]["metadata"]["labels"] == {"app": "agent"}
+    assert decoded["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+    assert decoded["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%"}}
+    assert decoded["spec"]["revisionHistoryLimit"] == 0 and "minReadySeconds" not in decoded["spec"]
+    # The four counts without omitempty are always written; a sent collisionCount pointer stays.
+    assert decoded["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                                 "numberReady": 0, "observedGeneration": 2, "collisionCount": 0}

@@ -260,3 +260,24 @@ async def test_template_generation_annotation_is_owned_as_upstreams_conversion_m
                            headers={"Content-Type": "application/apply-patch+yaml"})
     assert r.status_code == 201 and r.json()["metadata"]["annotations"] == {GEN: "1"}
     assert not _owns_generation(r.json(), "applier")
+
+
+def _pb(number: int, value: bytes | str) -> bytes:
+    """One length-delimited protobuf field (enough for a hand-built body)."""
+    data = value.encode() if isinstance(value, str) else value
+    return bytes([number << 3 | 2, len(data)]) + data
+
+
+async def test_a_protobuf_body_creates_a_defaulted_daemonset(client: httpx.AsyncClient) -> None:
+    # What a Go client's typed create sends (k8s.io/api apps/v1 generated.proto numbers).
+    labels = _pb(1, _pb(1, "app") + _pb(2, "agent"))
+    template = _pb(1, _pb(11, _pb(1, "app") + _pb(2, "agent"))) + _pb(2, _pb(2, _pb(1, "c") + _pb(2, "busybox")))
+    spec = _pb(1, labels) + _pb(2, template)
+    raw = _pb(1, _pb(1, "agent")) + _pb(2, spec)
+    body = b"k8s\x00" + _pb(1, _pb(1, "apps/v1") + _pb(2, "DaemonSet")) + _pb(2, raw)
+    r = await client.post(DS, content=body, headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
+    assert r.status_code == 201, r.text
+    stored = (await client.get(f"{DS}/agent")).json()
+    assert stored["spec"]["selector"] == {"matchLabels": {"app": "agent"}}
+    assert stored["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert stored["metadata"]["annotations"] == {GEN: "1"}

@@ -149,6 +149,36 @@ _APPS_V1: dict[str, dict[int, tuple[str, str]]] = {
         4: ("reason", "s"),
         5: ("message", "s"),
     },
+    # DaemonSet (a Go client's typed create; number 5 of the spec, templateGeneration, left apps/v1).
+    "DaemonSet": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:DaemonSetSpec"), 3: ("status", "m:DaemonSetStatus")},
+    "DaemonSetSpec": {
+        1: ("selector", "m?:LabelSelector"),
+        2: ("template", "m:PodTemplateSpec"),
+        3: ("updateStrategy", "m:DaemonSetUpdateStrategy"),
+        4: ("minReadySeconds", "i"),
+        6: ("revisionHistoryLimit", "i?"),
+    },
+    "DaemonSetUpdateStrategy": {1: ("type", "s"), 2: ("rollingUpdate", "m?:RollingUpdateDaemonSet")},
+    "RollingUpdateDaemonSet": {1: ("maxUnavailable", "is?"), 2: ("maxSurge", "is?")},
+    "DaemonSetStatus": {
+        1: ("currentNumberScheduled", "i!"),
+        2: ("numberMisscheduled", "i!"),
+        3: ("desiredNumberScheduled", "i!"),
+        4: ("numberReady", "i!"),
+        5: ("observedGeneration", "l"),
+        6: ("updatedNumberScheduled", "i"),
+        7: ("numberAvailable", "i"),
+        8: ("numberUnavailable", "i"),
+        9: ("collisionCount", "i?"),
+        10: ("conditions", "*m:DaemonSetCondition"),
+    },
+    "DaemonSetCondition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        3: ("lastTransitionTime", "t"),
+        4: ("reason", "s"),
+        5: ("message", "s"),
+    },
 }
 
 _SAR_SPEC_COMMON: dict[int, tuple[str, str]] = {
@@ -335,6 +365,7 @@ KINDS: dict[tuple[str, str], str] = {
     **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding",
                                               "LimitRange", "ResourceQuota")},
     ("apps/v1", "Deployment"): "Deployment",
+    ("apps/v1", "DaemonSet"): "DaemonSet",
     ("batch/v1", "Job"): "Job",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
