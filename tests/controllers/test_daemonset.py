@@ -297,3 +297,24 @@ async def test_steady_state_makes_no_writes(tmp_path: Path) -> None:
         assert sum(e.get("count", 1) for e in events) == 3
         writes = await world.quiet_writes()
         assert writes == 0
+
+
+async def test_a_failed_daemon_pod_is_replaced_with_a_warning_event(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=1), controllers=("daemonset",)) as world:
+        await world.create(DAEMONSETS, daemonset())
+        await settled(world, desiredNumberScheduled=1, numberAvailable=1)
+        [pod] = await daemon_pods(world)
+        name = pod["metadata"]["name"]
+        await world.client.patch(PODS, name, {"status": {"phase": "Failed", "reason": "Evicted"}}, namespace=NS,
+                                 subresource="status", patch_type="merge")
+
+        async def replaced() -> bool:
+            pods = await daemon_pods(world)
+            return len(pods) == 1 and pods[0]["metadata"]["name"] != name and ready(pods[0])
+
+        await world.eventually(replaced, step=1.0)
+        events = [(e["type"], e["reason"], e["message"]) for e in (await world.client.list(EVENTS, namespace=NS)).get("items") or []
+                  if e["involvedObject"].get("kind") == "DaemonSet"]
+        assert ("Warning", "FailedDaemonPod",
+                f"Found failed daemon pod {NS}/{name} on node kubeloop-node-1, will try to kill it") in events
+        assert ("Normal", "SuccessfulDelete", f"Deleted pod: {name}") in events
