@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from kubeloop.api import (
@@ -67,6 +67,7 @@ from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
+from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._state import ServerState, Validator, namespace_key
 from kubeloop.store import Store
 
@@ -282,17 +283,43 @@ def create_app(
     admission: list[Admission] | None = None,
     rng: random.Random | None = None,
     server_address: str = "127.0.0.1:6443",
+    disable_admission_plugins: Collection[str] = (),
 ) -> App:
-    """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle,
-    LimitRanger, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota: upstream's order,
-    kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating plugin)."""
+    """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
+    upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
+    plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
+    names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
+    controller manager has no ``default`` ServiceAccounts)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
         kinds=registry if registry is not None else KindRegistry(),
         rng=rng or random.Random(),
     )
-    state.admission.extend(admission if admission is not None else [
-        NamespaceLifecycle(store), LimitRanger(store), Priority(store), DefaultTolerationSeconds(),
-        DeletionProtection(), ResourceQuotaAdmission(state)])
+    if admission is None:
+        unknown = sorted(set(disable_admission_plugins) - set(DEFAULT_ADMISSION_PLUGINS))
+        if unknown:
+            raise ValueError(f"unknown admission plugin(s): {', '.join(unknown)}")
+        admission = [plugin(state) for name, plugin in DEFAULT_ADMISSION_PLUGINS.items()
+                     if name not in disable_admission_plugins]
+    state.admission.extend(admission)
     return App(state, server_address=server_address)
+
+
+# What envtest's API server disables (controller-runtime pkg/internal/testing/controlplane/apiserver.go,
+# defaultArgs: ``--disable-admission-plugins=ServiceAccount``): without the controller manager no
+# namespace gets its ``default`` ServiceAccount, so pods would be refused. For a server run alone.
+ENVTEST_DISABLED_ADMISSION_PLUGINS = ("ServiceAccount",)
+
+# kube-apiserver's default-enabled plugins that kubeloop has, by upstream name, in AllOrderedPlugins
+# order, and kubeloop's own deletion protection (opt-in per object) where upstream's webhooks would run.
+DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
+    "NamespaceLifecycle": lambda state: NamespaceLifecycle(state.store),
+    "LimitRanger": lambda state: LimitRanger(state.store),
+    "ServiceAccount": ServiceAccountAdmission,
+    "Priority": lambda state: Priority(state.store),
+    "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
+    "DeletionProtection": lambda state: DeletionProtection(),
+    "ResourceQuota": ResourceQuotaAdmission,
+}
