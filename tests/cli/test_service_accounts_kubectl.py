@@ -127,3 +127,19 @@ def test_without_controllers_pods_are_stored_as_sent(tmp_path_factory: pytest.Te
         spec = json.loads(kubectl(env, "get", "pod", "web", "-o", "json").stdout)["spec"]
         assert "serviceAccountName" not in spec and "volumes" not in spec
         assert "No resources found" in kubectl(env, "get", "sa", "-n", "default").stderr
+
+
+def test_kubectl_create_token_gives_a_token_the_server_accepts(cluster: tuple[dict[str, str], Path]) -> None:
+    env, _ = cluster
+    poll(env, "get", "sa", "default", "-n", "default")
+    token = kubectl(env, "create", "token", "default", "-n", "default").stdout.strip()  # a protobuf TokenRequest
+    whoami = kubectl(env, "--token", token, "auth", "whoami", "-o", "json")
+    info = json.loads(whoami.stdout)["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:default:default"
+    assert info["groups"] == ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
+    refused = kubectl(env, "create", "token", "default", "--duration", "5m", check=False)
+    assert refused.returncode == 1
+    assert ('TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 300: '
+            "may not specify a duration less than 10 minutes") in refused.stderr
+    forged = kubectl(env, "--token", token[:-4] + "AAAA", "auth", "whoami", check=False)
+    assert forged.returncode == 1 and "Unauthorized" in forged.stderr

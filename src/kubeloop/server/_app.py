@@ -22,6 +22,8 @@ import random
 from collections.abc import Callable, Collection
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric import ec
+
 from kubeloop.api import (
     PROTOBUF_MEDIA_TYPE,
     ApiError,
@@ -68,6 +70,7 @@ from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
+from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
 from kubeloop.store import Store
 
@@ -78,13 +81,20 @@ log = logging.getLogger("kubeloop.server")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NOT_FOUND = "the server could not find the requested resource"
 _POD_SUBRESOURCE_PREFIX = "/api/v1/namespaces/"
-_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding")
+# The POSTs served beside the REST handlers: pods/eviction, pods/binding, serviceaccounts/token.
+_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding", "/token")
 
 
 class App:
     """The ASGI API server. Build it with :func:`create_app`."""
 
-    def __init__(self, state: ServerState, *, server_address: str = "127.0.0.1:6443") -> None:
+    def __init__(
+        self,
+        state: ServerState,
+        *,
+        server_address: str = "127.0.0.1:6443",
+        service_account_key: ec.EllipticCurvePrivateKey | None = None,
+    ) -> None:
         self.state = state
         self.server_address = server_address
         self.ready: bool | Callable[[], bool] = True
@@ -101,6 +111,8 @@ class App:
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)
+        self.service_account_tokens = ServiceAccountTokens(state, key=service_account_key)
+        self._token_requests = TokenRequests(self.service_account_tokens)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
@@ -186,10 +198,13 @@ class App:
         request = Request(scope, receive)
         path = request.path
         stripped = path.rstrip("/") or "/"
-        if (stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX)
-                and is_pod_subresource_post(request)):
-            await self._pod_subresources(scope, receive, send)
-            return
+        if stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX):
+            if is_pod_subresource_post(request):
+                await self._pod_subresources(scope, receive, send)
+                return
+            if TOKEN_PATH.match(stripped):
+                await self._token_requests(scope, receive, send)
+                return
         if path.startswith(self._route_prefixes):
             for prefix, below, handler, when in self._routes:
                 if (path == prefix or path.startswith(below)) and (when is None or when(request)):
@@ -284,13 +299,15 @@ def create_app(
     rng: random.Random | None = None,
     server_address: str = "127.0.0.1:6443",
     disable_admission_plugins: Collection[str] = (),
+    service_account_key: ec.EllipticCurvePrivateKey | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
     LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
-    controller manager has no ``default`` ServiceAccounts)."""
+    controller manager has no ``default`` ServiceAccounts). ``service_account_key`` signs the tokens of
+    ``serviceaccounts/token`` (a fresh key when not given)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
@@ -304,7 +321,7 @@ def create_app(
         admission = [plugin(state) for name, plugin in DEFAULT_ADMISSION_PLUGINS.items()
                      if name not in disable_admission_plugins]
     state.admission.extend(admission)
-    return App(state, server_address=server_address)
+    return App(state, server_address=server_address, service_account_key=service_account_key)
 
 
 # What envtest's API server disables (controller-runtime pkg/internal/testing/controlplane/apiserver.go,
