@@ -136,15 +136,22 @@ async def test_root_ca_config_map_is_put_back_when_edited_or_deleted(cluster: In
 async def test_pods_of_a_new_namespace_run_as_its_default_service_account(cluster: InProcessCluster) -> None:
     async with controllers(cluster):
         await cluster.client.create(NAMESPACES, {"metadata": {"name": "apps"}})
-        # The admission plugin waits (on the fake clock) for the controller's ServiceAccount.
+        # The admission plugin waits (on the fake clock) for the controller's ServiceAccount: fake time
+        # stands still until the controller has created it (its write goes through the store's writer
+        # thread, in real time), then moves, so the plugin's next read finds it.
         creating = asyncio.ensure_future(cluster.client.create(
             PODS, {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
             namespace="apps"))
 
+        async def default_exists() -> bool:
+            return await cluster.exists(SERVICEACCOUNTS, "default", "apps")
+
+        await eventually(default_exists, interval=0.002)
+
         async def admitted() -> bool:
             return creating.done()
 
-        await cluster.eventually(admitted, step=0.001)
+        await cluster.eventually(admitted, step=0.05)
         spec = creating.result()["spec"]
         assert spec["serviceAccountName"] == "default"
         assert spec["volumes"][0]["projected"]["sources"][1]["configMap"]["name"] == "kube-root-ca.crt"

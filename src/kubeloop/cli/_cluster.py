@@ -384,15 +384,13 @@ async def _build_app(
         secure,
         store_rbac_authorizer,
     )
-    from kubeloop.server._service_account_tokens import load_signing_key
 
     # Without the controller manager no namespace gets its ``default`` ServiceAccount, so, as envtest
     # does (controller-runtime pkg/internal/testing/controlplane/apiserver.go, defaultArgs), the
     # ServiceAccount admission plugin is disabled; with it, the server admits pods as a real cluster does.
     disabled = () if controllers else ENVTEST_DISABLED_ADMISSION_PLUGINS
-    key = load_signing_key(service_account_key_file) if service_account_key_file is not None else None
     core = create_app(store=store, clock=SystemClock(), server_address=server_address,
-                      disable_admission_plugins=disabled, service_account_key=key)
+                      disable_admission_plugins=disabled, service_account_key_file=service_account_key_file)
     core.ready = lambda: readiness.ready
     authorizer = store_rbac_authorizer(store)
     core.admission.append(RbacEscalationCheck(authorizer))

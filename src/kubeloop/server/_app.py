@@ -20,9 +20,8 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from kubeloop.api import (
     PROTOBUF_MEDIA_TYPE,
@@ -93,7 +92,7 @@ class App:
         state: ServerState,
         *,
         server_address: str = "127.0.0.1:6443",
-        service_account_key: ec.EllipticCurvePrivateKey | None = None,
+        service_account_key_file: Path | None = None,
     ) -> None:
         self.state = state
         self.server_address = server_address
@@ -111,7 +110,7 @@ class App:
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)
-        self.service_account_tokens = ServiceAccountTokens(state, key=service_account_key)
+        self.service_account_tokens = ServiceAccountTokens(state, key_file=service_account_key_file)
         self._token_requests = TokenRequests(self.service_account_tokens)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
@@ -299,15 +298,16 @@ def create_app(
     rng: random.Random | None = None,
     server_address: str = "127.0.0.1:6443",
     disable_admission_plugins: Collection[str] = (),
-    service_account_key: ec.EllipticCurvePrivateKey | None = None,
+    service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
     LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
-    controller manager has no ``default`` ServiceAccounts). ``service_account_key`` signs the tokens of
-    ``serviceaccounts/token`` (a fresh key when not given)."""
+    controller manager has no ``default`` ServiceAccounts). ``service_account_key_file`` holds the key
+    that signs the tokens of ``serviceaccounts/token`` (made there on first use; without it, a fresh key
+    per server)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
@@ -321,7 +321,7 @@ def create_app(
         admission = [plugin(state) for name, plugin in DEFAULT_ADMISSION_PLUGINS.items()
                      if name not in disable_admission_plugins]
     state.admission.extend(admission)
-    return App(state, server_address=server_address, service_account_key=service_account_key)
+    return App(state, server_address=server_address, service_account_key_file=service_account_key_file)
 
 
 # What envtest's API server disables (controller-runtime pkg/internal/testing/controlplane/apiserver.go,

@@ -29,7 +29,9 @@ being deleted) runs as ``system:serviceaccount:<ns>:<name>`` (uid: the ServiceAc
 other token is not one of ours: ``None``.
 
 The signing key is ``pki/sa.key`` under ``kubeloop up``'s data directory (kept across restarts, like
-kube-apiserver's ``--service-account-signing-key-file``), or a fresh key per in-process server.
+kube-apiserver's ``--service-account-signing-key-file``), or a fresh key per in-process server; either
+is read or made on first use, so a server that never sees a ServiceAccount token never loads
+cryptography (a restart's start-up stays without it).
 """
 
 from __future__ import annotations
@@ -39,13 +41,9 @@ import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
 from kubeloop.api import (
     PROTOBUF_MEDIA_TYPE,
@@ -63,6 +61,9 @@ from kubeloop.api import (
 from kubeloop.server._authn import User
 from kubeloop.server._http import Receive, Request, Scope, Send, decode_json, send_error, send_json
 from kubeloop.server._state import ServerState
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = [
     "DEFAULT_AUDIENCES",
@@ -87,6 +88,9 @@ _BINDABLE = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 
 def load_signing_key(path: Path) -> ec.EllipticCurvePrivateKey:
     """The P-256 key in ``path`` (PEM), created (mode 0600) when the file does not exist."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
         if isinstance(key, ec.EllipticCurvePrivateKey):
@@ -123,16 +127,32 @@ class ServiceAccountTokens:
         state: ServerState,
         *,
         key: ec.EllipticCurvePrivateKey | None = None,
+        key_file: Path | None = None,
         issuer: str = DEFAULT_ISSUER,
         audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
     ) -> None:
         self._state = state
-        self._key = key if key is not None else ec.generate_private_key(ec.SECP256R1())
-        self._public = self._key.public_key()
-        der = self._public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-        self._kid = _b64(hashlib.sha256(der).digest())  # upstream's keyIDFromPublicKey
+        # The key is read (or made) on first use: cryptography costs a server's start-up a tenth of a
+        # second, and most starts never see a ServiceAccount token.
+        self._key = key
+        self._key_file = key_file
+        self._kid = ""
         self.issuer = issuer
         self.audiences = audiences
+
+    def _signing_key(self) -> ec.EllipticCurvePrivateKey:
+        if self._key is None:
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            self._key = (load_signing_key(self._key_file) if self._key_file is not None
+                         else ec.generate_private_key(ec.SECP256R1()))  # fmt: skip
+        if not self._kid:
+            from cryptography.hazmat.primitives import serialization
+
+            der = self._key.public_key().public_bytes(serialization.Encoding.DER,
+                                                      serialization.PublicFormat.SubjectPublicKeyInfo)
+            self._kid = _b64(hashlib.sha256(der).digest())  # upstream's keyIDFromPublicKey
+        return self._key
 
     # -- issuing -----------------------------------------------------------------------------------
     async def create(self, namespace: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,10 +240,15 @@ class ServiceAccountTokens:
         }  # fmt: skip
 
     def _sign(self, claims: dict[str, Any]) -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        key = self._signing_key()
         header = _b64(orjson.dumps({"alg": "ES256", "kid": self._kid}))
         payload = _b64(orjson.dumps(claims))
         signed = f"{header}.{payload}".encode()
-        r, s = decode_dss_signature(self._key.sign(signed, ec.ECDSA(hashes.SHA256())))
+        r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(hashes.SHA256())))
         return f"{header}.{payload}.{_b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
 
     # -- authenticating ----------------------------------------------------------------------------
@@ -231,13 +256,19 @@ class ServiceAccountTokens:
         parts = token.split(".")
         if len(parts) != 3:
             return None
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+        public = self._signing_key().public_key()
         try:
             header = orjson.loads(_unb64(parts[0]))
             signature = _unb64(parts[2])
             if not isinstance(header, dict) or header.get("alg") != "ES256" or len(signature) != 64:
                 return None
             der = encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big"))
-            self._public.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+            public.verify(der, f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
             claims = orjson.loads(_unb64(parts[1]))
         except (ValueError, InvalidSignature, orjson.JSONDecodeError):
             return None
