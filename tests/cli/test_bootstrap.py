@@ -14,7 +14,13 @@ from typing import Any
 
 from kubeloop.api import SystemClock
 from kubeloop.cli._bootstrap import asgi_call, bootstrap
-from kubeloop.server import SYSTEM_NAMESPACES, AdmissionAttributes, bootstrap_rbac_objects, create_app
+from kubeloop.server import (
+    ENVTEST_DISABLED_ADMISSION_PLUGINS,
+    SYSTEM_NAMESPACES,
+    AdmissionAttributes,
+    bootstrap_rbac_objects,
+    create_app,
+)
 from kubeloop.store import SqliteStore
 
 
@@ -25,7 +31,7 @@ def _path(obj: dict[str, Any]) -> str:
 
 async def _start(data_dir: Path, *, creates: list[str] | None = None) -> tuple[SqliteStore, Any]:
     store = await SqliteStore.open(data_dir / "kubeloop.db")
-    app = create_app(store=store, clock=SystemClock(), rng=random.Random(1))
+    app = create_app(store=store, clock=SystemClock(), rng=random.Random(1), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     if creates is not None:
 
         async def record(attributes: AdmissionAttributes, obj: Any, old: Any) -> None:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from kubeloop.cli._bootstrap import bootstrap
 from kubeloop.cli._cluster import _bind, _uvicorn_server
 from kubeloop.cli._serving import FLUSH_BYTES, HttpProtocol, split_target, uvicorn_config
-from kubeloop.server import TlsMaterial, create_app, ensure_tls
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, TlsMaterial, create_app, ensure_tls
 from kubeloop.store import SqliteStore
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
@@ -55,7 +55,7 @@ async def connect(port: int, tls: TlsMaterial) -> tuple[asyncio.StreamReader, as
 async def real_api(tmp_path: Path) -> AsyncIterator[Any]:
     """kubeloop's own app on a fresh SQLite store, started and bootstrapped; shut down after."""
     store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
+    core = create_app(store=store, disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await core.startup()
     try:
         await bootstrap(core)

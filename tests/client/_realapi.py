@@ -30,7 +30,7 @@ import pytest
 
 from kubeloop.api import AlreadyExists, ApiError, KindRegistry, ResourceInfo, ServiceUnavailable
 from kubeloop.client import Client
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock, FaultyApp
 
@@ -161,7 +161,7 @@ async def real_cluster(
     """Yield a :class:`Cluster` over a fresh real server; ``namespaces`` are created first."""
     clock = clock if clock is not None else FakeClock()
     store = await SqliteStore.open(tmp_path / "kubeloop.db")
-    server = create_app(store=store, clock=clock, rng=random.Random(7))
+    server = create_app(store=store, clock=clock, rng=random.Random(7), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await server.startup()
     cluster = Cluster(FaultyApp(server, clock=clock), server, store, clock)
     try:

@@ -34,6 +34,7 @@ from kubeloop.controllers._clusterrole_aggregation import (
 from kubeloop.runtime import Manager, Request
 from kubeloop.server import (
     CONTROLLER_MANAGER_USER,
+    ENVTEST_DISABLED_ADMISSION_PLUGINS,
     RbacEscalationCheck,
     User,
     create_app,
@@ -110,7 +111,7 @@ async def open_world(tmp_path: Path, *, before_write: Callable[[Write], Awaitabl
                      start: bool = True) -> AsyncIterator[World]:  # fmt: skip
     clock = FakeClock()
     store = await SqliteStore.open(tmp_path / "kubeloop.db")
-    core = create_app(store=store, clock=clock, rng=random.Random(5))
+    core = create_app(store=store, clock=clock, rng=random.Random(5), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     authorizer = store_rbac_authorizer(store)
     core.admission.append(RbacEscalationCheck(authorizer))
     await core.startup()

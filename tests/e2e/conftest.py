@@ -150,6 +150,16 @@ def namespace(cluster: KubeloopProcess) -> Iterator[str]:
     with cluster.http() as http:
         r = http.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         assert r.status_code == 201, r.text
+        # As upstream's e2e framework does (CreateTestingNS, then waiting for the default ServiceAccount
+        # and the kube-root-ca.crt ConfigMap): the controllers fill a new namespace within moments.
+        for path in (f"/api/v1/namespaces/{name}/serviceaccounts/default",
+                     f"/api/v1/namespaces/{name}/configmaps/kube-root-ca.crt"):
+            for _ in range(1200):
+                if http.get(path).status_code == 200:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"{path} did not appear")
     yield name
 
 

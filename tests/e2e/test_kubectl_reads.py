@@ -124,7 +124,8 @@ def test_get_all_namespaces_and_show_labels(kc: Kubectl, namespace: str) -> None
     rows = table(kc("get", "configmaps", "-A", "--show-labels").stdout)
     assert rows[0] == ["NAMESPACE", "NAME", "DATA", "AGE", "LABELS"]
     mine = [r for r in rows[1:] if r[0] == namespace]
-    assert [(r[1], r[2], r[4]) for r in mine] == [("lab", "1", "app=shown")]
+    # Every namespace of a real cluster holds the root-ca-cert-publisher's kube-root-ca.crt.
+    assert [(r[1], r[2], r[4]) for r in mine] == [("kube-root-ca.crt", "1", "<none>"), ("lab", "1", "app=shown")]
     ns_rows = table(kc("get", "namespace", namespace, "--show-labels").stdout)
     assert ns_rows[1][-1] == f"kubernetes.io/metadata.name={namespace}"
 

@@ -68,12 +68,13 @@ def test_lightkube_create_get_list_and_errors(cluster: Any, namespace: str) -> N
     try:
         client.create(ConfigMap(metadata=ObjectMeta(name="lk"), data={"a": "1"}))
         assert client.get(ConfigMap, "lk").data == {"a": "1"}
-        assert [cm.metadata.name for cm in client.list(ConfigMap)] == ["lk"]
+        # Every namespace of a real cluster holds the root-ca-cert-publisher's kube-root-ca.crt.
+        assert [cm.metadata.name for cm in client.list(ConfigMap)] == ["kube-root-ca.crt", "lk"]
         with pytest.raises(LightkubeApiError) as missing:
             client.get(ConfigMap, "nope")
         assert missing.value.status.code == 404
         assert missing.value.status.reason == "NotFound"
         client.delete(ConfigMap, "lk")
-        assert list(client.list(ConfigMap)) == []
+        assert [cm.metadata.name for cm in client.list(ConfigMap)] == ["kube-root-ca.crt"]
     finally:
         client.close()

@@ -10,7 +10,14 @@ from pathlib import Path
 import httpx
 
 from kubeloop.cli._bootstrap import bootstrap
-from kubeloop.server import RbacEscalationCheck, User, create_app, secure, store_rbac_authorizer
+from kubeloop.server import (
+    ENVTEST_DISABLED_ADMISSION_PLUGINS,
+    RbacEscalationCheck,
+    User,
+    create_app,
+    secure,
+    store_rbac_authorizer,
+)
 from kubeloop.store import SqliteStore
 
 ADMIN = User("admin", groups=("system:masters", "system:authenticated"))
@@ -20,7 +27,7 @@ ADMIN = User("admin", groups=("system:masters", "system:authenticated"))
 async def rbac_clients(tmp_path: Path, user: User) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
     """(admin's client, ``user``'s client) of a bootstrapped app authorizing with the store's RBAC."""
     store = await SqliteStore.open(tmp_path / "db")
-    core = create_app(store=store)
+    core = create_app(store=store, disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     authorizer = store_rbac_authorizer(store)
     core.admission.append(RbacEscalationCheck(authorizer))
     await core.startup()

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
 
@@ -28,7 +28,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 @pytest.fixture
 async def app(store: SqliteStore, clock: FakeClock) -> AsyncIterator[App]:
-    application = create_app(store=store, clock=clock, rng=random.Random(7))
+    application = create_app(store=store, clock=clock, rng=random.Random(7), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await application.startup()
     yield application
     await application.shutdown()

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from kubeloop.api import ResourceInfo
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.server._admission import (
     Admission,
     AdmissionAttributes,
@@ -241,7 +241,7 @@ class CountingStore(PatchableStore):
 async def test_a_create_reads_its_namespace_once_and_namespace_lifecycle_still_refuses(tmp_path: Path) -> None:
     store = CountingStore(await SqliteStore.open(tmp_path / "db"))
     store.reads = {}
-    app = create_app(store=store, clock=FakeClock(), rng=random.Random(7))
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(7), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kubeloop") as client:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kubeloop.server import create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, create_app
 from kubeloop.store import SqliteStore
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -21,7 +21,7 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1"
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     store = await SqliteStore.open(tmp_path / "db")
-    app = create_app(store=store)
+    app = create_app(store=store, disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://k") as client:

@@ -11,7 +11,7 @@ import pytest
 
 from kubeloop.api import KindRegistry, ResourceInfo
 from kubeloop.client import Client
-from kubeloop.server import DefaultTolerationSeconds, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, DefaultTolerationSeconds, create_app
 from kubeloop.server._admission import AdmissionAttributes
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
@@ -28,7 +28,7 @@ UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "e
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Client]:
     store = await SqliteStore.open(tmp_path / "db")
-    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3))
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     client = Client.from_asgi(app, default_namespace="ns")
     await client.create(NAMESPACES, {"metadata": {"name": "ns"}})

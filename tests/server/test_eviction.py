@@ -16,7 +16,7 @@ import pytest
 
 from kubeloop.api import BUILTIN_RESOURCES, BadRequest, Conflict, Invalid, NotFound, TooManyRequests
 from kubeloop.client import Client
-from kubeloop.server import create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
 
@@ -29,7 +29,7 @@ PDBS = R[("policy", "poddisruptionbudgets")]
 async def api(tmp_path: Path) -> AsyncIterator[tuple[Client, Any]]:
     clock = FakeClock()
     store = await SqliteStore.open(tmp_path / "db")
-    app = create_app(store=store, clock=clock, rng=random.Random(1))
+    app = create_app(store=store, clock=clock, rng=random.Random(1), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     client = Client.from_asgi(app, clock=clock)
     try:

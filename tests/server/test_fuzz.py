@@ -13,7 +13,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeloop.server import create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
 
@@ -64,7 +64,7 @@ methods = st.sampled_from(["POST", "PUT", "PATCH", "DELETE", "GET"])
 
 async def _setup(tmp: Path) -> tuple[SqliteStore, Any, httpx.AsyncClient]:
     store = await SqliteStore.open(tmp / "fuzz.db")
-    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3))
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kubeloop")
     await client.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "a"}, "data": {"x": "1"}})

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from kubeloop.api import SystemClock
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 
 from ._uvicorn import serve
@@ -39,7 +39,7 @@ CAUSES = [
 @pytest.fixture
 async def real_app(store: SqliteStore) -> App:
     """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock())
+    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _create_with_kubernetes_client(url: str) -> dict[str, Any]:

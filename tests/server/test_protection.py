@@ -12,7 +12,12 @@ import pytest
 from kubeloop import guard
 from kubeloop.api import Forbidden, KindRegistry, ResourceInfo
 from kubeloop.client import Client
-from kubeloop.server import APPROVED_ANNOTATION, PROTECT_ANNOTATION, create_app
+from kubeloop.server import (
+    APPROVED_ANNOTATION,
+    ENVTEST_DISABLED_ADMISSION_PLUGINS,
+    PROTECT_ANNOTATION,
+    create_app,
+)
 from kubeloop.server._protection import review_response
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
@@ -26,7 +31,7 @@ PROTECT = {PROTECT_ANNOTATION: "true"}
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Client]:
     store = await SqliteStore.open(tmp_path / "db")
-    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3))
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     client = Client.from_asgi(app, default_namespace="team-a")
     try:

@@ -12,7 +12,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from kubeloop.api import ResourceInfo, SystemClock
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin
 from kubeloop.store import SqliteStore
 
@@ -33,7 +33,7 @@ class LabelFixer(MutatingPlugin):
 @pytest.fixture
 async def real_app(store: SqliteStore) -> App:
     """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock())
+    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _flow(url: str) -> dict[str, Any]:

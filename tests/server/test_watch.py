@@ -7,7 +7,7 @@ import json
 
 import httpx
 
-from kubeloop.server import App
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App
 from kubeloop.testing import FakeClock
 
 from ._asgi import stream
@@ -143,7 +143,7 @@ async def test_slow_watcher_is_closed_with_410(tmp_path: object, clock: FakeCloc
     from kubeloop.store import SqliteStore
 
     store = await SqliteStore.open(Path(str(tmp_path)) / "slow.db", watch_buffer=5)
-    app = create_app(store=store, clock=clock, rng=random.Random(1))
+    app = create_app(store=store, clock=clock, rng=random.Random(1), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     gate = asyncio.Event()
     received: list[bytes] = []

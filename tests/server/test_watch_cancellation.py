@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.server import create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, create_app
 from kubeloop.store import SqliteStore
 
 
@@ -64,7 +64,7 @@ def _watch_request(path: str, query: str) -> tuple[dict[str, Any], Any, Any]:
 async def test_watch_cancelled_while_reaping_its_batch_task_ends(tmp_path: Path, steps_after_timer: int) -> None:
     store = await SqliteStore.open(tmp_path / "kubeloop.db")
     clock = ManualClock()
-    app = create_app(store=store, clock=clock, rng=random.Random(7))
+    app = create_app(store=store, clock=clock, rng=random.Random(7), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
     await app.startup()
     try:
         scope, receive, send = _watch_request("/api/v1/namespaces/default/configmaps",

@@ -250,6 +250,11 @@ _AUTHENTICATION_V1: dict[str, dict[int, tuple[str, str]]] = {
     "SelfSubjectReview": {1: ("metadata", "m:ObjectMeta"), 2: ("status", "m:SelfSubjectReviewStatus")},
     "SelfSubjectReviewStatus": {1: ("userInfo", "m:UserInfo")},
     "UserInfo": {1: ("username", "s"), 2: ("uid", "s"), 3: ("groups", "*s"), 4: ("extra", "{xv")},
+    # serviceaccounts/token (kubectl create token sends it as protobuf).
+    "TokenRequest": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:TokenRequestSpec"), 3: ("status", "m:TokenRequestStatus")},
+    "TokenRequestSpec": {1: ("audiences", "*s"), 4: ("expirationSeconds", "l?"), 3: ("boundObjectRef", "m?:BoundObjectReference")},
+    "BoundObjectReference": {1: ("kind", "s"), 2: ("apiVersion", "s"), 3: ("name", "s"), 4: ("uid", "s")},
+    "TokenRequestStatus": {1: ("token", "s"), 2: ("expirationTimestamp", "t")},
 }
 
 _RBAC_V1: dict[str, dict[int, tuple[str, str]]] = {
@@ -377,6 +382,7 @@ KINDS: dict[tuple[str, str], str] = {
     },
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     **{
         ("rbac.authorization.k8s.io/v1", kind): kind
         for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")

@@ -220,6 +220,8 @@ async def _serve_locked(
                 tokens=load_token_file(data_dir / "tokens.csv"),
                 readiness=readiness,
                 server_address=url.removeprefix("https://"),
+                controllers=options.controllers,
+                service_account_key_file=data_dir / "pki" / "sa.key",
             )
         except (RuntimeError, ApiError) as exc:
             raise StartupError(str(exc)) from None
@@ -364,17 +366,35 @@ def _uvicorn_server(app: Any, cert: Path, key: Path) -> Any:
 
 
 async def _build_app(
-    store: Store, *, tokens: Mapping[str, User], readiness: _Readiness, server_address: str
+    store: Store,
+    *,
+    tokens: Mapping[str, User],
+    readiness: _Readiness,
+    server_address: str,
+    controllers: bool = True,
+    service_account_key_file: Path | None = None,
 ) -> tuple[App, ASGIApp]:
     """The API app (its ``/readyz`` follows ``readiness``), bootstrapped, behind the security chain."""
     from kubeloop.api import SystemClock
     from kubeloop.cli._bootstrap import bootstrap
-    from kubeloop.server import RbacEscalationCheck, create_app, secure, store_rbac_authorizer
+    from kubeloop.server import (
+        ENVTEST_DISABLED_ADMISSION_PLUGINS,
+        RbacEscalationCheck,
+        create_app,
+        secure,
+        store_rbac_authorizer,
+    )
 
-    core = create_app(store=store, clock=SystemClock(), server_address=server_address)
+    # Without the controller manager no namespace gets its ``default`` ServiceAccount, so, as envtest
+    # does (controller-runtime pkg/internal/testing/controlplane/apiserver.go, defaultArgs), the
+    # ServiceAccount admission plugin is disabled; with it, the server admits pods as a real cluster does.
+    disabled = () if controllers else ENVTEST_DISABLED_ADMISSION_PLUGINS
+    core = create_app(store=store, clock=SystemClock(), server_address=server_address,
+                      disable_admission_plugins=disabled, service_account_key_file=service_account_key_file)
     core.ready = lambda: readiness.ready
     authorizer = store_rbac_authorizer(store)
     core.admission.append(RbacEscalationCheck(authorizer))
     await core.startup()
     await bootstrap(core)
-    return core, secure(core, tokens=tokens, authorizer=authorizer)
+    return core, secure(core, tokens=tokens, authorizer=authorizer,
+                        token_authenticator=core.service_account_tokens.authenticate)

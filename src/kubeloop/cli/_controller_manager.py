@@ -159,7 +159,7 @@ async def _run(
     async with client:
         # Built before the server answers (no request is made): under ``kubeloop up`` this overlaps the
         # server's own start instead of following it.
-        manager, controllers = _builtin_controllers(client, namespace_deletion_grace_period)
+        manager, controllers = _builtin_controllers(client, namespace_deletion_grace_period, root_ca(kubeconfig))
         while True:
             try:
                 await client.list(namespaces, limit=1)
@@ -173,9 +173,11 @@ async def _run(
         await _run_builtin_controllers(manager, controllers, exit_with_parent=exit_with_parent, on_ready=on_ready)
 
 
-def _builtin_controllers(client: Client, namespace_deletion_grace_period: float) -> tuple[Manager, dict[str, Runnable]]:
-    """A manager with the registry's built-in controllers, not started."""
-    from kubeloop.controllers import NamespaceController, add_builtin_controllers
+def _builtin_controllers(
+    client: Client, namespace_deletion_grace_period: float, ca: str = ""
+) -> tuple[Manager, dict[str, Runnable]]:
+    """A manager with the registry's built-in controllers, not started; the root CA publisher publishes ``ca``."""
+    from kubeloop.controllers import NamespaceController, RootCACertPublisher, add_builtin_controllers
     from kubeloop.runtime import Manager
 
     # Runnables other than runtime Controllers are cancelled only after this timeout.
@@ -184,7 +186,38 @@ def _builtin_controllers(client: Client, namespace_deletion_grace_period: float)
     namespace_controller = controllers.get("namespace")
     if isinstance(namespace_controller, NamespaceController):
         namespace_controller.deletion_grace_period = namespace_deletion_grace_period
+    publisher = controllers.get("root-ca-cert-publisher")
+    if isinstance(publisher, RootCACertPublisher):
+        publisher.root_ca = ca
     return manager, dict(controllers)
+
+
+def root_ca(kubeconfig: Path) -> str:
+    """The CA (PEM) the kubeconfig's current cluster is trusted with, ``""`` when it names none.
+
+    Upstream's controller manager publishes its ``--root-ca-file``, else the CA data of its own client
+    configuration (``startRootCACertPublisher``); kubeloop's has no such flag and takes the latter."""
+    import base64
+
+    from kubeloop.cli._kubeconfig import read_kubeconfig
+
+    own = read_kubeconfig(kubeconfig)
+    if own is not None:
+        return own.ca_pem.decode()
+    import yaml
+
+    try:
+        conf = yaml.safe_load(kubeconfig.read_text()) or {}
+        contexts = {c.get("name"): c.get("context") or {} for c in conf.get("contexts") or ()}
+        cluster_name = contexts.get(conf.get("current-context"), {}).get("cluster")
+        cluster = next((c.get("cluster") or {} for c in conf.get("clusters") or () if c.get("name") == cluster_name), {})
+        if data := cluster.get("certificate-authority-data"):
+            return base64.b64decode(data).decode()
+        if path := cluster.get("certificate-authority"):
+            return (kubeconfig.parent / Path(path).expanduser()).read_text()
+    except (OSError, ValueError, AttributeError, TypeError, yaml.YAMLError):
+        pass
+    return ""
 
 
 async def _run_builtin_controllers(

@@ -2,7 +2,8 @@
 
 :class:`GarbageCollector` (ownerReferences, Background/Foreground/Orphan propagation),
 :class:`NamespaceController` (namespace deletion), :class:`ClusterRoleAggregationController` (ClusterRole
-``aggregationRule``), :class:`ResourceQuotaController` (ResourceQuota status), and the registry the controller manager uses to
+``aggregationRule``), :class:`ResourceQuotaController` (ResourceQuota status), :class:`ServiceAccountsController` (each namespace's
+``default`` ServiceAccount), :class:`RootCACertPublisher` (each namespace's ``kube-root-ca.crt``), and the registry the controller manager uses to
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
@@ -29,7 +30,9 @@ from kubeloop.controllers._registry import (
 )
 from kubeloop.controllers._replicaset import ReplicaSetController
 from kubeloop.controllers._resource_quota import ResourceQuotaController
+from kubeloop.controllers._root_ca_publisher import RootCACertPublisher
 from kubeloop.controllers._scheduler import Scheduler
+from kubeloop.controllers._service_accounts import ServiceAccountsController
 from kubeloop.controllers._service_registry import register_service_controllers
 from kubeloop.controllers._statefulset import StatefulSetController
 from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
@@ -56,7 +59,9 @@ __all__ = [
     "PodGarbageCollector",
     "ReplicaSetController",
     "ResourceQuotaController",
+    "RootCACertPublisher",
     "Scheduler",
+    "ServiceAccountsController",
     "SimulatedCluster",
     "SimulationOptions",
     "StatefulSetController",

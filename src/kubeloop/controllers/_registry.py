@@ -4,7 +4,9 @@
 ``namespace``) to a factory ``(manager) -> runnable``. A factory builds its controller on the
 manager's client, clock, rng, metrics and shared informers, and returns something with
 ``async run()`` and a way to tell it has synced: a ``has_synced()`` method or a ``synced``
-``asyncio.Event`` (:class:`~kubeloop.runtime.Controller` has the latter).
+``asyncio.Event`` (:class:`~kubeloop.runtime.Controller` has the latter), or an object without
+``run()`` whose ``controller`` is the runtime Controller it runs (returned as is, so that the controller manager can
+configure it before the manager starts: the root CA publisher's CA).
 
 :func:`add_builtin_controllers` adds the chosen ones (all by default) to a
 :class:`~kubeloop.runtime.Manager`, each needing leader election like upstream's, and registers a
@@ -24,6 +26,8 @@ from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
 from kubeloop.controllers._pod_gc import PodGarbageCollector
 from kubeloop.controllers._resource_quota import ResourceQuotaController
+from kubeloop.controllers._root_ca_publisher import RootCACertPublisher
+from kubeloop.controllers._service_accounts import ServiceAccountsController
 from kubeloop.runtime import Controller, Manager, Runnable
 
 __all__ = ["BUILTIN_CONTROLLERS", "ControllerFactory", "add_builtin_controllers", "has_synced", "register_builtin"]
@@ -59,12 +63,23 @@ def _resource_quota(manager: Manager) -> Runnable:
     return ResourceQuotaController(manager).controller
 
 
+def _service_account(manager: Manager) -> Runnable:
+    return ServiceAccountsController(manager).controller
+
+
+def _root_ca_cert_publisher(manager: Manager) -> Any:
+    # The CA is set by the controller manager (``--kubeconfig``'s CA) before the manager starts.
+    return RootCACertPublisher(manager)
+
+
 BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "garbage-collector": _garbage_collector,
     "namespace": _namespace,
     "clusterrole-aggregation": _clusterrole_aggregation,
     "resourcequota": _resource_quota,
     "pod-garbage-collector": _pod_garbage_collector,
+    "serviceaccount": _service_account,
+    "root-ca-cert-publisher": _root_ca_cert_publisher,
 }
 
 
@@ -98,8 +113,14 @@ def add_builtin_controllers(manager: Manager, *, names: Iterable[str] | None = N
     added: dict[str, Runnable] = {}
     for name in chosen:
         runnable = BUILTIN_CONTROLLERS[name](manager)
+        inner = getattr(runnable, "controller", None)
         if isinstance(runnable, Controller):
             manager.add_controller(runnable)
+        elif isinstance(inner, Controller) and not callable(getattr(runnable, "run", None)):
+            manager.add_controller(inner)
+            manager.health.add_readyz(f"{name}-synced", _synced_check(inner))
+            added[name] = runnable
+            continue
         else:
             manager.add(runnable, needs_leader_election=True)
         manager.health.add_readyz(f"{name}-synced", _synced_check(runnable))

@@ -7,7 +7,7 @@ other parts of the server: ``app.kinds`` (the served :class:`~kubeloop.api.KindR
 """
 
 from kubeloop.server._admission import Admission, AdmissionAttributes, NamespaceLifecycle
-from kubeloop.server._app import SYSTEM_NAMESPACES, App, create_app
+from kubeloop.server._app import ENVTEST_DISABLED_ADMISSION_PLUGINS, SYSTEM_NAMESPACES, App, create_app
 
 # Security: TLS material, authentication, impersonation, RBAC, self reviews.
 from kubeloop.server._authn import (
@@ -49,6 +49,7 @@ from kubeloop.server._protection import (
 )
 from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
+from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
 
@@ -57,6 +58,7 @@ __all__ = [
     "ANONYMOUS",
     "APPROVED_ANNOTATION",
     "CONTROLLER_MANAGER_USER",
+    "ENVTEST_DISABLED_ADMISSION_PLUGINS",
     "MAX_BODY_BYTES",
     "PROTECT_ANNOTATION",
     "SYSTEM_NAMESPACES",
@@ -84,6 +86,7 @@ __all__ = [
     "RuleResolver",
     "SelfReviewMiddleware",
     "ServerState",
+    "ServiceAccountAdmission",
     "TlsMaterial",
     "User",
     "bootstrap_rbac_objects",

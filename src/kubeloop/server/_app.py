@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from kubeloop.api import (
@@ -67,6 +68,8 @@ from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import request_info
 from kubeloop.server._rest import WriteRequest, create_object
+from kubeloop.server._service_account_admission import ServiceAccountAdmission
+from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
 from kubeloop.store import Store
 
@@ -77,13 +80,20 @@ log = logging.getLogger("kubeloop.server")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NOT_FOUND = "the server could not find the requested resource"
 _POD_SUBRESOURCE_PREFIX = "/api/v1/namespaces/"
-_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding")
+# The POSTs served beside the REST handlers: pods/eviction, pods/binding, serviceaccounts/token.
+_POD_SUBRESOURCE_ENDINGS = ("/eviction", "/binding", "/token")
 
 
 class App:
     """The ASGI API server. Build it with :func:`create_app`."""
 
-    def __init__(self, state: ServerState, *, server_address: str = "127.0.0.1:6443") -> None:
+    def __init__(
+        self,
+        state: ServerState,
+        *,
+        server_address: str = "127.0.0.1:6443",
+        service_account_key_file: Path | None = None,
+    ) -> None:
         self.state = state
         self.server_address = server_address
         self.ready: bool | Callable[[], bool] = True
@@ -100,6 +110,8 @@ class App:
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)
+        self.service_account_tokens = ServiceAccountTokens(state, key_file=service_account_key_file)
+        self._token_requests = TokenRequests(self.service_account_tokens)
         # kubectl's typed commands (create <generator>, auth can-i/whoami) send protobuf bodies and
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
@@ -185,10 +197,13 @@ class App:
         request = Request(scope, receive)
         path = request.path
         stripped = path.rstrip("/") or "/"
-        if (stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX)
-                and is_pod_subresource_post(request)):
-            await self._pod_subresources(scope, receive, send)
-            return
+        if stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX):
+            if is_pod_subresource_post(request):
+                await self._pod_subresources(scope, receive, send)
+                return
+            if TOKEN_PATH.match(stripped):
+                await self._token_requests(scope, receive, send)
+                return
         if path.startswith(self._route_prefixes):
             for prefix, below, handler, when in self._routes:
                 if (path == prefix or path.startswith(below)) and (when is None or when(request)):
@@ -282,17 +297,46 @@ def create_app(
     admission: list[Admission] | None = None,
     rng: random.Random | None = None,
     server_address: str = "127.0.0.1:6443",
+    disable_admission_plugins: Collection[str] = (),
+    service_account_key_file: Path | None = None,
 ) -> App:
-    """The API server over ``store``. ``admission`` replaces the default chain (namespace lifecycle,
-    LimitRanger, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota: upstream's order,
-    kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating plugin)."""
+    """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
+    upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
+    plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
+    names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
+    controller manager has no ``default`` ServiceAccounts). ``service_account_key_file`` holds the key
+    that signs the tokens of ``serviceaccounts/token`` (made there on first use; without it, a fresh key
+    per server)."""
     state = ServerState(
         store=store,
         clock=clock or SystemClock(),
         kinds=registry if registry is not None else KindRegistry(),
         rng=rng or random.Random(),
     )
-    state.admission.extend(admission if admission is not None else [
-        NamespaceLifecycle(store), LimitRanger(store), Priority(store), DefaultTolerationSeconds(),
-        DeletionProtection(), ResourceQuotaAdmission(state)])
-    return App(state, server_address=server_address)
+    if admission is None:
+        unknown = sorted(set(disable_admission_plugins) - set(DEFAULT_ADMISSION_PLUGINS))
+        if unknown:
+            raise ValueError(f"unknown admission plugin(s): {', '.join(unknown)}")
+        admission = [plugin(state) for name, plugin in DEFAULT_ADMISSION_PLUGINS.items()
+                     if name not in disable_admission_plugins]
+    state.admission.extend(admission)
+    return App(state, server_address=server_address, service_account_key_file=service_account_key_file)
+
+
+# What envtest's API server disables (controller-runtime pkg/internal/testing/controlplane/apiserver.go,
+# defaultArgs: ``--disable-admission-plugins=ServiceAccount``): without the controller manager no
+# namespace gets its ``default`` ServiceAccount, so pods would be refused. For a server run alone.
+ENVTEST_DISABLED_ADMISSION_PLUGINS = ("ServiceAccount",)
+
+# kube-apiserver's default-enabled plugins that kubeloop has, by upstream name, in AllOrderedPlugins
+# order, and kubeloop's own deletion protection (opt-in per object) where upstream's webhooks would run.
+DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
+    "NamespaceLifecycle": lambda state: NamespaceLifecycle(state.store),
+    "LimitRanger": lambda state: LimitRanger(state.store),
+    "ServiceAccount": ServiceAccountAdmission,
+    "Priority": lambda state: Priority(state.store),
+    "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
+    "DeletionProtection": lambda state: DeletionProtection(),
+    "ResourceQuota": ResourceQuotaAdmission,
+}

@@ -2,7 +2,8 @@
 
 ``secure(app, tokens=..., authorizer=...)`` returns one ASGI app, a :class:`SecurityChain`, that runs,
 in kube-apiserver's order (``pkg/server/config.go`` ``DefaultBuildHandlerChain``): bearer-token
-authentication (401, as :class:`~kubeloop.server._authn.AuthenticationMiddleware`), then impersonation
+authentication (401, as :class:`~kubeloop.server._authn.AuthenticationMiddleware`, then, for a token
+that is not a static one, ``token_authenticator``: the bound ServiceAccount tokens), then impersonation
 (500/403, as :class:`~kubeloop.server._authz_impersonate.ImpersonationMiddleware`), then authorization
 (403, as :class:`~kubeloop.server._authz.AuthorizationMiddleware`), then the self-review endpoints (as
 :class:`~kubeloop.server._authz_reviews.SelfReviewMiddleware`), then ``app``. Each of those middlewares
@@ -15,10 +16,10 @@ no ``Impersonate-*`` header) is authenticated with one lookup in the request's h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from kubeloop.api import Unauthorized
-from kubeloop.server._authn import USER_SCOPE_KEY, User, authenticate, canonical_bearer_headers
+from kubeloop.server._authn import USER_SCOPE_KEY, User, authenticate, bearer_token, canonical_bearer_headers
 from kubeloop.server._authz import Authorizer, authorize_request
 from kubeloop.server._authz_impersonate import impersonate, is_impersonating
 from kubeloop.server._authz_reviews import SELF_REVIEW_PATHS, SelfReviewMiddleware, is_self_review
@@ -27,14 +28,24 @@ from kubeloop.server._http import ASGIApp, Receive, Scope, Send, header_map, sen
 __all__ = ["SecurityChain", "secure"]
 
 _IMPERSONATE_PREFIX = "\nimpersonate-"
+# A bearer token that is not a static one -> its user, or None (the bound ServiceAccount tokens).
+TokenAuthenticator = Callable[[str], Awaitable["User | None"]]
 
 
 class SecurityChain:
     """Wraps ``app``: only authenticated, authorized requests reach it, as the impersonated user if any."""
 
-    def __init__(self, app: ASGIApp, *, tokens: Mapping[str, User], authorizer: Authorizer) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        tokens: Mapping[str, User],
+        authorizer: Authorizer,
+        token_authenticator: TokenAuthenticator | None = None,
+    ) -> None:
         self.app = app
         self.tokens = dict(tokens)
+        self.token_authenticator = token_authenticator
         self.authorizer = authorizer
         self._reviews = SelfReviewMiddleware(app, authorizer=authorizer)
         # Authorization header value -> (user, is a master): the spelling clients send.
@@ -53,6 +64,11 @@ class SecurityChain:
             user, master = known
         else:
             found = authenticate(self.tokens, scope.get("headers", ()), scope.get("path", ""))
+            if found is None and self.token_authenticator is not None:
+                # Not a static token: maybe a bound ServiceAccount token (upstream's union authenticator).
+                token = bearer_token(scope.get("headers", ()))
+                if token:
+                    found = await self.token_authenticator(token)
             if found is None:
                 await send_error(send, Unauthorized("Unauthorized"))
                 return
@@ -73,5 +89,11 @@ class SecurityChain:
         await self.app(scope, receive, send)
 
 
-def secure(app: ASGIApp, *, tokens: Mapping[str, User], authorizer: Authorizer) -> ASGIApp:
-    return SecurityChain(app, tokens=tokens, authorizer=authorizer)
+def secure(
+    app: ASGIApp,
+    *,
+    tokens: Mapping[str, User],
+    authorizer: Authorizer,
+    token_authenticator: TokenAuthenticator | None = None,
+) -> ASGIApp:
+    return SecurityChain(app, tokens=tokens, authorizer=authorizer, token_authenticator=token_authenticator)

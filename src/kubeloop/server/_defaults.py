@@ -83,6 +83,21 @@ def _pod_spec(spec: Any) -> None:
         for container in spec.get(key) or []:
             _container(container)
     _field_ref_versions(spec)
+    _service_account_alias(spec)
+
+
+def _service_account_alias(spec: Obj) -> None:
+    """``serviceAccount`` is the deprecated alias of ``serviceAccountName`` (k/k pkg/apis/core/v1/conversion.go,
+    ``Convert_v1_PodSpec_To_core_PodSpec``: the alias counts only when the name is empty;
+    ``Convert_core_PodSpec_To_v1_PodSpec``: every PodSpec is served with the alias equal to the name)."""
+    name = spec.get("serviceAccountName")
+    if not name:
+        name = spec.get("serviceAccount")
+        if not name:
+            spec.pop("serviceAccount", None)
+            return
+        spec["serviceAccountName"] = name
+    spec["serviceAccount"] = name
 
 
 def _field_ref_versions(spec: Obj) -> None:

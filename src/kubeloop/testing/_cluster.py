@@ -16,6 +16,13 @@ Conveniences for building test worlds by hand: :meth:`InProcessCluster.create` (
 by name, with labels, annotations, owners and finalizers), :meth:`InProcessCluster.get_or_none`,
 :meth:`~InProcessCluster.exists` / :meth:`~InProcessCluster.gone`, and :func:`owner_ref`.
 
+Like envtest's API server (controller-runtime ``pkg/internal/testing/controlplane/apiserver.go``,
+``defaultArgs``: ``--disable-admission-plugins=ServiceAccount``), the cluster runs no controller
+manager and so no namespace gets a ``default`` ServiceAccount: the ServiceAccount admission plugin is
+off and pods are stored as sent. ``service_accounts=True`` turns it on, as on a real cluster; a test
+then creates the ServiceAccounts (or runs :class:`~kubeloop.controllers.ServiceAccountsController`)
+and advances a ``FakeClock`` while a pod create waits for ``default``.
+
 With ``inject_http_faults=True`` every client of the cluster reaches the server through a
 :class:`~kubeloop.testing.FaultyApp` (:attr:`InProcessCluster.http_faults`), which records requests,
 answers scripted errors and cuts watches; :attr:`InProcessCluster.app` stays the server itself.
@@ -33,7 +40,7 @@ from typing import Any, TypeVar, cast
 
 from kubeloop.api import AlreadyExists, Clock, KindRegistry, NotFound, ResourceInfo, owner_reference
 from kubeloop.client import Client
-from kubeloop.server import App, create_app
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing._clock import FakeClock
 from kubeloop.testing._fault_app import ASGIApp, FaultyApp
@@ -108,6 +115,7 @@ class InProcessCluster:
         namespaces: Iterable[str] = (),
         default_namespace: str = "default",
         inject_http_faults: bool = False,
+        service_accounts: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.clock: Clock = clock if clock is not None else FakeClock()
@@ -117,6 +125,7 @@ class InProcessCluster:
         self._store: SqliteStore | None = None
         self._app: App | None = None
         self._inject_http_faults = inject_http_faults
+        self._service_accounts = service_accounts
         self._http_faults: FaultyApp | None = None
         self._client: Client | None = None
         self._clients: list[Client] = []
@@ -151,7 +160,8 @@ class InProcessCluster:
 
     async def __aenter__(self) -> InProcessCluster:
         self._store = await SqliteStore.open(self.data_dir / "kubeloop.db")
-        self._app = create_app(store=self._store, clock=self.clock, rng=random.Random(self._seed))
+        self._app = create_app(store=self._store, clock=self.clock, rng=random.Random(self._seed),
+                               disable_admission_plugins=() if self._service_accounts else ENVTEST_DISABLED_ADMISSION_PLUGINS)
         await self._app.startup()
         if self._inject_http_faults:
             self._http_faults = FaultyApp(self._app, clock=self.clock)
