@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-__all__ = ["CronSyntaxError", "EverySchedule", "Schedule", "SpecSchedule", "load_location", "parse_standard"]
+__all__ = ["CronSchedule", "CronSyntaxError", "EverySchedule", "SpecSchedule", "load_location", "parse_standard"]
 
 
 class CronSyntaxError(ValueError):
@@ -193,7 +193,7 @@ class EverySchedule:
         return int(t // 1) + self.delay
 
 
-Schedule = SpecSchedule | EverySchedule
+CronSchedule = SpecSchedule | EverySchedule
 
 
 def _parse_int(text: str) -> int:
@@ -265,7 +265,7 @@ def _all(index: int) -> int:
     return _range_bits("*", low, high, None)
 
 
-def _descriptor(spec: str, zone: tzinfo | None) -> Schedule:
+def _descriptor(spec: str, zone: tzinfo | None) -> CronSchedule:
     first = {"minute": 1, "hour": 1, "dom": 1 << 1, "month": 1 << 1, "dow": 1}
     star = {"minute": _all(0), "hour": _all(1), "dom": _all(2), "month": _all(3), "dow": _all(4)}
     shapes = {
@@ -286,7 +286,7 @@ def _descriptor(spec: str, zone: tzinfo | None) -> Schedule:
     raise CronSyntaxError(f"unrecognized descriptor: {spec}")
 
 
-def parse_standard(spec: str) -> Schedule:
+def parse_standard(spec: str) -> CronSchedule:
     """``cron.ParseStandard(spec)``; :class:`CronSyntaxError` with the library's message."""
     if not spec:
         raise CronSyntaxError("empty spec string")

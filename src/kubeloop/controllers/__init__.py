@@ -7,6 +7,7 @@ start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
+from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._endpoints import EndpointsController
 from kubeloop.controllers._endpointslice import EndpointSliceController
@@ -39,6 +40,7 @@ __all__ = [
     "BUILTIN_CONTROLLERS",
     "ClusterRoleAggregationController",
     "ControllerFactory",
+    "CronJobController",
     "DeploymentController",
     "DisruptionController",
     "EndpointSliceController",

@@ -15,6 +15,7 @@ from kubeloop.controllers._scheduler_resources import PODS, PVCS, builtin
 
 __all__ = [
     "CONTROLLER_MANAGER",
+    "CRONJOBS",
     "DEPLOYMENTS",
     "JOBS",
     "PODS",
@@ -33,6 +34,7 @@ DEPLOYMENTS = builtin("apps", "deployments")
 STATEFULSETS = builtin("apps", "statefulsets")
 REVISIONS = builtin("apps", "controllerrevisions")
 JOBS = builtin("batch", "jobs")
+CRONJOBS = builtin("batch", "cronjobs")
 
 
 def int_field(obj: Mapping[str, Any] | None, key: str, default: int = 0) -> int:
