@@ -38,6 +38,10 @@ def test_kubectl_creates_lists_instantiates_and_suspends_a_cronjob(kubectl: Any,
         "CronJob", "hello", cj["metadata"]["uid"], True)
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
 
+    described = kubectl("describe", "cronjob", "hello", "-n", namespace).stdout
+    for line in ("Schedule:                      */1 * * * *", "Concurrency Policy:            Allow",
+                 "Suspend:                       False", "Successful Job History Limit:  3"):
+        assert line in described, described
     out = kubectl("patch", "cronjob", "hello", "-n", namespace, "-p", '{"spec":{"suspend":true}}').stdout
     assert "cronjob.batch/hello patched" in out
     suspended = json.loads(kubectl("get", "cronjob", "hello", "-n", namespace, "-o", "json").stdout)
@@ -62,3 +66,33 @@ def test_kubectl_shows_the_schedule_and_time_zone_errors(kubectl: Any, namespace
     assert refused.returncode != 0
     assert ('The CronJob "tz" is invalid: spec.timeZone: Invalid value: "Europe/Pariss": unknown time zone '
             "Europe/Pariss") in refused.stderr
+
+
+def test_the_kubernetes_client_reads_and_writes_cronjobs(cluster: Any, namespace: str) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import ApiException
+
+    api_client = k8s_config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    try:
+        batch = k8s.BatchV1Api(api_client)
+        pod = k8s.V1PodSpec(restart_policy="Never", containers=[k8s.V1Container(name="c", image="busybox")])
+        body = k8s.V1CronJob(metadata=k8s.V1ObjectMeta(name="nightly"), spec=k8s.V1CronJobSpec(
+            schedule="@daily", time_zone="Europe/Paris", concurrency_policy="Forbid",
+            job_template=k8s.V1JobTemplateSpec(spec=k8s.V1JobSpec(template=k8s.V1PodTemplateSpec(spec=pod)))))
+        created = batch.create_namespaced_cron_job(namespace, body)
+        assert (created.spec.time_zone, created.spec.suspend, created.spec.failed_jobs_history_limit) == (
+            "Europe/Paris", False, 1)
+        batch.patch_namespaced_cron_job_status("nightly", namespace, {"status": {
+            "lastScheduleTime": "2026-01-01T00:00:00Z"}})
+        read = batch.read_namespaced_cron_job("nightly", namespace)
+        assert read.status.last_schedule_time.isoformat() == "2026-01-01T00:00:00+00:00"
+        assert [c.metadata.name for c in batch.list_namespaced_cron_job(namespace).items] == ["nightly"]
+        body.metadata.name = "broken"
+        body.spec.schedule = "* * *"
+        with pytest.raises(ApiException) as refused:
+            batch.create_namespaced_cron_job(namespace, body)
+        assert refused.value.status == 422
+        assert "expected exactly 5 fields, found 3: [* * *]" in refused.value.body
+    finally:
+        api_client.close()

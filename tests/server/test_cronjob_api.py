@@ -218,3 +218,21 @@ async def test_table_has_print_cron_job_columns(client: httpx.AsyncClient) -> No
     assert cells["hello"][1:6] == ["*/1 * * * *", "Asia/Tokyo", "False", 0, "<none>"]
     assert cells["other"][1:6] == ["@daily", "<none>", "True", 0, "<none>"]
     assert cells["hello"][7:] == ["hello", "busybox", "<none>"]
+
+
+async def test_openapi_describes_cronjobs_from_the_built_in_schemas(client: httpx.AsyncClient) -> None:
+    paths = (await client.get("/openapi/v3")).json()["paths"]
+    doc = (await client.get("/" + paths["apis/batch/v1"]["serverRelativeURL"].lstrip("/"))).json()
+    schema = doc["components"]["schemas"]["io.k8s.api.batch.v1.CronJobSpec"]
+    assert {"schedule", "timeZone", "jobTemplate", "concurrencyPolicy"} <= set(schema["properties"])
+    assert "/apis/batch/v1/namespaces/{namespace}/cronjobs/{name}/status" in doc["paths"]
+
+
+async def test_a_wrongly_typed_field_is_refused_at_decode_with_go_message(client: httpx.AsyncClient) -> None:
+    body = cronjob()
+    body["spec"]["successfulJobsHistoryLimit"] = "three"
+    r = await client.post(CRONJOBS, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == ('CronJob in version "v1" cannot be handled as a CronJob: json: cannot unmarshal '
+                                   "string into Go struct field CronJobSpec.spec.successfulJobsHistoryLimit of type int32")
+    await nothing_stored(client)

@@ -84,8 +84,13 @@ def _in_active(cj: Mapping[str, Any], uid: str) -> bool:
 
 
 def _drop_active(cj: dict[str, Any], uid: str) -> None:
+    """``deleteFromActiveList``; an empty list is left out, as Go's ``omitempty`` writes it."""
     status = cj.setdefault("status", {})
-    status["active"] = [r for r in _active(cj) if r.get("uid") != uid]
+    remaining = [r for r in _active(cj) if r.get("uid") != uid]
+    if remaining:
+        status["active"] = remaining
+    else:
+        status.pop("active", None)
 
 
 def _reference(job: Mapping[str, Any]) -> dict[str, Any]:
