@@ -118,3 +118,71 @@ def test_go_durations() -> None:
     # A delay under a second is a second (robfig's Every).
     assert parse_standard("@every 300ms").next(10.0) == 11
     assert UTC is load_location("UTC") is load_location("")
+
+
+def _brute_next(spec: str, t: float) -> int | None:
+    """The first whole minute after ``t`` whose UTC fields match ``spec`` field by field (robfig's dayMatches:
+    day of month AND day of week when either starts with a star of step 1, else OR), within two years."""
+    fields = spec.split()
+    bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)]
+
+    def values(field: str, low: int, high: int) -> tuple[set[int], bool]:
+        out: set[int] = set()
+        star = False
+        for part in field.split(","):
+            rng, _, step_text = part.partition("/")
+            step = int(step_text) if step_text else 1
+            if rng in ("*", "?"):
+                start, end = low, high
+                star = star or step == 1
+            elif "-" in rng:
+                start, end = (int(x) for x in rng.split("-"))
+            else:
+                start = int(rng)
+                end = high if step_text else start
+            out.update(range(start, end + 1, step))
+        return out, star
+
+    parsed = [values(f, *b) for f, b in zip(fields, bounds, strict=True)]
+    first_day = int(t // 86400) * 86400
+    for day in range(first_day, first_day + 2 * 366 * 86400, 86400):
+        d = datetime.fromtimestamp(day, UTC)
+        dom, dow = d.day in parsed[2][0], (d.weekday() + 1) % 7 in parsed[4][0]
+        if d.month not in parsed[3][0] or not ((dom and dow) if (parsed[2][1] or parsed[4][1]) else (dom or dow)):
+            continue
+        for hour in sorted(parsed[1][0]):
+            for minute in sorted(parsed[0][0]):
+                candidate = day + hour * 3600 + minute * 60
+                if candidate > t:
+                    return candidate
+    return None
+
+
+def test_next_agrees_with_a_minute_by_minute_search_on_random_specs() -> None:
+    import random
+
+    rng = random.Random(20261130)
+    bounds = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)]
+
+    def field(low: int, high: int) -> str:
+        kind = rng.randrange(6)
+        if kind == 0:
+            return "*"
+        if kind == 1:
+            return f"*/{rng.randint(1, 7)}"
+        a = rng.randint(low, high)
+        if kind == 2:
+            return str(a)
+        b = rng.randint(a, high)
+        if kind == 3:
+            return f"{a}-{b}"
+        if kind == 4:
+            return f"{a}-{b}/{rng.randint(1, 5)}"
+        return ",".join(str(rng.randint(low, high)) for _ in range(rng.randint(2, 3)))
+
+    for _ in range(100):
+        spec = " ".join(field(*b) for b in bounds)
+        start = 1_700_000_000 + rng.randrange(0, 400 * 86400) + rng.random()
+        expected = _brute_next(spec, start)
+        got = parse_standard(spec).next(start)
+        assert got == expected, (spec, start, got, expected)
