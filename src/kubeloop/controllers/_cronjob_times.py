@@ -13,7 +13,7 @@
   recent one (or after the last one, or after now when some were missed), plus 100 ms for clock skew.
 - :func:`job_from_template` is ``getJobFromTemplate2``: the template's labels and annotations, the
   ``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation (RFC 3339 in the CronJob's zone;
-  CronJobsScheduledAnnotation is on in 1.32), the name ``<cronjob>-<scheduled time in minutes since the
+  CronJobsScheduledAnnotation is GA in 1.32), the name ``<cronjob>-<scheduled time in minutes since the
   epoch>``, a controller reference that blocks the owner's deletion, and a copy of the template's spec.
 
 Times are Unix seconds on the injected clock; a schedule without a zone runs in UTC (upstream: the
