@@ -18,6 +18,7 @@ from typing import Any
 
 from kubeloop.api import NotFound, ResourceInfo, format_time, label_selector_from_dict, labels_of
 from kubeloop.controllers import (
+    CronJobController,
     DeploymentController,
     JobController,
     ReplicaSetController,
@@ -111,7 +112,7 @@ class World(ManagedWorld):
 
 
 _CONTROLLERS = {"replicaset": ReplicaSetController, "deployment": DeploymentController,
-                "statefulset": StatefulSetController, "job": JobController}
+                "statefulset": StatefulSetController, "job": JobController, "cronjob": CronJobController}
 
 
 @contextlib.asynccontextmanager

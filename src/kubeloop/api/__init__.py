@@ -12,6 +12,7 @@ from kubeloop.api._apply import (
     server_side_apply,
 )
 from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
+from kubeloop.api._cron_schedule import CronSchedule, CronSyntaxError, load_location, parse_standard
 from kubeloop.api._deletion import (
     APPROVED_ANNOTATION,
     GC_IGNORED_RESOURCES,
@@ -140,6 +141,8 @@ __all__ = [
     "BadRequest",
     "Clock",
     "Conflict",
+    "CronSchedule",
+    "CronSyntaxError",
     "Expired",
     "FieldError",
     "FieldRequirement",
@@ -203,6 +206,7 @@ __all__ = [
     "kubectl_name",
     "label_selector_from_dict",
     "labels_of",
+    "load_location",
     "metadata_of",
     "name_is_dns1035_label",
     "name_is_dns1123_label",
@@ -217,6 +221,7 @@ __all__ = [
     "parse_field_selector",
     "parse_fields_v1",
     "parse_label_selector",
+    "parse_standard",
     "parse_time",
     "path_string",
     "property_schema",

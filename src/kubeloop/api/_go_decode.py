@@ -81,6 +81,7 @@ _NAMED: dict[tuple[str, str], str] = {
     ("JobSpec", "podReplacementPolicy"): "v1.PodReplacementPolicy",
     ("JobCondition", "type"): "v1.JobConditionType",
     ("JobCondition", "status"): "v1.ConditionStatus",
+    ("CronJobSpec", "concurrencyPolicy"): "v1.ConcurrencyPolicy",
     ("ResourceRequirements", "requests"): "v1.ResourceList",
 }
 

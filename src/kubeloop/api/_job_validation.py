@@ -47,6 +47,7 @@ __all__ = [
     "JOB_NAME_LABEL",
     "LEGACY_CONTROLLER_UID_LABEL",
     "LEGACY_JOB_NAME_LABEL",
+    "job_spec_errors",
     "validate_job",
     "validate_job_status_update",
     "validate_job_update",
@@ -158,6 +159,12 @@ def _job_spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> l
     errs += validate_annotations(annotations if isinstance(annotations, Mapping) else None, "spec.template.annotations")
     errs += validate_pod_template(job, kind="Job", old=old, workload_rules=False)
     return [*errs, *_restart_policy_errors(spec)]
+
+
+def job_spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+    """``validateJobSpec`` of a Job-shaped object (paths under ``spec``): a CronJob's job template has
+    these rules and not the selector's (``ValidateJobTemplateSpec``)."""
+    return _job_spec_errors(job, old)
 
 
 def _spec_errors(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:

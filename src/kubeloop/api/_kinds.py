@@ -143,6 +143,9 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     # pkg/registry/batch/job: no short name, category "all", generation bumped on spec changes.
     _r("batch", "v1", "Job", "jobs", True, categories=("all",), status_subresource=True, tracks_generation=True),
+    # pkg/registry/batch/cronjob/storage: short name "cj", category "all"; generation bumped on spec changes.
+    _r("batch", "v1", "CronJob", "cronjobs", True, short_names=("cj",), categories=("all",), status_subresource=True,
+       tracks_generation=True),
     _r("coordination.k8s.io", "v1", "Lease", "leases", True, allow_unconditional_update=False,
        allow_create_on_update=True),
     _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),

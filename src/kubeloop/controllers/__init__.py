@@ -8,6 +8,7 @@ start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
+from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._daemonset import DaemonSetController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._endpoints import EndpointsController
@@ -44,6 +45,7 @@ __all__ = [
     "BUILTIN_CONTROLLERS",
     "ClusterRoleAggregationController",
     "ControllerFactory",
+    "CronJobController",
     "DaemonSetController",
     "DeploymentController",
     "DisruptionController",

@@ -15,6 +15,7 @@ from kubeloop.controllers._scheduler_resources import PODS, PVCS, builtin
 
 __all__ = [
     "CONTROLLER_MANAGER",
+    "CRONJOBS",
     "DAEMONSETS",
     "DEPLOYMENTS",
     "JOBS",
@@ -35,6 +36,7 @@ STATEFULSETS = builtin("apps", "statefulsets")
 DAEMONSETS = builtin("apps", "daemonsets")
 REVISIONS = builtin("apps", "controllerrevisions")
 JOBS = builtin("batch", "jobs")
+CRONJOBS = builtin("batch", "cronjobs")
 
 
 def int_field(obj: Mapping[str, Any] | None, key: str, default: int = 0) -> int:

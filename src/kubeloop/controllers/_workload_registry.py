@@ -1,4 +1,4 @@
-"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``, ``daemonset``, ``job``) and
+"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``, ``daemonset``, ``job``, ``cronjob``) and
 ``ttl-after-finished`` (:mod:`._ttl_after_finished`, which deletes finished Jobs) as built-ins.
 
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._daemonset import DaemonSetController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._job import JobController
@@ -36,7 +37,7 @@ def _factory(cls: type[WorkloadController]) -> Callable[[Manager], Controller]:
 
 
 _FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController,
-                                                  DaemonSetController, JobController)}
+                                                  DaemonSetController, JobController, CronJobController)}
 
 
 def _ttl_after_finished(manager: Manager) -> Controller:

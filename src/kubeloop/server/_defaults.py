@@ -306,14 +306,36 @@ def _job(obj: Obj) -> None:
     _default(spec, "completionMode", "NonIndexed")
     _default(spec, "suspend", False)
     failure_policy = spec.get("podFailurePolicy")
-    if isinstance(failure_policy, dict):
-        for rule in failure_policy.get("rules") or []:
-            for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
-                if isinstance(pattern, dict):
-                    _default_text(pattern, "status", "True")
+    _pod_failure_policy(failure_policy)
     _default(spec, "podReplacementPolicy", "Failed" if failure_policy is not None else "TerminatingOrFailed")
     _default(spec, "manualSelector", False)
     _pod_template(spec)
+
+
+def _pod_failure_policy(policy: Any) -> None:
+    """SetDefaults_PodFailurePolicyOnPodConditionsPattern: a pattern's status True."""
+    if isinstance(policy, dict):
+        for rule in policy.get("rules") or []:
+            for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+                if isinstance(pattern, dict):
+                    _default_text(pattern, "status", "True")
+
+
+def _cronjob(obj: Obj) -> None:
+    """SetDefaults_CronJob (k/k ``pkg/apis/batch/v1/defaults.go``, 1.32): concurrencyPolicy Allow, suspend
+    false, successfulJobsHistoryLimit 3, failedJobsHistoryLimit 1. The job template gets only its
+    types' own defaulters (its pod template's, a failure policy pattern's status): SetDefaults_Job is
+    the Job object's, so a template keeps no completions, parallelism or backoffLimit of its own."""
+    spec = _dict(obj, "spec")
+    _default_text(spec, "concurrencyPolicy", "Allow")
+    _default(spec, "suspend", False)
+    _default(spec, "successfulJobsHistoryLimit", 3)
+    _default(spec, "failedJobsHistoryLimit", 1)
+    template = spec.get("jobTemplate")
+    job_spec = template.get("spec") if isinstance(template, dict) else None
+    if isinstance(job_spec, dict):
+        _pod_failure_policy(job_spec.get("podFailurePolicy"))
+        _pod_template(job_spec)
 
 
 def _service(obj: Obj) -> None:
@@ -436,6 +458,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "StatefulSet"): _statefulset,
     ("apps", "DaemonSet"): _daemonset,
     ("batch", "Job"): _job,
+    ("batch", "CronJob"): _cronjob,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
     # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.

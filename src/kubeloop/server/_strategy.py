@@ -654,6 +654,10 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         return _DaemonSet(info, _ZERO_STATUS[key])
     if key == ("batch", "Job"):
         return _Job(info, {})
+    if key == ("batch", "CronJob"):
+        from kubeloop.server._cronjob_strategy import CronJobStrategy  # a subclass: imported late (cycle)
+
+        return CronJobStrategy(info, {})
     if key == ("apps", "ReplicaSet"):
         return _ReplicaSet(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolume"):

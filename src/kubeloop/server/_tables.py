@@ -317,6 +317,22 @@ def _job_cells(job: Obj, now: float) -> list[Any]:
             _selector_text(_get(job, "spec", "selector"))]
 
 
+def _cronjob_cells(cj: Obj, now: float) -> list[Any]:
+    """printCronJob (1.32): the schedule, the time zone (``<none>`` unset), suspend as printBoolPtr
+    (``<unset>`` when nil), how many Jobs are active, the last schedule's age (``<none>``), then the job
+    template's containers, images and selector (wide)."""
+    suspend = _get(cj, "spec", "suspend")
+    active = _get(cj, "status", "active", default=[])
+    last = _get(cj, "status", "lastScheduleTime")
+    containers = _containers(cj, "spec", "jobTemplate", "spec", "template")
+    return [_name(cj), _get(cj, "spec", "schedule", default=""), _get(cj, "spec", "timeZone", default="<none>"),
+            "<unset>" if suspend is None else "True" if suspend is True else "False",
+            len(active) if isinstance(active, list) else 0,
+            _age(cj, now, ("status", "lastScheduleTime")) if last is not None else "<none>", _age(cj, now),
+            _join(c.get("name", "") for c in containers), _join(c.get("image", "") for c in containers),
+            _selector_text(_get(cj, "spec", "jobTemplate", "spec", "selector"))]
+
+
 def _access_modes(modes: Any) -> str:
     short = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
     return ",".join(short.get(m, m) for m in modes or [])
@@ -527,6 +543,8 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("apps", "StatefulSet"): ([_NAME, _s("Ready"), _AGE, *_WORKLOAD_WIDE], _statefulset_cells),
     ("batch", "Job"): ([_NAME, _s("Status"), _s("Completions"), _s("Duration"), _AGE, *_WORKLOAD_WIDE,
                         _s("Selector", 1)], _job_cells),
+    ("batch", "CronJob"): ([_NAME, _s("Schedule"), _s("Timezone"), ("Suspend", "boolean", "", 0), _i("Active"),
+                            _s("Last Schedule"), _AGE, *_WORKLOAD_WIDE, _s("Selector", 1)], _cronjob_cells),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
     ("policy", "PodDisruptionBudget"): ([_NAME, _s("Min Available"), _s("Max Unavailable"),
