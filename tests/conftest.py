@@ -1,13 +1,27 @@
-"""Suite-wide guards: no test may leak asyncio tasks; tests marked ``interpreted`` skip on the compiled build."""
+"""Suite-wide guards: no test may leak asyncio tasks; tests marked ``interpreted`` skip on the compiled build;
+under pytest-xdist an installed pytest-benchmark is told up front that its benchmarks are off."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 
 import pytest
 
 from kubeloop import _build
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-benchmark is no dependency of kubeloop, but some machines have it installed. Under pytest-xdist
+    # (scripts/check runs ``-n auto``) it turns its benchmarks off and says so with a warning at start-up,
+    # which the suite's ``error`` filter made an INTERNALERROR before any test ran. Turned off here first,
+    # it does the same without the warning (pytest_benchmark/session.py: only an enabled session warns).
+    # No test uses its fixture; the warning filters stay as they are (tests/testing/test_suite_warnings.py).
+    xdist = config.getoption("dist", "no") != "no" or "PYTEST_XDIST_WORKER" in os.environ
+    if xdist and hasattr(config.option, "benchmark_disable"):
+        config.option.benchmark_disable = True
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -87,6 +87,10 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (dist / "entry_points.txt").write_text(f"[pytest11]\n{lines}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(site)]))
     env.pop("PYTEST_ADDOPTS", None)
+    # A top-level run, also when this test runs in a pytest-xdist worker: with the worker's variables
+    # (PYTEST_XDIST_WORKER...) pytest-benchmark, where installed, takes the nested run for a worker too.
+    for name in [name for name in env if name.startswith("PYTEST_XDIST_")]:
+        del env[name]
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=strict",
          "--rootdir", str(suite), *_UNRELATED, *args, str(suite)],
