@@ -345,6 +345,15 @@ def _observed(scope: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+def _joined(seen: Any) -> Any:
+    """A request's (scope, receive() messages) with the messages' bodies joined; anything else as is."""
+    if not isinstance(seen, tuple):
+        return seen
+    scope, messages = seen
+    assert all(m.get("more_body") for m in messages[:-1]) and not messages[-1].get("more_body")
+    return scope, {m["type"] for m in messages}, b"".join(m.get("body", b"") for m in messages)
+
+
 # Raw requests, each sent as the listed writes (a pause between them), on one connection the server
 # closes after its (last) answer, so the client reads to the end rather than for a while.
 REQUESTS: list[list[bytes]] = [
@@ -418,7 +427,11 @@ async def test_requests_reach_the_app_and_are_answered_exactly_as_under_uvicorns
     config.http = "httptools"
     theirs = await run(uvicorn.Server(config))
     ours = await run(_uvicorn_server(app, tls.cert, tls.key))
-    assert ours[1] == theirs[1]
+    # How a body spread over several writes falls into receive() messages depends on when each TLS
+    # record is read, under either protocol: on a loaded machine the pause between writes can pass
+    # before the server reads the first. So the messages compare joined (same body, same message
+    # types, only the last without more_body).
+    assert [_joined(s) for s in ours[1]] == [_joined(s) for s in theirs[1]]
     assert ours[0] == theirs[0]
     assert any(b"100 Continue" in answer for answer in ours[0])
     assert sum(answer.count(b"HTTP/1.1 200 OK") for answer in ours[0]) == 13  # all but the three failing apps

@@ -67,6 +67,11 @@ def owner_ref(owner: Mapping[str, Any], *, controller: bool = False, block: bool
     return owner_reference(owner, controller=controller, block_owner_deletion=block)
 
 
+# After this many polls that only yield to the event loop, each further poll also sleeps a millisecond
+# (see eventually).
+_BUSY_POLLS = 100
+
+
 async def eventually(
     check: Callable[[], Awaitable[T]],
     *,
@@ -79,11 +84,14 @@ async def eventually(
 
     Each poll yields to the event loop a few times, or sleeps ``interval`` real seconds when given
     (for work that runs off the loop, such as a store's writer thread); with ``clock`` it also
-    advances fake time by ``step``, so queued backoffs and timers come due. Fails after ``tries``
-    polls with the last assertion, never after a wall-clock bound.
+    advances fake time by ``step``, so queued backoffs and timers come due. Past the first
+    :data:`_BUSY_POLLS` polls, each also sleeps a millisecond: a store's writer thread needs the GIL
+    and a core to commit what the polled controllers wrote, and a loop that only yields can spend every
+    poll before a loaded machine gives it either. Fails after ``tries`` polls with the last assertion,
+    never after a wall-clock bound.
     """
     last: AssertionError | None = None
-    for _ in range(tries):
+    for poll in range(tries):
         try:
             result = await check()
             if result:
@@ -96,6 +104,8 @@ async def eventually(
         else:
             for _ in range(3):
                 await asyncio.sleep(0)
+            if poll >= _BUSY_POLLS:
+                await asyncio.sleep(0.001)
         if clock is not None:
             await clock.advance(step)
     if last is not None:
