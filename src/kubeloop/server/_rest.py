@@ -32,6 +32,7 @@ from kubeloop.api import (
     invalid,
     not_found,
 )
+from kubeloop.api._go_empty import put_back_empty_collections, store_empty_collections, take_empty_collections
 from kubeloop.api._go_encode import fill_zero_fields, strip_zero_fields
 from kubeloop.api._validation import (
     type_errors,
@@ -41,7 +42,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults, go_zero_fields
+from kubeloop.server._defaults import apply_defaults, go_write_encodings
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
@@ -260,7 +261,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
     # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
     # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
-    zeros = go_zero_fields(info)
+    # An empty omitempty list or map is no manager's either, though admission and validation see it (_go_empty).
+    zeros, empties = go_write_encodings(info)
+    found = take_empty_collections(obj, empties) if empties is not None else None
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
@@ -269,6 +272,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         hook(req, obj, None)
     if zeros is not None:
         fill_zero_fields(obj, zeros)
+    if found is not None:
+        put_back_empty_collections(found)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -323,6 +328,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
                 pending = step(attrs, obj, None)
                 if pending is not None:
                     await pending
+        if found is not None:  # the storage's protobuf keeps no element of an empty slice or map
+            store_empty_collections(found)
         if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
             if await state.store.get(object_key(info, req.namespace, name)) is not None:
                 raise already_exists(info.plural, name, info.group)
@@ -522,13 +529,19 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
-    zeros = go_zero_fields(info)  # the writer's inside list items, no manager's along the struct fields
+    # The manager compares the update with the live object, which holds the zero fields too (upstream's
+    # Updater.Update diffs live against new): one left at its zero is nobody's change, one changed to it
+    # (an Event's reportingInstance "x" to "") is the writer's, as any other change.
+    zeros, empties = go_write_encodings(info)
+    found = take_empty_collections(new, empties) if empties is not None else None
     if zeros is not None:
         fill_zero_fields(new, zeros)
-        strip_zero_fields(new, zeros)
     record_manager(state, req, new, old)
-    if zeros is not None:
-        fill_zero_fields(new, zeros)
+    if found is not None:
+        # Stored forms at once: what compares the new object with the old one (generation, immutable fields,
+        # "no change") compares semantically upstream (apimachinery equality.Semantic.DeepEqual: an empty
+        # slice or map equals a nil one), as dicts here. Validation messages then show an emptied map as nil.
+        store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
