@@ -146,13 +146,29 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
         # ObjectMeta's collections are all `json:",omitempty"` (apimachinery meta/v1 types.go), and a
         # custom resource's metadata goes through ObjectMeta too (objectmeta.Coerce): an empty one is
         # never written, as when a patch removes the last finalizer.
-        for field in _OMITEMPTY_META_COLLECTIONS:
-            if field in meta and not meta[field] and type(meta[field]) in (list, dict):
-                del meta[field]
+        if not _OMITEMPTY_META_COLLECTIONS.isdisjoint(meta):  # one test in C: most bodies have none
+            for field in _OMITEMPTY_META_COLLECTIONS:
+                if field in meta and not meta[field] and type(meta[field]) in (list, dict):
+                    del meta[field]
     return obj
 
 
-_OMITEMPTY_META_COLLECTIONS = ("finalizers", "labels", "annotations", "ownerReferences")
+_OMITEMPTY_META_COLLECTIONS = frozenset({"finalizers", "labels", "annotations", "ownerReferences"})
+
+# meta/v1 ObjectMeta's fields in its Go struct's order (apimachinery meta/v1 types.go), the order
+# encoding/json writes a built-in object's metadata in whatever order the body gave. (A custom resource is
+# an unstructured map, which encoding/json writes with sorted keys: its order is left as it is.)
+_OBJECT_META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                      "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+                      "ownerReferences", "finalizers", "managedFields")
+
+
+def go_ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta``'s fields in ObjectMeta's Go field order (a new dict; any other key after them)."""
+    ordered = {key: meta[key] for key in _OBJECT_META_ORDER if key in meta}
+    if len(ordered) != len(meta):
+        ordered.update(meta)
+    return ordered
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
@@ -238,8 +254,10 @@ def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
 # -- create ------------------------------------------------------------------------------------
 
 
-async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False) -> tuple[int, bytes]:
-    """Create ``obj``; ``typed`` as :func:`check_body` takes it."""
+async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False,
+                        empties: bool = True) -> tuple[int, bytes]:
+    """Create ``obj``; ``typed`` as :func:`check_body` takes it; ``empties``: ``obj`` may hold an empty list
+    or map (a JSON body's bytes tell when it cannot: then the walk that settles them is skipped)."""
     info = req.info
     obj = check_body(info, obj, typed=typed)
     meta = obj["metadata"]  # check_body made it a dict
@@ -262,8 +280,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
     # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
     # An empty omitempty list or map is no manager's either, though admission and validation see it (_go_empty).
-    zeros, empties = go_write_encodings(info)
-    found = take_empty_collections(obj, empties) if empties is not None else None
+    zeros, walks = go_write_encodings(info)
+    found = take_empty_collections(obj, walks) if walks is not None and empties else None
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
@@ -333,9 +351,14 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
             if await state.store.get(object_key(info, req.namespace, name)) is not None:
                 raise already_exists(info.plural, name, info.group)
+            if not info.custom:
+                obj["metadata"] = go_ordered_meta(meta)
             return 201, orjson.dumps(obj)
         if "resourceVersion" in meta:
             _refuse_resource_version(meta.pop("resourceVersion"))
+        if not info.custom:
+            meta["resourceVersion"] = ""  # its place in Go's field order; the commit stamps the revision
+            obj["metadata"] = meta = go_ordered_meta(meta)
         attempt = guard_attempt = 0
         while True:
             try:
@@ -438,13 +461,14 @@ async def update_object(
     conditional: bool,
     allow_create: bool = False,
     typed: bool = False,
+    empties: bool = True,
 ) -> tuple[int, bytes, dict[str, Any] | None]:
     """Read, transform, prepare, validate, admit and compare-and-swap, retrying lost races.
 
     ``transform(current)`` returns the requested new object (the PUT body, or the patched object;
     ``current()`` is the stored object's own copy for it); a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
     409 rather than a retry. ``typed``: what ``transform`` returns on every attempt is what the typed decode
-    passed (:func:`check_body`). Returns (HTTP status, body bytes, the resulting object when decoded).
+    passed (:func:`check_body`); ``empties``: it may hold an empty list or map (:func:`create_object`). Returns (HTTP status, body bytes, the resulting object when decoded).
     """
     info = req.info
     key = object_key(info, req.namespace, req.name)
@@ -452,7 +476,7 @@ async def update_object(
         kv = await state.store.get(key)
         if kv is None:
             if allow_create and not req.subresource:
-                return await _create_on_update(state, req, transform, typed)
+                return await _create_on_update(state, req, transform, typed, empties)
             raise not_found(info.plural, req.name, info.group)
         old = request_form(info, orjson.loads(kv.value))
         new = await transform(partial(_decoded, info, kv.value))
@@ -460,7 +484,7 @@ async def update_object(
         # What a storage hook allocated for this attempt (Services), handed back when the attempt ends.
         held: list[Any] = []
         try:
-            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional)
+            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional, empties)
         finally:
             for allocation in held:
                 allocation.finish()
@@ -471,14 +495,14 @@ async def update_object(
 
 async def _update_attempt(
     state: ServerState, req: WriteRequest, key: str, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
-    held: list[Any], conditional: bool,
+    held: list[Any], conditional: bool, empties: bool,
 ) -> tuple[int, bytes, dict[str, Any] | None] | None:
     """One read-modify-write of :func:`update_object`: its answer, or ``None`` when the compare-and-swap lost
     a race an unconditional write retries. (A function of its own: mypyc compiles no ``continue`` inside
     the ``try``/``finally`` that hands the attempt's allocations back.)"""
     info = req.info
     try:
-        new, delete_now = await _prepare_update(state, req, new, old, kv, held)
+        new, delete_now = await _prepare_update(state, req, new, old, kv, held, empties)
     except _Unchanged:
         return 200, kv.value, None
     if delete_now:  # store.go ShouldDeleteDuringUpdate
@@ -512,7 +536,7 @@ class _Unchanged(Exception):
 
 async def _prepare_update(
     state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
-    held: list[Any] | None = None,
+    held: list[Any] | None = None, empties: bool = True,
 ) -> tuple[dict[str, Any], bool]:
     info = req.info
     strategy = state.strategy(info)
@@ -532,8 +556,8 @@ async def _prepare_update(
     # The manager compares the update with the live object, which holds the zero fields too (upstream's
     # Updater.Update diffs live against new): one left at its zero is nobody's change, one changed to it
     # (an Event's reportingInstance "x" to "") is the writer's, as any other change.
-    zeros, empties = go_write_encodings(info)
-    found = take_empty_collections(new, empties) if empties is not None else None
+    zeros, walks = go_write_encodings(info)
+    found = take_empty_collections(new, walks) if walks is not None and empties else None
     if zeros is not None:
         fill_zero_fields(new, zeros)
     record_manager(state, req, new, old)
@@ -599,6 +623,8 @@ async def _prepare_update(
         await _run(validating, attrs, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
+    if not info.custom:
+        new["metadata"] = go_ordered_meta(new["metadata"])
     return new, strategy.should_delete_during_update(new)
 
 
@@ -625,7 +651,7 @@ async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict
 
 
 async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform,
-                            typed: bool) -> tuple[int, bytes, None]:
+                            typed: bool, empties: bool) -> tuple[int, bytes, None]:
     new = await transform(_absent)
     new = check_body(req.info, new, req.name, typed=typed)
     meta = meta_of(new)
@@ -634,5 +660,5 @@ async def _create_on_update(state: ServerState, req: WriteRequest, transform: Tr
         raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
     meta["name"] = req.name
     meta.pop("resourceVersion", None)
-    status, body = await create_object(state, req, new, typed=typed)
+    status, body = await create_object(state, req, new, typed=typed, empties=empties)
     return status, body, None
