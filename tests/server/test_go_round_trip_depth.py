@@ -228,25 +228,3 @@ async def test_an_update_that_only_adds_empty_lists_to_an_immutable_template_is_
     assert put.status_code == 200, put.text
     assert put.json() == created.json()
 
-
-async def test_metadata_reads_back_in_object_meta_field_order(client: httpx.AsyncClient) -> None:
-    # encoding/json writes a struct's fields in declaration order: meta/v1 ObjectMeta declares Name,
-    # GenerateName, Namespace, SelfLink, UID, ResourceVersion, Generation, CreationTimestamp, ..., Labels,
-    # Annotations, OwnerReferences, Finalizers, ManagedFields, whatever order the body used.
-    body = {"metadata": {"finalizers": ["x.io/f"], "annotations": {"a": "1"}, "labels": {"app": "o"}, "name": "o"},
-            "spec": {"selector": {"matchLabels": {"app": "o"}},
-                     "template": {"metadata": {"labels": {"app": "o"}},
-                                  "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}
-    go_order = ["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "labels",
-                "annotations", "finalizers", "managedFields"]
-    created = await client.post(f"{APPS}/deployments", json=body)
-    assert created.status_code == 201, created.text
-    assert list(created.json()["metadata"]) == go_order
-    assert list((await client.get(f"{APPS}/deployments/o")).json()["metadata"]) == go_order
-    sent = created.json()
-    sent["metadata"] = dict(reversed(list(sent["metadata"].items())), labels={"app": "o", "v": "2"})
-    put = await client.put(f"{APPS}/deployments/o", json=sent)
-    assert put.status_code == 200, put.text
-    assert list(put.json()["metadata"]) == go_order
-    dry = await client.post(f"{NS}/configmaps?dryRun=All", json={"metadata": {"labels": {"a": "b"}, "name": "d"}})
-    assert list(dry.json()["metadata"]) == ["name", "namespace", "uid", "creationTimestamp", "labels", "managedFields"]

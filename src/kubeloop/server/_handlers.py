@@ -132,18 +132,15 @@ class ResourceHandlers:
             obj = decode_json(body)
             texts = duplicate_texts(body, directive, obj)
             nulls = b"null" in body  # a scan in C: most bodies have no null to drop
-            # Nor an empty list or map (api/_go_empty.py): ``[]`` or ``{}`` as every JSON encoder writes them,
-            # or white space that may sit inside one (``{ }``, a pretty-printed body).
-            empties = (b"[]" in body or b"{}" in body or b"\n" in body or b"[ " in body or b"{ " in body
-                       or b"\t" in body)
         else:
             obj = self._decode(body, media, info)
             texts = []
-            nulls = empties = True
+            nulls = True
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
         # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
-        unknown, typed = decode_checked(self.state, info, obj)
+        # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them).
+        unknown, typed, empties = decode_checked(self.state, info, obj)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)

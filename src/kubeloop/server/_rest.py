@@ -155,21 +155,6 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
 
 _OMITEMPTY_META_COLLECTIONS = frozenset({"finalizers", "labels", "annotations", "ownerReferences"})
 
-# meta/v1 ObjectMeta's fields in its Go struct's order (apimachinery meta/v1 types.go), the order
-# encoding/json writes a built-in object's metadata in whatever order the body gave. (A custom resource is
-# an unstructured map, which encoding/json writes with sorted keys: its order is left as it is.)
-_OBJECT_META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-                      "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
-                      "ownerReferences", "finalizers", "managedFields")
-
-
-def go_ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """``meta``'s fields in ObjectMeta's Go field order (a new dict; any other key after them)."""
-    ordered = {key: meta[key] for key in _OBJECT_META_ORDER if key in meta}
-    if len(ordered) != len(meta):
-        ordered.update(meta)
-    return ordered
-
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     """What is stored: ``apiVersion`` then ``kind`` first; a custom resource at its storage version.
@@ -351,14 +336,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
             if await state.store.get(object_key(info, req.namespace, name)) is not None:
                 raise already_exists(info.plural, name, info.group)
-            if not info.custom:
-                obj["metadata"] = go_ordered_meta(meta)
             return 201, orjson.dumps(obj)
         if "resourceVersion" in meta:
             _refuse_resource_version(meta.pop("resourceVersion"))
-        if not info.custom:
-            meta["resourceVersion"] = ""  # its place in Go's field order; the commit stamps the revision
-            obj["metadata"] = meta = go_ordered_meta(meta)
         attempt = guard_attempt = 0
         while True:
             try:
@@ -623,8 +603,6 @@ async def _prepare_update(
         await _run(validating, attrs, new, old)
     if _strip_managed(new) == _strip_managed(old):
         raise _Unchanged
-    if not info.custom:
-        new["metadata"] = go_ordered_meta(new["metadata"])
     return new, strategy.should_delete_during_update(new)
 
 
