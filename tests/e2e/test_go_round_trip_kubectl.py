@@ -83,3 +83,28 @@ def test_a_raw_create_with_a_resource_version_is_refused_by_the_storage_but_not_
     assert refused.returncode == 1
     assert refused.stderr.strip().endswith("resourceVersion should not be set on objects to be created"), refused.stderr
     assert kc.api_status(f"{path}/{name}") == 404
+
+
+def test_kubectl_reads_back_empty_lists_and_maps_as_a_1_32_server_stores_them(kc: Kubectl, namespace: str) -> None:
+    # core/v1 Container: Ports, VolumeMounts `json:"...,omitempty"`; PodSpec: NodeSelector omitempty; ObjectMeta:
+    # Annotations omitempty (a template's too): an empty one is not written. ResourceFieldSelector: Divisor
+    # resource.Quantity (a value): "0". rbac/v1 Role: Rules `json:"rules"`: an empty slice stored as protobuf
+    # reads back nil, `rules: null`.
+    name = unique("deploy")
+    container = {"name": "c", "image": "nginx:1.25", "ports": [], "volumeMounts": [],
+                 "env": [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]}
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+              "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                       "template": {"metadata": {"labels": {"app": name}, "annotations": {}},
+                                    "spec": {"nodeSelector": {}, "containers": [container]}}}}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace}, "rules": []}
+    kc("create", "-f", kc.write("objs.yaml", deploy, role))
+    live = yaml.safe_load(kc("get", "deploy", name, "-n", namespace, "-o", "yaml").stdout)
+    template = live["spec"]["template"]
+    assert "annotations" not in template["metadata"] and "nodeSelector" not in template["spec"]
+    (got,) = template["spec"]["containers"]
+    assert not {"ports", "volumeMounts"} & set(got)
+    assert got["env"][0]["valueFrom"]["resourceFieldRef"] == {"resource": "limits.cpu", "divisor": "0"}
+    shown = kc("get", "role", name, "-n", namespace, "-o", "yaml").stdout
+    assert "\nrules: null\n" in shown, shown

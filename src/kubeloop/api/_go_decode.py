@@ -192,7 +192,7 @@ class Decoded:
     """What one walk of a body against its Go struct found. The body is not changed by the walk:
     :meth:`drop_unknown` removes the unknown fields once the caller has seen them."""
 
-    __slots__ = ("_drops", "error", "exact", "unknown")
+    __slots__ = ("_drops", "empties", "error", "exact", "unknown")
 
     def __init__(self) -> None:
         # The decode's error (``json: cannot unmarshal ...``), or None.
@@ -204,6 +204,8 @@ class Decoded:
         # (:func:`kubeloop.api._validation.well_typed`): no null map value or list item, and
         # top-level ``apiVersion`` and ``kind`` strings (the decode itself skips those two).
         self.exact = True
+        # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
+        self.empties = False
         self._drops: list[tuple[dict[str, Any], str]] = []
 
     def drop_unknown(self) -> None:
@@ -257,8 +259,12 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
                 _walk_struct(value, field, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
                 continue
             if field.strings is dict and _STR_ONLY.issuperset(map(type, value.values())):
+                if not value:
+                    found.empties = True
                 continue
         elif vtype is list and field.strings is list and _STR_ONLY.issuperset(map(type, value)):
+            if not value:
+                found.empties = True
             continue
         if top and key in _TYPE_META:  # read before the decode, and type-checked there
             found.exact = False
@@ -287,6 +293,8 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
         ok = False
     elif kind == _MAP:
         if type(value) is dict:
+            if not value:
+                found.empties = True
             elem = go.elem
             assert elem is not None
             if elem.kind != _ANY:
@@ -299,6 +307,8 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
         ok = False
     elif kind == _SLICE:
         if type(value) is list:
+            if not value:
+                found.empties = True
             elem = go.elem
             assert elem is not None
             if elem.kind != _ANY:

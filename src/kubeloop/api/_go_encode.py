@@ -1,25 +1,36 @@
-"""A built-in object as upstream stores it: decoded into its Go struct, then encoded back.
+"""A built-in object as upstream stores it: decoded into its Go struct, stored, then encoded back.
 
 kube-apiserver decodes every built-in body into the kind's Go type (``sigs.k8s.io/json``, a fork of
-``encoding/json``) and encodes that struct again, so what a client reads back differs from what it
-sent in two ways this module reproduces, from the kind's OpenAPI schema and a few tables:
+``encoding/json``), stores it as protobuf (``--storage-media-type``'s default) and encodes the struct it
+reads back, so what a client reads differs from what it sent in ways this module reproduces, from the
+kind's OpenAPI schema and a few tables:
 
 - :func:`drop_nulls`: a JSON ``null`` leaves a field at its Go zero value (``decodeState.literalStore``:
   null sets a map, slice, pointer or interface to nil and leaves anything else as it was). A field
   Go always writes then shows that zero value (see below); any other field is gone. A ``null`` map
-  value or list item becomes the element's zero value (``{"a": null}`` labels read ``{"a": ""}``).
+  value or list item becomes the element's zero value (``{"a": null}`` labels read ``{"a": ""}``, a
+  ResourceList's ``{"cpu": null}`` reads ``{"cpu": "0"}``).
 - :func:`fill_zero_fields`: ``encoding/json`` writes every field without ``omitempty`` (at its zero
   value: ``""``, ``0``, ``false``, or ``null`` for a nil slice, map or pointer) and every struct-typed
   value field even with ``omitempty``, which never drops a struct: ``{}`` with the struct's own
-  always-written fields, or ``null`` for a zero ``metav1.Time``/``MicroTime`` (apimachinery
-  ``meta/v1/time.go`` ``Time.MarshalJSON``). So a Deployment's pod template reads
-  ``metadata: {creationTimestamp: null}`` (1.32; kubernetes/kubernetes#130989 dropped it in 1.33).
+  always-written fields, ``null`` for a zero ``metav1.Time``/``MicroTime`` (apimachinery
+  ``meta/v1/time.go`` ``Time.MarshalJSON``), ``"0"`` for a zero ``resource.Quantity`` and ``0`` for a
+  zero ``IntOrString`` (:data:`_VALUE_SCALARS`). So a Deployment's pod template reads
+  ``metadata: {creationTimestamp: null}`` (1.32; kubernetes/kubernetes#130989 dropped it in 1.33), a
+  ``resourceFieldRef`` its ``divisor: "0"``.
+- :mod:`kubeloop.api._go_empty` (from the ``walks`` built here): an empty list or map decodes to an empty slice or map, which the field manager's typing leaves out
+  when ``omitempty`` (and sees when not), validation sees as sent, and the protobuf storage keeps no
+  element of: it reads back nil, not written with ``omitempty`` (a container's ``env: []``, a
+  template's ``annotations: {}``), ``null`` without (a Role's ``rules``, an EndpointSlice's
+  ``endpoints``).
 - :func:`strip_zero_fields` takes out, along the object's struct fields from the root (not inside
   list items or map values), the values that equal what the kind's empty object encodes there:
   upstream's field manager compares a create with that empty object (``handlers/create.go``:
   ``Creater.New``), so no manager owns them; inside list items (the empty object has none) the
-  writer owns them, as a kubelet owns its pod conditions' ``lastProbeTime``. The write path fills,
-  strips, runs the field manager, then fills again.
+  writer owns them, as a kubelet owns its pod conditions' ``lastProbeTime``. A create fills, strips,
+  runs the field manager, then fills again; an update fills, runs the field manager against the live
+  object (filled as it was stored: a field changed to its zero value is the writer's change, one left
+  there nobody's), then fills again.
 
 Where each fact comes from:
 
@@ -35,9 +46,11 @@ Where each fact comes from:
   when sent. The tables cover the groups kubeloop serves (core, apps, batch, rbac, coordination,
   policy, scheduling, storage, apiextensions, autoscaling, discovery).
 
-The root object's own ``metadata`` is left to the write path, which sets its system fields. Not
-reproduced: a ``null`` ``IntOrString`` or quantity value field (upstream writes ``0``), and the
-fills under a recursive struct (``JSONSchemaProps``) built while its own children are being built.
+The root object's own ``metadata`` is left to the write path, which sets its system fields (its empty
+``managedFields`` asks the field manager for a reset). Not reproduced: the fills under a recursive
+struct (``JSONSchemaProps``) built while its own children are being built, and ``omitempty`` on a zero
+scalar (``minReadySeconds: 0``, ``paused: false``): OpenAPI cannot tell an ``int32`` from an ``*int32``,
+whose zero is written.
 """
 
 from __future__ import annotations
@@ -52,6 +65,8 @@ __all__ = ["GoEncoding", "drop_nulls", "fill_zero_fields", "go_encoding", "strip
 _REF = "#/$defs/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 
 # Fields written without omitempty though OpenAPI calls them optional (``+optional`` comment, bare
 # JSON tag), by (definition's short name, field).
@@ -101,6 +116,7 @@ _VALUE_STRUCTS = frozenset({
     ("CronJobSpec", "jobTemplate"),  # batch/v1 CronJobSpec: JobTemplate JobTemplateSpec
     ("JobTemplateSpec", "spec"),  # batch/v1 JobTemplateSpec: Spec JobSpec
     ("RoleBinding", "roleRef"), ("ClusterRoleBinding", "roleRef"),  # rbac/v1: RoleRef RoleRef
+    ("Endpoint", "conditions"),  # discovery/v1 Endpoint: Conditions EndpointConditions `json:"conditions,omitempty"`
     ("VolumeAttachmentSpec", "source"),  # storage/v1 VolumeAttachmentSpec: Source VolumeAttachmentSource
     ("CustomResourceDefinitionSpec", "names"),  # apiextensions/v1: Names CustomResourceDefinitionNames
     ("CustomResourceDefinitionStatus", "acceptedNames"),  # apiextensions/v1: AcceptedNames (a value)
@@ -115,8 +131,28 @@ _VALUE_STRUCTS = frozenset({
     ("ObjectMetricStatus", "describedObject"), ("ObjectMetricStatus", "current"), ("ObjectMetricStatus", "metric"),
 })
 
+# intstr.IntOrString and resource.Quantity fields that are Go values, not pointers, by (struct, field),
+# with their zero's encoding: ``omitempty`` never drops a struct, and a zero IntOrString (Type Int, IntVal 0)
+# marshals as ``0`` (apimachinery ``util/intstr/intstr.go`` ``IntOrString.MarshalJSON``), a zero Quantity as
+# ``"0"`` (``api/resource/quantity.go`` ``Quantity.MarshalJSON``: ``q.String()`` of zero). Every other
+# IntOrString or Quantity field of the served groups is a pointer (``*intstr.IntOrString``: the rolling
+# update bounds, PodDisruptionBudgetSpec's; ``*resource.Quantity``: EmptyDirVolumeSource.SizeLimit,
+# autoscaling/v2 MetricTarget's and MetricValueStatus's, CSIStorageCapacity's).
+_VALUE_SCALARS: dict[tuple[str, str], Any] = {
+    ("HTTPGetAction", "port"): 0,  # core/v1 HTTPGetAction: Port intstr.IntOrString `json:"port"`
+    ("TCPSocketAction", "port"): 0,  # core/v1 TCPSocketAction: Port intstr.IntOrString `json:"port"`
+    ("ServicePort", "targetPort"): 0,  # core/v1 ServicePort: TargetPort intstr.IntOrString `json:"targetPort,omitempty"`
+    ("ResourceFieldSelector", "divisor"): "0",  # core/v1: Divisor resource.Quantity `json:"divisor,omitempty"`
+}
+
+# Collections whose empty value is not the Go round trip's to drop: an empty ``managedFields`` in a body
+# asks the field manager to reset the entries (apiserver ``fieldmanager``), so the write path reads it.
+_KEPT_EMPTY = frozenset({("ObjectMeta", "managedFields")})
+
 # Shapes of a field's value the walks descend into.
 _STRUCT, _LIST, _MAP = 1, 2, 3
+# What an empty collection field's stored form is: not written (``omitempty``), or ``null``.
+_OMITTED, _NULLED = 1, 2
 
 
 class GoEncoding:
@@ -124,12 +160,15 @@ class GoEncoding:
 
     ``always``: the fields Go always writes, with their zero (a scalar, or the struct's
     :class:`GoEncoding` for a value struct). ``nested``: every field whose value holds structs, with its
-    shape and struct; ``scalars``: the zero of each scalar field's element (lists and maps of strings,
-    numbers, bools), for a ``null`` item; ``walks`` both by field, for the null walk: (shape, struct or
-    ``None``, an item's zero). ``fills``: the ``always`` fields plus the nested ones under which something
-    is filled (the fill walk follows only these); ``strips``: the ``always`` ones."""
+    shape and struct; ``scalars``: the zero of each other collection's element (lists and maps of strings,
+    numbers, bools, quantities; ``None`` where a ``null`` item stays), for a ``null`` item; ``nils``: the
+    always-written collections (``null`` when empty). ``walks`` by field, for the null and empty walks:
+    (shape, struct or ``None``, an item's zero, what an empty value becomes: 0 kept, ``_OMITTED``,
+    ``_NULLED``). ``fills``: the ``always`` fields plus
+    the collections and nested ones under which something is filled (the fill walk follows only these);
+    ``strips``: the ``always`` ones."""
 
-    __slots__ = ("always", "defname", "fills", "known", "nested", "scalars", "strips", "walks")
+    __slots__ = ("always", "defname", "fills", "known", "nested", "nils", "scalars", "strips", "walks")
 
     def __init__(self, defname: str) -> None:
         self.defname = defname
@@ -137,9 +176,10 @@ class GoEncoding:
         self.always: dict[str, Any] = {}
         self.nested: dict[str, tuple[int, GoEncoding]] = {}
         self.scalars: dict[str, tuple[int, Any]] = {}
+        self.nils: frozenset[str] = frozenset()
         self.fills: tuple[tuple[str, int, Any], ...] = ()
         self.strips: tuple[tuple[str, Any], ...] = ()
-        self.walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
+        self.walks: dict[str, tuple[int, GoEncoding | None, Any, int]] = {}
 
 
 # By definition name; a kind's root encoding (its own metadata left out) apart from the same struct
@@ -195,6 +235,7 @@ def _build(enc: GoEncoding, *, root: bool) -> None:
     required = set(node.get("required") or ()) if isinstance(node.get("required"), list) else set()
     top = bool(node.get("x-kubernetes-group-version-kind"))  # a kind, at the root or embedded
     enc.known = frozenset(props) if isinstance(props, dict) else frozenset()
+    nils: set[str] = set()
     for key, sub in (props.items() if isinstance(props, dict) else ()):
         if not isinstance(sub, Mapping):
             continue
@@ -204,6 +245,9 @@ def _build(enc: GoEncoding, *, root: bool) -> None:
                 enc.nested[key] = (_STRUCT, _child(ref))
             continue
         always = key in required or (short, key) in _NOT_OMITEMPTY
+        if (short, key) in _VALUE_SCALARS:  # an IntOrString or Quantity value: never dropped
+            enc.always[key] = _VALUE_SCALARS[short, key]
+            continue
         if ref is not None and ref in _TIMES:
             if always or (short, key) not in _POINTER_TIMES:
                 enc.always[key] = None
@@ -226,36 +270,51 @@ def _build(enc: GoEncoding, *, root: bool) -> None:
                 enc.nested[key] = (shape, _child(elem_ref))
             elif isinstance(elem, Mapping):
                 plain, zero = _scalar_zero(elem)
-                if plain or (elem_ref in _TIMES):
-                    enc.scalars[key] = (shape, zero)
+                # A null item is the element's zero: a scalar's, a time's (null), a quantity's ("0");
+                # anything else (raw JSON) stays as it is.
+                enc.scalars[key] = (shape, zero if plain or elem_ref in _TIMES else "0" if elem_ref == _QUANTITY
+                                    else None)
+            else:
+                enc.scalars[key] = (shape, None)
             if always:
                 enc.always[key] = None  # a nil slice or map
+                nils.add(key)
             continue
         if always and ref is None:
             plain, zero = _scalar_zero(sub)
             if plain:
                 enc.always[key] = zero
+    enc.nils = frozenset(nils)
     _settle(enc)
 
 
 def _settle(enc: GoEncoding) -> None:
-    """``fills`` and ``strips``, once the children exist (a child being built has none yet: recursive
-    types, which hold no value struct of their own type, are complete without)."""
+    """``fills``, ``strips`` and ``walks``, once the children exist (a child being built has none yet:
+    recursive types, which hold no value struct of their own type, are complete without)."""
     fills: list[tuple[str, int, Any]] = []
     strips: list[tuple[str, Any]] = []
+    nils = enc.nils
     for key, zero in enc.always.items():
         fills.append((key, 0, zero))
         strips.append((key, zero))
     for key, (shape, child) in enc.nested.items():
-        if key not in enc.always and key != "metadata" and _fills_something(child):
+        # A value struct's own fields are filled through its ``always`` entry; an always-written list or
+        # pointer holds structs to fill as any other does (an EndpointSlice's endpoints' conditions).
+        if type(enc.always.get(key)) is not GoEncoding and key != "metadata" and _fills_something(child):
             fills.append((key, shape, child))
     enc.fills, enc.strips = tuple(fills), tuple(strips)
-    walks: dict[str, tuple[int, GoEncoding | None, Any]] = {}
+    short = enc.defname.rpartition(".")[2]
+    walks: dict[str, tuple[int, GoEncoding | None, Any, int]] = {}
     for key, (shape, child) in enc.nested.items():
-        walks[key] = (shape, child, child)
+        walks[key] = (shape, child, child, _empty_form(short, key, nils) if shape != _STRUCT else 0)
     for key, (shape, zero) in enc.scalars.items():
-        walks[key] = (shape, None, zero)
+        walks[key] = (shape, None, zero, _empty_form(short, key, nils))
     enc.walks = walks
+
+
+def _empty_form(short: str, key: str, nils: frozenset[str]) -> int:
+    """What becomes of a collection field left empty: kept as it is, not written, or written ``null``."""
+    return 0 if (short, key) in _KEPT_EMPTY else _NULLED if key in nils else _OMITTED
 
 
 def _fills_something(enc: GoEncoding, seen: frozenset[str] = frozenset()) -> bool:
@@ -289,7 +348,7 @@ def drop_nulls(obj: dict[str, Any], enc: GoEncoding) -> None:
         walk = walks.get(key)
         if walk is None:
             continue
-        shape, child, zero = walk
+        shape, child, zero, _ = walk
         if shape == _STRUCT:
             if child is not None and type(value) is dict:
                 drop_nulls(value, child)

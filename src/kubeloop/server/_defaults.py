@@ -8,13 +8,15 @@ the client set is never overwritten. Runs on create and on main-resource update,
 decoder does for every request body.
 
 :func:`drop_go_nulls` turns a body's ``null`` values into what the typed decode leaves, and
-:func:`go_zero_fields` gives the write path what Go's JSON encoding of the decoded struct always
+:func:`go_write_encodings` gives the write path what Go's JSON encoding of the decoded struct always
 writes (a field without ``omitempty``, or a value struct, which ``omitempty`` never drops): an Event's
 ``eventTime: null`` or ``reportingInstance: ""``, a Role's ``rules: null``, a Node's ``spec: {}``, a
 pod template's ``metadata: {creationTimestamp: null}`` (all from :mod:`kubeloop.api._go_encode`).
-Upstream's field manager owns no such value along the object's struct fields (it compares the object
-with the kind's empty object), so the write path strips them around the managedFields bookkeeping and
-fills them in again before the object is compared and stored.
+Upstream's field manager owns no such value along the object's struct fields on create (it compares the
+object with the kind's empty object), so a create strips them around the managedFields bookkeeping and
+fills them in again before the object is compared and stored; an update compares with the live object,
+which holds them too. It also gives the kind's encoding for the empty lists and maps the write path
+settles (:mod:`kubeloop.api._go_empty`): ``env: []`` is no manager's and not stored.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.api._go_empty import holds_collections
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
 from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
 
-__all__ = ["apply_defaults", "drop_go_nulls", "go_zero_fields"]
+__all__ = ["apply_defaults", "drop_go_nulls", "go_write_encodings"]
 
 Obj = dict[str, Any]
 
@@ -479,19 +482,22 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
         defaulter(obj)
 
 
-def _remember(info: ResourceInfo) -> tuple[ResourceInfo, GoEncoding | None, GoEncoding | None]:
+def _remember(info: ResourceInfo) -> _Hit:
     if len(_by_info) > 1_000:
         _by_info.clear()
     defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
     enc = None if defname is None else go_encoding(defname)
     busy = enc if enc is not None and (enc.fills or enc.strips) else None
-    hit = _by_info[id(info)] = (info, enc, busy)
+    empties = enc if enc is not None and holds_collections(enc) else None
+    hit = _by_info[id(info)] = (info, enc, (busy, empties))
     return hit
 
 
-# Per ResourceInfo (by identity): the kind's Go encoding (:mod:`kubeloop.api._go_encode`), and the same
-# again only if it writes some zero field (most writes, of ConfigMaps and Secrets, then skip both walks).
-_by_info: dict[int, tuple[ResourceInfo, GoEncoding | None, GoEncoding | None]] = {}
+# Per ResourceInfo (by identity): the kind's Go encoding (:mod:`kubeloop.api._go_encode`), then the same
+# again only if it writes some zero field (most writes, of ConfigMaps and Secrets, then skip the fill walks),
+# and only if it has a list or map below its metadata (for the empty-collection walk).
+_Hit = tuple[ResourceInfo, GoEncoding | None, tuple[GoEncoding | None, GoEncoding | None]]
+_by_info: dict[int, _Hit] = {}
 
 
 def drop_go_nulls(info: ResourceInfo, obj: Obj) -> None:
@@ -504,10 +510,11 @@ def drop_go_nulls(info: ResourceInfo, obj: Obj) -> None:
         drop_nulls(obj, hit[1])
 
 
-def go_zero_fields(info: ResourceInfo) -> GoEncoding | None:
-    """The kind's Go encoding, for :func:`~kubeloop.api._go_encode.strip_zero_fields` around the field
-    manager and :func:`~kubeloop.api._go_encode.fill_zero_fields` after it; ``None`` for custom
-    resources and for kinds with no field Go writes at its zero value."""
+def go_write_encodings(info: ResourceInfo) -> tuple[GoEncoding | None, GoEncoding | None]:
+    """The kind's Go encoding twice: for :func:`~kubeloop.api._go_encode.strip_zero_fields` around the field
+    manager and :func:`~kubeloop.api._go_encode.fill_zero_fields` after it, ``None`` for custom resources
+    and for kinds with no field Go writes at its zero value; and for the empty-collection walk
+    (:func:`~kubeloop.api._go_empty.take_empty_collections`), ``None`` for kinds with no list or map."""
     hit = _by_info.get(id(info))
     if hit is None or hit[0] is not info:
         hit = _remember(info)

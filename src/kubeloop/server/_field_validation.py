@@ -125,9 +125,10 @@ def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:
     return None if hit[1] is None else decode(obj, hit[1])
 
 
-def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool]:
-    """The typed decode of a create or update body, and its unknown fields dropped: their texts, and
-    whether its metadata needs no type check after this (:attr:`Decoded.exact`).
+def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool, bool]:
+    """The typed decode of a create or update body, and its unknown fields dropped: their texts,
+    whether its metadata needs no type check after this (:attr:`Decoded.exact`), and whether it may hold
+    an empty list or map (:attr:`Decoded.empties`; always for a custom resource).
 
     A JSON value of the wrong type for its Go field is 400 (handlers/rest.go transformDecodeError over
     encoding/json's UnmarshalTypeError), before fieldValidation's unknown-field errors and with nothing
@@ -137,7 +138,7 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
     if hit is None or hit[0] is not info:
         hit = _go_struct_of(info)
     if hit[1] is None or type(obj) is not dict:
-        return unknown_field_texts(state, info, obj), False
+        return unknown_field_texts(state, info, obj), False, True
     decoded = decode(obj, hit[1])
     if (err := decoded.error) is not None:
         version = info.version
@@ -146,9 +147,9 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
     paths = decoded.unknown
     if not paths:
-        return paths, decoded.exact
+        return paths, decoded.exact, decoded.empties
     decoded.drop_unknown()
-    return [f'unknown field "{p}"' for p in paths], decoded.exact
+    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties
 
 
 # The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).

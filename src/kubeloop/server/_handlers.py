@@ -119,11 +119,12 @@ class ResourceHandlers:
         )
 
     def _decode_checked(self, body: bytes, media: str, info: ResourceInfo,
-                        req: WriteRequest) -> tuple[Any, bool, bool]:
+                        req: WriteRequest) -> tuple[Any, bool, bool, bool]:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
         whether no unknown field was dropped from it (the object is then what its body's JSON
         decodes to, for a JSON body); and whether the typed decode leaves nothing for
-        :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``)."""
+        :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``); and whether it may
+        hold an empty list or map (``empties``, for :func:`~kubeloop.server._rest.create_object`)."""
         directive = directive_of(req.options.field_validation)
         if media == "application/json":  # what clients send: ``_decode``'s first case, without the call
             if not body or body.isspace():
@@ -138,7 +139,8 @@ class ResourceHandlers:
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
         # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
-        unknown, typed = decode_checked(self.state, info, obj)
+        # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them).
+        unknown, typed, empties = decode_checked(self.state, info, obj)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)
@@ -146,7 +148,7 @@ class ResourceHandlers:
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj, not unknown, typed
+        return obj, not unknown, typed, empties
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns
@@ -211,8 +213,8 @@ class ResourceHandlers:
                 raise _method_not_allowed()
             content_type = request.negotiate()
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
-            obj, _, typed = self._decode_checked(await request.body(), request.content_type, info, req)
-            status, body = await create_object(self.state, req, obj, typed=typed)
+            obj, _, typed, empties = self._decode_checked(await request.body(), request.content_type, info, req)
+            status, body = await create_object(self.state, req, obj, typed=typed, empties=empties)
             start, message = self._object_messages(request, info, status, body, content_type, req.warnings)
             await send(start)
             await send(message)
@@ -309,7 +311,7 @@ class ResourceHandlers:
         req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
         sent = await request.body()
         media = request.content_type
-        body, intact, typed = self._decode_checked(sent, media, info, req)
+        body, intact, typed, empties = self._decode_checked(sent, media, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))
@@ -337,7 +339,7 @@ class ResourceHandlers:
             return fresh
 
         status, out, _ = await update_object(self.state, req, transform, conditional=has_rv,
-                                             allow_create=info.allow_create_on_update, typed=typed)
+                                             allow_create=info.allow_create_on_update, typed=typed, empties=empties)
         start, message = self._object_messages(request, info, status, out, content_type, req.warnings)
         await send(start)
         await send(message)

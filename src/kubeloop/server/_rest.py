@@ -32,6 +32,7 @@ from kubeloop.api import (
     invalid,
     not_found,
 )
+from kubeloop.api._go_empty import put_back_empty_collections, store_empty_collections, take_empty_collections
 from kubeloop.api._go_encode import fill_zero_fields, strip_zero_fields
 from kubeloop.api._validation import (
     type_errors,
@@ -41,7 +42,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
-from kubeloop.server._defaults import apply_defaults, go_zero_fields
+from kubeloop.server._defaults import apply_defaults, go_write_encodings
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
 from kubeloop.server._owner_references import dedup_owner_references
@@ -145,13 +146,14 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
         # ObjectMeta's collections are all `json:",omitempty"` (apimachinery meta/v1 types.go), and a
         # custom resource's metadata goes through ObjectMeta too (objectmeta.Coerce): an empty one is
         # never written, as when a patch removes the last finalizer.
-        for field in _OMITEMPTY_META_COLLECTIONS:
-            if field in meta and not meta[field] and type(meta[field]) in (list, dict):
-                del meta[field]
+        if not _OMITEMPTY_META_COLLECTIONS.isdisjoint(meta):  # one test in C: most bodies have none
+            for field in _OMITEMPTY_META_COLLECTIONS:
+                if field in meta and not meta[field] and type(meta[field]) in (list, dict):
+                    del meta[field]
     return obj
 
 
-_OMITEMPTY_META_COLLECTIONS = ("finalizers", "labels", "annotations", "ownerReferences")
+_OMITEMPTY_META_COLLECTIONS = frozenset({"finalizers", "labels", "annotations", "ownerReferences"})
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
@@ -237,8 +239,10 @@ def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
 # -- create ------------------------------------------------------------------------------------
 
 
-async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False) -> tuple[int, bytes]:
-    """Create ``obj``; ``typed`` as :func:`check_body` takes it."""
+async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False,
+                        empties: bool = True) -> tuple[int, bytes]:
+    """Create ``obj``; ``typed`` as :func:`check_body` takes it; ``empties``: ``obj`` may hold an empty list
+    or map (a JSON body's bytes tell when it cannot: then the walk that settles them is skipped)."""
     info = req.info
     obj = check_body(info, obj, typed=typed)
     meta = obj["metadata"]  # check_body made it a dict
@@ -260,7 +264,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # what a plugin adds (DefaultTolerationSeconds' tolerations, Priority's spec.priority) is nobody's.
     # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
     # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
-    zeros = go_zero_fields(info)
+    # An empty omitempty list or map is no manager's either, though admission and validation see it (_go_empty).
+    zeros, walks = go_write_encodings(info)
+    found = take_empty_collections(obj, walks) if walks is not None and empties else None
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
@@ -269,6 +275,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         hook(req, obj, None)
     if zeros is not None:
         fill_zero_fields(obj, zeros)
+    if found is not None:
+        put_back_empty_collections(found)
     mutating, validating = plans_for(state.admission, "CREATE", info)
     # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
@@ -323,6 +331,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
                 pending = step(attrs, obj, None)
                 if pending is not None:
                     await pending
+        if found is not None:  # the storage's protobuf keeps no element of an empty slice or map
+            store_empty_collections(found)
         if req.options.dry_run:  # DryRunnableStorage.Create: the object as it is, the storage never asked
             if await state.store.get(object_key(info, req.namespace, name)) is not None:
                 raise already_exists(info.plural, name, info.group)
@@ -431,13 +441,14 @@ async def update_object(
     conditional: bool,
     allow_create: bool = False,
     typed: bool = False,
+    empties: bool = True,
 ) -> tuple[int, bytes, dict[str, Any] | None]:
     """Read, transform, prepare, validate, admit and compare-and-swap, retrying lost races.
 
     ``transform(current)`` returns the requested new object (the PUT body, or the patched object;
     ``current()`` is the stored object's own copy for it); a ``metadata.resourceVersion`` in it is a precondition. ``conditional`` means a mismatch is a
     409 rather than a retry. ``typed``: what ``transform`` returns on every attempt is what the typed decode
-    passed (:func:`check_body`). Returns (HTTP status, body bytes, the resulting object when decoded).
+    passed (:func:`check_body`); ``empties``: it may hold an empty list or map (:func:`create_object`). Returns (HTTP status, body bytes, the resulting object when decoded).
     """
     info = req.info
     key = object_key(info, req.namespace, req.name)
@@ -445,7 +456,7 @@ async def update_object(
         kv = await state.store.get(key)
         if kv is None:
             if allow_create and not req.subresource:
-                return await _create_on_update(state, req, transform, typed)
+                return await _create_on_update(state, req, transform, typed, empties)
             raise not_found(info.plural, req.name, info.group)
         old = request_form(info, orjson.loads(kv.value))
         new = await transform(partial(_decoded, info, kv.value))
@@ -453,7 +464,7 @@ async def update_object(
         # What a storage hook allocated for this attempt (Services), handed back when the attempt ends.
         held: list[Any] = []
         try:
-            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional)
+            outcome = await _update_attempt(state, req, key, new, old, kv, held, conditional, empties)
         finally:
             for allocation in held:
                 allocation.finish()
@@ -464,14 +475,14 @@ async def update_object(
 
 async def _update_attempt(
     state: ServerState, req: WriteRequest, key: str, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
-    held: list[Any], conditional: bool,
+    held: list[Any], conditional: bool, empties: bool,
 ) -> tuple[int, bytes, dict[str, Any] | None] | None:
     """One read-modify-write of :func:`update_object`: its answer, or ``None`` when the compare-and-swap lost
     a race an unconditional write retries. (A function of its own: mypyc compiles no ``continue`` inside
     the ``try``/``finally`` that hands the attempt's allocations back.)"""
     info = req.info
     try:
-        new, delete_now = await _prepare_update(state, req, new, old, kv, held)
+        new, delete_now = await _prepare_update(state, req, new, old, kv, held, empties)
     except _Unchanged:
         return 200, kv.value, None
     if delete_now:  # store.go ShouldDeleteDuringUpdate
@@ -505,7 +516,7 @@ class _Unchanged(Exception):
 
 async def _prepare_update(
     state: ServerState, req: WriteRequest, new: dict[str, Any], old: dict[str, Any], kv: KeyValue,
-    held: list[Any] | None = None,
+    held: list[Any] | None = None, empties: bool = True,
 ) -> tuple[dict[str, Any], bool]:
     info = req.info
     strategy = state.strategy(info)
@@ -522,13 +533,19 @@ async def _prepare_update(
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
-    zeros = go_zero_fields(info)  # the writer's inside list items, no manager's along the struct fields
+    # The manager compares the update with the live object, which holds the zero fields too (upstream's
+    # Updater.Update diffs live against new): one left at its zero is nobody's change, one changed to it
+    # (an Event's reportingInstance "x" to "") is the writer's, as any other change.
+    zeros, walks = go_write_encodings(info)
+    found = take_empty_collections(new, walks) if walks is not None and empties else None
     if zeros is not None:
         fill_zero_fields(new, zeros)
-        strip_zero_fields(new, zeros)
     record_manager(state, req, new, old)
-    if zeros is not None:
-        fill_zero_fields(new, zeros)
+    if found is not None:
+        # Stored forms at once: what compares the new object with the old one (generation, immutable fields,
+        # "no change") compares semantically upstream (apimachinery equality.Semantic.DeepEqual: an empty
+        # slice or map equals a nil one), as dicts here. Validation messages then show an emptied map as nil.
+        store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
                                 req.subresource, req.user, req.options.dry_run)
@@ -612,7 +629,7 @@ async def _delete_during_update(state: ServerState, req: WriteRequest, new: dict
 
 
 async def _create_on_update(state: ServerState, req: WriteRequest, transform: Transform,
-                            typed: bool) -> tuple[int, bytes, None]:
+                            typed: bool, empties: bool) -> tuple[int, bytes, None]:
     new = await transform(_absent)
     new = check_body(req.info, new, req.name, typed=typed)
     meta = meta_of(new)
@@ -621,5 +638,5 @@ async def _create_on_update(state: ServerState, req: WriteRequest, transform: Tr
         raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
     meta["name"] = req.name
     meta.pop("resourceVersion", None)
-    status, body = await create_object(state, req, new, typed=typed)
+    status, body = await create_object(state, req, new, typed=typed, empties=empties)
     return status, body, None
