@@ -144,14 +144,17 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
     else:
         # ObjectMeta's collections are all `json:",omitempty"` (apimachinery meta/v1 types.go), and a
         # custom resource's metadata goes through ObjectMeta too (objectmeta.Coerce): an empty one is
-        # never written, as when a patch removes the last finalizer.
-        for field in _OMITEMPTY_META_COLLECTIONS:
-            if field in meta and not meta[field] and type(meta[field]) in (list, dict):
-                del meta[field]
+        # never written, as when a patch removes the last finalizer. One test first: most metadata has
+        # none of the four (a name and a namespace).
+        if not _OMITEMPTY_META_FIELDS.isdisjoint(meta):
+            for field in _OMITEMPTY_META_COLLECTIONS:
+                if field in meta and not meta[field] and type(meta[field]) in (list, dict):
+                    del meta[field]
     return obj
 
 
 _OMITEMPTY_META_COLLECTIONS = ("finalizers", "labels", "annotations", "ownerReferences")
+_OMITEMPTY_META_FIELDS = frozenset(_OMITEMPTY_META_COLLECTIONS)
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
@@ -234,6 +237,17 @@ def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def _same_but_managed_fields(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """``_strip_managed(new) == _strip_managed(old)`` without copying either metadata in Python: the
+    objects with ``metadata`` set aside, then both metadata with ``managedFields`` set to one value
+    (absent and present compare alike, as when both are stripped)."""
+    new_meta, old_meta = new.get("metadata"), old.get("metadata")
+    if type(new_meta) is not dict or type(old_meta) is not dict:
+        return _strip_managed(new) == _strip_managed(old)
+    return ({**new, "metadata": None} == {**old, "metadata": None}
+            and {**new_meta, "managedFields": None} == {**old_meta, "managedFields": None})
+
+
 # -- create ------------------------------------------------------------------------------------
 
 
@@ -261,12 +275,15 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
     # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
     zeros = go_zero_fields(info)
+    # One reading of the clock stamps both the managedFields entry and creationTimestamp: RFC 3339 in whole
+    # seconds, as upstream's two readings (fieldmanager, then FillObjectMetaSystemFields) show them.
+    now = format_time(state.clock.now())
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
             fill_zero_fields(obj, zeros)
             strip_zero_fields(obj, zeros)
-        hook(req, obj, None)
+        hook(req, obj, None, now)
     if zeros is not None:
         fill_zero_fields(obj, zeros)
     mutating, validating = plans_for(state.admission, "CREATE", info)
@@ -297,7 +314,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         for cleared in _CLEARED_ON_CREATE:
             meta.pop(cleared, None)
     meta["uid"] = state.new_uid()
-    meta["creationTimestamp"] = format_time(state.clock.now())
+    meta["creationTimestamp"] = now
     if "managedFields" in meta:  # last, where ObjectMeta's Go field order puts it (recorded before the uid)
         meta["managedFields"] = meta.pop("managedFields")
     generate = str(meta.get("generateName") or "")  # a mutating plugin may have set it
@@ -411,7 +428,7 @@ def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], o
     """Record the write's field manager in managedFields (``state.field_manager``)."""
     hook = state.field_manager
     if hook is not None:
-        hook(req, obj, old)
+        hook(req, obj, old, format_time(state.clock.now()))
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -584,7 +601,7 @@ async def _prepare_update(
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
-    if _strip_managed(new) == _strip_managed(old):
+    if _same_but_managed_fields(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
 
