@@ -112,3 +112,16 @@ async def test_the_kubernetes_client_sees_one_time_per_create_and_no_op_updates(
     assert same.resource_version == created.resource_version
     assert int(changed.resource_version) > int(created.resource_version)
     assert changed.creation_timestamp == created.creation_timestamp
+
+
+async def test_an_update_checks_its_finalizers_only_when_it_has_some(client: httpx.AsyncClient) -> None:
+    created = (await client.post(CM, content=orjson.dumps({"metadata": {"name": "fin"}}))).json()
+    bad = {**created, "metadata": {**created["metadata"], "finalizers": ["example.com/ok", "not a name!"]}}
+    refused = await client.put(f"{CM}/fin", content=orjson.dumps(bad))
+    assert refused.status_code == 422
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == ["metadata.finalizers"]
+    assert (await client.get(f"{CM}/fin")).json() == created
+    empty = {**created, "metadata": {**created["metadata"], "finalizers": []}}
+    kept = await client.put(f"{CM}/fin", content=orjson.dumps(empty))
+    assert kept.status_code == 200
+    assert kept.json() == created  # an empty list is omitted (omitempty): the object did not change

@@ -595,7 +595,8 @@ async def _prepare_update(
     if new_meta.get("generateName") is None and old_meta.get("generateName"):
         new_meta["generateName"] = old_meta["generateName"]
     errors = validate_object_meta_update(new_meta, old_meta)
-    errors.extend(validate_finalizers(new_meta.get("finalizers")))
+    if finalizers := new_meta.get("finalizers"):  # none to check in an absent or empty list
+        errors.extend(validate_finalizers(finalizers))
     _validate(state, info, new, errors, strategy, old, req.subresource)
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
