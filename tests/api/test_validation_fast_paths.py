@@ -217,3 +217,53 @@ def test_object_meta_without_the_other_fields_skips_them_with_the_same_answer(me
     # of them: the answers must be the same whether the skip is taken or not.
     forced = {"labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": [], **meta}
     assert validate_object_meta(meta, namespaced=namespaced) == validate_object_meta(forced, namespaced=namespaced)
+
+
+# -- ObjectMeta on update: immutable fields compared as sent first, empty collections skipped ----------
+
+
+def _reference_meta_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """validate_object_meta_update as it read before round 11 (each immutable field normalised on both
+    sides, every collection check called): objectmeta.go ValidateObjectMetaAccessorUpdate."""
+    errs: list[FieldError] = []
+    if old.get("deletionTimestamp"):
+        extra = sorted(set(new.get("finalizers") or []) - set(old.get("finalizers") or []))
+        if extra:
+            errs.append(FieldError.forbidden(
+                "metadata.finalizers", "no new finalizers can be added if the object is being deleted, "
+                f"found new finalizers {v._go_string_slice(extra)}"))
+    if not new.get("resourceVersion"):
+        errs.append(FieldError.invalid("metadata.resourceVersion", str(new.get("resourceVersion") or ""),
+                                       "must be specified for an update"))
+    new_generation, old_generation = new.get("generation") or 0, old.get("generation") or 0
+    if isinstance(new_generation, int) and isinstance(old_generation, int) and new_generation < old_generation:
+        errs.append(FieldError.invalid("metadata.generation", new_generation, "must not be decremented"))
+    for key in v._IMMUTABLE:
+        new_value = v._immutable_value(new, key)
+        if new_value != v._immutable_value(old, key):
+            errs.append(FieldError.invalid(f"metadata.{key}", new_value, "field is immutable"))
+    errs.extend(validate_labels(new.get("labels"), "metadata.labels"))
+    errs.extend(validate_annotations(new.get("annotations"), "metadata.annotations"))
+    errs.extend(v.validate_owner_references(new.get("ownerReferences"), "metadata.ownerReferences"))
+    return errs
+
+
+# Values that meet at the edges of "equal as sent" and "equal as Go compares": absent, None, "", 0, False.
+_IMMUTABLE_VALUE = st.sampled_from([None, "", "a", "b", 0, 1, 0.0, False, "2024-01-01T00:00:00Z"])
+_UPDATE_META = st.fixed_dictionaries(
+    {},
+    optional={**{key: _IMMUTABLE_VALUE for key in v._IMMUTABLE},
+              "resourceVersion": st.sampled_from([None, "", "5"]), "generation": st.integers(-1, 2) | _SCALAR,
+              "labels": st.dictionaries(_TEXT, _TEXT, max_size=2) | st.none(),
+              "annotations": st.dictionaries(_TEXT, _TEXT, max_size=2) | st.none(),
+              "finalizers": st.lists(_TEXT, max_size=2),
+              "ownerReferences": st.lists(st.fixed_dictionaries({"apiVersion": st.sampled_from(["v1", "v"]),
+                                                                 "kind": st.just("Pod"), "name": _TEXT,
+                                                                 "uid": _TEXT}), max_size=2) | st.none()},
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_UPDATE_META, _UPDATE_META)
+def test_object_meta_update_gives_the_straightforward_answer(new: dict[str, Any], old: dict[str, Any]) -> None:
+    assert v.validate_object_meta_update(new, old) == _reference_meta_update(new, old)

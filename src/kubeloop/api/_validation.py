@@ -481,12 +481,19 @@ def validate_object_meta_update(
     if isinstance(new_generation, int) and isinstance(old_generation, int) and new_generation < old_generation:
         errs.append(FieldError.invalid(f"{field}.generation", new_generation, "must not be decremented"))
     for key in _IMMUTABLE:
-        new_value = _immutable_value(new_meta, key)
-        if new_value != _immutable_value(old_meta, key):
-            errs.append(FieldError.invalid(f"{field}.{key}", new_value, "field is immutable"))
-    errs.extend(validate_labels(new_meta.get("labels"), f"{field}.labels"))
-    errs.extend(validate_annotations(new_meta.get("annotations"), f"{field}.annotations"))
-    errs.extend(validate_owner_references(new_meta.get("ownerReferences"), f"{field}.ownerReferences"))
+        # Values equal as sent are equal as Go compares them (their zero values stand in for absent ones):
+        # only a difference is looked at again.
+        if new_meta.get(key) != old_meta.get(key):
+            new_value = _immutable_value(new_meta, key)
+            if new_value != _immutable_value(old_meta, key):
+                errs.append(FieldError.invalid(f"{field}.{key}", new_value, "field is immutable"))
+    # Each check finds nothing in an absent or empty field, as on create.
+    if labels := new_meta.get("labels"):
+        errs.extend(validate_labels(labels, f"{field}.labels"))
+    if annotations := new_meta.get("annotations"):
+        errs.extend(validate_annotations(annotations, f"{field}.annotations"))
+    if references := new_meta.get("ownerReferences"):
+        errs.extend(validate_owner_references(references, f"{field}.ownerReferences"))
     return errs
 
 

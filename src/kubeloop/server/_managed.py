@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import ApiError, format_time, parse_fields_v1
+from kubeloop.api import ApiError, parse_fields_v1
 from kubeloop.api._apply import default_field_manager, managed_fields_on_create, managed_fields_on_update
 from kubeloop.server._state import ServerState
 
@@ -33,8 +33,12 @@ INVALID_AFTER_ADMISSION = (".metadata.managedFields was in an invalid state afte
                            "an outdated mutating admission controller; please fix your requests: ")
 
 
-def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], dict[str, Any] | None], None]:
-    def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], dict[str, Any] | None, str], None]:
+    """The field manager's hook: ``record(req, obj, old, now)`` records the write of ``obj`` (``old``:
+    the stored object, ``None`` for a create) at ``now`` (``metav1.Time`` text, which the caller reads
+    once for the write: a create stamps its creationTimestamp with the same reading)."""
+
+    def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None, now: str) -> None:
         if req.operation == "Apply":
             return
         info = req.info
@@ -45,11 +49,11 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
         try:
             if old is None and subresource is None:  # a create: the positional entry point
                 managed = managed_fields_on_create(
-                    obj, manager, format_time(state.clock.now()), api_version, schema, info.status_subresource,
+                    obj, manager, now, api_version, schema, info.status_subresource,
                 )
             else:
                 managed = managed_fields_on_update(
-                    old, obj, manager, format_time(state.clock.now()), api_version, schema, subresource,
+                    old, obj, manager, now, api_version, schema, subresource,
                     info.status_subresource,
                 )
         except ApiError:
@@ -61,7 +65,7 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
             if isinstance(meta, dict) and meta.pop("managedFields", None) is not None:
                 try:
                     managed = managed_fields_on_update(
-                        old, obj, manager, format_time(state.clock.now()), api_version, schema, subresource,
+                        old, obj, manager, now, api_version, schema, subresource,
                         info.status_subresource,
                     )
                 except ApiError:

@@ -145,15 +145,17 @@ def check_body(info: ResourceInfo, obj: Any, name: str = "", *, typed: bool = Fa
     else:
         # ObjectMeta's collections are all `json:",omitempty"` (apimachinery meta/v1 types.go), and a
         # custom resource's metadata goes through ObjectMeta too (objectmeta.Coerce): an empty one is
-        # never written, as when a patch removes the last finalizer.
-        if not _OMITEMPTY_META_COLLECTIONS.isdisjoint(meta):  # one test in C: most bodies have none
+        # never written, as when a patch removes the last finalizer. One test first: most metadata has
+        # none of the four (a name and a namespace).
+        if not _OMITEMPTY_META_FIELDS.isdisjoint(meta):
             for field in _OMITEMPTY_META_COLLECTIONS:
                 if field in meta and not meta[field] and type(meta[field]) in (list, dict):
                     del meta[field]
     return obj
 
 
-_OMITEMPTY_META_COLLECTIONS = frozenset({"finalizers", "labels", "annotations", "ownerReferences"})
+_OMITEMPTY_META_COLLECTIONS = ("finalizers", "labels", "annotations", "ownerReferences")
+_OMITEMPTY_META_FIELDS = frozenset(_OMITEMPTY_META_COLLECTIONS)
 
 
 def storage_form(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +238,17 @@ def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def _same_but_managed_fields(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """``_strip_managed(new) == _strip_managed(old)`` without copying either metadata in Python: the
+    objects with ``metadata`` set aside, then both metadata with ``managedFields`` set to one value
+    (absent and present compare alike, as when both are stripped)."""
+    new_meta, old_meta = new.get("metadata"), old.get("metadata")
+    if type(new_meta) is not dict or type(old_meta) is not dict:
+        return _strip_managed(new) == _strip_managed(old)
+    return ({**new, "metadata": None} == {**old, "metadata": None}
+            and {**new_meta, "managedFields": None} == {**old_meta, "managedFields": None})
+
+
 # -- create ------------------------------------------------------------------------------------
 
 
@@ -267,12 +280,15 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # An empty omitempty list or map is no manager's either, though admission and validation see it (_go_empty).
     zeros, walks = go_write_encodings(info)
     found = take_empty_collections(obj, walks) if walks is not None and empties else None
+    # One reading of the clock stamps both the managedFields entry and creationTimestamp: RFC 3339 in whole
+    # seconds, as upstream's two readings (fieldmanager, then FillObjectMetaSystemFields) show them.
+    now = format_time(state.clock.now())
     hook = state.field_manager  # record_manager, inlined
     if hook is not None:
         if zeros is not None:
             fill_zero_fields(obj, zeros)
             strip_zero_fields(obj, zeros)
-        hook(req, obj, None)
+        hook(req, obj, None, now)
     if zeros is not None:
         fill_zero_fields(obj, zeros)
     if found is not None:
@@ -305,7 +321,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         for cleared in _CLEARED_ON_CREATE:
             meta.pop(cleared, None)
     meta["uid"] = state.new_uid()
-    meta["creationTimestamp"] = format_time(state.clock.now())
+    meta["creationTimestamp"] = now
     if "managedFields" in meta:  # last, where ObjectMeta's Go field order puts it (recorded before the uid)
         meta["managedFields"] = meta.pop("managedFields")
     generate = str(meta.get("generateName") or "")  # a mutating plugin may have set it
@@ -421,7 +437,7 @@ def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], o
     """Record the write's field manager in managedFields (``state.field_manager``)."""
     hook = state.field_manager
     if hook is not None:
-        hook(req, obj, old)
+        hook(req, obj, old, format_time(state.clock.now()))
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -595,13 +611,14 @@ async def _prepare_update(
     if new_meta.get("generateName") is None and old_meta.get("generateName"):
         new_meta["generateName"] = old_meta["generateName"]
     errors = validate_object_meta_update(new_meta, old_meta)
-    errors.extend(validate_finalizers(new_meta.get("finalizers")))
+    if finalizers := new_meta.get("finalizers"):  # none to check in an absent or empty list
+        errors.extend(validate_finalizers(finalizers))
     _validate(state, info, new, errors, strategy, old, req.subresource)
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
-    if _strip_managed(new) == _strip_managed(old):
+    if _same_but_managed_fields(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
 

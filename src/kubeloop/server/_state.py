@@ -115,8 +115,8 @@ class ServerState:
     # Extra validation per (group, kind), e.g. a CRD's openAPIV3Schema (the CRD helper fills it).
     validators: dict[tuple[str, str], Validator] = field(default_factory=dict)
     strategies: dict[tuple[str, str], GenericStrategy] = field(default_factory=dict)
-    # Records a write's manager in managedFields in place: (WriteRequest, new, old or None).
-    field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None], None] | None = None
+    # Records a write's manager in managedFields in place: (WriteRequest, new, old or None, the time).
+    field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None, str], None] | None = None
     # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
     custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
 
