@@ -87,9 +87,9 @@ async def test_a_patch_still_works_on_its_own_copy_of_the_stored_object(client: 
 
 
 async def _put_losing_one_race(
-    client: httpx.AsyncClient, store: SqliteStore, body: dict[str, Any], content_type: str, query: str = ""
+    client: httpx.AsyncClient, store: SqliteStore, body: Any, content_type: str, query: str = ""
 ) -> tuple[httpx.Response, int]:
-    """PUT ``body`` over a fresh ConfigMap ``a`` while another writer commits (a label) between the
+    """PUT ``body`` (PATCH it, for a patch ``content_type``) over a fresh ConfigMap ``a`` while another writer commits (a label) between the
     PUT's read and its first compare-and-swap; the answer and the number of attempts."""
     assert (await client.post(CM, json={"metadata": {"name": "a"}, "data": {"k": "1"}})).status_code == 201
     original_update = store.update
@@ -106,10 +106,16 @@ async def _put_losing_one_race(
             await original_update(key, renderer(other), expected_revision=expected_revision)
         return await original_update(key, render, expected_revision=expected_revision)
 
-    content = orjson.dumps(body) if content_type == "application/json" else yaml.safe_dump(body).encode()
+    if content_type in ("application/json", "application/json-patch+json", "application/merge-patch+json",
+                        "application/strategic-merge-patch+json"):
+        content = orjson.dumps(body)
+    else:
+        content = yaml.safe_dump(body).encode()
+    method = "PUT" if "patch" not in content_type else "PATCH"
     store.update = beaten_once  # type: ignore[method-assign]
     try:
-        updated = await client.put(f"{CM}/a{query}", content=content, headers={"content-type": content_type})
+        updated = await client.request(method, f"{CM}/a{query}", content=content,
+                                       headers={"content-type": content_type})
     finally:
         store.update = original_update  # type: ignore[method-assign]
     return updated, attempts
@@ -150,3 +156,90 @@ async def test_a_put_retried_after_a_lost_race_still_drops_the_bodys_unknown_fie
     assert stored["data"] == {"k": "2"}
     assert "bogus" not in stored
     assert "bogus" not in stored["metadata"]
+
+
+def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored object without what differs between two objects written alike (name, uid, version)."""
+    meta = dict(obj["metadata"])
+    for field in ("name", "uid", "resourceVersion"):
+        meta.pop(field, None)
+    return {**obj, "metadata": meta}
+
+
+# Bodies whose JSON nulls the typed decode leaves at their Go zero values (handlers/update.go decodes the
+# body once, before GuaranteedUpdate; every attempt starts from that object, never from the bytes again).
+_NULL_BODIES = [
+    {"metadata": {"name": "a", "labels": None, "annotations": {"x": None}}, "data": {"k": None, "j": "2"},
+     "binaryData": None, "immutable": None},
+    {"metadata": {"name": "a", "finalizers": None, "ownerReferences": None}, "data": None},
+]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+@pytest.mark.parametrize("shape", range(len(_NULL_BODIES)))
+async def test_a_put_retried_after_a_lost_race_stores_what_an_unraced_put_stores(
+    client: httpx.AsyncClient, store: SqliteStore, content_type: str, shape: int
+) -> None:
+    """A retried PUT of a body with nulls drops them as its first attempt did (the nulls become Go zero
+    values in the typed decode): the stored object is the one an unraced PUT of the same body stores."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", **_NULL_BODIES[shape]}
+    assert (await client.post(CM, json={"metadata": {"name": "b"}, "data": {"k": "1"}})).status_code == 201
+    other = orjson.loads(orjson.dumps(body))
+    other["metadata"]["name"] = "b"
+    content = orjson.dumps(other) if content_type == "application/json" else yaml.safe_dump(other).encode()
+    unraced = await client.put(f"{CM}/b", content=content, headers={"content-type": content_type})
+    assert unraced.status_code == 200, unraced.text
+
+    raced, attempts = await _put_losing_one_race(client, store, body, content_type)
+
+    assert raced.status_code == 200, raced.text
+    assert attempts == 2
+    stored = orjson.loads(await _stored(client, "a"))
+    assert b"null" not in await _stored(client, "a")
+    assert _comparable(stored) == _comparable(orjson.loads(await _stored(client, "b")))
+    assert raced.json() == stored
+
+
+# Patches whose result holds nulls or whose nulls remove fields; each attempt applies the patch to a fresh
+# read (handlers/patch.go applyPatch inside GuaranteedUpdate), so a retried one must store what one does
+# unraced.
+_NULL_PATCHES = [
+    ("application/json-patch+json", [{"op": "add", "path": "/data", "value": {"k": None, "j": "2"}},
+                                     {"op": "add", "path": "/binaryData", "value": None},
+                                     {"op": "add", "path": "/immutable", "value": None}]),
+    ("application/merge-patch+json", {"data": {"k": None, "j": "2"}, "binaryData": None, "immutable": None}),
+    ("application/strategic-merge-patch+json", {"data": {"k": None, "j": "2"}, "binaryData": None}),
+    ("application/apply-patch+yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+                                      "data": {"k": None, "j": "2"}, "binaryData": None, "immutable": None}),
+]
+
+
+@pytest.mark.parametrize("shape", range(len(_NULL_PATCHES)))
+async def test_a_patch_retried_after_a_lost_race_stores_what_an_unraced_patch_stores(
+    client: httpx.AsyncClient, store: SqliteStore, shape: int
+) -> None:
+    """Every attempt of a PATCH decodes and applies the patch afresh, dropping the result's nulls as the
+    first did; the raced object differs from the unraced one only by the other writer's label."""
+    content_type, patch = _NULL_PATCHES[shape]
+    query = "?fieldManager=m" if content_type == "application/apply-patch+yaml" else ""
+    assert (await client.post(CM, json={"metadata": {"name": "b"}, "data": {"k": "1"}})).status_code == 201
+    if isinstance(patch, dict) and "metadata" in patch:
+        unraced_patch: Any = {**patch, "metadata": {"name": "b"}}
+    else:
+        unraced_patch = patch
+    unraced = await client.patch(f"{CM}/b{query}", content=orjson.dumps(unraced_patch),
+                                 headers={"content-type": content_type})
+    assert unraced.status_code == 200, unraced.text
+
+    raced, attempts = await _put_losing_one_race(client, store, patch, content_type, query)
+
+    assert raced.status_code == 200, raced.text
+    assert attempts == 2
+    stored_bytes = await _stored(client, "a")
+    stored = orjson.loads(stored_bytes)
+    assert b"null" not in stored_bytes
+    assert stored["metadata"]["labels"] == {"other": "yes"}, "a patch keeps the other writer's change"
+    expected = orjson.loads(await _stored(client, "b"))
+    for field in ("data", "binaryData", "immutable"):
+        assert stored.get(field) == expected.get(field)
+    assert raced.json() == stored

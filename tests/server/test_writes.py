@@ -156,6 +156,23 @@ async def test_scale_reads_and_writes_replicas(client: httpx.AsyncClient) -> Non
     assert r.status_code == 409
 
 
+async def test_a_null_scale_replicas_is_zero_as_gos_decode_leaves_it(client: httpx.AsyncClient) -> None:
+    # encoding/json (sigs.k8s.io/json) unmarshals a null into a non-pointer int32 as a no-op: the
+    # ScaleSpec's replicas keeps its zero value, and the parent scales to 0 (no 400).
+    await client.post(DEPLOY, json=deployment("d", replicas=2))
+    scale = (await client.get(f"{DEPLOY}/d/scale")).json()
+    scale["spec"]["replicas"] = None
+    r = await client.put(f"{DEPLOY}/d/scale", json=scale)
+    assert r.status_code == 200, r.text
+    assert r.json()["spec"] == {}  # omitempty: a zero replicas is not written
+    assert (await client.get(f"{DEPLOY}/d")).json()["spec"]["replicas"] == 0
+    await client.patch(f"{DEPLOY}/d/scale", content=b'{"spec":{"replicas":3}}', headers=MERGE)
+    r = await client.patch(f"{DEPLOY}/d/scale", content=b'[{"op":"replace","path":"/spec/replicas","value":null}]',
+                           headers={"content-type": "application/json-patch+json"})
+    assert r.status_code == 200, r.text
+    assert (await client.get(f"{DEPLOY}/d")).json()["spec"]["replicas"] == 0
+
+
 async def test_negative_scale_is_422(client: httpx.AsyncClient) -> None:
     await client.post(DEPLOY, json=deployment("d"))
     r = await client.patch(f"{DEPLOY}/d/scale", content=b'{"spec":{"replicas":-1}}', headers=MERGE)

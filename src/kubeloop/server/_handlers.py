@@ -333,6 +333,13 @@ class ResourceHandlers:
                 assert isinstance(fresh, dict)
                 if info.kind in QUANTITY_KINDS:  # decoded as the first attempt was (the body's quantities are good)
                     decode_quantities(info, fresh)
+                # The typed decode left the body's nulls at their Go zero values (``_decode_checked``): a
+                # retry drops them again, or it would store what no unraced PUT does (handlers/update.go
+                # decodes the body once; each GuaranteedUpdate attempt takes a deep copy of that object,
+                # registry/rest/update.go defaultUpdatedObjectInfo.UpdatedObject).
+                # Dropping is idempotent, so a re-encoded body (already dropped) may go through it again.
+                if b"null" in sent:
+                    drop_go_nulls(info, fresh)
             meta = fresh.get("metadata")
             if isinstance(meta, dict) and "ownerReferences" in meta:  # handlers/update.go, before admission
                 dedup_owner_references(meta, req.warnings, after_admission=False)

@@ -110,7 +110,9 @@ async def scale_update(state: ServerState, req: WriteRequest, body: Any, patch_t
                 "version (autoscaling/v1)")
         spec = new_scale.get("spec") if isinstance(new_scale.get("spec"), dict) else {}
         assert isinstance(spec, dict)
-        replicas = spec.get("replicas", 0)
+        replicas = spec.get("replicas")
+        if replicas is None:  # absent, or a null the Go decode leaves at int32's zero (ScaleSpec.replicas)
+            replicas = 0
         scale_meta = new_scale.get("metadata") if isinstance(new_scale.get("metadata"), dict) else {}
         assert isinstance(scale_meta, dict)
         name = str(scale_meta.get("name") or req.name)
