@@ -359,7 +359,8 @@ async def test_an_update_keeps_what_the_stored_pod_already_had(client: httpx.Asy
     spec = {"containers": [app(resources={"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"},
                                           "requests": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}})],
             "hostNetwork": True, "securityContext": {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]},
-            "volumes": [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "/abs/token"}}]}}]}
+            "volumes": [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "/abs/token"}}]}}],
+            "serviceAccountName": "default"}  # a projected token needs one (validatePodMetadataAndSpec)
     fresh = await refused(client, pod(name="fresh", **spec))
     assert [field for _, field, _ in fresh] == [
         "spec.volumes[0].projected.path", "spec.containers[0].resources.limits[hugepages-2Mi]",

@@ -77,7 +77,8 @@ async def test_a_volume_is_defaulted_as_upstreams_decoder_defaults_it(client: ht
         {"name": "host", "hostPath": {"path": "/data"}},
         {"name": "rbd", "rbd": {"monitors": ["m:6789"], "image": "i"}},
     ]
-    body = pod(volumes=volumes)
+    # A projected token needs a service account (validatePodMetadataAndSpec; no ServiceAccount admission here).
+    body = pod(volumes=volumes, serviceAccountName="default")
     body["spec"]["containers"][0]["volumeMounts"] = [{"name": "none", "mountPath": "/x"}]
     r = await client.post(PODS, json=body)
     assert r.status_code == 201, r.text

@@ -187,7 +187,9 @@ async def test_volumes_warn_of_old_plugins_then_of_overlapping_paths(client: htt
             {"serviceAccountToken": {"path": "token"}},
             {"secret": {"name": "creds", "items": [{"key": "k", "path": "token/key"}]}}]}},
     ]
-    assert await create(client, PODS, pod(volumes=volumes)) == [
+    # A projected token needs a service account (validatePodMetadataAndSpec; this app runs without the
+    # ServiceAccount admission plugin, as envtest does).
+    assert await create(client, PODS, pod(volumes=volumes, serviceAccountName="default")) == [
         "spec.volumes[3].ephemeral.volumeClaimTemplate.spec.resources.requests[storage]: "
         'fractional byte value "1500m" is invalid, must be an integer',
         'volume "cm" (ConfigMap "cfg"): overlapping paths: "etc/app" with "etc"',

@@ -24,8 +24,10 @@ On update the stored spec relaxes some rules, as ``GetValidationOptionsFromPodSp
 ``pkg/api/pod/util.go``) does for pods and ``GetValidationOptionsFromPodTemplate`` for templates: a
 hugepage request that is not a whole number of pages, a projected token path that is not local, a
 namespaced sysctl on a pod sharing the host's network or IPC, are kept if the stored object had one.
-Not checked: the pod-only rule that a projected token needs ``serviceAccountName`` (upstream's
-ServiceAccount admission, which kubeloop does not run, names ``default`` before validation).
+Both pod entry points end as ``validatePodMetadataAndSpec`` does, with its pod-only rules after the spec:
+a projected ``serviceAccountToken`` source is forbidden while ``serviceAccountName`` is empty (the
+ServiceAccount admission plugin names ``default`` before validation, so this refuses a pod only where
+that plugin is off, as envtest runs kube-apiserver), then ``validateContainersOnlyForPod``.
 
 The object is read after defaulting (``restartPolicy`` and ``dnsPolicy`` are then never empty).
 Input that is not the expected JSON shape is skipped, never a crash. Pure functions.
@@ -111,9 +113,18 @@ def validate_pod_spec(spec: Any, field: str, *, is_pod: bool, pod_name: str = ""
 
 
 def _pod_only(spec: Mapping[str, Any]) -> list[FieldError]:
-    """validateContainersOnlyForPod on containers and init containers."""
-    return [e for key in ("containers", "initContainers") for i, c in objects_of(spec.get(key))
-            for e in image_whitespace_errors(c, f"spec.{key}[{i}]")]
+    """validatePodMetadataAndSpec's pod-only rules: a projected token needs a service account, then
+    validateContainersOnlyForPod on containers and init containers."""
+    errs: list[FieldError] = []
+    if not go_text(spec.get("serviceAccountName")):  # the deprecated alias was folded in by defaulting
+        for i, volume in objects_of(spec.get("volumes")):
+            for j, source in objects_of(mapping_of(volume.get("projected")).get("sources")):
+                if isinstance(source.get("serviceAccountToken"), dict):
+                    errs.append(FieldError.forbidden(f"spec.volumes[{i}].projected.sources[{j}].serviceAccountToken",
+                                                     "must not be specified when serviceAccountName is not set"))
+    errs.extend(e for key in ("containers", "initContainers") for i, c in objects_of(spec.get(key))
+                for e in image_whitespace_errors(c, f"spec.{key}[{i}]"))
+    return errs
 
 
 def validate_pod_create(pod: Mapping[str, Any]) -> list[FieldError]:

@@ -3,7 +3,9 @@
 ``/api`` (APIVersions), ``/apis`` (APIGroupList, core group excluded), ``/apis/G`` (APIGroup),
 ``/api/v1`` and ``/apis/G/V`` (APIResourceList: every resource with its verbs, short names and
 categories, then ``plural/status`` and ``plural/scale`` entries; scale is ``autoscaling/v1`` kind
-``Scale``) as apimachinery reference section 2.1 lists. Custom kinds appear as soon as the CRD
+``Scale``) as apimachinery reference section 2.1 lists. Create-only subresources name their own kind:
+``pods/eviction`` (policy/v1 Eviction), ``pods/binding`` (v1 Binding) and ``serviceaccounts/token``
+(authentication.k8s.io/v1 TokenRequest, served by :mod:`kubeloop.server._service_account_tokens`). Custom kinds appear as soon as the CRD
 helper registers them, so discovery always matches routing.
 """
 
@@ -37,8 +39,9 @@ VERSION_INFO: dict[str, str] = {
 }
 
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "finalize": ["update"], "eviction": ["create"], "binding": ["create"]}
-_SUBRESOURCE_KINDS = {"eviction": ("policy", "v1", "Eviction"), "binding": ("", "v1", "Binding")}
+                      "finalize": ["update"], "eviction": ["create"], "binding": ["create"], "token": ["create"]}
+_SUBRESOURCE_KINDS = {"eviction": ("policy", "v1", "Eviction"), "binding": ("", "v1", "Binding"),
+                      "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 
 
 def api_versions(server_address: str) -> dict[str, Any]:

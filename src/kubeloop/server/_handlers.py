@@ -180,7 +180,7 @@ class ResourceHandlers:
         if depth == 2:
             return self._item(request, info, namespace, parts[1], method, send)
         sub = parts[2]
-        if sub not in info.subresources or sub in ("eviction", "binding"):
+        if sub not in info.subresources or sub in ("eviction", "binding", "token"):
             raise _not_found()
         return self._subresource(request, info, namespace, parts[1], sub, method, send)
 
