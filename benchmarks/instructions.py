@@ -11,6 +11,13 @@ What it does not count: the kernel (fsync, sockets), uvicorn, TLS and the time l
 thread hand-offs (callgrind runs threads one at a time). Use it to compare two trees (``--tree``), and
 ``benchmarks/apiserver.py`` for the rates themselves.
 
+Both runs of a tree measure one frozen copy of its ``src/`` (:func:`frozen_src`), compiled to bytecode
+beforehand: compiling kubeloop's modules costs about 1.7G instructions, so a run that finds one module's
+cached bytecode stale (a merge into the measured checkout between the N and the 2N run, or another
+process writing ``__pycache__``) would count tens of millions more than its twin: the likely cause of
+``--user serviceaccount`` against ``/work/main`` reading -48,116 and then 123,781 per create on
+2026-11-30, while merges landed there (docs/performance.md, "Non-admin requests").
+
 Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 512-byte value), or ``GET``
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
 ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race), or ``PATCH`` of
@@ -27,6 +34,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
+import contextlib
+import importlib.util
 import itertools
 import os
 import re
@@ -157,12 +167,38 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     await store.close()
 
 
+@contextlib.contextmanager
+def frozen_src(tree: Path | None) -> Any:
+    """A temporary checkout holding a copy of ``tree``'s ``src/`` (the installed kubeloop's when ``None``),
+    every module compiled to bytecode: what both runs of a comparison import, whatever happens to the
+    tree meanwhile, and a copy of these scripts beside it (shared with benchmarks/watch_instructions.py)."""
+    if tree is not None:
+        src = tree / "src"
+    else:
+        spec = importlib.util.find_spec("kubeloop")
+        if spec is None or spec.origin is None:
+            raise SystemExit("kubeloop is not importable: pass --tree")
+        src = Path(spec.origin).parent.parent
+    with tempfile.TemporaryDirectory(prefix="kubeloop-ir-tree-") as tmp:
+        copy = Path(tmp) / "src"
+        shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        # The scripts too (a script is compiled at every run): callgrind_count runs the copy's.
+        shutil.copytree(Path(__file__).parent, Path(tmp) / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+        if not compileall.compile_dir(copy, quiet=1):
+            raise SystemExit(f"{src} does not compile")
+        yield Path(tmp)
+
+
 def callgrind_count(script: str, arguments: list[str], tree: Path | None, **env_extra: str) -> int:
     """Ir of ``python script arguments`` under callgrind, with ``tree``'s src/ first on the path
-    (shared with benchmarks/watch_instructions.py)."""
-    env = dict(os.environ, **env_extra)
+    (shared with benchmarks/watch_instructions.py; pass a :func:`frozen_src` copy, as ``main`` does).
+    The child writes no bytecode: what it imports is what the copy holds."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **env_extra)
     if tree is not None:
         env["PYTHONPATH"] = str(tree / "src")
+        frozen_script = tree / "benchmarks" / Path(script).name
+        if frozen_script.is_file():
+            script = str(frozen_script)
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script, *arguments]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     match = re.search(r"Collected : (\d+)", done.stderr)
@@ -194,13 +230,14 @@ def main() -> None:
     titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH"}
     print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
-        for user in users:
-            row = []
-            for verb in verbs:
-                print(f"running: {verb} x {n} and x {2 * n} by {user} under callgrind ({tree or 'installed'}) ...",
-                      file=sys.stderr)
-                row.append((instructions(verb, 2 * n, tree, user) - instructions(verb, n, tree, user)) // n)
-            print(" | ".join([f"{tree or 'installed'!s:<40}", f"{user:<14}", *(f"{ir:>14,}" for ir in row)]))
+        with frozen_src(tree) as frozen:
+            for user in users:
+                row = []
+                for verb in verbs:
+                    print(f"running: {verb} x {n} and x {2 * n} by {user} under callgrind ({tree or 'installed'}) ...",
+                          file=sys.stderr)
+                    row.append((instructions(verb, 2 * n, frozen, user) - instructions(verb, n, frozen, user)) // n)
+                print(" | ".join([f"{tree or 'installed'!s:<40}", f"{user:<14}", *(f"{ir:>14,}" for ir in row)]))
 
 
 if __name__ == "__main__":
