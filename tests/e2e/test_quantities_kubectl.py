@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from ._kubectl import eventually
+
 pytestmark = pytest.mark.slow
 
 POD = """
@@ -80,7 +82,18 @@ def test_kubectl_server_side_apply_of_equal_quantities_writes_nothing_and_rounds
         assert result.stdout.strip() == "deployment.apps/sized serverside-applied"
         return dict(json.loads(kubectl("get", "deployment", "sized", "-n", namespace, "-o", "json").stdout))
 
-    first = apply("1", "1Gi")
+    def settled() -> dict[str, Any] | None:
+        # The deployment controller writes the set's status after the create (observedGeneration, then the
+        # Progressing reason NewReplicaSetAvailable): only once it is done does an unchanged resourceVersion
+        # say that the second apply wrote nothing.
+        got = dict(json.loads(kubectl("get", "deployment", "sized", "-n", namespace, "-o", "json").stdout))
+        status = got.get("status", {})
+        reasons = {c["type"]: c.get("reason") for c in status.get("conditions", [])}
+        done = status.get("observedGeneration") == got["metadata"]["generation"]
+        return got if done and reasons.get("Progressing") == "NewReplicaSetAvailable" else None
+
+    apply("1", "1Gi")
+    first = eventually(settled)
     again = apply("1000m", "1024Mi")
     assert again["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1", "memory": "1Gi"}}
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
