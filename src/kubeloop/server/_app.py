@@ -31,6 +31,7 @@ from kubeloop.api import (
     MethodNotAllowed,
     NotFound,
     ResourceInfo,
+    ServiceUnavailable,
     SystemClock,
     decode_protobuf_object,
 )
@@ -71,7 +72,7 @@ from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
-from kubeloop.store import Store
+from kubeloop.store import Store, StoreClosed
 
 __all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
 
@@ -218,6 +219,11 @@ class App:
                 await self._dispatch(request, path, send)
         except ApiError as error:
             await send_error(send, error, warnings=warnings_of(scope))
+        except StoreClosed:
+            # Shutting down: a client's request (a controller re-opening its watches, say) that arrives after
+            # the store closed is told to come back, not handed a 500 and a traceback in the server's log.
+            await send_error(send, ServiceUnavailable("the server is shutting down (its store is closed): retry "
+                                                      "once it is running again"), warnings=warnings_of(scope))
         except Exception as exc:  # every failure is a Status, never a dropped connection
             log.exception("internal error serving %s %s", request.method, request.path)
             await send_error(send, InternalError(f"Internal error occurred: {exc}",
