@@ -65,7 +65,7 @@ from kubeloop.controllers._workload_claim import (
     owners_selecting,
     resolve_controller,
 )
-from kubeloop.controllers._workload_expectations import Expectations
+from kubeloop.controllers._workload_expectations import Expectations, OwnObjectEvents
 from kubeloop.controllers._workload_kinds import DAEMONSETS, PODS, REVISIONS, int_field
 from kubeloop.controllers._workload_pods import (
     is_pod_available,
@@ -115,7 +115,7 @@ class DaemonSetController(WorkloadController):
         self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
         self.nodes: SharedInformer = informers.informer(NODES)
         self.revisions: SharedInformer = add_orphan_index(informers.informer(REVISIONS))
-        return [Watch(self.sets, _SetEvents(self)), Watch(self.pods, _PodEvents(self)),
+        return [Watch(self.sets, OwnObjectEvents(self)), Watch(self.pods, _PodEvents(self)),
                 Watch(self.nodes, _NodeEvents(self)), Watch(self.revisions, EnqueueForOwner(DAEMONSETS))]  # fmt: skip
 
     # -- reconcile -------------------------------------------------------------------------------
@@ -313,16 +313,6 @@ def _by_node(pods: Iterable[Obj]) -> dict[str, list[Obj]]:
         if node is not None:
             grouped.setdefault(node, []).append(pod)
     return grouped
-
-
-class _SetEvents:
-    def __init__(self, owner: DaemonSetController) -> None:
-        self.owner = owner
-
-    def requests(self, event: Event) -> Iterable[Request]:
-        if event.type == "delete":
-            self.owner.expectations.delete(object_key(event.object))
-        return (Request.for_object(event.object),)
 
 
 class _PodEvents:

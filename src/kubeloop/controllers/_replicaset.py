@@ -52,7 +52,7 @@ from kubeloop.controllers._workload_claim import (
     owners_selecting,
     resolve_controller,
 )
-from kubeloop.controllers._workload_expectations import Expectations
+from kubeloop.controllers._workload_expectations import Expectations, OwnObjectEvents
 from kubeloop.controllers._workload_kinds import PODS, REPLICASETS, int_field
 from kubeloop.controllers._workload_pods import (
     deletion_order,
@@ -139,7 +139,7 @@ class ReplicaSetController(WorkloadController):
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.replicasets: SharedInformer = informers.informer(REPLICASETS)
         self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
-        return [Watch(self.replicasets, _ReplicaSetEvents(self)), Watch(self.pods, _PodEvents(self))]
+        return [Watch(self.replicasets, OwnObjectEvents(self)), Watch(self.pods, _PodEvents(self))]
 
     # -- reconcile -------------------------------------------------------------------------------
 
@@ -264,16 +264,6 @@ class ReplicaSetController(WorkloadController):
 
     def replicasets_for_orphan(self, pod: Mapping[str, Any]) -> list[Request]:
         return owners_selecting(self.replicasets.cache, pod)
-
-
-class _ReplicaSetEvents:
-    def __init__(self, owner: ReplicaSetController) -> None:
-        self.owner = owner
-
-    def requests(self, event: Event) -> Iterable[Request]:
-        if event.type == "delete":
-            self.owner.expectations.delete(object_key(event.object))
-        return (Request.for_object(event.object),)
 
 
 class _PodEvents:

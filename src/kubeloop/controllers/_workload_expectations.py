@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kubeloop.api import Clock
+from kubeloop.runtime import Event, Request, object_key
 
-__all__ = ["EXPECTATIONS_TIMEOUT", "Expectations"]
+__all__ = ["EXPECTATIONS_TIMEOUT", "Expectations", "OwnObjectEvents"]
 
 EXPECTATIONS_TIMEOUT = 5 * 60.0
 
@@ -81,3 +83,21 @@ class Expectations:
         """(creates, deletes) still expected; (0, 0) without a record."""
         record = self._records.get(key)
         return (record.adds, record.dels) if record is not None else (0, 0)
+
+
+class _ExpectingController(Protocol):
+    expectations: Expectations
+
+
+class OwnObjectEvents:
+    """A controller's own objects' events (ReplicaSets, DaemonSets) -> a request for the object; a deleted
+    one's expectations go with it (upstream's ``deleteRS``/``deleteDaemonset``: ``DeleteExpectations``).
+    Holds the controller, not its expectations: watches are set up before the controller makes them."""
+
+    def __init__(self, owner: _ExpectingController) -> None:
+        self.owner = owner
+
+    def requests(self, event: Event) -> Iterable[Request]:
+        if event.type == "delete":
+            self.owner.expectations.delete(object_key(event.object))
+        return (Request.for_object(event.object),)
