@@ -43,6 +43,7 @@ from kubeloop.api._fieldpath import (
     to_field_set,
     unowned_tree,
 )
+from kubeloop.api._flat_entry import FlatPlan, flat_plan
 from kubeloop.api._ssa_merge import merge_applied, remove_paths
 from kubeloop.api._strategic import deep_copy_json
 
@@ -50,6 +51,7 @@ __all__ = [
     "ManagedEntry",
     "decode_managed_fields",
     "default_field_manager",
+    "flat_create_plan",
     "managed_fields_after_update",
     "managed_fields_on_create",
     "managed_fields_on_update",
@@ -326,16 +328,19 @@ def managed_fields_after_update(
 
 def managed_fields_on_create(
     new: Mapping[str, Any], manager: str, now: str, api_version: str, schema: Mapping[str, Any] | None,
-    status_subresource: bool,
+    status_subresource: bool, owned: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """``managed_fields_after_update(None, new, manager=manager, now=now, api_version=api_version,
     schema=schema, status_subresource=status_subresource)`` (a create through the main resource),
     positional and with its constant sets prepared once: every create pays for this call. The
     common body (``metadata`` an object without ``managedFields``) is one walk; anything else takes
-    the general path. A test checks both give the same answer."""
+    the general path. A test checks both give the same answer.
+
+    ``owned``: what the decode walk found the entry owns (:attr:`kubeloop.api._go_decode.Decoded.owned`
+    under :func:`flat_create_plan`'s plan), when nothing changed the body since; the walk is then skipped."""
     meta = new.get("metadata")
     if type(meta) is dict and "managedFields" not in meta:
-        fields = created_tree(new, schema, _CREATE_TREES[status_subresource])
+        fields = owned if owned is not None else created_tree(new, schema, _CREATE_TREES[status_subresource])
         if fields is not None:
             if not fields:
                 return []
@@ -351,6 +356,13 @@ def managed_fields_on_create(
 _CREATE_TREES = {
     status: unowned_tree(_STRIPPED, _TOP_LEVEL_RESETS[_reset_prefixes(None, status)]) for status in (True, False)
 }
+
+
+def flat_create_plan(schema: Mapping[str, Any] | None, status_subresource: bool) -> FlatPlan | None:
+    """The plan with which the decode walk builds ``managed_fields_on_create``'s tree for a flat body
+    (:mod:`kubeloop.api._flat_entry`). Valid only for a kind whose create changes nothing the entry
+    owns between the decode and the field manager (no defaults, no Go zero fields): the caller's call."""
+    return flat_plan(schema, _CREATE_TREES[status_subresource])
 
 
 def managed_fields_on_update(

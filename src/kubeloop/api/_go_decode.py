@@ -24,6 +24,11 @@ decoding are left to it: quantities (:mod:`kubeloop.api._quantity_fields`), ``Ra
 Top-level ``apiVersion`` and ``kind`` are read before the decode, by other code, and are not
 type-checked here. :func:`conversion_error` is the other typed path, the converter of unstructured
 maps a strategic merge patch's result goes through.
+
+Since the walk sees every value it decodes, it also answers two questions for the write path: whether
+the body may hold a ``null`` the decode replaces (:attr:`Decoded.nulls`, in place of a scan of the
+body's bytes), and, given a :class:`~kubeloop.api._flat_entry.FlatPlan`, what a create's managedFields
+entry owns of a flat body (:attr:`Decoded.owned`, in place of the field manager's own walk).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubeloop.api._flat_entry import FlatLevel, FlatPlan, flat_children, map_node
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
@@ -192,7 +198,7 @@ class Decoded:
     """What one walk of a body against its Go struct found. The body is not changed by the walk:
     :meth:`drop_unknown` removes the unknown fields once the caller has seen them."""
 
-    __slots__ = ("_drops", "empties", "error", "exact", "unknown")
+    __slots__ = ("_drops", "empties", "error", "exact", "nulls", "owned", "unknown")
 
     def __init__(self) -> None:
         # The decode's error (``json: cannot unmarshal ...``), or None.
@@ -206,6 +212,13 @@ class Decoded:
         self.exact = True
         # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
         self.empties = False
+        # The body may hold a ``null`` the typed decode replaces: the walk saw one, or passed by a value
+        # it does not look into (``RawExtension``, a map of quantities ...). False: nothing to replace.
+        self.nulls = False
+        # What a create's managedFields entry owns of the body as the walk leaves it, given a
+        # :class:`~kubeloop.api._flat_entry.FlatPlan` (FieldsV1, ``{}`` for nothing); ``None`` when
+        # the body is not flat, or holds an error, a null, an empty list or map or an unknown field.
+        self.owned: dict[str, Any] | None = None
         self._drops: list[tuple[dict[str, Any], str]] = []
 
     def drop_unknown(self) -> None:
@@ -214,17 +227,21 @@ class Decoded:
             parent.pop(key, None)  # a YAML alias may put one map at two places
 
 
-def decode(obj: dict[str, Any], top: GoStruct) -> Decoded:
+def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> Decoded:
     """Decode ``obj`` into the Go struct ``top`` (from :func:`go_struct`), as the strict decoder does
     in one pass: the first type error, the unknown fields, and whether the body is :attr:`Decoded.exact`.
-    Top-level ``apiVersion`` and ``kind`` are not type-checked."""
+    Top-level ``apiVersion`` and ``kind`` are not type-checked. With a ``plan``, the same pass builds
+    :attr:`Decoded.owned`."""
     found = Decoded()
     try:
-        _walk_struct(obj, top, "", "", found, True)
+        owned = _walk_top(obj, top, found, plan)
     except _Found as hard:
         found.error = str(hard)
+        owned = None
     if found.error is not None:
         found.exact = False
+    elif owned is not None and not (found.nulls or found.empties or found.unknown):
+        found.owned = {element: owned[element] for element in sorted(owned)} if len(owned) > 1 else owned
     return found
 
 
@@ -235,15 +252,78 @@ def _message(value: Any, go: _Go, struct: str, path: str) -> str:
 
 _STR_ONLY = frozenset({str})
 _TYPE_META = ("apiVersion", "kind")
+_NO_PLAN = FlatPlan(FlatLevel(frozenset(), {}), None)
 
 
-def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decoded, top: bool = False) -> None:
+def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | None) -> dict[str, Any] | None:
+    """The root struct's fields, as :func:`_walk_struct` walks a struct's, and (given a ``plan``) the
+    unsorted ``f:`` children a create's entry owns of them, or ``None`` where the body is not flat."""
+    fields = go._fields if go._fields is not None else go.fields
+    owned: dict[str, Any] | None = None
+    if plan is None:
+        plan = _NO_PLAN  # read only where ``owned`` is a map
+    else:
+        owned = {}
+    dropped, maps, meta = plan.top.dropped, plan.top.maps, plan.meta
+    for key, value in obj.items():
+        field = fields.get(key)
+        if field is None:
+            found.unknown.append(key)
+            found._drops.append((obj, key))
+            continue
+        vtype = type(value)
+        if vtype is field.exact:
+            if owned is not None and key not in dropped:
+                owned["f:" + key] = {}
+            continue
+        if value is None:
+            found.nulls = True
+            if key in _TYPE_META:  # see below
+                found.exact = False
+            continue
+        if vtype is dict:
+            if field.kind == _STRUCT:
+                _walk_struct(value, field, key, key, found)
+                if owned is not None:
+                    if meta is None or key != "metadata":
+                        owned = None
+                    elif not meta.dropped.issuperset(value):  # else only the server's fields (a name): none owned
+                        node = flat_children(value, meta)
+                        if node is None:
+                            owned = None
+                        elif node:
+                            owned["f:" + key] = node
+                continue
+            if field.strings is dict and _STR_ONLY.issuperset(map(type, value.values())):
+                if not value:
+                    found.empties = True
+                elif owned is not None:
+                    how = maps.get(key)
+                    if how is None:
+                        owned = None
+                    else:
+                        owned["f:" + key] = map_node(value, how)
+                continue
+        elif vtype is list and field.strings is list and _STR_ONLY.issuperset(map(type, value)):
+            if not value:
+                found.empties = True
+            owned = None  # list semantics (atomic, set) are the general path's
+            continue
+        owned = None
+        if key in _TYPE_META:  # read before the decode, and type-checked there
+            found.exact = False
+            continue
+        _walk(value, field, go.name, key, key, found)
+    return owned
+
+
+def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decoded) -> None:
     """The fields of one struct: ``path`` is the Go path (field names only), ``doc`` the document's."""
     fields = go._fields if go._fields is not None else go.fields  # the property's call, once per struct
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:
-            found.unknown.append(f"{doc}.{key}" if doc else key)
+            found.unknown.append(f"{doc}.{key}")
             found._drops.append((obj, key))
             continue
         # Well-typed scalars, and maps and lists of strings, settle here: most bodies are all well-typed.
@@ -251,12 +331,11 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
         if vtype is field.exact:
             continue
         if value is None:
-            if top and key in _TYPE_META:  # see below
-                found.exact = False
+            found.nulls = True
             continue
         if vtype is dict:
             if field.kind == _STRUCT:
-                _walk_struct(value, field, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
+                _walk_struct(value, field, f"{path}.{key}", f"{doc}.{key}", found)
                 continue
             if field.strings is dict and _STR_ONLY.issuperset(map(type, value.values())):
                 if not value:
@@ -266,16 +345,18 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
             if not value:
                 found.empties = True
             continue
-        if top and key in _TYPE_META:  # read before the decode, and type-checked there
-            found.exact = False
-            continue
-        _walk(value, field, go.name, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
+        _walk(value, field, go.name, f"{path}.{key}", f"{doc}.{key}", found)
 
 
 def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded) -> None:
     """One value against its Go target; ``struct`` is the innermost struct's name."""
     kind = go.kind
-    if value is None or kind == _ANY:
+    if value is None:
+        found.nulls = True
+        return
+    if kind == _ANY:  # not looked into: it may hold a null
+        if type(value) in (dict, list):
+            found.nulls = True
         return
     if kind in (_STR, _BYTES):
         ok = type(value) is str
@@ -301,8 +382,11 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
                 for key, item in value.items():
                     if item is None:  # decodes (to the zero value), but is not ``exact``
                         found.exact = False
+                        found.nulls = True
                     elif type(item) is not elem.exact:
                         _walk(item, elem, struct, path, f"{doc}.{key}", found)
+            elif value:
+                found.nulls = True
             return
         ok = False
     elif kind == _SLICE:
@@ -315,8 +399,11 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
                 for i, item in enumerate(value):
                     if item is None:
                         found.exact = False
+                        found.nulls = True
                     elif type(item) is not elem.exact:
                         _walk(item, elem, struct, path, f"{doc}[{i}]", found)
+            elif value:
+                found.nulls = True
             return
         ok = False
     elif kind == _TIME:  # metav1.Time.UnmarshalJSON decodes a string, its error ending the decode

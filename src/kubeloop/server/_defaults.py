@@ -30,7 +30,7 @@ from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
 from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
 
-__all__ = ["apply_defaults", "drop_go_nulls", "go_write_encodings"]
+__all__ = ["apply_defaults", "create_keeps_decoded_body", "drop_go_nulls", "go_write_encodings"]
 
 Obj = dict[str, Any]
 
@@ -480,6 +480,13 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     defaulter = _DEFAULTERS.get((info.group, info.kind))
     if defaulter is not None:
         defaulter(obj)
+
+
+def create_keeps_decoded_body(info: ResourceInfo) -> bool:
+    """Whether a create of ``info``'s built-in kind reaches the field manager with its fields as decoded:
+    no defaulter, and no zero field its Go encoding writes (the write path only moves empty lists and maps
+    out of the way there). Then a managedFields entry built while decoding is the one the hook would build."""
+    return not info.custom and (info.group, info.kind) not in _DEFAULTERS and go_write_encodings(info)[0] is None
 
 
 def _remember(info: ResourceInfo) -> _Hit:

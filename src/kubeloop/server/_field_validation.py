@@ -26,6 +26,8 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_schema, invalid
+from kubeloop.api._apply import flat_create_plan
+from kubeloop.api._flat_entry import FlatPlan
 from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
@@ -37,6 +39,7 @@ from kubeloop.api._unknown_fields import (
     prune_planned,
     undeclared_fields,
 )
+from kubeloop.server._defaults import create_keeps_decoded_body
 from kubeloop.server._http import warning_headers
 from kubeloop.server._state import ServerState
 
@@ -125,10 +128,14 @@ def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:
     return None if hit[1] is None else decode(obj, hit[1])
 
 
-def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool, bool]:
+def decode_checked(state: ServerState, info: ResourceInfo, obj: Any, *,
+                   create: bool = False) -> tuple[list[str], bool, bool, bool, dict[str, Any] | None]:
     """The typed decode of a create or update body, and its unknown fields dropped: their texts,
-    whether its metadata needs no type check after this (:attr:`Decoded.exact`), and whether it may hold
-    an empty list or map (:attr:`Decoded.empties`; always for a custom resource).
+    whether its metadata needs no type check after this (:attr:`Decoded.exact`), whether it may hold
+    an empty list or map (:attr:`Decoded.empties`; always for a custom resource), whether it may hold a
+    null the typed decode replaces (:attr:`Decoded.nulls`; always for a custom resource), and for a
+    ``create`` of a kind whose create keeps the decoded body (:func:`create_keeps_decoded_body`), what
+    its managedFields entry owns when the body is flat (:attr:`Decoded.owned`), else ``None``.
 
     A JSON value of the wrong type for its Go field is 400 (handlers/rest.go transformDecodeError over
     encoding/json's UnmarshalTypeError), before fieldValidation's unknown-field errors and with nothing
@@ -138,8 +145,8 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
     if hit is None or hit[0] is not info:
         hit = _go_struct_of(info)
     if hit[1] is None or type(obj) is not dict:
-        return unknown_field_texts(state, info, obj), False, True
-    decoded = decode(obj, hit[1])
+        return unknown_field_texts(state, info, obj), False, True, True, None
+    decoded = decode(obj, hit[1], hit[2] if create else None)
     if (err := decoded.error) is not None:
         version = info.version
         if isinstance(obj.get("apiVersion"), str):
@@ -147,20 +154,24 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
     paths = decoded.unknown
     if not paths:
-        return paths, decoded.exact, decoded.empties
+        return paths, decoded.exact, decoded.empties, decoded.nulls, decoded.owned
     decoded.drop_unknown()
-    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties
+    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties, decoded.nulls, None
 
 
-# The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).
-_go_structs: dict[int, tuple[ResourceInfo, GoStruct | None]] = {}
+# The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans), and the
+# plan of its creates' managedFields entry for the decode walk (None: the hook builds it).
+_go_structs: dict[int, tuple[ResourceInfo, GoStruct | None, FlatPlan | None]] = {}
 
 
-def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None]:
+def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None, FlatPlan | None]:
     if len(_go_structs) > 1_000:
         _go_structs.clear()
     defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
-    hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname))
+    plan = None
+    if defname is not None and create_keeps_decoded_body(info):
+        plan = flat_create_plan(builtin_schema(info.group, info.version, info.kind), info.status_subresource)
+    hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname), plan)
     return hit
 
 

@@ -118,29 +118,29 @@ class ResourceHandlers:
             f"the body of the request was in an unknown format - accepted media types include: {self._accepted_types()}"
         )
 
-    def _decode_checked(self, body: bytes, media: str, info: ResourceInfo,
-                        req: WriteRequest) -> tuple[Any, bool, bool, bool]:
+    def _decode_checked(self, body: bytes, media: str, info: ResourceInfo, req: WriteRequest,
+                        create: bool = False) -> tuple[Any, bool, bool, bool, dict[str, Any] | None]:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
         whether no unknown field was dropped from it (the object is then what its body's JSON
         decodes to, for a JSON body); and whether the typed decode leaves nothing for
-        :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``); and whether it may
-        hold an empty list or map (``empties``, for :func:`~kubeloop.server._rest.create_object`)."""
+        :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``); whether it may
+        hold an empty list or map (``empties``), and for a ``create``, what its managedFields entry owns
+        when the decode walk could tell (``owned``; both for :func:`~kubeloop.server._rest.create_object`)."""
         directive = directive_of(req.options.field_validation)
         if media == "application/json":  # what clients send: ``_decode``'s first case, without the call
             if not body or body.isspace():
                 raise BadRequest("Object 'Kind' is missing in ''")
             obj = decode_json(body)
             texts = duplicate_texts(body, directive, obj)
-            nulls = b"null" in body  # a scan in C: most bodies have no null to drop
         else:
             obj = self._decode(body, media, info)
             texts = []
-            nulls = True
         if info.kind in QUANTITY_KINDS:  # a bad quantity fails the typed decode, before fieldValidation's errors
             decode_quantities(info, obj)
         # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
-        # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them).
-        unknown, typed, empties = decode_checked(self.state, info, obj)
+        # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them), and
+        # whether it holds a null: most bodies have none to drop.
+        unknown, typed, empties, nulls, owned = decode_checked(self.state, info, obj, create=create)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)
@@ -148,7 +148,7 @@ class ResourceHandlers:
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj, not unknown, typed, empties
+        return obj, not unknown, typed, empties, owned
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns
@@ -213,8 +213,9 @@ class ResourceHandlers:
                 raise _method_not_allowed()
             content_type = request.negotiate()
             req = self._write_request(request, info, namespace, "", "", "CreateOptions")
-            obj, _, typed, empties = self._decode_checked(await request.body(), request.content_type, info, req)
-            status, body = await create_object(self.state, req, obj, typed=typed, empties=empties)
+            obj, _, typed, empties, owned = self._decode_checked(await request.body(), request.content_type, info,
+                                                                 req, True)
+            status, body = await create_object(self.state, req, obj, typed=typed, empties=empties, owned=owned)
             start, message = self._object_messages(request, info, status, body, content_type, req.warnings)
             await send(start)
             await send(message)
@@ -311,7 +312,7 @@ class ResourceHandlers:
         req = self._write_request(request, info, namespace, name, sub, "UpdateOptions")
         sent = await request.body()
         media = request.content_type
-        body, intact, typed, empties = self._decode_checked(sent, media, info, req)
+        body, intact, typed, empties, _ = self._decode_checked(sent, media, info, req)
         if not isinstance(body, dict):
             raise BadRequest("the body of the request must be a JSON object")
         has_rv = bool(isinstance(body.get("metadata"), dict) and body["metadata"].get("resourceVersion"))

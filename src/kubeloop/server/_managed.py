@@ -33,12 +33,16 @@ INVALID_AFTER_ADMISSION = (".metadata.managedFields was in an invalid state afte
                            "an outdated mutating admission controller; please fix your requests: ")
 
 
-def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], dict[str, Any] | None, str], None]:
-    """The field manager's hook: ``record(req, obj, old, now)`` records the write of ``obj`` (``old``:
+def record_manager_hook(
+    state: ServerState,
+) -> Callable[[Any, dict[str, Any], dict[str, Any] | None, str, dict[str, Any] | None], None]:
+    """The field manager's hook: ``record(req, obj, old, now, owned)`` records the write of ``obj`` (``old``:
     the stored object, ``None`` for a create) at ``now`` (``metav1.Time`` text, which the caller reads
-    once for the write: a create stamps its creationTimestamp with the same reading)."""
+    once for the write: a create stamps its creationTimestamp with the same reading); ``owned``: what a
+    create's entry owns, when the decode walk built it (:attr:`kubeloop.api._go_decode.Decoded.owned`)."""
 
-    def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None, now: str) -> None:
+    def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None, now: str,
+               owned: dict[str, Any] | None) -> None:
         if req.operation == "Apply":
             return
         info = req.info
@@ -49,7 +53,7 @@ def record_manager_hook(state: ServerState) -> Callable[[Any, dict[str, Any], di
         try:
             if old is None and subresource is None:  # a create: the positional entry point
                 managed = managed_fields_on_create(
-                    obj, manager, now, api_version, schema, info.status_subresource,
+                    obj, manager, now, api_version, schema, info.status_subresource, owned,
                 )
             else:
                 managed = managed_fields_on_update(

@@ -253,9 +253,10 @@ def _same_but_managed_fields(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 
 async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, typed: bool = False,
-                        empties: bool = True) -> tuple[int, bytes]:
+                        empties: bool = True, owned: dict[str, Any] | None = None) -> tuple[int, bytes]:
     """Create ``obj``; ``typed`` as :func:`check_body` takes it; ``empties``: ``obj`` may hold an empty list
-    or map (a JSON body's bytes tell when it cannot: then the walk that settles them is skipped)."""
+    or map (a JSON body's bytes tell when it cannot: then the walk that settles them is skipped); ``owned``:
+    what its managedFields entry owns, as the decode walk found it (for the field manager's hook)."""
     info = req.info
     obj = check_body(info, obj, typed=typed)
     meta = obj["metadata"]  # check_body made it a dict
@@ -288,7 +289,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
         if zeros is not None:
             fill_zero_fields(obj, zeros)
             strip_zero_fields(obj, zeros)
-        hook(req, obj, None, now)
+        hook(req, obj, None, now, owned)
     if zeros is not None:
         fill_zero_fields(obj, zeros)
     if found is not None:
@@ -437,7 +438,7 @@ def record_manager(state: ServerState, req: WriteRequest, obj: dict[str, Any], o
     """Record the write's field manager in managedFields (``state.field_manager``)."""
     hook = state.field_manager
     if hook is not None:
-        hook(req, obj, old, format_time(state.clock.now()))
+        hook(req, obj, old, format_time(state.clock.now()), None)
 
 
 # -- update ------------------------------------------------------------------------------------

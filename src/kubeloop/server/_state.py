@@ -116,7 +116,7 @@ class ServerState:
     validators: dict[tuple[str, str], Validator] = field(default_factory=dict)
     strategies: dict[tuple[str, str], GenericStrategy] = field(default_factory=dict)
     # Records a write's manager in managedFields in place: (WriteRequest, new, old or None, the time).
-    field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None, str], None] | None = None
+    field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None, str, dict[str, Any] | None], None] | None = None
     # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
     custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
 
