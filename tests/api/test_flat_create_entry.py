@@ -81,7 +81,7 @@ def _bodies(draw: st.DrawFn, flat: bool) -> tuple[str, dict[str, Any]]:
     api_version = st.just("v1")
     if not flat:
         optional["bogus"] = _JSON
-        api_version = st.one_of(api_version, api_version, st.none(), st.integers())
+        api_version = st.one_of(api_version, api_version, st.none(), st.integers(-5, 5))
     body = draw(st.fixed_dictionaries({"apiVersion": api_version, "kind": st.just(kind), "metadata": _meta(flat)},
                                       optional=optional))
     order = draw(st.permutations(list(body)))  # the body's key order is the client's
@@ -171,7 +171,8 @@ def _dicts_and_lists(value: Any, out: list[Any]) -> list[Any]:
 @st.composite
 def _with_nulls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     kind = draw(st.sampled_from(["Pod", "ConfigMap", "ServiceAccount"]))
-    body = copy.deepcopy(_POD) if kind == "Pod" else draw(_bodies(flat=False))[1]
+    # A copy either way: the strategies' ``just`` values are shared between examples.
+    body = copy.deepcopy(_POD if kind == "Pod" else draw(_bodies(flat=False))[1])
     for _ in range(draw(st.integers(min_value=0, max_value=3))):
         targets = _dicts_and_lists(body, [])
         target = targets[draw(st.integers(min_value=0, max_value=len(targets) - 1))]
@@ -198,7 +199,7 @@ def test_a_body_the_walk_finds_without_nulls_is_one_the_null_replacement_leaves_
     if not decoded.nulls:
         replaced = copy.deepcopy(walked)
         drop_go_nulls(KINDS[kind], replaced)
-        assert orjson.dumps(replaced) == orjson.dumps(walked)
+        assert replaced == walked
 
 
 @pytest.mark.parametrize("body", [

@@ -49,6 +49,7 @@ from kubeloop.api._strategic import deep_copy_json
 
 __all__ = [
     "ManagedEntry",
+    "created_entries",
     "decode_managed_fields",
     "default_field_manager",
     "flat_create_plan",
@@ -328,24 +329,18 @@ def managed_fields_after_update(
 
 def managed_fields_on_create(
     new: Mapping[str, Any], manager: str, now: str, api_version: str, schema: Mapping[str, Any] | None,
-    status_subresource: bool, owned: dict[str, Any] | None = None,
+    status_subresource: bool,
 ) -> list[dict[str, Any]]:
     """``managed_fields_after_update(None, new, manager=manager, now=now, api_version=api_version,
     schema=schema, status_subresource=status_subresource)`` (a create through the main resource),
     positional and with its constant sets prepared once: every create pays for this call. The
     common body (``metadata`` an object without ``managedFields``) is one walk; anything else takes
-    the general path. A test checks both give the same answer.
-
-    ``owned``: what the decode walk found the entry owns (:attr:`kubeloop.api._go_decode.Decoded.owned`
-    under :func:`flat_create_plan`'s plan), when nothing changed the body since; the walk is then skipped."""
+    the general path. A test checks both give the same answer."""
     meta = new.get("metadata")
     if type(meta) is dict and "managedFields" not in meta:
-        fields = owned if owned is not None else created_tree(new, schema, _CREATE_TREES[status_subresource])
+        fields = created_tree(new, schema, _CREATE_TREES[status_subresource])
         if fields is not None:
-            if not fields:
-                return []
-            return [{"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
-                     "fieldsType": "FieldsV1", "fieldsV1": fields}]
+            return created_entries(fields, manager, now, api_version)
     return managed_fields_after_update(
         None, new, manager=manager, now=now, api_version=api_version, schema=schema,
         status_subresource=status_subresource,
@@ -356,6 +351,16 @@ def managed_fields_on_create(
 _CREATE_TREES = {
     status: unowned_tree(_STRIPPED, _TOP_LEVEL_RESETS[_reset_prefixes(None, status)]) for status in (True, False)
 }
+
+
+def created_entries(fields: dict[str, Any], manager: str, now: str, api_version: str) -> list[dict[str, Any]]:
+    """The managedFields of a create through the main resource (its metadata without ``managedFields``)
+    whose one entry owns ``fields`` (FieldsV1, from :func:`~kubeloop.api._fieldpath.created_tree` or the
+    decode walk under :func:`flat_create_plan`'s plan): ``[]`` when it owns nothing."""
+    if not fields:
+        return []
+    return [{"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
+             "fieldsType": "FieldsV1", "fieldsV1": fields}]
 
 
 def flat_create_plan(schema: Mapping[str, Any] | None, status_subresource: bool) -> FlatPlan | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from kubeloop.api._fieldpath import _root_shape, _Shape, _Unowned
 
-__all__ = ["ATOMIC", "MEMBER", "STRUCT", "FlatLevel", "FlatPlan", "flat_children", "flat_plan", "map_node"]
+__all__ = ["ATOMIC", "MEMBER", "STRUCT", "FlatPlan", "flat_children", "flat_plan", "map_node"]
 
 # How a map of strings is owned (:func:`kubeloop.api._fieldpath._owned`): as one leaf (``{}``, an
 # atomic map), or key by key, with ``"."`` first when the map is itself a member (not struct-like).
@@ -30,25 +30,17 @@ ATOMIC, MEMBER, STRUCT = range(3)
 _STR_ONLY = frozenset({str})
 
 
-class FlatLevel:
-    """One map of the body (the root, or its metadata): the scalar fields left out (``dropped``) and,
-    by field name, how a non-empty map of strings there is owned (``maps``; a field it lacks, or any
-    other non-scalar value, makes the walk give up)."""
+class FlatPlan:
+    """One map of the body (the root, or its metadata): the scalar fields left out (``dropped``), by
+    field name how a non-empty map of strings there is owned (``maps``; a field it lacks, or any other
+    non-scalar value, makes the walk give up), and the plan of its ``metadata`` (``meta``: the root's
+    only; ``None`` where metadata makes the walk give up)."""
 
-    __slots__ = ("dropped", "maps")
+    __slots__ = ("dropped", "maps", "meta")
 
-    def __init__(self, dropped: frozenset[str], maps: dict[str, int]) -> None:
+    def __init__(self, dropped: frozenset[str], maps: dict[str, int], meta: FlatPlan | None = None) -> None:
         self.dropped = dropped
         self.maps = maps
-
-
-class FlatPlan:
-    """The root's :class:`FlatLevel` and its metadata's (``None``: metadata makes the walk give up)."""
-
-    __slots__ = ("meta", "top")
-
-    def __init__(self, top: FlatLevel, meta: FlatLevel | None) -> None:
-        self.top = top
         self.meta = meta
 
 
@@ -58,17 +50,17 @@ def flat_plan(schema: Any, tree: _Unowned) -> FlatPlan | None:
     shape = _root_shape(schema)
     if shape.atomic_map:
         return None
-    meta: FlatLevel | None = None
+    meta: FlatPlan | None = None
     entry = tree.fields.get("metadata")
     # The root's metadata is not a member and has the server's fields below it (_apply._STRIPPED).
     if entry is not None and not entry[0] and entry[1] is not None and "metadata" in shape.declared:
         meta_shape, struct = shape.kid("metadata")
         if struct:
             meta = _level(meta_shape, entry[1])
-    return FlatPlan(_level(shape, tree), meta)
+    return _level(shape, tree, meta)
 
 
-def _level(shape: _Shape, below: _Unowned) -> FlatLevel:
+def _level(shape: _Shape, below: _Unowned, meta: FlatPlan | None = None) -> FlatPlan:
     maps: dict[str, int] = {}
     for key in shape.declared:
         if key in below.skipped or key in below.fields:  # skipped, or unowned paths below it
@@ -79,7 +71,7 @@ def _level(shape: _Shape, below: _Unowned) -> FlatLevel:
         if kid.declared or kid.extra[0] is None:
             continue
         maps[key] = ATOMIC if kid.atomic_map else STRUCT if struct else MEMBER
-    return FlatLevel(below.dropped, maps)
+    return FlatPlan(below.dropped, maps, meta)
 
 
 def map_node(value: dict[str, Any], how: int) -> dict[str, Any]:
@@ -92,7 +84,7 @@ def map_node(value: dict[str, Any], how: int) -> dict[str, Any]:
     return node
 
 
-def flat_children(obj: dict[str, Any], level: FlatLevel) -> dict[str, Any] | None:
+def flat_children(obj: dict[str, Any], level: FlatPlan) -> dict[str, Any] | None:
     """The sorted ``f:`` children of ``obj`` (scalars and non-empty maps of strings), ``None`` at
     anything else."""
     children: dict[str, Any] = {}

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api._flat_entry import FlatLevel, FlatPlan, flat_children, map_node
+from kubeloop.api._flat_entry import FlatPlan, flat_children, map_node
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._schemas import definitions, resolve
 
@@ -252,7 +252,7 @@ def _message(value: Any, go: _Go, struct: str, path: str) -> str:
 
 _STR_ONLY = frozenset({str})
 _TYPE_META = ("apiVersion", "kind")
-_NO_PLAN = FlatPlan(FlatLevel(frozenset(), {}), None)
+_NO_PLAN = FlatPlan(frozenset(), {})
 
 
 def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | None) -> dict[str, Any] | None:
@@ -264,7 +264,7 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
         plan = _NO_PLAN  # read only where ``owned`` is a map
     else:
         owned = {}
-    dropped, maps, meta = plan.top.dropped, plan.top.maps, plan.meta
+    dropped, maps, meta = plan.dropped, plan.maps, plan.meta
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:

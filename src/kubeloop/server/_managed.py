@@ -23,7 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ApiError, parse_fields_v1
-from kubeloop.api._apply import default_field_manager, managed_fields_on_create, managed_fields_on_update
+from kubeloop.api._apply import (
+    created_entries,
+    default_field_manager,
+    managed_fields_on_create,
+    managed_fields_on_update,
+)
 from kubeloop.server._state import ServerState
 
 __all__ = ["INVALID_AFTER_ADMISSION", "keep_valid_managed_fields", "managed_fields_error", "record_manager_hook"]
@@ -38,22 +43,28 @@ def record_manager_hook(
 ) -> Callable[[Any, dict[str, Any], dict[str, Any] | None, str, dict[str, Any] | None], None]:
     """The field manager's hook: ``record(req, obj, old, now, owned)`` records the write of ``obj`` (``old``:
     the stored object, ``None`` for a create) at ``now`` (``metav1.Time`` text, which the caller reads
-    once for the write: a create stamps its creationTimestamp with the same reading); ``owned``: what a
-    create's entry owns, when the decode walk built it (:attr:`kubeloop.api._go_decode.Decoded.owned`)."""
+    once for the write: a create stamps its creationTimestamp with the same reading); ``owned``: only for a
+    create through the main resource, what its entry owns when the decode walk built it
+    (:attr:`kubeloop.api._go_decode.Decoded.owned`), else ``None``."""
 
     def record(req: Any, obj: dict[str, Any], old: dict[str, Any] | None, now: str,
                owned: dict[str, Any] | None) -> None:
         if req.operation == "Apply":
             return
         info = req.info
-        api_version, schema = info.api_version, state.schema(info)
         manager = req.options.field_manager or default_field_manager(req.user_agent)
-        subresource = req.subresource if req.subresource in ("status", "scale") else None
         meta = obj.setdefault("metadata", {})
+        if owned is not None and "managedFields" not in meta:
+            # What managed_fields_on_create answers for a flat body, which the decode walk already saw.
+            if owned:
+                meta["managedFields"] = created_entries(owned, manager, now, info.api_version)
+            return
+        api_version, schema = info.api_version, state.schema(info)
+        subresource = req.subresource if req.subresource in ("status", "scale") else None
         try:
             if old is None and subresource is None:  # a create: the positional entry point
                 managed = managed_fields_on_create(
-                    obj, manager, now, api_version, schema, info.status_subresource, owned,
+                    obj, manager, now, api_version, schema, info.status_subresource,
                 )
             else:
                 managed = managed_fields_on_update(

@@ -256,14 +256,18 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
                         empties: bool = True, owned: dict[str, Any] | None = None) -> tuple[int, bytes]:
     """Create ``obj``; ``typed`` as :func:`check_body` takes it; ``empties``: ``obj`` may hold an empty list
     or map (a JSON body's bytes tell when it cannot: then the walk that settles them is skipped); ``owned``:
-    what its managedFields entry owns, as the decode walk found it (for the field manager's hook)."""
+    what its managedFields entry owns, as the decode walk found it (for the field manager's hook). The walk
+    answers only for a kind without defaults or Go zero fields and a body without an empty list or map
+    (:func:`~kubeloop.server._defaults.create_keeps_decoded_body`): given ``owned``, the steps for those
+    are skipped."""
     info = req.info
     obj = check_body(info, obj, typed=typed)
     meta = obj["metadata"]  # check_body made it a dict
     _check_namespace(info, meta, req.namespace)
     # Decoding defaults the body; mutating admission sees it so and may change it, before the strategy
     # prepares and validates it (handlers/create.go, then store.go Create: rest.BeforeCreate).
-    apply_defaults(info, obj)
+    if owned is None:
+        apply_defaults(info, obj)
     namespace = req.namespace if info.namespaced else ""
     # What _namespace_guard does, awaited here rather than through its coroutine (a frame less per create).
     guard: tuple[str, int] | None = None
@@ -279,8 +283,10 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     # The zero fields Go's encoding writes are the writer's inside list items (the kind's empty object, which
     # the manager compares with, has none), and no manager's along the struct fields: those go out around it.
     # An empty omitempty list or map is no manager's either, though admission and validation see it (_go_empty).
-    zeros, walks = go_write_encodings(info)
-    found = take_empty_collections(obj, walks) if walks is not None and empties else None
+    zeros = found = None
+    if owned is None:
+        zeros, walks = go_write_encodings(info)
+        found = take_empty_collections(obj, walks) if walks is not None and empties else None
     # One reading of the clock stamps both the managedFields entry and creationTimestamp: RFC 3339 in whole
     # seconds, as upstream's two readings (fieldmanager, then FillObjectMetaSystemFields) show them.
     now = format_time(state.clock.now())
