@@ -164,6 +164,16 @@ async def test_duplicate_addresses_are_repacked_and_ready_wins(tmp_path: Path) -
             ("10.0.0.1", True), ("10.0.0.2", False), ("10.0.0.3", True)]
 
 
+async def test_an_ipv4_mapped_address_is_mirrored_as_ipv4(tmp_path: Path) -> None:
+    async with open_world(tmp_path) as world:
+        await world.create(SERVICES, service())
+        # getAddressType: ParseIPSloppy(ip).To4() != nil; the address is copied as written.
+        await world.create(ENDPOINTS, endpoints("ext", subset("::ffff:10.0.0.5", "fd00::5")))
+        v4, v6 = await world.until_slices("ext", 2)
+        assert (v4["addressType"], addresses(v4)) == ("IPv4", ["::ffff:10.0.0.5"])
+        assert (v6["addressType"], addresses(v6)) == ("IPv6", ["fd00::5"])
+
+
 async def test_slices_follow_the_endpoints_service_and_skip_mirror_label(tmp_path: Path) -> None:
     async with open_world(tmp_path) as world:
         # No Service yet: nothing is mirrored.
