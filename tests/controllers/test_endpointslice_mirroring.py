@@ -244,6 +244,37 @@ async def test_a_slice_edited_or_deleted_by_hand_is_put_back(tmp_path: Path) -> 
         assert await world.quiet_writes() == 0
 
 
+async def test_no_slice_is_created_for_an_endpoints_being_deleted(tmp_path: Path) -> None:
+    async with open_world(tmp_path) as world:
+        await world.create(SERVICES, service())
+        body = endpoints("ext", subset("10.0.0.1"))
+        body["metadata"]["finalizers"] = ["example.com/hold"]
+        await world.create(ENDPOINTS, body)
+        (es,) = await world.until_slices("ext", 1)
+        await world.client.delete(ENDPOINTS, "ext", namespace=NS)
+        cache = world.manager.informer(ENDPOINTS).cache
+
+        async def terminating() -> bool:
+            return bool(((cache.get_by_name("ext", NS) or {}).get("metadata") or {}).get("deletionTimestamp"))
+
+        await world.eventually(terminating)
+        # reconciler.go finalize: updates and deletes go on, creates stop while deletionTimestamp is set.
+        await world.client.delete(SLICES, es["metadata"]["name"], namespace=NS)
+        current = await world.get(ENDPOINTS, "ext")
+        current["subsets"] = [subset("10.0.0.1", "10.0.0.2")]
+        updated = await world.client.update(ENDPOINTS, current, namespace=NS)
+
+        async def reconciled() -> bool:
+            cached = cache.get_by_name("ext", NS)
+            return cached is not None and world.manager.idle() \
+                and cached["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
+
+        await world.eventually(reconciled)
+        await world.settle()
+        assert await world.slices("ext") == []
+        assert world.ctl.count(verb="create", resource="endpointslices") == 1
+
+
 async def test_at_most_1000_addresses_per_subset_are_mirrored_with_a_warning(tmp_path: Path) -> None:
     async with open_world(tmp_path) as world:
         await world.create(SERVICES, service())
