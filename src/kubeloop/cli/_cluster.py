@@ -379,6 +379,7 @@ async def _build_app(
     from kubeloop.cli._bootstrap import bootstrap
     from kubeloop.server import (
         ENVTEST_DISABLED_ADMISSION_PLUGINS,
+        CachedTokenAuthenticator,
         RbacEscalationCheck,
         create_app,
         secure,
@@ -396,5 +397,8 @@ async def _build_app(
     core.admission.append(RbacEscalationCheck(authorizer))
     await core.startup()
     await bootstrap(core)
-    return core, secure(core, tokens=tokens, authorizer=authorizer,
-                        token_authenticator=core.service_account_tokens.authenticate)
+    # kube-apiserver caches its token authenticators' successes for 10 s (pkg/kubeapiserver/authenticator/config.go):
+    # a ServiceAccount token's ES256 signature and bound-object reads are paid once per token per 10 s.
+    accounts = core.service_account_tokens
+    cached = CachedTokenAuthenticator(accounts.authenticate, audiences=accounts.audiences, clock=core.state.clock)
+    return core, secure(core, tokens=tokens, authorizer=authorizer, token_authenticator=cached)
