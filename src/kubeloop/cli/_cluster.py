@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from kubeloop._files import make_directory
 from kubeloop.cli._startup import gc_paused
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def run(options: ServeOptions, *, echo: Echo) -> None:
 def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) -> None:
     data_dir = options.data_dir.resolve()
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_directory(data_dir)  # durably: the files made in it must not lose their directory to a power cut
     except OSError as exc:
         raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror or exc}") from None
     lock = _lock(data_dir)
