@@ -240,14 +240,14 @@ class Decoded:
         self.exact = True
         # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
         self.empties = False
-        self._drops: list[tuple[dict[str, Any], str]] = []
+        self._drops: list[tuple[dict[str, Any], str]] | None = None  # built on the first unknown field
         # The value scalars with ``omitempty`` at their zero (``false``, ``0``, ``""``), as (parent, key):
         # what the decoded struct cannot tell from an absent field (:mod:`kubeloop.api._go_pointers`).
         self.zeros: list[tuple[dict[str, Any], str]] | None = None
 
     def drop_unknown(self) -> None:
         """Remove the unknown fields from the body, as decoding into the struct leaves them out."""
-        for parent, key in self._drops:
+        for parent, key in self._drops or ():
             parent.pop(key, None)  # a YAML alias may put one map at two places
 
     def drop_zeros(self) -> bool:
@@ -288,17 +288,19 @@ _TYPE_META = ("apiVersion", "kind")
 def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decoded, top: bool = False) -> None:
     """The fields of one struct: ``path`` is the Go path (field names only), ``doc`` the document's."""
     fields = go._fields if go._fields is not None else go.fields  # the property's call, once per struct
-    zeros = go.zeros
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:
             found.unknown.append(f"{doc}.{key}" if doc else key)
-            found._drops.append((obj, key))
+            if found._drops is None:
+                found._drops = [(obj, key)]
+            else:
+                found._drops.append((obj, key))
             continue
         # Well-typed scalars, and maps and lists of strings, settle here: most bodies are all well-typed.
         vtype = type(value)
         if vtype is field.exact:
-            if not value and zeros is not None and key in zeros:  # "" or false of a value field: dropped
+            if not value and go.zeros is not None and key in go.zeros:  # "" or false of a value field: dropped
                 _zero(found, obj, key)
             continue
         if value is None:
@@ -321,7 +323,7 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
             found.exact = False
             continue
         _walk(value, field, go.name, f"{path}.{key}" if path else key, f"{doc}.{key}" if doc else key, found)
-        if (vtype is int or vtype is float) and value == 0 and zeros is not None and key in zeros:
+        if (vtype is int or vtype is float) and value == 0 and go.zeros is not None and key in go.zeros:
             _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above)
 
 

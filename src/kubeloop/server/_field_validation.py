@@ -157,8 +157,10 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
         if isinstance(obj.get("apiVersion"), str):
             version = obj["apiVersion"].rpartition("/")[2]
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
-    zeros = decoded.zeros is not None and decoded.drop_zeros()
     paths = decoded.unknown
+    if not paths and decoded.zeros is None:  # most bodies
+        return paths, decoded.exact, decoded.empties, False
+    zeros = decoded.drop_zeros()
     if not paths:
         return paths, decoded.exact, decoded.empties, zeros
     decoded.drop_unknown()
