@@ -44,6 +44,7 @@ __all__ = [
     "decode_builtin",
     "decode_checked",
     "directive_of",
+    "drop_go_zeros",
     "duplicate_texts",
     "go_conversion_error",
     "strict_decoding_error",
@@ -125,10 +126,21 @@ def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:
     return None if hit[1] is None else decode(obj, hit[1])
 
 
-def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool, bool]:
+def drop_go_zeros(info: ResourceInfo, obj: dict[str, Any]) -> None:
+    """Drop the value scalars of built-in ``obj`` at their zero, as its Go struct holds them (an object the
+    server built itself: a strategic merge patch's or an apply's result). Only that part of the decode walk is
+    used: the object's types were settled where it came from."""
+    decoded = decode_builtin(info, obj)
+    if decoded is not None:
+        decoded.drop_zeros()
+
+
+def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[list[str], bool, bool, bool]:
     """The typed decode of a create or update body, and its unknown fields dropped: their texts,
-    whether its metadata needs no type check after this (:attr:`Decoded.exact`), and whether it may hold
-    an empty list or map (:attr:`Decoded.empties`; always for a custom resource).
+    whether its metadata needs no type check after this (:attr:`Decoded.exact`), whether it may hold
+    an empty list or map (:attr:`Decoded.empties`; always for a custom resource), and whether a value
+    scalar at its zero was dropped too (the decoded struct cannot tell it from an absent field:
+    :mod:`kubeloop.api._go_pointers`; never for a custom resource, which keeps what was sent).
 
     A JSON value of the wrong type for its Go field is 400 (handlers/rest.go transformDecodeError over
     encoding/json's UnmarshalTypeError), before fieldValidation's unknown-field errors and with nothing
@@ -138,7 +150,7 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
     if hit is None or hit[0] is not info:
         hit = _go_struct_of(info)
     if hit[1] is None or type(obj) is not dict:
-        return unknown_field_texts(state, info, obj), False, True
+        return unknown_field_texts(state, info, obj), False, True, False
     decoded = decode(obj, hit[1])
     if (err := decoded.error) is not None:
         version = info.version
@@ -146,10 +158,13 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any) -> tuple[li
             version = obj["apiVersion"].rpartition("/")[2]
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
     paths = decoded.unknown
+    if not paths and decoded.zeros is None:  # most bodies
+        return paths, decoded.exact, decoded.empties, False
+    zeros = decoded.drop_zeros()
     if not paths:
-        return paths, decoded.exact, decoded.empties
+        return paths, decoded.exact, decoded.empties, zeros
     decoded.drop_unknown()
-    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties
+    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties, zeros
 
 
 # The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans).

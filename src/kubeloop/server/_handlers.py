@@ -121,8 +121,8 @@ class ResourceHandlers:
     def _decode_checked(self, body: bytes, media: str, info: ResourceInfo,
                         req: WriteRequest) -> tuple[Any, bool, bool, bool]:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
-        whether no unknown field was dropped from it (the object is then what its body's JSON
-        decodes to, for a JSON body); and whether the typed decode leaves nothing for
+        whether no unknown field, nor value scalar at its zero, was dropped from it (the object is then what
+        its body's JSON decodes to, for a JSON body); and whether the typed decode leaves nothing for
         :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``); and whether it may
         hold an empty list or map (``empties``, for :func:`~kubeloop.server._rest.create_object`)."""
         directive = directive_of(req.options.field_validation)
@@ -140,7 +140,7 @@ class ResourceHandlers:
             decode_quantities(info, obj)
         # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
         # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them).
-        unknown, typed, empties = decode_checked(self.state, info, obj)
+        unknown, typed, empties, zeros = decode_checked(self.state, info, obj)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)
@@ -148,7 +148,7 @@ class ResourceHandlers:
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj, not unknown, typed, empties
+        return obj, not unknown and not zeros, typed, empties
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns
