@@ -56,3 +56,11 @@ async def settle(gc: GarbageCollector, cluster: InProcessCluster) -> None:
         return gc.idle()
 
     await eventually(idle, clock=fake_clock(cluster))
+
+
+@pytest.fixture(autouse=True)
+def _utc_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CronJob controller runs a schedule without ``timeZone`` in the process's local zone (Go's
+    ``time.Local``: ``TZ``, else ``/etc/localtime``); these tests' expected times are written in UTC, so
+    they pin it, whatever the machine's zone. A test that wants another zone sets ``TZ`` itself."""
+    monkeypatch.setenv("TZ", "UTC")

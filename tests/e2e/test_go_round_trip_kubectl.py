@@ -108,3 +108,28 @@ def test_kubectl_reads_back_empty_lists_and_maps_as_a_1_32_server_stores_them(kc
     assert got["env"][0]["valueFrom"]["resourceFieldRef"] == {"resource": "limits.cpu", "divisor": "0"}
     shown = kc("get", "role", name, "-n", namespace, "-o", "yaml").stdout
     assert "\nrules: null\n" in shown, shown
+
+
+def test_kubectl_apply_then_get_shows_no_value_zeros_and_keeps_pointer_zeros(kc: Kubectl, namespace: str) -> None:
+    # apps/v1 DeploymentSpec Paused bool, MinReadySeconds int32 and core/v1 PodSpec HostNetwork bool,
+    # Container Stdin bool are values with omitempty: decoded to their zero, then omitted and owned by no
+    # manager. DeploymentSpec Replicas *int32 and SecurityContext AllowPrivilegeEscalation *bool keep theirs.
+    name = unique("zeros")
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"replicas": 0, "paused": False, "minReadySeconds": 0,
+                         "selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": {"app": name}},
+                                      "spec": {"hostNetwork": False, "containers": [
+                                          {"name": "c", "image": "nginx:1.25", "stdin": False,
+                                           "securityContext": {"allowPrivilegeEscalation": False}}]}}}}
+    kc("apply", "-f", kc.write("zeros.yaml", manifest))
+    live = json.loads(kc("get", "deploy", name, "-n", namespace, "-o", "json", "--show-managed-fields").stdout)
+    spec = live["spec"]
+    assert "paused" not in spec and "minReadySeconds" not in spec and spec["replicas"] == 0, spec
+    pod_spec = spec["template"]["spec"]
+    assert "hostNetwork" not in pod_spec and "stdin" not in pod_spec["containers"][0], pod_spec
+    assert pod_spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False}
+    (entry,) = [e for e in live["metadata"]["managedFields"] if e["manager"] == "kubectl-client-side-apply"]
+    owned = json.dumps(entry["fieldsV1"])
+    assert '"f:paused"' not in owned and '"f:minReadySeconds"' not in owned and '"f:hostNetwork"' not in owned
+    assert '"f:replicas"' in owned and '"f:allowPrivilegeEscalation"' in owned

@@ -71,6 +71,8 @@ def _map(rng: random.Random, depth: int = 0, *, strings: bool = False) -> dict[s
 def _body(rng: random.Random, kind: str) -> dict[str, Any]:
     flat = rng.random() < 0.6  # most bodies flat, the fast path's; the rest anything
     meta: dict[str, Any] = {"name": "NAME"}
+    if rng.random() < 0.1:
+        meta["generateName"] = ""  # a value scalar at its zero: the decode drops it (kubeloop.api._go_pointers)
     for field in ("labels", "annotations"):
         if rng.random() < 0.5:
             meta[field] = _map(rng, strings=flat) if flat or rng.random() < 0.7 else _value(rng)

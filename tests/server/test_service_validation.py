@@ -136,6 +136,17 @@ async def test_endpoint_slices_are_validated_and_their_address_type_is_immutable
                                                 "message": 'Invalid value: "IPv6": field is immutable'}
 
 
+async def test_an_ipv4_mapped_address_is_an_ipv4_slice_address(client: httpx.AsyncClient) -> None:
+    # IsValidIPv4Address / IsValidIPv6Address (release 1.32 apimachinery validation/ip.go): ip.To4().
+    body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "mapped6"},
+            "addressType": "IPv6", "endpoints": [{"addresses": ["::ffff:10.1.0.5"]}]}
+    assert await causes(client, SLICES, body) == [
+        ("FieldValueInvalid", "endpoints[0].addresses[0]", 'Invalid value: "::ffff:10.1.0.5": must be a valid IPv6 address')]
+    made = await client.post(SLICES, json={**body, "metadata": {"name": "mapped4"}, "addressType": "IPv4"})
+    assert made.status_code == 201, made.text
+    assert made.json()["endpoints"][0]["addresses"] == ["::ffff:10.1.0.5"]
+
+
 async def test_endpoints_and_slices_print_as_upstream_tables(client: httpx.AsyncClient) -> None:
     ep = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
           "subsets": [{"addresses": [{"ip": f"10.1.0.{i}"} for i in range(1, 6)], "ports": [{"port": 8080}]}]}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from kubeloop import _files
 from kubeloop.api import InternalError
 from kubeloop.server import _tls
 from kubeloop.server._tls import ensure_tls, server_ssl_context
@@ -88,7 +89,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_files_whole(tmp_path: Path, 
             raise OSError("injected: killed while writing")
         real_replace(src, dst)
 
-    monkeypatch.setattr(_tls.os, "replace", failing_replace)
+    monkeypatch.setattr(_files.os, "replace", failing_replace)
     with pytest.raises(InternalError):
         ensure_tls(tmp_path, address="10.1.2.3")  # a new address re-issues the serving certificate
     monkeypatch.undo()

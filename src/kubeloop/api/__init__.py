@@ -12,7 +12,14 @@ from kubeloop.api._apply import (
     server_side_apply,
 )
 from kubeloop.api._clock import Clock, SystemClock, format_micro_time, format_time, parse_time
-from kubeloop.api._cron_schedule import CronSchedule, CronSyntaxError, load_location, parse_standard
+from kubeloop.api._cron_schedule import (
+    CronSchedule,
+    CronSyntaxError,
+    SpecSchedule,
+    load_location,
+    local_location,
+    parse_standard,
+)
 from kubeloop.api._deletion import (
     APPROVED_ANNOTATION,
     GC_IGNORED_RESOURCES,
@@ -164,6 +171,7 @@ __all__ = [
     "ResourceInfo",
     "ScalePaths",
     "ServiceUnavailable",
+    "SpecSchedule",
     "SystemClock",
     "Timeout",
     "TooManyRequests",
@@ -207,6 +215,7 @@ __all__ = [
     "label_selector_from_dict",
     "labels_of",
     "load_location",
+    "local_location",
     "metadata_of",
     "name_is_dns1035_label",
     "name_is_dns1123_label",

@@ -19,18 +19,29 @@ no ``@every <Go duration>``, and word their errors differently. So this module d
   matches within five years. :meth:`EverySchedule.next` adds the constant delay (at least one second).
 
 Times are Unix seconds. A schedule without a zone runs in the caller's (``local_zone``; Go's
-``time.Local``, which kubeloop's controller manager takes to be UTC). Pure; nothing is cached.
+``time.Local``). :func:`local_location` is Go's ``time.Local`` for this process (``TZ``, else
+``/etc/localtime``, else UTC); it reads the environment and the zone file, everything else is pure.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-__all__ = ["CronSchedule", "CronSyntaxError", "EverySchedule", "SpecSchedule", "load_location", "parse_standard"]
+__all__ = [
+    "CronSchedule",
+    "CronSyntaxError",
+    "EverySchedule",
+    "SpecSchedule",
+    "load_location",
+    "local_location",
+    "parse_standard",
+]
 
 
 class CronSyntaxError(ValueError):
@@ -63,6 +74,30 @@ def _zone(name: str) -> tzinfo:
         return ZoneInfo(name)
     except Exception:  # ZoneInfoNotFoundError, or a file that is not a zone (ValueError, OSError)
         raise ValueError(f"unknown time zone {name}") from None
+
+
+def local_location(environ: Mapping[str, str] | None = None) -> tzinfo:
+    """Go's ``time.Local`` (``initLocal``, zoneinfo_unix.go): ``TZ`` unset: ``/etc/localtime``; ``TZ=""`` or
+    ``TZ=UTC``: UTC; ``TZ=[:]/path``: that zone file; ``TZ=[:]Name``: the zone ``Name``; anything that does
+    not load: UTC (as Go falls back)."""
+    env = os.environ if environ is None else environ
+    tz = env.get("TZ")
+    try:
+        if tz is None:
+            return _zone_file("/etc/localtime")
+        tz = tz.removeprefix(":")
+        if tz.startswith("/"):
+            return _zone_file(tz)
+        if tz and tz != "UTC":
+            return _zone(tz)
+    except (OSError, ValueError):
+        pass
+    return UTC
+
+
+def _zone_file(path: str) -> tzinfo:
+    with open(path, "rb") as f:
+        return ZoneInfo.from_file(f, key=path)
 
 
 # -- Go's calendar arithmetic on Unix seconds ---------------------------------------------------------

@@ -11,6 +11,7 @@ Sources (k/k release-1.32): ``pkg/apis/core/validation/validation.go`` (``Valida
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,11 +94,17 @@ def validate_endpoints(obj: Mapping[str, Any]) -> list[FieldError]:
     return errs
 
 
+def _is_ipv4(parsed: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """``ip.To4() != nil``: an IPv4 address, or an IPv4-mapped IPv6 one (``::ffff:a.b.c.d``)."""
+    return isinstance(parsed, ipaddress.IPv4Address) or parsed.ipv4_mapped is not None
+
+
 def _slice_address_errors(address: str, address_type: str, path: str) -> list[FieldError]:
+    """IsValidIPv4Address / IsValidIPv6Address: an IPv4-mapped IPv6 address counts as IPv4."""
     parsed = parse_ip(address)
-    if address_type == "IPv4" and (parsed is None or parsed.version != 4):
+    if address_type == "IPv4" and (parsed is None or not _is_ipv4(parsed)):
         return [FieldError.invalid(path, address, "must be a valid IPv4 address")]
-    if address_type == "IPv6" and (parsed is None or parsed.version != 6):
+    if address_type == "IPv6" and (parsed is None or _is_ipv4(parsed)):
         return [FieldError.invalid(path, address, "must be a valid IPv6 address")]
     if address_type == "FQDN":
         return [FieldError.invalid(path, address, m) for m in is_dns1123_subdomain(address)]

@@ -19,7 +19,11 @@ document order, named as :mod:`kubeloop.api._unknown_fields` names them for cust
 strategic merge patches (``spec.containers[0].foo``, a map value by its key). Values with their own
 decoding are left to it: quantities (:mod:`kubeloop.api._quantity_fields`), ``RawExtension``,
 ``apiextensions`` ``JSON``, ``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``
-(nothing below them is unknown). Named Go types the schema cannot tell (``types.UID``,
+(nothing below them is unknown). The same walk finds the value scalars with ``omitempty`` at their zero
+(``paused: false``, ``minReadySeconds: 0``, ``workingDir: ""``): the decoded struct holds them as it would hold
+an absent field, so the round trip drops them (:attr:`Decoded.zeros`, :meth:`Decoded.drop_zeros`); pointer
+fields (``replicas: 0``) keep theirs, by the table of :mod:`kubeloop.api._go_pointers`, and a struct the table
+does not cover keeps every zero. Named Go types the schema cannot tell (``types.UID``,
 ``v1.Protocol`` ...) come from a short table; any other named string type is reported as ``string``.
 Top-level ``apiVersion`` and ``kind`` are read before the decode, by other code, and are not
 type-checked here. :func:`conversion_error` is the other typed path, the converter of unstructured
@@ -37,7 +41,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._flat_entry import FlatPlan, flat_children, map_node
+from kubeloop.api._go_encode import _NOT_OMITEMPTY
 from kubeloop.api._go_json import go_json_kind
+from kubeloop.api._go_pointers import POINTER_SCALARS
 from kubeloop.api._schemas import definitions, resolve
 
 __all__ = ["Decoded", "GoStruct", "conversion_error", "decode", "go_struct"]
@@ -98,25 +104,29 @@ class _Go:
     bool field's); ``strings`` is ``dict`` for a map of strings, ``list`` for a list of strings, the
     container that settles it when its items are all strings."""
 
-    __slots__ = ("_fields", "_node", "elem", "exact", "kind", "name", "strings", "type")
+    __slots__ = ("_fields", "_node", "defname", "elem", "exact", "kind", "name", "strings", "type", "zeros")
 
     def __init__(self, kind: int, go_type: str, *, name: str = "", node: Mapping[str, Any] | None = None,
-                 elem: _Go | None = None) -> None:
-        self.kind, self.type, self.name, self.elem = kind, go_type, name, elem
+                 elem: _Go | None = None, defname: str = "") -> None:
+        self.kind, self.type, self.name, self.elem, self.defname = kind, go_type, name, elem, defname
         self._node = node
         self._fields: dict[str, _Go] | None = None
+        # A struct's value scalars with omitempty, whose zero the round trip drops (set with ``fields``).
+        self.zeros: frozenset[str] | None = None
         self.exact = _EXACT.get(kind)
         self.strings = (dict if kind == _MAP else list) if elem is not None and elem.kind == _STR else None
 
     @property
     def fields(self) -> dict[str, _Go]:
-        """A struct's fields by JSON name."""
+        """A struct's fields by JSON name (and, once they are built, :attr:`zeros`)."""
         if self._fields is None:
-            self._fields = {}
+            fields: dict[str, _Go] = {}
             props = (self._node or {}).get("properties")
             for key, sub in (props.items() if isinstance(props, dict) else ()):
                 if isinstance(sub, Mapping):
-                    self._fields[key] = _target(sub, named=_NAMED.get((self.name, key)))
+                    fields[key] = _target(sub, named=_NAMED.get((self.name, key)))
+            self.zeros = _value_zeros(self.defname, self.name, self._node or {}, fields)
+            self._fields = fields
         return self._fields
 
 
@@ -131,8 +141,32 @@ def _struct(defname: str) -> _Go:
     if go is None:
         short = defname.rpartition(".")[2]
         pkg = defname.split(".")[-2]
-        go = _by_def[defname] = _Go(_STRUCT, f"{pkg}.{short}", name=short, node=definitions().get(defname) or {})
+        go = _by_def[defname] = _Go(_STRUCT, f"{pkg}.{short}", name=short, node=definitions().get(defname) or {},
+                                    defname=defname)
     return go
+
+
+# Scalar kinds whose zero ``omitempty`` drops (a []byte's empty slice and the types with their own
+# encoding are not among them).
+_PLAIN = frozenset({_STR, _BOOL, _INT, _FLOAT})
+
+
+def _value_zeros(defname: str, short: str, node: Mapping[str, Any], fields: dict[str, _Go]) -> frozenset[str] | None:
+    """The fields of struct ``defname`` whose zero value the round trip drops: its optional scalars that are
+    Go values with ``omitempty`` (:data:`kubeloop.api._go_pointers.POINTER_SCALARS` names the pointers; a
+    ``required`` field, or one in ``_go_encode._NOT_OMITEMPTY``, has no ``omitempty``). ``None`` when the
+    struct is not in the table (its zeros stay) or has no such field. A kind's own ``apiVersion`` and
+    ``kind`` are read before the decode and never dropped here."""
+    pointers = POINTER_SCALARS.get(defname)
+    if pointers is None:
+        return None
+    required = node.get("required")
+    required = frozenset(required) if isinstance(required, list) else frozenset()
+    type_meta = _TYPE_META if "metadata" in fields and "apiVersion" in fields and "kind" in fields else ()
+    zeros = frozenset(key for key, go in fields.items()
+                      if go.kind in _PLAIN and key not in pointers and key not in required
+                      and key not in type_meta and (short, key) not in _NOT_OMITEMPTY)
+    return zeros or None
 
 
 _SCALARS = {"string": (_STR, "string"), "boolean": (_BOOL, "bool"), "number": (_FLOAT, "float64")}
@@ -198,7 +232,7 @@ class Decoded:
     """What one walk of a body against its Go struct found. The body is not changed by the walk:
     :meth:`drop_unknown` removes the unknown fields once the caller has seen them."""
 
-    __slots__ = ("_drops", "empties", "error", "exact", "nulls", "owned", "unknown")
+    __slots__ = ("_drops", "empties", "error", "exact", "nulls", "owned", "unknown", "zeros")
 
     def __init__(self) -> None:
         # The decode's error (``json: cannot unmarshal ...``), or None.
@@ -217,14 +251,29 @@ class Decoded:
         self.nulls = False
         # What a create's managedFields entry owns of the body as the walk leaves it, given a
         # :class:`~kubeloop.api._flat_entry.FlatPlan` (FieldsV1, ``{}`` for nothing); ``None`` when
-        # the body is not flat, or holds an error, a null, an empty list or map or an unknown field.
+        # the body is not flat, or holds an error, a null, an empty list or map, an unknown field or a
+        # value scalar at its zero.
         self.owned: dict[str, Any] | None = None
-        self._drops: list[tuple[dict[str, Any], str]] = []
+        self._drops: list[tuple[dict[str, Any], str]] | None = None  # built on the first unknown field
+        # The value scalars with ``omitempty`` at their zero (``false``, ``0``, ``""``), as (parent, key):
+        # what the decoded struct cannot tell from an absent field (:mod:`kubeloop.api._go_pointers`).
+        self.zeros: list[tuple[dict[str, Any], str]] | None = None
 
     def drop_unknown(self) -> None:
         """Remove the unknown fields from the body, as decoding into the struct leaves them out."""
-        for parent, key in self._drops:
+        for parent, key in self._drops or ():
             parent.pop(key, None)  # a YAML alias may put one map at two places
+
+    def drop_zeros(self) -> bool:
+        """Remove the value scalars found at their zero (whether there was any): the decoded struct holds
+        the zero, which ``encoding/json`` omits and the field manager's conversion leaves out
+        (apimachinery ``runtime/converter.go`` ``isZero``), so no client reads them and no manager owns them."""
+        zeros = self.zeros
+        if not zeros:
+            return False
+        for parent, key in zeros:
+            parent.pop(key, None)  # a YAML alias may put one map at two places
+        return True
 
 
 def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> Decoded:
@@ -240,7 +289,7 @@ def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> 
         owned = None
     if found.error is not None:
         found.exact = False
-    elif owned is not None and not (found.nulls or found.empties or found.unknown):
+    elif owned is not None and not (found.nulls or found.empties or found.unknown or found.zeros):
         found.owned = {element: owned[element] for element in sorted(owned)} if len(owned) > 1 else owned
     return found
 
@@ -269,11 +318,16 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
         field = fields.get(key)
         if field is None:
             found.unknown.append(key)
-            found._drops.append((obj, key))
+            if found._drops is None:
+                found._drops = [(obj, key)]
+            else:
+                found._drops.append((obj, key))
             continue
         vtype = type(value)
         if vtype is field.exact:
-            if owned is not None and key not in dropped:
+            if not value and go.zeros is not None and key in go.zeros:  # "" or false of a value field: dropped
+                _zero(found, obj, key)
+            elif owned is not None and key not in dropped:
                 owned["f:" + key] = {}
             continue
         if value is None:
@@ -314,6 +368,8 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
             found.exact = False
             continue
         _walk(value, field, go.name, key, key, found)
+        if (vtype is int or vtype is float) and value == 0 and go.zeros is not None and key in go.zeros:
+            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above)
     return owned
 
 
@@ -324,11 +380,16 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
         field = fields.get(key)
         if field is None:
             found.unknown.append(f"{doc}.{key}")
-            found._drops.append((obj, key))
+            if found._drops is None:
+                found._drops = [(obj, key)]
+            else:
+                found._drops.append((obj, key))
             continue
         # Well-typed scalars, and maps and lists of strings, settle here: most bodies are all well-typed.
         vtype = type(value)
         if vtype is field.exact:
+            if not value and go.zeros is not None and key in go.zeros:  # "" or false of a value field: dropped
+                _zero(found, obj, key)
             continue
         if value is None:
             found.nulls = True
@@ -346,6 +407,15 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
                 found.empties = True
             continue
         _walk(value, field, go.name, f"{path}.{key}", f"{doc}.{key}", found)
+        if (vtype is int or vtype is float) and value == 0 and go.zeros is not None and key in go.zeros:
+            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above)
+
+
+def _zero(found: Decoded, parent: dict[str, Any], key: str) -> None:
+    if found.zeros is None:
+        found.zeros = [(parent, key)]
+    else:
+        found.zeros.append((parent, key))
 
 
 def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded) -> None:

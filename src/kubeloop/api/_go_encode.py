@@ -47,10 +47,11 @@ Where each fact comes from:
   policy, scheduling, storage, apiextensions, autoscaling, discovery).
 
 The root object's own ``metadata`` is left to the write path, which sets its system fields (its empty
-``managedFields`` asks the field manager for a reset). Not reproduced: the fills under a recursive
-struct (``JSONSchemaProps``) built while its own children are being built, and ``omitempty`` on a zero
-scalar (``minReadySeconds: 0``, ``paused: false``): OpenAPI cannot tell an ``int32`` from an ``*int32``,
-whose zero is written.
+``managedFields`` asks the field manager for a reset). ``omitempty`` on a zero scalar (``minReadySeconds:
+0``, ``paused: false``) is the decode walk's (:mod:`kubeloop.api._go_decode`, :attr:`Decoded.zeros`): OpenAPI
+cannot tell an ``int32`` from an ``*int32`` (whose zero is written), so :mod:`kubeloop.api._go_pointers`
+names the pointers, struct by struct; a struct it does not cover keeps its zeros as sent. Not reproduced:
+the fills under a recursive struct (``JSONSchemaProps``) built while its own children are being built.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ _NOT_OMITEMPTY = frozenset({
     ("Role", "rules"),  # rbac/v1 Role: Rules []PolicyRule `json:"rules"`
     ("ClusterRole", "rules"),  # rbac/v1 ClusterRole: Rules []PolicyRule `json:"rules"`
     ("EndpointSlice", "ports"),  # discovery/v1 EndpointSlice: Ports []EndpointPort `json:"ports"`
+    ("StatefulSetOrdinals", "start"),  # apps/v1 StatefulSetOrdinals: Start int32 `json:"start"`
+    ("StatefulSetStatus", "availableReplicas"),  # apps/v1 StatefulSetStatus: AvailableReplicas int32 `json:"availableReplicas"`
 })
 
 # metav1.Time / MicroTime fields that are pointers (omitted when unset), by (struct, field).

@@ -2,8 +2,10 @@
 
 ``write_kubeconfig`` writes one cluster (server URL and the CA as ``certificate-authority-data``), one
 user (a bearer token), and one context ``kubeloop`` with namespace ``default``, selected as the
-current context. The file is replaced atomically (write to a temporary file, fsync, rename) with
-mode 0600, so a client never reads half a file and no other user can read the token.
+current context. The file is replaced atomically and durably (:func:`kubeloop._files.write_atomically`:
+a temporary file in the same directory, fsync, rename, fsync of the directory) with mode 0600, so a
+client never reads half a file, a crash or power cut leaves the old file or the new one, and no other
+user can read the token.
 
 The text is YAML written by hand: every scalar is emitted as a JSON string, which is a valid YAML
 double-quoted scalar, so no YAML library is needed on the start-up path. :func:`read_kubeconfig`
@@ -16,10 +18,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from kubeloop._files import write_atomically
 
 __all__ = ["CONTEXT", "OwnKubeconfig", "read_kubeconfig", "server_url", "write_kubeconfig"]
 
@@ -43,14 +46,7 @@ class OwnKubeconfig:
 
 
 def write_kubeconfig(path: Path, *, server: str, ca_pem: bytes, user: str, token: str) -> None:
-    text = _render(server=server, ca_pem=ca_pem, user=user, token=token)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, _render(server=server, ca_pem=ca_pem, user=user, token=token).encode(), mode=0o600)
 
 
 _FIELDS = {

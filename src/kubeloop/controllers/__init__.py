@@ -13,6 +13,7 @@ from kubeloop.controllers._daemonset import DaemonSetController
 from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._endpoints import EndpointsController
 from kubeloop.controllers._endpointslice import EndpointSliceController
+from kubeloop.controllers._endpointslice_mirroring import EndpointSliceMirroringController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._job import JobController
 from kubeloop.controllers._kubelet import KubeletSimulator
@@ -50,6 +51,7 @@ __all__ = [
     "DeploymentController",
     "DisruptionController",
     "EndpointSliceController",
+    "EndpointSliceMirroringController",
     "EndpointsController",
     "GarbageCollector",
     "JobController",

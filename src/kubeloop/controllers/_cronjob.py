@@ -22,6 +22,10 @@ Upstream: k/k ``pkg/controller/cronjob/cronjob_controllerv2.go`` (release 1.32),
 3. The status is written once (PUT ``/status``, conditional on the cached resourceVersion), and the
    CronJob is looked at again just after its next scheduled time (100 ms later, as upstream).
 
+A schedule without ``spec.timeZone`` runs in the controller manager's local zone, as upstream's (robfig/cron
+leaves it ``time.Local``): ``local_zone``, by default Go's ``time.Local`` for this process (``TZ``, else
+``/etc/localtime``, else UTC; :func:`kubeloop.api.local_location`).
+
 A CronJob whose schedule or time zone changed is queued for its next time rather than at once (the sync
 would otherwise run a time missed under the new schedule); other changes sync at once. A Job's events
 wake the CronJob that controls it.
@@ -31,22 +35,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from datetime import tzinfo
 from typing import Any
 
 from kubeloop.api import (
     AlreadyExists,
     ApiError,
+    Clock,
     CronSyntaxError,
     NotFound,
     controller_of,
     copy_json,
     format_time,
     load_location,
+    local_location,
     name_of,
     namespace_of,
     parse_time,
     uid_of,
 )
+from kubeloop.client import Client
 from kubeloop.controllers._cronjob_times import (
     MANY_MISSED,
     ScheduleError,
@@ -58,8 +66,8 @@ from kubeloop.controllers._cronjob_times import (
     rfc1123z,
 )
 from kubeloop.controllers._workload_base import WorkloadController
-from kubeloop.controllers._workload_kinds import CRONJOBS, JOBS
-from kubeloop.runtime import Event, InformerFactory, Request, Result, SharedInformer, Watch
+from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, CRONJOBS, JOBS
+from kubeloop.runtime import Event, InformerFactory, Metrics, Request, Result, SharedInformer, Watch
 
 __all__ = ["CronJobController", "ReplaceFailed"]
 
@@ -127,6 +135,22 @@ class CronJobController(WorkloadController):
     kind = "CronJob"
     api_version = "batch/v1"
     resource = CRONJOBS
+
+    def __init__(
+        self,
+        client: Client,
+        informers: InformerFactory,
+        *,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        workers: int = 5,
+        field_manager: str = CONTROLLER_MANAGER,
+        local_zone: tzinfo | None = None,
+    ) -> None:
+        # A schedule without timeZone runs in the controller manager's local zone (Go's time.Local: TZ,
+        # else /etc/localtime), as upstream's.
+        self.local_zone: tzinfo = local_zone if local_zone is not None else local_location()
+        super().__init__(client, informers, clock=clock, metrics=metrics, workers=workers, field_manager=field_manager)
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.cronjobs: SharedInformer = informers.informer(CRONJOBS)
@@ -221,7 +245,7 @@ class _Sync:
                        f'CRON_TZ or TZ used in schedule "{raw}" is not officially supported, see '
                        "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")
         try:
-            _, schedule = cronjob_schedule(cj)
+            _, schedule = cronjob_schedule(cj, local_zone=owner.local_zone)
         except CronSyntaxError as err:
             self.event("Warning", "UnparseableSchedule", f'unparseable schedule: "{raw}" : {err}')
             return None
@@ -347,7 +371,7 @@ class _CronJobEvents:
             spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
             if spec.get("schedule") != old_spec.get("schedule") or spec.get("timeZone") != old_spec.get("timeZone"):
                 try:
-                    _, schedule = cronjob_schedule(new)
+                    _, schedule = cronjob_schedule(new, local_zone=self.owner.local_zone)
                 except CronSyntaxError:
                     self.owner.event(new, "Warning", "UnParseableCronJobSchedule",
                                      f"unparseable schedule for cronjob: {spec.get('schedule')}")

@@ -2,7 +2,7 @@
 
 - :func:`cronjob_schedule` is the controller's ``formatSchedule`` + ``cron.ParseStandard``: a schedule
   with ``TZ`` in it is taken as written (with an ``UnsupportedSchedule`` warning), else ``spec.timeZone``
-  is put in front as ``TZ=<zone>``.
+  is put in front as ``TZ=<zone>``; a schedule left without a zone runs in ``local_zone``.
 - :func:`most_recent_schedule_time` is ``mostRecentScheduleTime``: from the last schedule time (or the
   creation time), moved up to ``now - startingDeadlineSeconds`` when asked, the schedule's next two times
   ``t1``, ``t2``; nothing due before ``t1``, ``t1`` before ``t2``; past that, an estimate of how many were
@@ -16,17 +16,30 @@
   CronJobsScheduledAnnotation is GA in 1.32), the name ``<cronjob>-<scheduled time in minutes since the
   epoch>``, a controller reference that blocks the owner's deletion, and a copy of the template's spec.
 
-Times are Unix seconds on the injected clock; a schedule without a zone runs in UTC (upstream: the
-controller manager's local zone).
+Times are Unix seconds on the injected clock. A schedule without a zone runs in the controller manager's
+local zone, as upstream's: robfig/cron's ``ParseStandard`` leaves it ``time.Local``, ``SpecSchedule.Next``
+then steps in the zone of the time it is given, and the controller's times are all local (``time.Now()``,
+and ``metav1.Time`` decodes to ``.Local()``). The scheduled-timestamp annotation is another matter:
+``time.LoadLocation("")`` is UTC, so a CronJob without ``timeZone`` gets it in UTC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from kubeloop.api import CronSchedule, copy_json, load_location, name_of, parse_standard, parse_time, uid_of
+from kubeloop.api import (
+    CronSchedule,
+    SpecSchedule,
+    copy_json,
+    load_location,
+    name_of,
+    parse_standard,
+    parse_time,
+    uid_of,
+)
 
 __all__ = [
     "FEW_MISSED",
@@ -62,7 +75,7 @@ def _status(cj: Mapping[str, Any]) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def cronjob_schedule(cj: Mapping[str, Any]) -> tuple[str, CronSchedule]:
+def cronjob_schedule(cj: Mapping[str, Any], *, local_zone: tzinfo = UTC) -> tuple[str, CronSchedule]:
     """(the text parsed, the schedule); :class:`~kubeloop.api.CronSyntaxError` when it does not parse."""
     schedule = str(_spec(cj).get("schedule") or "")
     zone = _spec(cj).get("timeZone")
@@ -72,7 +85,10 @@ def cronjob_schedule(cj: Mapping[str, Any]) -> tuple[str, CronSchedule]:
             schedule = f"TZ={zone} {schedule}"
         except ValueError:
             pass
-    return schedule, parse_standard(schedule)
+    parsed = parse_standard(schedule)
+    if isinstance(parsed, SpecSchedule) and parsed.zone is None:
+        parsed = replace(parsed, zone=local_zone)
+    return schedule, parsed
 
 
 def _time(value: Any) -> float | None:

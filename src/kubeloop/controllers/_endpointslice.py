@@ -13,7 +13,7 @@ Mirrors ``pkg/controller/endpointslice`` (k/k release-1.32: ``endpointslice_cont
   ``topology.kubernetes.io/zone`` label, ``targetRef`` to the pod, ``hostname`` when the pod's
   subdomain is the Service. Pods are grouped by the ports they resolve (named target ports from
   container ports), one group per distinct port list, at most 100 endpoints per slice.
-- What this controller wrote is remembered (upstream's ``endpointSliceTracker``): while the slice cache
+- What this controller wrote is remembered (:class:`SliceTracker`, upstream's ``endpointSliceTracker``): while the slice cache
   has not yet seen a slice it created or updated (by ``generation``) or still shows one it deleted, the
   Service is not reconciled (the slice's own event brings it back), so a lagging cache never makes it
   create a slice twice.
@@ -47,6 +47,7 @@ from kubeloop.controllers._endpoint_pods import (
     service_selector,
     should_be_in_endpoints,
 )
+from kubeloop.controllers._endpointslice_tracker import SliceTracker
 from kubeloop.controllers._scheduler_resources import NODES, PODS, SERVICES, builtin
 from kubeloop.runtime import Builder, EnqueueForOwner, EnqueueMapped, Manager, Request, Result
 
@@ -143,8 +144,7 @@ class EndpointSliceController:
         self.pods = manager.informer(PODS)
         self.nodes = manager.informer(NODES)
         self.slices = manager.informer(ENDPOINTSLICES)
-        # (namespace, service) -> slice name -> generation written, or None for a slice deleted.
-        self._expected: dict[tuple[str, str], dict[str, int | None]] = {}
+        self._tracker = SliceTracker()  # what this controller wrote that the slice cache has not seen
         self.controller = (Builder(manager).named(self.name).for_(SERVICES)
                            .watches(PODS, EnqueueMapped(self._services_of_pod))
                            .watches(ENDPOINTSLICES, EnqueueForOwner(SERVICES))
@@ -185,36 +185,17 @@ class EndpointSliceController:
                 if (_meta(s).get("labels") or {}).get(SERVICE_NAME_LABEL) == meta.get("name")
                 and (_meta(s).get("labels") or {}).get(MANAGED_BY_LABEL) == CONTROLLER_NAME]
 
-    def _stale(self, namespace: str, service_name: str) -> bool:
-        """Whether the slice cache is behind this controller's own writes (forgetting those it has seen)."""
-        expected = self._expected.get((namespace, service_name))
-        if not expected:
-            return False
-        for name, generation in list(expected.items()):
-            cached = self.slices.cache.get_by_name(name, namespace)
-            if generation is None:
-                caught_up = cached is None
-            else:
-                caught_up = cached is not None and int(_meta(cached).get("generation") or 0) >= generation
-            if caught_up:
-                del expected[name]
-        if not expected:
-            del self._expected[(namespace, service_name)]
-            return False
-        return True
-
     def _wrote(self, service: Mapping[str, Any], obj: Mapping[str, Any] | None, name: str) -> None:
         meta = _meta(service)
-        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        generation = int(_meta(obj).get("generation") or 1) if obj is not None else None
-        self._expected.setdefault(key, {})[name] = generation
+        self._tracker.wrote((str(meta.get("namespace") or ""), str(meta.get("name") or "")), name, obj)
 
     async def reconcile(self, request: Request) -> Result | None:
         service = self.services.cache.get_by_name(request.name, request.namespace)
         if service is None:
-            self._expected.pop((request.namespace, request.name), None)
+            self._tracker.forget((request.namespace, request.name))
             return None
-        if service_selector(service) is None or self._stale(request.namespace, request.name):
+        if service_selector(service) is None \
+                or self._tracker.stale((request.namespace, request.name), self.slices.cache.get_by_name):
             return None
         existing = self._owned(service)
         labels = slice_labels(service)

@@ -14,6 +14,10 @@ Guarantees:
   :class:`~kubeloop.runtime.CircuitOpen` (a dependency's breaker is open) requeues after the cool-off
   and counts as ``requeue_after``, not as an error: nothing failed, nothing was called.
 - An exception from a reconciler, predicate or handler never kills a worker or an event source.
+- A failed reconcile is logged at warning level: an :class:`~kubeloop.api.ApiError` (the server's
+  answer, such as the routine 409 Conflict) as one line with its code, reason and message, as
+  controller-runtime logs "Reconciler error" with the error's text; any other exception (a bug in the
+  reconciler) with its traceback. Either way the key is retried with the same rate-limited backoff.
 - Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
   so a reconciler never acts on a half-filled cache.
 - :meth:`Controller.stop` lets each worker finish its current reconcile and take no more.
@@ -33,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubeloop.api import Clock, SystemClock
+from kubeloop.api import ApiError, Clock, SystemClock
 from kubeloop.runtime._breaker import CircuitOpen
 from kubeloop.runtime._deadline import within
 from kubeloop.runtime._delaying import RateLimitingQueue
@@ -54,6 +58,11 @@ from kubeloop.runtime._reconcile import (
 __all__ = ["CacheSyncTimeout", "Controller", "EventSource", "Watch"]
 
 log = logging.getLogger("kubeloop.runtime.controller")
+
+
+def _status_line(err: ApiError) -> str:
+    """``<code> <reason>: <message>`` of an API error (no reason for upstream's StatusReasonUnknown)."""
+    return f"{err.status_code} {err.reason}: {err.message}" if err.reason else f"{err.status_code}: {err.message}"
 
 
 class EventSource(Protocol):
@@ -219,7 +228,12 @@ class Controller:
         except Exception as err:  # any other failure is a retry with backoff; the worker lives on
             self._metrics.observe("error", self._clock.monotonic() - started, error=True)
             self.queue.add_rate_limited(request)
-            log.warning("controller %r: reconcile of %s failed: %r", self.name, request, err, exc_info=err)
+            if isinstance(err, ApiError):
+                # The API server's answer (a 409 Conflict is routine): one line, as controller-runtime's
+                # "Reconciler error" and kube-controller-manager's utilruntime.HandleError print it.
+                log.warning("controller %r: reconcile of %s failed: %s", self.name, request, _status_line(err))
+            else:  # a bug in the reconciler: where it happened matters
+                log.warning("controller %r: reconcile of %s failed: %r", self.name, request, err, exc_info=err)
             return
         finally:
             self._metrics.worker_finished()

@@ -52,6 +52,7 @@ from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._state import ServerState, collection_prefix, object_key
 from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
+from kubeloop.server._token_cache import CachedTokenAuthenticator
 
 __all__ = [
     "ADMIN_USER",
@@ -71,6 +72,7 @@ __all__ = [
     "AuthenticationMiddleware",
     "AuthorizationMiddleware",
     "Authorizer",
+    "CachedTokenAuthenticator",
     "Decision",
     "DefaultTolerationSeconds",
     "DeletionProtection",

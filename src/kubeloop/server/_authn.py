@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubeloop._files import write_atomically
 from kubeloop.api import InternalError, Unauthorized
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, send_error
 
@@ -168,11 +168,17 @@ def ensure_token_file(
 ) -> dict[str, str]:
     """Make sure ``path`` holds a token for each ``(user, groups)``; returns user name -> token.
 
-    Existing tokens are kept (so kubeconfigs written earlier stay valid); missing identities are added.
+    Existing tokens are kept (so kubeconfigs written earlier stay valid); missing identities are added,
+    the file replaced atomically and durably (mode 0600): after a crash it holds the old lines or all
+    the new ones.
     """
     have: dict[str, str] = {}
+    before = b""
     if path.exists():
         have = {user.name: token for token, user in load_token_file(path).items()}
+        before = path.read_bytes()
+        if before and not before.endswith(b"\n"):
+            before += b"\n"
     missing = [(name, groups) for name, groups in identities if name not in have]
     if not missing:
         return have
@@ -183,11 +189,9 @@ def ensure_token_file(
         writer.writerow([token, name, name, ",".join(groups)])
         have[name] = token
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a") as f:
-            f.write(out.getvalue())
-            f.flush()
-            os.fsync(f.fileno())
+        # The whole file again, replaced atomically: an append killed half-way would leave a last line
+        # that is a truncated token or group list (an admin without system:masters), or none at all.
+        write_atomically(path, before + out.getvalue().encode(), mode=0o600)
     except OSError as exc:
         raise InternalError(f"Internal error occurred: cannot write token file {path}: {exc}") from exc
     return have

@@ -47,6 +47,7 @@ __all__ = [
     "decode_builtin",
     "decode_checked",
     "directive_of",
+    "drop_go_zeros",
     "duplicate_texts",
     "go_conversion_error",
     "strict_decoding_error",
@@ -128,14 +129,25 @@ def decode_builtin(info: ResourceInfo, obj: dict[str, Any]) -> Decoded | None:
     return None if hit[1] is None else decode(obj, hit[1])
 
 
-def decode_checked(state: ServerState, info: ResourceInfo, obj: Any, *,
-                   create: bool = False) -> tuple[list[str], bool, bool, bool, dict[str, Any] | None]:
+def drop_go_zeros(info: ResourceInfo, obj: dict[str, Any]) -> None:
+    """Drop the value scalars of built-in ``obj`` at their zero, as its Go struct holds them (an object the
+    server built itself: a strategic merge patch's or an apply's result). Only that part of the decode walk is
+    used: the object's types were settled where it came from."""
+    decoded = decode_builtin(info, obj)
+    if decoded is not None:
+        decoded.drop_zeros()
+
+
+def decode_checked(state: ServerState, info: ResourceInfo, obj: Any, *, create: bool = False,
+                   ) -> tuple[list[str], bool, bool, bool, bool, dict[str, Any] | None]:
     """The typed decode of a create or update body, and its unknown fields dropped: their texts,
     whether its metadata needs no type check after this (:attr:`Decoded.exact`), whether it may hold
-    an empty list or map (:attr:`Decoded.empties`; always for a custom resource), whether it may hold a
-    null the typed decode replaces (:attr:`Decoded.nulls`; always for a custom resource), and for a
-    ``create`` of a kind whose create keeps the decoded body (:func:`create_keeps_decoded_body`), what
-    its managedFields entry owns when the body is flat (:attr:`Decoded.owned`), else ``None``.
+    an empty list or map (:attr:`Decoded.empties`; always for a custom resource), whether a value
+    scalar at its zero was dropped too (the decoded struct cannot tell it from an absent field:
+    :mod:`kubeloop.api._go_pointers`; never for a custom resource, which keeps what was sent), whether
+    it may hold a null the typed decode replaces (:attr:`Decoded.nulls`; always for a custom resource),
+    and for a ``create`` of a kind whose create keeps the decoded body (:func:`create_keeps_decoded_body`),
+    what its managedFields entry owns when the body is flat (:attr:`Decoded.owned`), else ``None``.
 
     A JSON value of the wrong type for its Go field is 400 (handlers/rest.go transformDecodeError over
     encoding/json's UnmarshalTypeError), before fieldValidation's unknown-field errors and with nothing
@@ -145,7 +157,7 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any, *,
     if hit is None or hit[0] is not info:
         hit = _go_struct_of(info)
     if hit[1] is None or type(obj) is not dict:
-        return unknown_field_texts(state, info, obj), False, True, True, None
+        return unknown_field_texts(state, info, obj), False, True, False, True, None
     decoded = decode(obj, hit[1], hit[2] if create else None)
     if (err := decoded.error) is not None:
         version = info.version
@@ -153,10 +165,13 @@ def decode_checked(state: ServerState, info: ResourceInfo, obj: Any, *,
             version = obj["apiVersion"].rpartition("/")[2]
         raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: {err}')
     paths = decoded.unknown
+    if not paths and decoded.zeros is None:  # most bodies
+        return paths, decoded.exact, decoded.empties, False, decoded.nulls, decoded.owned
+    zeros = decoded.drop_zeros()  # the walk's entry holds none then (decoded.owned is None)
     if not paths:
-        return paths, decoded.exact, decoded.empties, decoded.nulls, decoded.owned
+        return paths, decoded.exact, decoded.empties, zeros, decoded.nulls, None
     decoded.drop_unknown()
-    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties, decoded.nulls, None
+    return [f'unknown field "{p}"' for p in paths], decoded.exact, decoded.empties, zeros, decoded.nulls, None
 
 
 # The Go struct of each built-in kind by the identity of its ResourceInfo (as _builtin_plans), and the

@@ -121,8 +121,8 @@ class ResourceHandlers:
     def _decode_checked(self, body: bytes, media: str, info: ResourceInfo, req: WriteRequest,
                         create: bool = False) -> tuple[Any, bool, bool, bool, dict[str, Any] | None]:
         """A create or update body, with fieldValidation applied to its unknown and duplicate fields;
-        whether no unknown field was dropped from it (the object is then what its body's JSON
-        decodes to, for a JSON body); and whether the typed decode leaves nothing for
+        whether no unknown field, nor value scalar at its zero, was dropped from it (the object is then what
+        its body's JSON decodes to, for a JSON body); and whether the typed decode leaves nothing for
         :func:`~kubeloop.server._rest.check_body`'s metadata check to find (``typed``); whether it may
         hold an empty list or map (``empties``), and for a ``create``, what its managedFields entry owns
         when the decode walk could tell (``owned``; both for :func:`~kubeloop.server._rest.create_object`)."""
@@ -140,7 +140,7 @@ class ResourceHandlers:
         # A value its Go field cannot hold fails the typed decode too; the same walk finds the unknown fields.
         # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them), and
         # whether it holds a null: most bodies have none to drop.
-        unknown, typed, empties, nulls, owned = decode_checked(self.state, info, obj, create=create)
+        unknown, typed, empties, zeros, nulls, owned = decode_checked(self.state, info, obj, create=create)
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)
@@ -148,7 +148,7 @@ class ResourceHandlers:
             raise strict_decoding_error(info, obj, texts)
         if directive == "Warn":
             req.warnings.extend(texts)
-        return obj, not unknown, typed, empties, owned
+        return obj, not unknown and not zeros, typed, empties, owned
 
     def _printer_columns(self, info: ResourceInfo) -> list[dict[str, Any]] | None:
         source = self.printer_columns

@@ -30,7 +30,7 @@ import orjson
 
 from kubeloop.api import ApiError, KindRegistry, MethodNotAllowed, NotFound, ResourceInfo
 from kubeloop.server._http import Receive, Request, Scope, Send, send_error
-from kubeloop.server._openapi_paths import gv_path, resource_paths
+from kubeloop.server._openapi_paths import gv_path, resource_paths, subresource_schemas
 from kubeloop.server._openapi_schemas import META, ComponentSet
 
 __all__ = ["CustomSchemaSource", "OpenAPIDocuments", "OpenAPIResponse"]
@@ -100,6 +100,7 @@ class OpenAPIDocuments:
             resource_paths(info, f"#/components/schemas/{name}", paths)
             if info.scale is not None:
                 components.add_builtin("io.k8s.api.autoscaling.v1.Scale")
+            components.add_all(subresource_schemas(info))
         components.add_all([f"{META}.Status", f"{META}.Patch", f"{META}.DeleteOptions"])
         return {
             "openapi": "3.0.0",

@@ -1,8 +1,17 @@
 """The ``paths`` of an OpenAPI v3 group/version document: upstream's operations for one resource.
 
 Per resource: the item path (get/put/patch/delete), the collection (list/post/deletecollection),
-the all-namespaces list for namespaced kinds, and ``/status`` and ``/scale`` where served. Every
-operation carries ``x-kubernetes-action`` and ``x-kubernetes-group-version-kind``; PUT, PATCH and
+the all-namespaces list for namespaced kinds, ``/status`` and ``/scale`` where served, and the
+one-operation subresources discovery lists, as upstream 1.32's ``api/openapi-spec/v3/api__v1_openapi.json``
+has them: POST ``pods/{name}/eviction`` (``createCoreV1NamespacedPodEviction``, a policy/v1 Eviction),
+POST ``pods/{name}/binding`` (``createCoreV1NamespacedPodBinding``, a v1 Binding), POST
+``serviceaccounts/{name}/token`` (``createCoreV1NamespacedServiceAccountToken``, an
+authentication.k8s.io/v1 TokenRequest) and PUT ``namespaces/{name}/finalize``
+(``replaceCoreV1NamespaceFinalize``, the Namespace), each with its query parameters on the path and
+its own kind in ``x-kubernetes-group-version-kind``; :func:`subresource_schemas` names the schemas they
+reference.
+
+Every operation carries ``x-kubernetes-action`` and ``x-kubernetes-group-version-kind``; PUT, PATCH and
 POST carry the ``fieldValidation`` query parameter kubectl looks for before it validates
 server-side (cli-runtime ``query_param_verifier_v3.go``). Custom kinds list no strategic merge
 patch body type, as upstream (they answer it with 415).
@@ -10,12 +19,13 @@ patch body type, as upstream (they answer it with 415).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ResourceInfo
 from kubeloop.server._openapi_schemas import META
 
-__all__ = ["gv_path", "resource_paths"]
+__all__ = ["gv_path", "resource_paths", "subresource_schemas"]
 
 _PATCH_TYPES = (
     "application/json-patch+json",
@@ -28,6 +38,30 @@ _CUSTOM_PATCH_TYPES = (
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _OneOperation:
+    """A subresource served by one operation: its method, verb, and the kind it takes and answers."""
+
+    method: str  # "post" (x-kubernetes-action "post", operationId create...) or "put" (replace...)
+    schema: str | None  # the definition it takes and answers; None: the parent's
+    gvk: tuple[str, str, str] | None  # (group, version, kind); None: the parent's
+
+
+_ONE_OPERATION = {
+    "eviction": _OneOperation("post", "io.k8s.api.policy.v1.Eviction", ("policy", "v1", "Eviction")),
+    "binding": _OneOperation("post", "io.k8s.api.core.v1.Binding", ("", "v1", "Binding")),
+    "token": _OneOperation(
+        "post", "io.k8s.api.authentication.v1.TokenRequest", ("authentication.k8s.io", "v1", "TokenRequest")
+    ),
+    "finalize": _OneOperation("put", None, None),
+}
+
+
+def subresource_schemas(info: ResourceInfo) -> list[str]:
+    """The definitions the one-operation subresources of ``info`` reference (for ``components``)."""
+    return [op.schema for sub in info.subresources if (op := _ONE_OPERATION.get(sub)) and op.schema]
 
 
 def gv_path(group: str, version: str) -> str:
@@ -240,6 +274,9 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
                 _gvk("autoscaling", "v1", "Scale"),
             )
         else:
+            one = _ONE_OPERATION.get(sub)
+            if one is not None:
+                paths[f"{base}/{{name}}/{sub}"] = _one_operation_path(info, sub, one, name, kind_ref, gvk, ns)
             continue
         label = sub.capitalize()
         paths[f"{base}/{{name}}/{sub}"] = {
@@ -270,3 +307,37 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
                 responses=_responses(sub_ref, "200", "201"),
             ),
         }
+
+
+def _one_operation_path(
+    info: ResourceInfo,
+    sub: str,
+    one: _OneOperation,
+    name: str,
+    kind_ref: str,
+    gvk: dict[str, str],
+    ns: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """``pods/{name}/eviction`` and its kin: one operation, every query parameter on the path (upstream's
+    spec lists them there when a path has a single operation), the name described by the kind it takes."""
+    ref = f"#/components/schemas/{one.schema}" if one.schema else kind_ref
+    sub_gvk = _gvk(*one.gvk) if one.gvk else gvk
+    if one.method == "post":
+        op_id, description = f"create{name}{sub.capitalize()}", f"create {sub} of a {info.kind}"
+        codes: tuple[str, ...] = ("200", "201", "202")
+    else:
+        op_id, description = f"replace{name}{sub.capitalize()}", f"replace {sub} of the specified {info.kind}"
+        codes = ("200", "201")
+    return {
+        "parameters": [
+            _DRY_RUN,
+            _FIELD_MANAGER,
+            _FIELD_VALIDATION,
+            _path_param("name", f"name of the {sub_gvk['kind']}"),
+            *ns,
+            _PRETTY,
+        ],
+        one.method: _operation(
+            one.method, op_id, sub_gvk, description, requestBody=_json_body(ref), responses=_responses(ref, *codes)
+        ),
+    }

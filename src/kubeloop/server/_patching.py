@@ -36,6 +36,7 @@ from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._field_validation import (
     decode_builtin,
     directive_of,
+    drop_go_zeros,
     duplicate_texts,
     go_conversion_error,
     strict_patch_error,
@@ -90,6 +91,11 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
                 schema=state.schema(info), now=format_time(state.clock.now()), api_version=info.api_version,
                 subresource=req.subresource or None, status_subresource=info.status_subresource,
             )
+            # The merged object is converted into the kind's Go struct (structuredmerge.go Apply, then the
+            # update): a value scalar's zero is gone from what is stored, though the applier owns the field
+            # (its applied configuration's field set holds it).
+            if not info.custom and isinstance(result, dict):
+                drop_go_zeros(info, result)
             if fields is not None and isinstance(result, dict):
                 try:
                     fields(result, True)
@@ -130,6 +136,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             texts = duplicates + unknown_field_texts(state, info, result)
             if texts and directive == "Strict":
                 raise strict_patch_error(orjson.loads(before), texts)
+            if not info.custom:  # the converted struct holds a value scalar's zero as absent (runtime/converter.go)
+                drop_go_zeros(info, result)
         else:
             if decoded.error is not None:
                 raise invalid("", "", [FieldError.invalid("patch", orjson.dumps(result).decode(), decoded.error)])
@@ -137,6 +145,7 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
             if texts and directive == "Strict":
                 raise strict_patch_error(result, texts)  # the patched object, its unknown fields still in
             decoded.drop_unknown()
+            decoded.drop_zeros()  # the decoded struct holds a value scalar's zero as absent
             if patch_type == JSON_PATCH:  # the one patch type that can put a null in the object
                 drop_go_nulls(info, result)
         if directive == "Warn":

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from kubeloop._files import make_directory, write_atomically
 from kubeloop.api import (
     PROTOBUF_MEDIA_TYPE,
     ApiError,
@@ -87,7 +88,7 @@ _BINDABLE = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 
 
 def load_signing_key(path: Path) -> ec.EllipticCurvePrivateKey:
-    """The P-256 key in ``path`` (PEM), created (mode 0600) when the file does not exist."""
+    """The P-256 key in ``path`` (PEM), created (mode 0600, atomically and durably) when the file does not exist."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -99,11 +100,8 @@ def load_signing_key(path: Path) -> ec.EllipticCurvePrivateKey:
         pass
     key = ec.generate_private_key(ec.SECP256R1())
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(pem)
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    make_directory(path.parent)
+    write_atomically(path, pem, mode=0o600)  # never readable by others, never truncated
     return key
 
 

@@ -8,6 +8,10 @@ Guarantees:
   host name when bound to a wildcard address). If a later start binds an address the certificate
   does not name, only the serving certificate is re-issued, by the same CA.
 - Keys are EC P-256 (generation takes about a millisecond), written with mode 0600.
+- Every file is written atomically and durably (:func:`kubeloop._files.write_atomically`: a temporary
+  file, fsync, rename, fsync of the directory): a start killed or a machine that loses power at any
+  moment leaves each file whole or absent, never truncated, and the next start reuses what is whole
+  and makes what is absent.
 - A restart that reuses the material never imports ``cryptography`` (the SAN list is kept beside
   the certificate), which keeps ``kubeloop up`` fast.
 
@@ -17,13 +21,13 @@ Errors (unwritable directory, corrupt key) surface as :class:`kubeloop.api.Inter
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kubeloop._files import make_directory, sync_directory, write_atomically
 from kubeloop.api import InternalError
 
 if TYPE_CHECKING:  # cryptography is imported only when material is made (see the contract above)
@@ -65,16 +69,20 @@ def ensure_tls(data_dir: Path, *, address: str = "127.0.0.1") -> TlsMaterial:
     cert, key, sans_file = pki / "apiserver.crt", pki / "apiserver.key", pki / "apiserver.sans"
     wanted = serving_sans(address)
     try:
-        pki.mkdir(parents=True, exist_ok=True)
+        make_directory(pki)
         if not (ca_cert.exists() and ca_key.exists()):
             # The old serving certificate goes first: a start killed after the new CA is written must
             # not find a certificate that CA did not sign.
-            cert.unlink(missing_ok=True)
+            _remove(cert)
             _make_ca(ca_cert, ca_key)
         have = tuple(sans_file.read_text().split()) if sans_file.exists() else ()
         if not (cert.exists() and key.exists()) or not set(wanted) <= set(have):
+            # The SAN list goes first, and comes back last: a start killed between the new key and the
+            # new certificate leaves no SAN list, so the next start issues the pair again rather than
+            # load a certificate with another certificate's key.
+            _remove(sans_file)
             _make_serving(ca_cert, ca_key, cert, key, wanted)
-            _write_atomic(sans_file, ("\n".join(wanted) + "\n").encode(), mode=0o644)
+            write_atomically(sans_file, ("\n".join(wanted) + "\n").encode(), mode=0o644)
             have = wanted
         return TlsMaterial(ca_cert, ca_key, cert, key, ca_cert.read_bytes(), have)
     except (OSError, ValueError) as exc:
@@ -92,19 +100,11 @@ def server_ssl_context(material: TlsMaterial) -> ssl.SSLContext:
     return context
 
 
-def _write_atomic(path: Path, data: bytes, *, mode: int) -> None:
-    """``data`` under a temporary name, then renamed over ``path``: a start killed while writing leaves
-    the old file or none, never a truncated one that every later start fails to load. Not fsynced (a
-    first start's five files would cost five disk flushes on the start-up path): a process killed at any
-    point is covered, a power cut in the seconds after a first start is not."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+def _remove(path: Path) -> None:
+    """Remove ``path`` if it exists, durably (before anything written after it)."""
+    if path.exists():
+        path.unlink()
+        sync_directory(path.parent)
 
 
 def _write_pair(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate, key_path: Path, cert_path: Path) -> None:
@@ -112,14 +112,14 @@ def _write_pair(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate, key_pat
     certificate on disk always has its key beside it."""
     from cryptography.hazmat.primitives import serialization
 
-    _write_atomic(
+    write_atomically(
         key_path,
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
         mode=0o600,
     )
-    _write_atomic(cert_path, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
+    write_atomically(cert_path, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
 
 
 def _make_ca(cert_path: Path, key_path: Path) -> None:

@@ -1,0 +1,215 @@
+"""The optional scalar fields of the served built-in kinds that are Go pointers, by struct (k8s.io/api 1.32).
+
+A built-in body is decoded into its Go struct and encoded back (:mod:`kubeloop.api._go_decode`). An optional
+scalar field is either a value (``bool``, ``int32``, ``string``, a named string type) with ``omitempty``, whose
+zero value (``false``, ``0``, ``""``) the round trip drops (``encoding/json`` omits it, and apimachinery's
+``runtime.DefaultUnstructuredConverter`` leaves it out of what the field manager types: ``converter.go``
+``isZero``), or a pointer (``*int32 replicas``, ``*bool allowPrivilegeEscalation``), whose explicit zero is a
+non-nil pointer and stays. The OpenAPI schema does not tell the two apart; this table does.
+
+:data:`POINTER_SCALARS` has one row per struct, keyed by its OpenAPI definition name, naming the ``types.go``
+struct's pointer scalars (JSON names). A struct in the table is covered: every optional scalar of it that is
+not listed is a value with ``omitempty`` (fields without ``omitempty`` are the schema's ``required`` ones and
+:data:`kubeloop.api._go_encode._NOT_OMITEMPTY`, whose zero is written). A struct not in the table keeps every
+zero as sent: those left out had no source read for them (see the module's notes below).
+
+Sources (read through the code index; the JSON tag and the Go type of each field were read, not inferred):
+
+- core/v1: kubernetes ``staging/src/k8s.io/api/core/v1/types.go`` at 001a778f (1.29); fields added since were
+  confirmed one by one from declarations in the index: ``VolumeMount.RecursiveReadOnly
+  *RecursiveReadOnlyMode``, ``PodSecurityContext.SELinuxChangePolicy *PodSELinuxChangePolicy`` and
+  ``SupplementalGroupsPolicy *SupplementalGroupsPolicy``, ``ServiceSpec.TrafficDistribution *string``,
+  ``PodResourceClaim.ResourceClaimName`` / ``ResourceClaimTemplateName *string`` (both ``*string`` in 1.29's
+  ``ClaimSource`` too).
+- apps/v1: ``staging/src/k8s.io/api/apps/v1/types.go`` at 0122c43a (newer than 1.32; no field changed kind).
+- batch/v1: ``batch/v1/types.go`` (1.31, with ``successPolicy``, ``managedBy``, ``backoffLimitPerIndex``).
+- discovery/v1, policy/v1, rbac/v1, scheduling/v1 ``types.go``; storage/v1 ``StorageClass``; apimachinery
+  ``pkg/apis/meta/v1/types.go`` ``ObjectMeta`` and ``OwnerReference``.
+
+Left out (zeros kept as sent), for want of a read source: coordination/v1 ``LeaseSpec`` (``strategy``),
+core/v1 ``ResourceClaim`` (``request``), ``ImageVolumeSource``, ``ResourceHealth``, ``VolumeMountStatus``,
+``AppArmorProfile``, ``PortStatus``, ``NodeFeatures``, ``NodeRuntimeHandler``, ``NodeRuntimeHandlerFeatures``,
+meta/v1 ``Condition`` and ``ManagedFieldsEntry``, and every apiextensions.k8s.io/v1 struct (``JSONSchemaProps``
+included).
+"""
+
+from __future__ import annotations
+
+__all__ = ["POINTER_SCALARS"]
+
+_CORE = "io.k8s.api.core.v1."
+_APPS = "io.k8s.api.apps.v1."
+_BATCH = "io.k8s.api.batch.v1."
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _row(*fields: str) -> frozenset[str]:
+    return frozenset(fields)
+
+
+# By OpenAPI definition name: the struct's pointer scalars (an empty row: all its optional scalars are values).
+POINTER_SCALARS: dict[str, frozenset[str]] = {
+    # core/v1 types.go: volumes.
+    _CORE + "PersistentVolumeClaimVolumeSource": _NONE,  # ReadOnly bool
+    _CORE + "PersistentVolumeSpec": _row("volumeMode", "volumeAttributesClassName"),  # *PersistentVolumeMode, *string
+    _CORE + "PersistentVolumeStatus": _NONE,  # Phase, Message, Reason
+    _CORE + "PersistentVolumeClaimSpec": _row("storageClassName", "volumeMode", "volumeAttributesClassName"),
+    _CORE + "TypedObjectReference": _row("apiGroup", "namespace"),  # APIGroup *string `json:"apiGroup"`
+    _CORE + "TypedLocalObjectReference": _row("apiGroup"),  # APIGroup *string `json:"apiGroup"`
+    _CORE + "ModifyVolumeStatus": _NONE,  # TargetVolumeAttributesClassName string
+    _CORE + "PersistentVolumeClaimCondition": _NONE,
+    _CORE + "PersistentVolumeClaimStatus": _row("currentVolumeAttributesClassName"),  # *string
+    _CORE + "HostPathVolumeSource": _row("type"),  # Type *HostPathType
+    _CORE + "EmptyDirVolumeSource": _NONE,  # Medium StorageMedium
+    _CORE + "GlusterfsVolumeSource": _NONE,
+    _CORE + "GlusterfsPersistentVolumeSource": _row("endpointsNamespace"),  # *string
+    _CORE + "RBDVolumeSource": _NONE,
+    _CORE + "RBDPersistentVolumeSource": _NONE,
+    _CORE + "CinderVolumeSource": _NONE,
+    _CORE + "CinderPersistentVolumeSource": _NONE,
+    _CORE + "CephFSVolumeSource": _NONE,
+    _CORE + "CephFSPersistentVolumeSource": _NONE,
+    _CORE + "SecretReference": _NONE,
+    _CORE + "FlockerVolumeSource": _NONE,
+    _CORE + "GCEPersistentDiskVolumeSource": _NONE,  # Partition int32, ReadOnly bool
+    _CORE + "QuobyteVolumeSource": _NONE,
+    _CORE + "FlexPersistentVolumeSource": _NONE,
+    _CORE + "FlexVolumeSource": _NONE,
+    _CORE + "AWSElasticBlockStoreVolumeSource": _NONE,
+    _CORE + "GitRepoVolumeSource": _NONE,
+    _CORE + "SecretVolumeSource": _row("defaultMode", "optional"),  # *int32, *bool
+    _CORE + "SecretProjection": _row("optional"),  # LocalObjectReference inline: Name string
+    _CORE + "NFSVolumeSource": _NONE,
+    _CORE + "ISCSIVolumeSource": _row("initiatorName"),  # *string
+    _CORE + "ISCSIPersistentVolumeSource": _row("initiatorName"),
+    _CORE + "FCVolumeSource": _row("lun"),  # *int32
+    _CORE + "AzureFileVolumeSource": _NONE,
+    _CORE + "AzureFilePersistentVolumeSource": _row("secretNamespace"),  # *string `json:"secretNamespace"`
+    _CORE + "VsphereVirtualDiskVolumeSource": _NONE,
+    _CORE + "PhotonPersistentDiskVolumeSource": _NONE,
+    _CORE + "AzureDiskVolumeSource": _row("cachingMode", "fsType", "readOnly", "kind"),
+    _CORE + "PortworxVolumeSource": _NONE,
+    _CORE + "ScaleIOVolumeSource": _NONE,
+    _CORE + "ScaleIOPersistentVolumeSource": _NONE,
+    _CORE + "StorageOSVolumeSource": _NONE,
+    _CORE + "StorageOSPersistentVolumeSource": _NONE,
+    _CORE + "ConfigMapVolumeSource": _row("defaultMode", "optional"),
+    _CORE + "ConfigMapProjection": _row("optional"),
+    _CORE + "ServiceAccountTokenProjection": _row("expirationSeconds"),  # *int64
+    _CORE + "ClusterTrustBundleProjection": _row("name", "signerName", "optional"),
+    _CORE + "ProjectedVolumeSource": _row("defaultMode"),
+    _CORE + "KeyToPath": _row("mode"),
+    _CORE + "LocalVolumeSource": _row("fsType"),
+    _CORE + "CSIPersistentVolumeSource": _NONE,  # ReadOnly bool, FSType string
+    _CORE + "CSIVolumeSource": _row("readOnly", "fsType"),  # *bool, *string
+    _CORE + "DownwardAPIVolumeSource": _row("defaultMode"),
+    _CORE + "DownwardAPIVolumeFile": _row("mode"),
+    # core/v1 types.go: containers.
+    _CORE + "ContainerPort": _NONE,  # Name, HostPort, Protocol, HostIP
+    _CORE + "VolumeMount": _row("mountPropagation", "recursiveReadOnly"),  # ReadOnly bool, SubPath string
+    _CORE + "EnvVar": _NONE,  # Value string
+    _CORE + "ObjectFieldSelector": _NONE,
+    _CORE + "ResourceFieldSelector": _NONE,
+    _CORE + "ConfigMapKeySelector": _row("optional"),
+    _CORE + "SecretKeySelector": _row("optional"),
+    _CORE + "EnvFromSource": _NONE,
+    _CORE + "ConfigMapEnvSource": _row("optional"),
+    _CORE + "SecretEnvSource": _row("optional"),
+    _CORE + "HTTPGetAction": _NONE,
+    _CORE + "TCPSocketAction": _NONE,
+    _CORE + "GRPCAction": _row("service"),  # Service *string `json:"service"`
+    _CORE + "Probe": _row("terminationGracePeriodSeconds"),  # the thresholds and periods are int32
+    _CORE + "Container": _row("restartPolicy"),  # *ContainerRestartPolicy; Stdin, TTY bool; WorkingDir string
+    _CORE + "EphemeralContainer": _row("restartPolicy"),  # EphemeralContainerCommon, TargetContainerName string
+    _CORE + "SecurityContext": _row("privileged", "runAsUser", "runAsGroup", "runAsNonRoot", "readOnlyRootFilesystem",
+                                    "allowPrivilegeEscalation", "procMount"),
+    _CORE + "SELinuxOptions": _NONE,
+    _CORE + "WindowsSecurityContextOptions": _row("gmsaCredentialSpecName", "gmsaCredentialSpec", "runAsUserName",
+                                                  "hostProcess"),
+    _CORE + "SeccompProfile": _row("localhostProfile"),
+    _CORE + "ContainerStateWaiting": _NONE,
+    _CORE + "ContainerStateTerminated": _NONE,  # Signal int32, Reason, Message, ContainerID string
+    _CORE + "ContainerStatus": _row("started"),  # *bool
+    # core/v1 types.go: pods.
+    _CORE + "PodSpec": _row("terminationGracePeriodSeconds", "activeDeadlineSeconds", "automountServiceAccountToken",
+                            "shareProcessNamespace", "priority", "runtimeClassName", "enableServiceLinks",
+                            "preemptionPolicy", "setHostnameAsFQDN", "hostUsers"),
+    _CORE + "PodSecurityContext": _row("runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "fsGroupChangePolicy",
+                                       "seLinuxChangePolicy", "supplementalGroupsPolicy"),
+    _CORE + "PodDNSConfigOption": _row("value"),  # Name string `json:"name,omitempty"`
+    _CORE + "PodResourceClaim": _row("resourceClaimName", "resourceClaimTemplateName"),
+    _CORE + "PodResourceClaimStatus": _row("resourceClaimName"),
+    _CORE + "TopologySpreadConstraint": _row("minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy"),
+    _CORE + "Toleration": _row("tolerationSeconds"),  # Key, Operator, Value, Effect
+    _CORE + "Taint": _NONE,  # Value string
+    _CORE + "PodCondition": _NONE,
+    _CORE + "PodStatus": _NONE,  # Phase, Message, Reason, NominatedNodeName, HostIP, PodIP, QOSClass, Resize
+    # core/v1 types.go: services, endpoints, nodes, namespaces, events, references, config.
+    _CORE + "ServiceSpec": _row("ipFamilyPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass",
+                                "internalTrafficPolicy", "trafficDistribution"),
+    _CORE + "ServicePort": _row("appProtocol"),  # Name, Protocol, NodePort
+    _CORE + "ClientIPConfig": _row("timeoutSeconds"),
+    _CORE + "LoadBalancerIngress": _row("ipMode"),
+    _CORE + "ServiceAccount": _row("automountServiceAccountToken"),
+    _CORE + "EndpointAddress": _row("nodeName"),
+    _CORE + "EndpointPort": _row("appProtocol"),  # Name string, Protocol Protocol
+    _CORE + "NodeSpec": _NONE,  # PodCIDR, ProviderID, Unschedulable, DoNotUseExternalID
+    _CORE + "NodeStatus": _NONE,
+    _CORE + "NodeConfigStatus": _NONE,
+    _CORE + "ConfigMapNodeConfigSource": _NONE,
+    _CORE + "NodeCondition": _NONE,
+    _CORE + "ContainerImage": _NONE,  # SizeBytes int64
+    _CORE + "NamespaceStatus": _NONE,
+    _CORE + "NamespaceCondition": _NONE,
+    _CORE + "ObjectReference": _NONE,
+    _CORE + "LocalObjectReference": _NONE,
+    _CORE + "EventSource": _NONE,
+    _CORE + "Event": _NONE,  # Reason, Message, Count, Type, Action
+    _CORE + "EventSeries": _NONE,
+    _CORE + "Secret": _row("immutable"),  # Type SecretType
+    _CORE + "ConfigMap": _row("immutable"),
+    # apps/v1 types.go.
+    _APPS + "StatefulSetSpec": _row("replicas", "revisionHistoryLimit"),  # PodManagementPolicy, MinReadySeconds
+    _APPS + "StatefulSetUpdateStrategy": _NONE,
+    _APPS + "RollingUpdateStatefulSetStrategy": _row("partition"),
+    _APPS + "StatefulSetPersistentVolumeClaimRetentionPolicy": _NONE,
+    _APPS + "StatefulSetOrdinals": _NONE,  # Start int32 `json:"start"` (no omitempty)
+    _APPS + "StatefulSetStatus": _row("collisionCount"),  # AvailableReplicas int32 `json:"availableReplicas"`
+    _APPS + "StatefulSetCondition": _NONE,
+    _APPS + "DeploymentSpec": _row("replicas", "revisionHistoryLimit", "progressDeadlineSeconds"),  # Paused bool
+    _APPS + "DeploymentStrategy": _NONE,
+    _APPS + "DeploymentStatus": _row("collisionCount"),
+    _APPS + "DeploymentCondition": _NONE,
+    _APPS + "DaemonSetSpec": _row("revisionHistoryLimit"),
+    _APPS + "DaemonSetUpdateStrategy": _NONE,
+    _APPS + "DaemonSetStatus": _row("collisionCount"),
+    _APPS + "DaemonSetCondition": _NONE,
+    _APPS + "ReplicaSetSpec": _row("replicas"),
+    _APPS + "ReplicaSetStatus": _NONE,
+    _APPS + "ReplicaSetCondition": _NONE,
+    # batch/v1 types.go.
+    _BATCH + "JobSpec": _row("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
+                             "backoffLimitPerIndex", "maxFailedIndexes", "manualSelector", "ttlSecondsAfterFinished",
+                             "completionMode", "suspend", "podReplacementPolicy", "managedBy"),
+    _BATCH + "JobStatus": _row("terminating", "failedIndexes", "ready"),  # Active, Succeeded, Failed, CompletedIndexes
+    _BATCH + "JobCondition": _NONE,
+    _BATCH + "SuccessPolicyRule": _row("succeededIndexes", "succeededCount"),
+    _BATCH + "PodFailurePolicyOnExitCodesRequirement": _row("containerName"),  # *string `json:"containerName"`
+    _BATCH + "CronJobSpec": _row("timeZone", "startingDeadlineSeconds", "suspend", "successfulJobsHistoryLimit",
+                                 "failedJobsHistoryLimit"),  # ConcurrencyPolicy
+    # discovery/v1 types.go.
+    "io.k8s.api.discovery.v1.Endpoint": _row("hostname", "nodeName", "zone"),
+    "io.k8s.api.discovery.v1.EndpointConditions": _row("ready", "serving", "terminating"),
+    "io.k8s.api.discovery.v1.EndpointPort": _row("name", "protocol", "port", "appProtocol"),
+    # policy/v1, rbac/v1, scheduling/v1, storage/v1 types.go.
+    "io.k8s.api.policy.v1.PodDisruptionBudgetSpec": _row("unhealthyPodEvictionPolicy"),
+    "io.k8s.api.policy.v1.PodDisruptionBudgetStatus": _NONE,  # ObservedGeneration int64
+    "io.k8s.api.rbac.v1.Subject": _NONE,  # APIGroup, Namespace string
+    "io.k8s.api.scheduling.v1.PriorityClass": _row("preemptionPolicy"),  # GlobalDefault bool, Description string
+    "io.k8s.api.storage.v1.StorageClass": _row("reclaimPolicy", "allowVolumeExpansion", "volumeBindingMode"),
+    # apimachinery meta/v1 types.go.
+    _META + "ObjectMeta": _row("deletionGracePeriodSeconds"),  # Name ... ResourceVersion string, Generation int64
+    _META + "OwnerReference": _row("controller", "blockOwnerDeletion"),
+}
