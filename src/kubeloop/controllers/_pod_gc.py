@@ -135,9 +135,10 @@ class PodGarbageCollector:
     async def _gc_terminated(self) -> None:
         if self.terminated_pod_threshold <= 0:
             return
-        terminated = self.pods.cache.by_index(TERMINATED_INDEX, "true")
-        surplus = len(terminated) - self.terminated_pod_threshold
+        # Counted first: most sweeps (a pod finished) find nothing to do, and then list nothing.
+        surplus = self.pods.cache.count_by_index(TERMINATED_INDEX, "true") - self.terminated_pod_threshold
         if surplus > 0:
+            terminated = self.pods.cache.by_index(TERMINATED_INDEX, "true")
             await self._force_delete(sorted(terminated, key=deletion_order)[:surplus], "terminated")
 
     async def _gc_unscheduled_terminating(self, key: str) -> None:
