@@ -192,7 +192,7 @@ class PodGarbageCollector:
         name, namespace = name_of(pod), namespace_of(pod)
         patch = failed_status_patch(pod, condition, self.clock.now())
         if patch is not None:
-            await self.client.patch(PODS, name, patch, namespace=namespace, subresource="status", patch_type="merge")
+            await self.client.patch(PODS, name, patch, namespace=namespace, subresource="status", patch_type="strategic")
         await self.client.delete(PODS, name, namespace=namespace, grace_period_seconds=0)
 
 

@@ -12,11 +12,13 @@ Upstream (release 1.32): k/k ``pkg/controller/podgc/gc_controller.go`` (``isPodT
   then the oldest ``creationTimestamp``, then the name.
 - :func:`is_out_of_service`: the node's Ready condition is not ``True`` and it has a taint with key
   ``node.kubernetes.io/out-of-service``, whatever its value and effect (``TaintKeyExists``).
-- :func:`failed_status_patch`: the merge patch that turns a pod that has not finished into
-  ``phase: Failed`` (with a condition when one is given, set as ``UpdatePodCondition`` sets it: in
-  place of one of its type, keeping that one's ``lastTransitionTime`` when the status is the same),
-  the pod's UID as precondition; ``None`` for a pod that already finished (Succeeded or Failed), which
-  upstream deletes without a patch.
+- :func:`failed_status_patch`: the strategic merge patch of the pod's status (``utilpod.PatchPodStatus``:
+  the two-way patch from the old status to the new, with the pod's UID as precondition) that turns a
+  pod that has not finished into ``phase: Failed``, with a condition when one is given, set as
+  ``UpdatePodCondition`` sets it (in place of one of its type, keeping that one's
+  ``lastTransitionTime`` when the status is the same): conditions merge by type, so the patch carries
+  the changed one and ``$setElementOrder/conditions``, and other writers' conditions are kept.
+  ``None`` for a pod that already finished (Succeeded or Failed), which upstream deletes without a patch.
 """
 
 from __future__ import annotations
@@ -103,12 +105,16 @@ def _with_condition(conditions: list[dict[str, Any]], condition: Mapping[str, An
 
 
 def failed_status_patch(pod: Obj, condition: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
-    """The status merge patch of ``markFailedAndDeletePodWithCondition``; ``None`` when none is sent."""
+    """The status patch (strategic) of ``markFailedAndDeletePodWithCondition``; ``None`` when none is sent."""
     status = _status(pod)
     if status.get("phase") in ("Succeeded", "Failed"):
         return None
     new: dict[str, Any] = {"phase": "Failed"}
     if condition is not None:
-        conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
-        new["conditions"] = _with_condition(conditions, condition, format_time(now))
+        old = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+        updated = _with_condition(old, condition, format_time(now))
+        changed = [c for c in updated if c not in old]
+        if changed:
+            new["$setElementOrder/conditions"] = [{"type": c.get("type")} for c in updated]
+            new["conditions"] = changed
     return {"metadata": {"uid": uid_of(pod)}, "status": new}
