@@ -124,6 +124,8 @@ class JobSync:
         if status.get("startTime") is None and not self.suspended:
             status["startTime"] = format_time(self.now)
         active = len(self.active_pods)
+        # Read before this sync's own pod writes change them (syncJob's satisfiedExpectations).
+        satisfied = owner.expectations.satisfied(self.key)
         finishing = self._finishing_condition()
         manage_error: BaseException | None = None
         changed = False
@@ -133,12 +135,13 @@ class JobSync:
                 deleted = await self._delete(self.active_pods, keep_finalizers=True)
             except ApiError as err:
                 manage_error = err
-            if deleted != active:
-                finishing = None  # some pods may still run: not finished yet (the next sync decides again)
+            if deleted != active or not satisfied:
+                # Some pods may still run, or not be in the cache yet: not finished in this sync.
+                finishing = None
             active -= deleted
         else:
             managed = False
-            if owner.expectations.satisfied(self.key) and not is_being_deleted(job):
+            if satisfied and not is_being_deleted(job):
                 managed = True
                 try:
                     active = await self._manage(active, record)
