@@ -7,6 +7,7 @@ Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32) and ``back
   counted twice even when the GC or a user deletes it.
 - :func:`is_pod_failed` (``isPodFailed``): phase Failed, or (podReplacementPolicy TerminatingOrFailed and
   no podFailurePolicy) deleted before it succeeded: orphans that never reach a phase count as failures.
+  Otherwise (:func:`only_replaces_failed`) a terminating pod is not replaced until it has failed.
 - :func:`past_backoff_limit_on_failure` (``pastBackoffLimitOnFailure``): with restartPolicy OnFailure the
   containers' restarts in running or pending pods count against ``backoffLimit``.
 - :class:`BackoffRecord` (``backoffRecord``): failures since the last success and when the last one
@@ -41,6 +42,7 @@ __all__ = [
     "is_terminating",
     "match_pod_failure_policy",
     "new_condition",
+    "only_replaces_failed",
     "past_backoff_limit_on_failure",
     "pod_failure_policy_action",
 ]
@@ -69,9 +71,14 @@ def is_terminating(pod: Mapping[str, Any]) -> bool:
     return bool(_meta(pod).get("deletionTimestamp")) and _phase(pod) not in ("Succeeded", "Failed")
 
 
-def is_pod_failed(pod: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+def only_replaces_failed(job: Mapping[str, Any]) -> bool:
+    """``onlyReplaceFailedPods``: podReplacementPolicy Failed (the default with a podFailurePolicy)."""
     spec = job.get("spec") or {}
-    if spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed":
+    return spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed"
+
+
+def is_pod_failed(pod: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    if only_replaces_failed(job):
         return _phase(pod) == "Failed"
     if _phase(pod) == "Failed":
         return True

@@ -32,6 +32,7 @@ from kubeloop.controllers._job_pods import (
     is_terminating,
     match_pod_failure_policy,
     new_condition,
+    only_replaces_failed,
     past_backoff_limit_on_failure,
 )
 from kubeloop.controllers._job_success_policy import SUCCESS_POLICY_REASON, match_success_policy
@@ -222,12 +223,12 @@ class JobSync:
         if active > want:
             doomed = deletion_order(self.active_pods, now=self.now)[: active - want]
             return active - await self._delete(doomed, keep_finalizers=False)
-        if active < want:
+        if active + len(self._replacing()) < want:
             wait = record.remaining(self.now)
             if wait > 0:
                 self._after(wait)
                 return active
-            count = min(want - active, MAX_POD_CREATE_DELETE_PER_SYNC)
+            count = min(want - len(self._replacing()) - active, MAX_POD_CREATE_DELETE_PER_SYNC)
             await owner.create_pods(self.key, job, count)
             return active + count
         return active
@@ -250,16 +251,17 @@ class JobSync:
             doomed += [by_index.pop(ix) for ix in sorted(by_index, reverse=True)[:extra]]
         if doomed:
             return active - await self._delete(doomed, keep_finalizers=False)
-        if len(by_index) < want:
+        replacing = self._replacing()
+        if len(by_index) + len(replacing) < want:
             per_index = self.failed_indexes is not None
             wait = 0.0 if per_index else record.remaining(self.now)  # per index, each index backs off alone
             if wait > 0:
                 self._after(wait)
                 return active
-            count = min(want - len(by_index), MAX_POD_CREATE_DELETE_PER_SYNC)
-            failed = self.failed_indexes or set()
-            pending = [ix for ix in range(self.completions)
-                       if ix not in self.completed and ix not in by_index and ix not in failed][:count]
+            count = min(want - len(replacing) - len(by_index), MAX_POD_CREATE_DELETE_PER_SYNC)
+            busy = set(by_index) | (self.failed_indexes or set()) | {
+                ix for p in replacing if (ix := completion_index(p)) is not None}
+            pending = [ix for ix in range(self.completions) if ix not in self.completed and ix not in busy][:count]
             annotations: dict[int, dict[str, str]] | None = None
             if per_index:
                 pending, wait = creatable_now(pending, self.delayed, self.now)
@@ -271,6 +273,13 @@ class JobSync:
                 await owner.create_pods(self.key, job, len(pending), pending, annotations)
             return active + len(pending)
         return active
+
+    def _replacing(self) -> list[Mapping[str, Any]]:
+        """Terminating pods a new pod must wait for (only failed pods are replaced: ``manageJob``
+        subtracts them, ``firstPendingIndexes`` skips their indexes)."""
+        if not only_replaces_failed(self.job):
+            return []
+        return [p for p in self.all_pods if is_terminating(p)]
 
     def _suspend_condition(self) -> bool:
         conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
