@@ -83,21 +83,23 @@ class JobSync:
         self.new_succeeded = [p for p in self.pods if has_tracking_finalizer(p) and uid_of(p) not in counted
                               and (p.get("status") or {}).get("phase") == "Succeeded"]
         self.counted = counted
+        self.indexed = self.spec.get("completionMode") == "Indexed"
+        self.completions = int_field(self.spec, "completions")
         # A pod failure policy may ignore a failed pod (not counted, its finalizer still comes off) or
-        # fail the Job (getFailJobMessage looks at every failed pod, counted or not).
+        # fail the Job (getFailJobMessage looks at every failed pod, counted or not). A failed pod of an
+        # Indexed Job without a valid index is not counted either (getValidPodsWithFilter).
         self.new_failed: list[Mapping[str, Any]] = []
         self.ignored: list[Mapping[str, Any]] = []
         for pod in self.pods:
             if (has_tracking_finalizer(pod) and uid_of(pod) not in counted
                     and (pod.get("status") or {}).get("phase") != "Succeeded" and is_pod_failed(pod, job)):
-                (self.new_failed if match_pod_failure_policy(job, pod)[1] else self.ignored).append(pod)
+                counts = match_pod_failure_policy(job, pod)[1] and self._valid_index(pod)
+                (self.new_failed if counts else self.ignored).append(pod)
         self.fail_job_message = next((message for pod in self.pods if is_pod_failed(pod, job)
                                       and (message := match_pod_failure_policy(job, pod)[0]) is not None), None)
         self.active_pods = [p for p in self.pods if is_pod_active(p)]
         self.succeeded = int_field(status, "succeeded") + len(self.uncounted_succeeded) + len(self.new_succeeded)
         # An Indexed Job counts succeeded indexes (status.completedIndexes), not pods.
-        self.indexed = self.spec.get("completionMode") == "Indexed"
-        self.completions = int_field(self.spec, "completions")
         self.completed: set[int] = set()
         if self.indexed:
             self.completed = parse_indexes(status.get("completedIndexes"), self.completions)
