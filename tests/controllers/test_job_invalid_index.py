@@ -23,12 +23,10 @@ async def test_a_failed_pod_of_an_unknown_index_is_released_but_not_counted(tmp_
         created = await world.create(JOBS, indexed(completions=2, parallelism=2))
         await active_pods(world, 2)
         uid = created["metadata"]["uid"]
+        # Made Failed before it joins the Job (labels and owner added afterwards), so the controller never
+        # sees it active (an active pod of an unknown index would be deleted).
         stray = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "stray", "namespace": NS, "finalizers": [FINALIZER],
-            "labels": {**created["spec"]["template"]["metadata"]["labels"], INDEX: "9"},
-            "annotations": {INDEX: "9"},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": uid,
-                                 "controller": True, "blockOwnerDeletion": True}]},
+            "name": "stray", "namespace": NS, "finalizers": [FINALIZER], "annotations": {INDEX: "9"}},
             "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
         await world.client.create(PODS, stray, namespace=NS)
         now = format_time(world.clock.now())
@@ -36,6 +34,10 @@ async def test_a_failed_pod_of_an_unknown_index_is_released_but_not_counted(tmp_
             "name": "c", "ready": False, "restartCount": 0, "image": "busybox", "imageID": "", "started": False,
             "state": {"terminated": {"exitCode": 1, "startedAt": now, "finishedAt": now, "reason": "Error"}}}]}},
             namespace=NS, subresource="status")
+        await world.client.patch(PODS, "stray", {"metadata": {
+            "labels": {**created["spec"]["template"]["metadata"]["labels"], INDEX: "9"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": uid,
+                                 "controller": True, "blockOwnerDeletion": True}]}}, namespace=NS)
 
         async def released() -> bool:
             pod = await world.get(PODS, "stray")
