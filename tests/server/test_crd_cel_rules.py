@@ -286,3 +286,21 @@ async def test_optional_old_self_runs_on_create_too(app: App, client: httpx.Asyn
     body = (await client.get(f"{WIDGETS}/w")).json()
     body["spec"]["maxReplicas"] = 19
     assert causes(await client.put(f"{WIDGETS}/w", json=body))[0]["field"] == "spec"
+
+
+async def test_a_rule_far_over_the_cost_budget_refuses_the_crd(client: httpx.AsyncClient) -> None:
+    # An unbounded list of unbounded strings: ~1M items of up to 3 MiB, each scanned by a regex. Upstream's
+    # estimate is past 100x StaticEstimatedCostLimit; bounds (maxItems, maxLength) bring it under.
+    names: dict[str, Any] = {"type": "array", "items": {"type": "string"},
+                             "x-kubernetes-validations": [{"rule": "self.all(n, n.matches('^[a-z]+$'))"}]}
+    schema = copy.deepcopy(SCHEMA)
+    schema["properties"]["spec"]["properties"]["names"] = names
+    r = await client.post(CRDS, json=crd(schema))
+    assert r.status_code == 422
+    assert r.json()["details"]["causes"] == [{
+        "reason": "FieldValueForbidden",
+        "field": "spec.validation.openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule",
+        "message": "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, "
+                   "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"}]
+    names.update(maxItems=16, items={"type": "string", "maxLength": 63})
+    assert (await client.post(CRDS, json=crd(schema))).status_code == 201

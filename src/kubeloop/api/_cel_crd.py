@@ -14,8 +14,12 @@ Upstream's ``validateOpenAPISchema`` / ``ValidateCustomResourceDefinitionOpenAPI
 - ``.fieldPath``: non-empty, one line, and a path of declared fields or map keys below the node;
 - ``.optionalOldSelf``: only on a rule that reads ``oldSelf``.
 
+- ``.rule`` again: ``Forbidden: estimated rule cost exceeds budget by factor of more than 100x ...`` for
+  a rule whose cost, times the times it can run, is far past the limit (:mod:`kubeloop.api._cel_cost`:
+  a lower bound, so only the "more than 100x" cases are reported).
+
 Schema errors (the first group) stop the compilation of that node's rules, as upstream.
-Not modelled: the static cost estimate (``estimated rule cost exceeds budget``).
+Not modelled: the smaller excesses (``by factor of 3.1x``) and the per-CRD total cost limit.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._cel_compile import compile_rule
+from kubeloop.api._cel_cost import cost_error, node_cardinality, unbounded_cardinality
 from kubeloop.api._cel_validate import field_path_segments
 from kubeloop.api._errors import FieldError, GoSyntax
 
@@ -38,32 +43,38 @@ def validate_schema_rules(schema: Any, path: str) -> list[FieldError]:
     """Every reason the rules in ``schema`` (an ``openAPIV3Schema`` at ``path``) cannot be stored."""
     errors: list[FieldError] = []
     if isinstance(schema, Mapping):
-        _walk(schema, path, errors, root=True, uncorrelatable=None)
+        _walk(schema, path, errors, root=True, uncorrelatable=None, cardinality=1)
     return errors
 
 
-def _walk(schema: Schema, path: str, errors: list[FieldError], *, root: bool, uncorrelatable: str | None) -> None:
+def _walk(schema: Schema, path: str, errors: list[FieldError], *, root: bool, uncorrelatable: str | None,
+          cardinality: int | None) -> None:
+    """``cardinality``: how many times a rule here can run, None past an unbounded list or map."""
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
-        _check_rules(schema, rules, path, errors, root=root, uncorrelatable=uncorrelatable)
+        runs = cardinality if cardinality is not None else unbounded_cardinality(schema)
+        _check_rules(schema, rules, path, errors, root=root, uncorrelatable=uncorrelatable, cardinality=runs)
     props = schema.get("properties")
     if isinstance(props, Mapping):
         for name, sub in props.items():
             if isinstance(sub, Mapping):
-                _walk(sub, f"{path}.properties[{name}]", errors, root=False, uncorrelatable=uncorrelatable)
+                _walk(sub, f"{path}.properties[{name}]", errors, root=False, uncorrelatable=uncorrelatable,
+                      cardinality=cardinality)
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
-        _walk(extra, f"{path}.additionalProperties", errors, root=False, uncorrelatable=uncorrelatable)
+        _walk(extra, f"{path}.additionalProperties", errors, root=False, uncorrelatable=uncorrelatable,
+              cardinality=node_cardinality(cardinality, schema, extra))
     items = schema.get("items")
     if isinstance(items, Mapping):
         items_path = f"{path}.items"
         below = uncorrelatable
         if below is None and schema.get("x-kubernetes-list-type") != "map":
             below = items_path
-        _walk(items, items_path, errors, root=False, uncorrelatable=below)
+        _walk(items, items_path, errors, root=False, uncorrelatable=below,
+              cardinality=node_cardinality(cardinality, schema, items))
     for i, sub in enumerate(schema.get("allOf") or ()):
         if isinstance(sub, Mapping):
-            _walk(sub, f"{path}.allOf[{i}]", errors, root=root, uncorrelatable=uncorrelatable)
+            _walk(sub, f"{path}.allOf[{i}]", errors, root=root, uncorrelatable=uncorrelatable, cardinality=cardinality)
 
 
 def _go_string(value: Any) -> str:
@@ -143,7 +154,7 @@ def _schema_errors(schema: Schema, rule: Mapping[str, Any], at: str) -> list[Fie
 
 
 def _check_rules(schema: Schema, rules: list[Any], path: str, errors: list[FieldError], *, root: bool,
-                 uncorrelatable: str | None) -> None:
+                 uncorrelatable: str | None, cardinality: int) -> None:
     base = f"{path}.x-kubernetes-validations"
     found: list[FieldError] = []
     for i, rule in enumerate(rules):
@@ -157,6 +168,8 @@ def _check_rules(schema: Schema, rules: list[Any], path: str, errors: list[Field
             continue
         at = f"{base}[{i}]"
         compiled, rule_error, message_error = compile_rule(rule, schema, root=root)
+        if compiled is not None and (too_costly := cost_error(str(rule.get("rule")), schema, cardinality)):
+            errors.append(FieldError.forbidden(f"{at}.rule", too_costly))
         if rule_error is not None:
             if rule_error.kind == "required":
                 errors.append(FieldError.required(f"{at}.rule", rule_error.detail))
