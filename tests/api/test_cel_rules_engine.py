@@ -161,3 +161,8 @@ def test_a_rule_on_a_null_value_is_not_run() -> None:
     assert RuleValidator(schema).validate({"v": None}, None, []) == []
     assert [str(e) for e in RuleValidator(schema).validate({"v": "ab"}, None, [])] == [
         'v: Invalid value: "string": failed rule: self.size() > 3']
+
+
+def test_null_list_items_keep_their_index() -> None:
+    schema = {"type": "array", "items": {"type": "string", "nullable": True}}
+    assert run("self.size() == 3 && self[2] == 'c' && self[1] == null", ["a", None, "c"], schema) == []

@@ -304,3 +304,15 @@ async def test_a_rule_far_over_the_cost_budget_refuses_the_crd(client: httpx.Asy
                    "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"}]
     names.update(maxItems=16, items={"type": "string", "maxLength": 63})
     assert (await client.post(CRDS, json=crd(schema))).status_code == 201
+
+
+async def test_a_server_side_apply_create_runs_the_rules(app: App, client: httpx.AsyncClient) -> None:
+    await establish(app, client)
+    r = await client.patch(f"{WIDGETS}/w?fieldManager=me", json=widget(minReplicas=4),
+                           headers={"content-type": "application/apply-patch+yaml"})
+    assert causes(r) == [{"reason": "FieldValueInvalid", "field": "spec",
+                          "message": 'Invalid value: "object": minReplicas must not exceed maxReplicas'}]
+    assert (await client.get(f"{WIDGETS}/w")).status_code == 404
+    r = await client.patch(f"{WIDGETS}/w?fieldManager=me", json=widget(),
+                           headers={"content-type": "application/apply-patch+yaml"})
+    assert r.status_code == 201, r.text

@@ -208,18 +208,23 @@ class RuleValidator:
         variables: dict[str, Any] = {"self": self_value}
         if old is not _NO_OLD:
             variables["oldSelf"] = old_value
+        # One context per binding, shared by the node's rules: building one wraps every library function.
+        contexts: dict[bool, cel.Context] = {}
         for compiled in node.rules:
             rule = compiled.rule
-            optional = rule.get("optionalOldSelf") is True
+            optional = rule.get("optionalOldSelf") is True and compiled.uses_old_self
             if compiled.uses_old_self and old is _NO_OLD and not optional:
                 continue  # a transition rule needs a correlated old value
-            rule_vars = dict(variables)
-            if optional and compiled.uses_old_self:
-                rule_vars["oldSelf"] = (cel.OptionalValue.of(old_value) if old is not _NO_OLD
+            context = contexts.get(optional)
+            if context is None:
+                bound = dict(variables)
+                if optional:
+                    bound["oldSelf"] = (cel.OptionalValue.of(old_value) if old is not _NO_OLD
                                         else cel.OptionalValue.none())
+                context = contexts[optional] = cel.Context(bound, FUNCTIONS)
             shown = _rule_text(rule)
             try:
-                result = compiled.program.execute(cel.Context(rule_vars, FUNCTIONS))
+                result = compiled.program.execute(context)
             except Exception as e:  # the engine's errors: KeyError, TypeError, OverflowError, RuntimeError...
                 errors.append(FieldError.invalid(_show(path), schema_type, _runtime_error(e, shown)))
                 continue
@@ -231,7 +236,7 @@ class RuleValidator:
                 segments = field_path_segments(field_path)
                 if segments is not None:
                     target = _child(path, _normalized(segments, node.schema))
-            detail = self._message(compiled, rule_vars) or _default_message(rule)
+            detail = self._message(compiled, context) or _default_message(rule)
             error = _error_for_reason(_show(target), schema_type, detail, rule.get("reason"))
             if not compiled.uses_old_self and ratchet.should_ratchet():
                 warnings.append(str(error))
@@ -239,11 +244,11 @@ class RuleValidator:
                 errors.append(error)
 
     @staticmethod
-    def _message(compiled: CompiledRule, variables: dict[str, Any]) -> str:
+    def _message(compiled: CompiledRule, context: cel.Context) -> str:
         if compiled.message_program is None:
             return ""
         try:
-            text = compiled.message_program.execute(cel.Context(variables, FUNCTIONS))
+            text = compiled.message_program.execute(context)
         except Exception:  # upstream logs it and falls back to the message
             return ""
         if not isinstance(text, str):

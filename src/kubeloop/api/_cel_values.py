@@ -126,7 +126,7 @@ def to_cel(value: Any, schema: Schema | None, *, resource_root: bool = False) ->
     if isinstance(value, list):
         items = schema.get("items")
         sub = items if isinstance(items, Mapping) else None
-        return [to_cel(v, sub) for v in value if v is not None]
+        return [to_cel(v, sub) for v in value]  # a null item stays (indexes hold); CEL sees null
     if isinstance(value, str):
         return _string(value, schema) if schema.get("type") == "string" else value
     if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
