@@ -166,3 +166,26 @@ def test_a_rule_on_a_null_value_is_not_run() -> None:
 def test_null_list_items_keep_their_index() -> None:
     schema = {"type": "array", "items": {"type": "string", "nullable": True}}
     assert run("self.size() == 3 && self[2] == 'c' && self[1] == null", ["a", None, "c"], schema) == []
+
+
+@pytest.mark.parametrize("rule", [
+    "sets.contains([1, 2, 3], [3, 1]) && !sets.contains([1], [2]) && 'abc'.contains('b')",
+    "sets.equivalent([1, 2], [2, 1, 1]) && sets.intersects([1, 2], [2, 3]) && !sets.intersects([1], [2])",
+    "!format.dns1123Label().validate('web-1').hasValue() && format.dns1123Label().validate('Web_1').hasValue()",
+    "format.named('uuid').value().validate('not-a-uuid').hasValue() && !format.named('nope').hasValue()",
+    "!format.labelValue().validate('ok').hasValue() && format.labelValue().validate('-bad').hasValue()",
+    "format.qualifiedName().validate('example.com/name') == optional.none()",
+])
+def test_sets_and_format_libraries(rule: str) -> None:
+    assert passes(rule)
+
+
+def test_format_validate_returns_upstreams_messages() -> None:
+    schema = {"type": "string", "x-kubernetes-validations": [
+        {"rule": "!format.dns1123Label().validate(self).hasValue()",
+         "messageExpression": "format.dns1123Label().validate(self).value().join(', ')"}]}
+    errors = RuleValidator({"type": "object", "properties": {"v": schema}}).validate({"v": "Bad_Name"}, None, [])
+    assert [str(e) for e in errors] == [
+        "v: Invalid value: \"string\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+        "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+        "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import cel
 
-from kubeloop.api._cel_library import FUNCTIONS
+from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 from kubeloop.api._cel_values import unescape
 
 __all__ = ["CompiledRule", "RuleError", "compile_expression", "compile_rule"]
@@ -162,7 +162,7 @@ def compile_expression(source: str, schema: Schema, *, root: bool, variables: fr
     return (None, error) if error else (program, "")
 
 
-_RULE_VARIABLES = frozenset({"self", "oldSelf"})
+_RULE_VARIABLES = frozenset({"self", "oldSelf", *NAMESPACES})
 
 
 def compile_rule(

@@ -35,7 +35,7 @@ from typing import Any
 import cel
 
 from kubeloop.api._cel_compile import CompiledRule, compile_rule
-from kubeloop.api._cel_library import FUNCTIONS
+from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 from kubeloop.api._cel_values import to_cel
 from kubeloop.api._errors import FieldError
 
@@ -205,7 +205,7 @@ class RuleValidator:
         schema_type = str(node.schema.get("type") or "")
         self_value = to_cel(value, node.schema, resource_root=node.root)
         old_value = to_cel(old, node.schema, resource_root=node.root) if old is not _NO_OLD else None
-        variables: dict[str, Any] = {"self": self_value}
+        variables: dict[str, Any] = {**NAMESPACES, "self": self_value}
         if old is not _NO_OLD:
             variables["oldSelf"] = old_value
         # One context per binding, shared by the node's rules: building one wraps every library function.
