@@ -316,3 +316,15 @@ async def test_a_server_side_apply_create_runs_the_rules(app: App, client: httpx
     r = await client.patch(f"{WIDGETS}/w?fieldManager=me", json=widget(),
                            headers={"content-type": "application/apply-patch+yaml"})
     assert r.status_code == 201, r.text
+
+
+async def test_an_invalid_regex_or_duration_literal_refuses_the_crd(client: httpx.AsyncClient) -> None:
+    # cel-go's AST validators (ValidateRegexLiterals, ValidateDurationLiterals): RE2 has no lookahead.
+    schema = copy.deepcopy(SCHEMA)
+    schema["properties"]["spec"]["properties"]["mode"]["x-kubernetes-validations"] = [
+        {"rule": "self.matches('^(?!x)')"}, {"rule": "duration('5 minutes') > duration('0s')"}]
+    r = await client.post(CRDS, json=crd(schema))
+    assert [c["message"].partition("compilation failed: ")[2] for c in r.json()["details"]["causes"]] == [
+        "ERROR: <input>:1:14: invalid matches argument\n | self.matches('^(?!x)')\n | .............^",
+        "ERROR: <input>:1:10: invalid duration argument\n | duration('5 minutes') > duration('0s')\n | .........^",
+    ]

@@ -11,6 +11,9 @@ reports, as far as an engine without cel-go's type checker can tell:
   ``undefined field 'replicsa'``;
 - whether the rule reads ``oldSelf`` (a transition rule).
 
+- a literal pattern, duration or timestamp that cannot work (``self.matches('[')``,
+  ``duration('1x')``): ``invalid matches argument`` (cel-go's AST validators, 1.29+).
+
 Not checked (cel-go's checker would): operand types (``self.name + 1``), a non-bool result; such a
 rule compiles here and fails when it runs (a non-true result fails the rule, as upstream).
 """
@@ -25,7 +28,7 @@ from typing import Any
 import cel
 
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
-from kubeloop.api._cel_values import unescape
+from kubeloop.api._cel_values import go_duration, timestamp_of, unescape
 
 __all__ = ["CompiledRule", "RuleError", "compile_expression", "compile_rule"]
 
@@ -152,13 +155,52 @@ def _undefined_field(source: str, scanned: str, schema: Schema, root: bool) -> s
     return ""
 
 
+_LITERAL_CALL = re.compile(
+    r"""(?:\.\s*(matches)|\b(duration|timestamp))\s*\(\s*(?P<lit>'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")\s*\)""")
+# RE2, which cel-go compiles patterns with, has no lookaround and no backreferences (Python's re has both).
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
+
+
+def _literal(text: str) -> str:
+    body = text[1:-1]
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in body else body
+    except UnicodeDecodeError:
+        return body
+
+
+def _literal_ok(function: str, value: str) -> bool:
+    if function == "matches":
+        if _NOT_RE2.search(value):
+            return False
+        try:
+            re.compile(value)
+        except re.error:
+            return False
+        return True
+    if function == "duration":
+        return go_duration(value) is not None
+    return timestamp_of(value) is not None
+
+
+def _invalid_literal(source: str) -> str:
+    """cel-go's AST validators (ValidateRegexLiterals, ValidateDurationLiterals, ValidateTimestampLiterals,
+    in the base environment since 1.29): a literal argument that cannot work is a compile error."""
+    for call in _LITERAL_CALL.finditer(source):
+        function = call.group(1) or call.group(2)
+        if not _literal_ok(function, _literal(call.group("lit"))):
+            return _excerpt(source, call.start("lit"), f"invalid {function} argument")
+    return ""
+
+
 def compile_expression(source: str, schema: Schema, *, root: bool, variables: frozenset[str]) -> tuple[cel.Program | None, str]:
     """The program of ``source``, or None and cel-go's error text (without ``compilation failed: ``)."""
     program, error = _parse(source)
     if program is None:
         return None, error
     scanned = _blank_strings(source)
-    error = _undeclared(program, source, scanned, variables) or _undefined_field(source, scanned, schema, root)
+    error = (_undeclared(program, source, scanned, variables) or _undefined_field(source, scanned, schema, root)
+             or _invalid_literal(source))
     return (None, error) if error else (program, "")
 
 

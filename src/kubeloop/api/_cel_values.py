@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["escape", "go_duration", "to_cel", "unescape"]
+__all__ = ["escape", "go_duration", "timestamp_of", "to_cel", "unescape"]
 
 Schema = Mapping[str, Any]
 
@@ -99,6 +99,13 @@ def _timestamp(text: str, fmt: str) -> datetime.datetime | None:
     except ValueError:
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+
+
+def timestamp_of(text: str) -> datetime.datetime | None:
+    """An RFC 3339 timestamp (``2024-01-01T00:00:00Z``), or None: what CEL's ``timestamp()`` accepts."""
+    if "T" not in text.upper():
+        return None
+    return _timestamp(text, "date-time")
 
 
 def _string(value: str, schema: Schema) -> Any:
