@@ -221,9 +221,10 @@ class RuleValidator:
                 if optional:
                     bound["oldSelf"] = (cel.OptionalValue.of(old_value) if old is not _NO_OLD
                                         else cel.OptionalValue.none())
-                context = contexts[optional] = cel.Context(bound, FUNCTIONS)
             shown = _rule_text(rule)
             try:
+                if context is None:
+                    context = contexts[optional] = cel.Context(bound, FUNCTIONS)
                 result = compiled.program.execute(context)
             except Exception as e:  # the engine's errors: KeyError, TypeError, OverflowError, RuntimeError...
                 errors.append(FieldError.invalid(_show(path), schema_type, _runtime_error(e, shown)))
