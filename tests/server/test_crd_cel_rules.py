@@ -328,3 +328,21 @@ async def test_an_invalid_regex_or_duration_literal_refuses_the_crd(client: http
         "ERROR: <input>:1:14: invalid matches argument\n | self.matches('^(?!x)')\n | .............^",
         "ERROR: <input>:1:10: invalid duration argument\n | duration('5 minutes') > duration('0s')\n | .........^",
     ]
+
+
+async def test_crd_rule_errors_come_deepest_first_and_schema_errors_stop_compilation_above(
+    client: httpx.AsyncClient,
+) -> None:
+    # validation.go checks a node's properties before its own rules, and compiles a node's rules only when
+    # no rule below it has a message/reason/fieldPath error.
+    schema = copy.deepcopy(SCHEMA)
+    schema["x-kubernetes-validations"] = [{"rule": "self.nope == 1"}]
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.alsoNope == 1"}]
+    at = "spec.validation.openAPIV3Schema"
+    r = await client.post(CRDS, json=crd(schema))
+    assert [c["field"] for c in r.json()["details"]["causes"]] == [
+        f"{at}.properties[spec].x-kubernetes-validations[0].rule", f"{at}.x-kubernetes-validations[0].rule"]
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "true", "reason": "Nope"}]
+    r = await client.post(CRDS, json=crd(schema))
+    assert [c["field"] for c in r.json()["details"]["causes"]] == [
+        f"{at}.properties[spec].x-kubernetes-validations[0].reason"]

@@ -18,7 +18,8 @@ Upstream's ``validateOpenAPISchema`` / ``ValidateCustomResourceDefinitionOpenAPI
   a rule whose cost, times the times it can run, is far past the limit (:mod:`kubeloop.api._cel_cost`:
   a lower bound, so only the "more than 100x" cases are reported).
 
-Schema errors (the first group) stop the compilation of that node's rules, as upstream.
+Schema errors (the first group) stop the compilation of the rules at that node and above it, and a
+node's rules are checked after those below it, as upstream's recursion orders them.
 Not modelled: the smaller excesses (``by factor of 3.1x``) and the per-CRD total cost limit.
 """
 
@@ -48,33 +49,39 @@ def validate_schema_rules(schema: Any, path: str) -> list[FieldError]:
 
 
 def _walk(schema: Schema, path: str, errors: list[FieldError], *, root: bool, uncorrelatable: str | None,
-          cardinality: int | None) -> None:
-    """``cardinality``: how many times a rule here can run, None past an unbounded list or map."""
-    rules = schema.get("x-kubernetes-validations")
-    if isinstance(rules, list) and rules:
-        runs = cardinality if cardinality is not None else unbounded_cardinality(schema)
-        _check_rules(schema, rules, path, errors, root=root, uncorrelatable=uncorrelatable, cardinality=runs)
+          cardinality: int | None) -> bool:
+    """Check the rules below ``schema``, then its own, as upstream orders them; whether a schema error (a
+    rule's message, reason or fieldPath) was found here or below, which stops the compilation here.
+    ``cardinality``: how many times a rule here can run, None past an unbounded list or map."""
+    blocked = False
+    for i, sub in enumerate(schema.get("allOf") or ()):
+        if isinstance(sub, Mapping):
+            blocked |= _walk(sub, f"{path}.allOf[{i}]", errors, root=root, uncorrelatable=uncorrelatable,
+                             cardinality=cardinality)
     props = schema.get("properties")
     if isinstance(props, Mapping):
         for name, sub in props.items():
             if isinstance(sub, Mapping):
-                _walk(sub, f"{path}.properties[{name}]", errors, root=False, uncorrelatable=uncorrelatable,
-                      cardinality=cardinality)
+                blocked |= _walk(sub, f"{path}.properties[{name}]", errors, root=False,
+                                 uncorrelatable=uncorrelatable, cardinality=cardinality)
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
-        _walk(extra, f"{path}.additionalProperties", errors, root=False, uncorrelatable=uncorrelatable,
-              cardinality=node_cardinality(cardinality, schema, extra))
+        blocked |= _walk(extra, f"{path}.additionalProperties", errors, root=False, uncorrelatable=uncorrelatable,
+                         cardinality=node_cardinality(cardinality, schema, extra))
     items = schema.get("items")
     if isinstance(items, Mapping):
         items_path = f"{path}.items"
         below = uncorrelatable
         if below is None and schema.get("x-kubernetes-list-type") != "map":
             below = items_path
-        _walk(items, items_path, errors, root=False, uncorrelatable=below,
-              cardinality=node_cardinality(cardinality, schema, items))
-    for i, sub in enumerate(schema.get("allOf") or ()):
-        if isinstance(sub, Mapping):
-            _walk(sub, f"{path}.allOf[{i}]", errors, root=root, uncorrelatable=uncorrelatable, cardinality=cardinality)
+        blocked |= _walk(items, items_path, errors, root=False, uncorrelatable=below,
+                         cardinality=node_cardinality(cardinality, schema, items))
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list) and rules:
+        runs = cardinality if cardinality is not None else unbounded_cardinality(schema)
+        blocked |= _check_rules(schema, rules, path, errors, root=root, uncorrelatable=uncorrelatable,
+                                cardinality=runs, blocked=blocked)
+    return blocked
 
 
 def _go_string(value: Any) -> str:
@@ -154,15 +161,17 @@ def _schema_errors(schema: Schema, rule: Mapping[str, Any], at: str) -> list[Fie
 
 
 def _check_rules(schema: Schema, rules: list[Any], path: str, errors: list[FieldError], *, root: bool,
-                 uncorrelatable: str | None, cardinality: int) -> None:
+                 uncorrelatable: str | None, cardinality: int, blocked: bool) -> bool:
+    """The rules' own checks, then (with no schema error here or below) their compilation; whether a
+    schema error was found here."""
     base = f"{path}.x-kubernetes-validations"
     found: list[FieldError] = []
     for i, rule in enumerate(rules):
         if isinstance(rule, Mapping):
             found.extend(_schema_errors(schema, rule, f"{base}[{i}]"))
     errors.extend(found)
-    if found:
-        return  # upstream compiles only once the schema errors at this level are gone
+    if found or blocked:
+        return bool(found)  # upstream compiles only once the schema errors at this level or below are gone
     for i, rule in enumerate(rules):
         if not isinstance(rule, Mapping):
             continue
@@ -187,3 +196,4 @@ def _check_rules(schema: Schema, rules: list[Any], path: str, errors: list[Field
         elif rule.get("optionalOldSelf") is not None:
             errors.append(FieldError.invalid(f"{at}.optionalOldSelf", rule.get("optionalOldSelf"),
                                              "may not be set if oldSelf is not used in rule"))
+    return False
