@@ -346,3 +346,15 @@ async def test_crd_rule_errors_come_deepest_first_and_schema_errors_stop_compila
     r = await client.post(CRDS, json=crd(schema))
     assert [c["field"] for c in r.json()["details"]["causes"]] == [
         f"{at}.properties[spec].x-kubernetes-validations[0].reason"]
+
+
+async def test_old_self_under_items_of_a_list_that_is_not_a_map_refuses_the_crd(client: httpx.AsyncClient) -> None:
+    schema = copy.deepcopy(SCHEMA)
+    schema["properties"]["spec"]["properties"]["tags"] = {
+        "type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}
+    r = await client.post(CRDS, json=crd(schema))
+    at = "spec.validation.openAPIV3Schema.properties[spec].properties[tags]"
+    assert r.json()["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": f"{at}.items.x-kubernetes-validations[0].rule",
+        "message": f'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the '
+                   f"schema within {at}"}]

@@ -73,7 +73,7 @@ def _walk(schema: Schema, path: str, errors: list[FieldError], *, root: bool, un
         items_path = f"{path}.items"
         below = uncorrelatable
         if below is None and schema.get("x-kubernetes-list-type") != "map":
-            below = items_path
+            below = path  # withForbidOldSelfValidations(fldPath): the list's own path
         blocked |= _walk(items, items_path, errors, root=False, uncorrelatable=below,
                          cardinality=node_cardinality(cardinality, schema, items))
     rules = schema.get("x-kubernetes-validations")
