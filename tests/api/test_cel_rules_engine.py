@@ -85,6 +85,8 @@ def test_runtime_errors_are_worded_as_upstream(rule: str, error: str) -> None:
     "cidr('10.0.0.0/8').containsIP('10.1.2.3') && !cidr('10.0.0.0/8').containsIP(ip('11.0.0.1'))",
     "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8')",
     "cidr('10.1.2.3/8').ip() == ip('10.1.2.3') && cidr('10.0.0.0/8').prefixLength() == 8 && isCIDR('::/0')",
+    "ip.isCanonical('2001:db8::1') && !ip.isCanonical('2001:DB8::1') && string(ip('::1')) == '::1'",
+    "string(cidr('10.0.0.0/8')) == '10.0.0.0/8' && string(1) == '1' && string(url('https://e.com')) == 'https://e.com'",
 ])
 def test_kubernetes_libraries(rule: str) -> None:
     assert passes(rule)

@@ -4,7 +4,8 @@
 environment since 1.29) and ``format.<name>()``, ``format.named(name)``, ``<format>.validate(text)``
 (k8s.io/apiserver ``pkg/cel/library/format.go``, since 1.31: ``validate`` is an optional list of
 apimachinery's validation messages). ``sets`` and ``format`` are bound as tagged namespace values
-(:data:`NAMESPACES`) so that ``sets.contains(a, b)`` reaches ``contains(<sets>, a, b)``.
+(:data:`NAMESPACES`) so that ``sets.contains(a, b)`` reaches ``contains(<sets>, a, b)`` (and
+``ip.isCanonical(s)`` reaches ``isCanonical(<ip>, s)``, while ``ip(s)`` stays a function call).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def _format_validate(fmt: Any, text: str) -> Any:
 
 
 # The receivers of namespaced functions (sets.contains(...), format.dns1123Label()): bound as variables.
-NAMESPACES: dict[str, dict[str, Any]] = {name: tagged("namespace", name) for name in ("sets", "format")}
+NAMESPACES: dict[str, dict[str, Any]] = {name: tagged("namespace", name) for name in ("sets", "format", "ip")}
 
 
 EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {

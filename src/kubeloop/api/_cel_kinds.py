@@ -247,7 +247,23 @@ def _prefix_length(cidr: Any) -> int:
 
 
 
+def _is_canonical(namespace: Any, text: str) -> bool:
+    """``ip.isCanonical(text)``: whether ``text`` is the address as Go's ``netip.Addr.String`` writes it."""
+    if opaque_type(namespace) != "namespace":
+        raise CelFunctionError("no such overload: isCanonical")
+    return str(_parse_ip(text)) == text
+
+
+def _string_of(value: Any) -> str:
+    """``string()`` of an IP, a CIDR or a URL (ip.go, cidr.go, urls.go); CEL's own ``string`` takes the rest."""
+    if opaque_type(value) in ("ip", "cidr", "url"):
+        return str(value["value"])
+    raise CelFunctionError("no such overload: string")
+
+
 KIND_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "isCanonical": _is_canonical,
+    "string": _string_of,
     # url
     "url": _url,
     "isURL": _is_url,
