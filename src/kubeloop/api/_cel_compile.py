@@ -129,9 +129,7 @@ def _field(schema: Schema, ident: str, root: bool) -> tuple[Schema | None, bool]
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
         return extra, True
-    if schema.get("type") == "object" and not props:
-        return (None, True) if schema is not _META else (None, False)
-    return None, True  # a list or scalar: cel-go reports other errors, not checked here
+    return None, True  # an object without properties, a list or a scalar: not checked here
 
 
 _META: Schema = {"type": "object", "properties": {"name": {"type": "string"}, "generateName": {"type": "string"}}}
