@@ -9,7 +9,8 @@ on startup (ASGI lifespan, or lazily on the first request) it creates the system
 system PriorityClasses, and starts the CRD controller, which registers custom kinds into ``app.kinds`` at run time.
 
 Seams for other parts: ``app.kinds`` (the :class:`KindRegistry` served), ``app.admission`` (a list
-of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind)),
+of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind): a callable of the
+object, the stored object on update or None, and the request's warnings list, returning field errors),
 ``app.add_route(prefix, handler)``, ``app.ready`` (``/readyz``), ``app.state`` (everything shared).
 """
 

@@ -202,11 +202,12 @@ def _check_namespace(info: ResourceInfo, meta: dict[str, Any], namespace: str) -
 
 
 def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], errors: list[FieldError],
-              strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "") -> None:
+              strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "",
+              warnings: list[str] | None = None) -> None:
     errors.extend(strategy.validate(obj) if old is None else strategy.validate_update(obj, old, subresource))
     validators = state.validators  # empty without custom resources: no key to build
     if validators and (extra := validators.get((info.group, info.kind))) is not None:
-        errors.extend(extra(obj))
+        errors.extend(extra(obj, old, warnings if warnings is not None else []))
     if errors:
         raise invalid(info.kind, str(meta_of(obj).get("name") or ""), errors, info.group)
 
@@ -342,7 +343,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     allocation = await strategy.begin_create(obj, dry_run=req.options.dry_run) if strategy.allocates else None
     try:
         errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
-        _validate(state, info, obj, errors, strategy)
+        _validate(state, info, obj, errors, strategy, warnings=req.warnings)
         if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
             _add_warnings(req.warnings, strategy.warnings_on_create(obj))
         name: str = meta["name"]  # validated: a non-empty str
@@ -619,7 +620,7 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     if finalizers := new_meta.get("finalizers"):  # none to check in an absent or empty list
         errors.extend(validate_finalizers(finalizers))
-    _validate(state, info, new, errors, strategy, old, req.subresource)
+    _validate(state, info, new, errors, strategy, old, req.subresource, req.warnings)
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
