@@ -191,3 +191,18 @@ def test_format_validate_returns_upstreams_messages() -> None:
         "v: Invalid value: \"string\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
         "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
         "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]
+
+
+def test_the_server_and_up_import_no_cel_until_a_schema_has_rules() -> None:
+    # The cel package imports its CLI and prompt_toolkit (about 130 ms): kubeloop up's start-up must not pay it.
+    import subprocess
+    import sys
+
+    code = ("import sys, kubeloop.server, kubeloop.cli._cluster; "
+            "from kubeloop.api._cel_presence import has_validation_rules as h; "
+            "assert not h({'type': 'object', 'properties': {'a': {'type': 'string'}}}); "
+            "assert h({'properties': {'a': {'items': {'x-kubernetes-validations': [{'rule': 'true'}]}}}}); "
+            "assert not h({'x-kubernetes-validations': []}); "
+            "print(sorted(m for m in sys.modules if m == 'cel' or m.startswith(('cel.', 'prompt_toolkit'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

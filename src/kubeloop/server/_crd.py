@@ -31,12 +31,15 @@ import contextlib
 import copy
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+if TYPE_CHECKING:
+    from kubeloop.api._cel_validate import RuleValidator
+
 from kubeloop.api import BadRequest, FieldError, KindRegistry, ResourceInfo, ScalePaths, format_time, invalid
-from kubeloop.api._cel_validate import RuleValidator
+from kubeloop.api._cel_presence import has_validation_rules
 from kubeloop.api._schema_validate import apply_defaults, drop_nulls, prune, validate
 from kubeloop.api._validation import name_is_dns1123_subdomain
 from kubeloop.server._crd_validation import (
@@ -161,7 +164,7 @@ class CrdController:
         self._schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         self._columns: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         # The compiled x-kubernetes-validations of each served schema, built on the first write.
-        self._rules: dict[tuple[str, str, str], RuleValidator] = {}
+        self._rules: dict[tuple[str, str, str], RuleValidator | None] = {}  # None: no rules
         self._revision = 0
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -307,10 +310,11 @@ class CrdController:
             drop_nulls(obj, schema)
             apply_defaults(obj, schema)
             errors = validate({k: v for k, v in obj.items() if k != "metadata"}, schema)
-            validator = rules.get(key)
-            if validator is None:
-                rules[key] = validator = RuleValidator(schema)
-            if validator.empty:
+            if key in rules:
+                validator = rules[key]
+            else:
+                validator = rules[key] = _rule_validator(schema)
+            if validator is None or validator.empty:
                 return errors
             # customresource strategy.go: a type, required, enum or size violation means the object does
             # not have the shape the rules were written for; they are not run (hasBlockingErr).
@@ -360,3 +364,12 @@ class CrdController:
                 await self._state.store.update(key, renderer(updated), expected_revision=mod_revision)
         except (RevisionMismatch, KeyNotFound):
             return
+
+
+def _rule_validator(schema: Any) -> RuleValidator | None:
+    """The runner of ``schema``'s CEL rules, or None when it has none (CEL is loaded only for rules)."""
+    if not has_validation_rules(schema):
+        return None
+    from kubeloop.api._cel_validate import RuleValidator
+
+    return RuleValidator(schema)

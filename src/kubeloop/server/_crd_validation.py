@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api import FieldError
-from kubeloop.api._cel_crd import validate_schema_rules
+from kubeloop.api._cel_presence import has_validation_rules
 from kubeloop.api._schema_validate import validate_structural
 
 __all__ = ["CLEANUP_FINALIZER", "accepted_status", "default_crd", "served_versions", "validate_crd"]
@@ -154,7 +154,10 @@ def _validate_versions(
         else:
             structural = validate_structural(schema, f"{path}.schema.openAPIV3Schema")
             errors.extend(structural)
-            if not structural and (i == 0 or not _same_schemas(versions)):
+            if not structural and (i == 0 or not _same_schemas(versions)) and has_validation_rules(schema):
+                # CEL is loaded only for a schema with rules (kubeloop.api._cel_presence).
+                from kubeloop.api._cel_crd import validate_schema_rules
+
                 errors.extend(validate_schema_rules(schema, _rules_path(versions, path)))
         scale = _dict(version.get("subresources")).get("scale")
         if isinstance(scale, dict):
