@@ -64,6 +64,7 @@ from kubeloop.server._http import (
 from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._openapi_v2 import OpenAPIV2Document
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
@@ -109,6 +110,9 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
+        # kubectl validates a `kind: List` on the client, against /openapi/v2 (see _openapi_v2).
+        self.openapi_v2 = OpenAPIV2Document(state.kinds, custom_schemas=self.crd_controller)
+        self.add_route("/openapi/v2", self.openapi_v2)
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)
