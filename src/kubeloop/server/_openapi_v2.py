@@ -36,7 +36,6 @@ from kubeloop.server._openapi import CustomSchemaSource, OpenAPIResponse
 from kubeloop.server._openapi_paths import resource_paths, subresource_schemas
 from kubeloop.server._openapi_schemas import META, ComponentSet
 from kubeloop.server._openapi_v2_paths import swagger2_paths
-from kubeloop.server._openapi_v2_proto import encode_document
 
 __all__ = ["PROTOBUF_V2", "OpenAPIV2Document"]
 
@@ -139,6 +138,9 @@ class OpenAPIV2Document:
     def protobuf(self, built: _Built) -> bytes:
         """The gnostic protobuf of ``built``, encoded once per document (first asked for)."""
         if self._protobuf is None or self._built is not built:
+            # Imported on first use: the encoder needs PyYAML (vendor extensions as YAML), which start-up never loads.
+            from kubeloop.server._openapi_v2_proto import encode_document
+
             self._protobuf = encode_document(built.document)
         return self._protobuf
 
