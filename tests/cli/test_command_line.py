@@ -70,3 +70,23 @@ def test_controller_manager_without_a_server_gives_up_with_a_one_line_reason(tmp
 def test_controller_manager_help_documents_upstreams_namespace_grace_period() -> None:
     out = " ".join(kubeloop("controller-manager", "--help").stdout.split())
     assert "--namespace-deletion-grace-period" in out and "[default: 5.0; x>=0]" in out
+
+
+def test_controller_manager_takes_upstreams_terminated_pod_gc_threshold() -> None:
+    out = " ".join(kubeloop("controller-manager", "--help").stdout.split())
+    assert "--terminated-pod-gc-threshold" in out and "[default: 12500; x>=0]" in out
+    result = kubeloop("controller-manager", "--kubeconfig", "x", "--terminated-pod-gc-threshold", "-1")
+    assert result.returncode == 2 and "Invalid value for '--terminated-pod-gc-threshold'" in result.stderr
+
+
+def test_the_controller_managers_threshold_reaches_the_pod_garbage_collector() -> None:
+    from kubeloop.cli._controller_manager import _builtin_controllers
+    from kubeloop.client import Client
+    from kubeloop.controllers import PodGarbageCollector
+
+    client = Client.from_url("https://127.0.0.1:1", token="t")  # never used: nothing is started
+    for threshold, expected in ((None, 12500), (7, 7)):
+        options = {} if threshold is None else {"terminated_pod_gc_threshold": threshold}
+        _, controllers = _builtin_controllers(client, 5.0, **options)
+        pod_gc = controllers["pod-garbage-collector"]
+        assert isinstance(pod_gc, PodGarbageCollector) and pod_gc.terminated_pod_threshold == expected

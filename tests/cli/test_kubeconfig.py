@@ -38,3 +38,24 @@ def test_read_kubeconfig_returns_what_write_kubeconfig_wrote_and_nothing_else(tm
     path.write_text(path.read_text().replace('namespace: "default"', 'namespace: "other"'))
     assert read_kubeconfig(path) is None  # edited by hand: not ours any more, read it with a real parser
     assert read_kubeconfig(tmp_path / "missing") is None
+
+
+def test_a_kubeconfig_that_already_holds_the_text_is_left_alone_and_any_other_is_replaced(tmp_path: Path) -> None:
+    # A restart on the same address writes nothing (no rename, no fsync on the start-up path).
+    path = tmp_path / "kubeconfig"
+
+    def write(server: str = "https://127.0.0.1:6443") -> None:
+        write_kubeconfig(path, server=server, ca_pem=b"PEM\n", user="kubernetes-admin", token="t:k")
+
+    write()
+    first = path.stat()
+    write()
+    assert path.stat().st_ino == first.st_ino and path.stat().st_mtime_ns == first.st_mtime_ns
+    path.chmod(0o644)  # the same text readable by others: rewritten with mode 0600
+    write()
+    assert path.stat().st_ino != first.st_ino and path.stat().st_mode & 0o777 == 0o600
+    second = path.stat()
+    write("https://127.0.0.1:7443")
+    assert path.stat().st_ino != second.st_ino
+    own = read_kubeconfig(path)
+    assert own is not None and own.server == "https://127.0.0.1:7443"

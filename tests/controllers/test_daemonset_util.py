@@ -11,9 +11,12 @@ import pytest
 from kubeloop.controllers._daemonset_util import (
     FailedPodBackoff,
     add_daemon_tolerations,
+    is_pod_updated,
+    pod_template,
     should_run,
     surge_count,
     target_node,
+    template_generation,
     unavailable_count,
 )
 
@@ -92,3 +95,19 @@ def test_failed_pod_backoff_doubles_to_fifteen_minutes_and_starts_over_when_idle
     assert backoff.delay("k") == 900.0
     backoff.next("k", 14.0 + 1801.0)
     assert backoff.delay("k") == 1.0
+
+
+@pytest.mark.parametrize(("value", "generation"), [("3", 3), ("+7", 7), ("-2", -2), ("007", 7), ("abc", None), ("", None),
+                                                   ("1.5", None), ("9223372036854775807", 2**63 - 1),
+                                                   ("9223372036854775808", None), (" 1", None)])  # fmt: skip
+def test_template_generation_parses_as_strconv_parse_int_and_a_bad_one_leaves_the_hash(value: str,
+                                                                                      generation: int | None) -> None:
+    # util.GetTemplateGeneration: ParseInt(v, 10, 64); its error makes the controller use nil (syncNodes,
+    # updateDaemonSetStatus, getAllDaemonSetPods), so no generation label and only the hash matches.
+    daemon = ds()
+    daemon["metadata"]["annotations"] = {"deprecated.daemonset.template.generation": value}
+    assert template_generation(daemon) == generation
+    labels = pod_template(daemon, "n1", "h1")["metadata"]["labels"]
+    assert labels.get("pod-template-generation") == (None if generation is None else str(generation))
+    old_pod = {"metadata": {"labels": {"pod-template-generation": value, "controller-revision-hash": "h0"}}}
+    assert is_pod_updated(old_pod, "h1", template_generation(daemon)) is (generation is not None and value == str(generation))

@@ -51,6 +51,12 @@ async def test_a_pod_on_a_deleted_node_is_failed_then_deleted_after_the_quaranti
         assert pod["metadata"]["deletionGracePeriodSeconds"] == 0
         assert not (await world.get(PODS, "kept"))["metadata"].get("deletionTimestamp")
 
+        async def counted() -> bool:  # pkg/controller/podgc/metrics, reason "orphaned"
+            labels = {"namespace": NS, "reason": "orphaned"}
+            return world.manager.metrics.sample("pod_gc_collector_force_delete_pods_total", labels) == 1
+
+        await world.eventually(counted)
+
 
 async def test_a_node_that_comes_back_during_the_quarantine_keeps_its_pods(tmp_path: Path) -> None:
     async with open_world(tmp_path, SimulationOptions(nodes=1), controllers=("pod-garbage-collector",)) as world:
@@ -84,3 +90,29 @@ async def test_a_daemon_pod_of_a_removed_node_goes_and_the_set_stops_counting_it
 
         await world.eventually(collected, step=1.0)
         assert sorted(node_of(p) for p in await daemon_pods(world)) == ["kubeloop-node-1", "kubeloop-node-2"]
+
+
+async def test_an_orphans_condition_replaces_one_of_its_type_in_place_and_keeps_the_others(tmp_path: Path) -> None:
+    # UpdatePodCondition (same status: lastTransitionTime kept) sent as PatchPodStatus's strategic merge:
+    # conditions merge by type, so those of other writers stay where they were.
+    async with open_world(tmp_path, SimulationOptions(nodes=1), controllers=("pod-garbage-collector",)) as world:
+        await world.client.create(NODES, node("gone"))
+        await world.create(PODS, bound_pod("orphan", "gone"))
+        earlier = "2026-01-01T00:00:00Z"
+        conditions = [{"type": "PodScheduled", "status": "True"},
+                      {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                       "message": "Taint manager: deleting due to NoExecute taint", "lastTransitionTime": earlier},
+                      {"type": "Ready", "status": "False"}]  # fmt: skip
+        await world.client.patch(PODS, "orphan", {"status": {"conditions": conditions}}, namespace=NS,
+                                 subresource="status", patch_type="merge")  # fmt: skip
+        await world.client.delete(NODES, "gone")
+
+        async def failed() -> dict[str, Any] | None:
+            pod = await world.get(PODS, "orphan")
+            return pod if pod["status"].get("phase") == "Failed" else None
+
+        pod = await world.eventually(failed, step=1.0)
+        assert [c["type"] for c in pod["status"]["conditions"]] == ["PodScheduled", "DisruptionTarget", "Ready"]
+        target = condition(pod, "DisruptionTarget")
+        assert (target["reason"], target["message"], target["lastTransitionTime"]) == (
+            "DeletionByPodGC", "PodGC: node no longer exists", earlier)

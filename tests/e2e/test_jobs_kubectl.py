@@ -103,3 +103,85 @@ def test_ttl_seconds_after_finished_deletes_the_finished_job_and_its_pods(kubect
     kubectl("wait", "-n", namespace, "--for=delete", "job/brief", "--timeout=60s", timeout=90)
     remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=brief", "-o", "json").stdout)["items"]
     assert remaining == []
+
+
+PER_INDEX = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: retries}
+spec:
+  completionMode: Indexed
+  completions: 2
+  parallelism: 2
+  backoffLimitPerIndex: 1
+  template:
+    metadata:
+      annotations: {kubeloop.dev/fault: fail-after, kubeloop.dev/fault-after-seconds: "1"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, command: [sh, -c, "exit 1"]}]
+"""
+
+
+def test_an_indexed_job_with_backoff_limit_per_index_retries_each_index_then_fails(kubectl: Any, namespace: str,
+                                                                                  tmp_path: Any) -> None:
+    """k/k 1.32 pkg/controller/job (indexed_job_utils.go, backoff_utils.go): each index runs twice
+    (backoffLimitPerIndex 1, its retry after 10 s), then both are failed indexes: reason FailedIndexes."""
+    if not _simulated(kubectl):
+        pytest.skip("this build's controller manager does not run the node simulator")
+    manifest = tmp_path / "retries.yaml"
+    manifest.write_text(PER_INDEX)
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("wait", "-n", namespace, "--for=condition=failed", "job/retries", "--timeout=120s", timeout=150)
+    job = json.loads(kubectl("get", "job", "retries", "-n", namespace, "-o", "json").stdout)
+    assert job["spec"]["backoffLimit"] == 2147483647
+    status = job["status"]
+    assert [(c["type"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("FailureTarget", "FailedIndexes", "Job has failed indexes"), ("Failed", "FailedIndexes", "Job has failed indexes")]
+    assert (status["failedIndexes"], status["failed"], status["uncountedTerminatedPods"]) == ("0,1", 4, {})
+    pods = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=retries", "-o", "json").stdout)["items"]
+    counts = sorted((p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"],
+                     p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"]) for p in pods)
+    assert counts == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
+    assert all(p["status"]["phase"] == "Failed" and not p["metadata"].get("finalizers") for p in pods)
+    described = kubectl("describe", "job", "retries", "-n", namespace).stdout
+    assert "FailedIndexes" in described and "Job has failed indexes" in described
+
+
+SUCCESS_POLICY = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: leader}
+spec:
+  completionMode: Indexed
+  completions: 3
+  parallelism: 3
+  successPolicy:
+    rules: [{succeededCount: 1}]
+  template:
+    metadata:
+      annotations: {kubeloop.dev/fault: succeed-after, kubeloop.dev/fault-after-seconds: "1"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, command: [sh, -c, "exit 0"]}]
+"""
+
+
+def test_a_success_policy_completes_an_indexed_job_and_kubectl_wait_sees_it(kubectl: Any, namespace: str,
+                                                                           tmp_path: Any) -> None:
+    """k/k 1.32 pkg/controller/job/success_policy.go: one succeeded index meets the rule."""
+    if not _simulated(kubectl):
+        pytest.skip("this build's controller manager does not run the node simulator")
+    manifest = tmp_path / "leader.yaml"
+    manifest.write_text(SUCCESS_POLICY)
+    kubectl("apply", "-n", namespace, "-f", str(manifest))
+    kubectl("wait", "-n", namespace, "--for=condition=complete", "job/leader", "--timeout=60s", timeout=90)
+    job = json.loads(kubectl("get", "job", "leader", "-n", namespace, "-o", "json").stdout)
+    status = job["status"]
+    assert [(c["type"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("SuccessCriteriaMet", "SuccessPolicy", "Matched rules at index 0"),
+        ("Complete", "SuccessPolicy", "Matched rules at index 0")]
+    assert status["succeeded"] >= 1 and "failed" not in status and status["uncountedTerminatedPods"] == {}
+    assert status["completionTime"] and status.get("active") is None
+    rows = table(kubectl("get", "jobs", "-n", namespace).stdout)
+    assert rows[1][:2] == ["leader", "Complete"]

@@ -79,3 +79,24 @@ def test_kubectl_prints_the_warnings_of_a_create_that_fails(kc: Kubectl, namespa
     assert result.returncode != 0
     assert 'Warning: unknown field "surprise"' in result.stderr
     assert f'The ConfigMap "{name}" is invalid' in result.stderr
+
+
+def test_kubectl_server_side_apply_of_the_same_values_shares_ownership(kc: Kubectl, namespace: str) -> None:
+    # fieldmanager/equality.go IgnoreManagedFieldsTimestampsTransformer: only a change of the entries' times is
+    # no write; a second applier of the same value is stored as a co-owner, and the first can no longer
+    # change the value alone.
+    name = unique("cm")
+    path = kc.write("cm.yaml", configmap(name, namespace, a="1"))
+    kc("apply", "--server-side", "--field-manager=one", "-f", path)
+    first = kc.api(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    kc("apply", "--server-side", "--field-manager=two", "-f", path)
+    second = kc.api(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    owners = sorted(e["manager"] for e in second["metadata"]["managedFields"] if "f:a" in e["fieldsV1"].get("f:data", {}))
+    assert owners == ["one", "two"]
+    assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+    kc("apply", "--server-side", "--field-manager=two", "-f", path)  # the same again: no write
+    assert kc.api(f"/api/v1/namespaces/{namespace}/configmaps/{name}")["metadata"]["resourceVersion"] == (
+        second["metadata"]["resourceVersion"])
+    changed = kc("apply", "--server-side", "--field-manager=one", "-f",
+                 kc.write("cm2.yaml", configmap(name, namespace, a="2")), check=False)
+    assert changed.returncode != 0 and 'conflict with "two"' in changed.stderr

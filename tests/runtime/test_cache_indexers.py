@@ -86,3 +86,16 @@ def test_replace_rebuilds_items_and_indexes() -> None:
     assert names(cache.by_index("app", "web")) == ["b"]
     with pytest.raises(KeyError):
         cache.by_index("nope", "x")
+
+
+def test_count_by_index_follows_every_write_without_listing() -> None:
+    cache = Cache(indexers={"app": by_app})
+    cache.upsert(obj("a", app="web"))
+    cache.upsert(obj("b", app="web"))
+    cache.upsert(obj("c", app="db"))
+    assert (cache.count_by_index("app", "web"), cache.count_by_index("app", "db"), cache.count_by_index("app", "x")) == (2, 1, 0)
+    cache.upsert(obj("b", app="db"))
+    cache.delete(obj("a"))
+    assert (cache.count_by_index("app", "web"), cache.count_by_index("app", "db")) == (0, 2)
+    with pytest.raises(KeyError, match="no index named 'nope'"):
+        cache.count_by_index("nope", "web")

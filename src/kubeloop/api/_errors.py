@@ -302,7 +302,17 @@ _FIELD_TYPES: dict[str, tuple[str, str]] = {
 _NO_VALUE = object()
 
 
+@dataclass(frozen=True, slots=True)
+class GoSyntax:
+    """A value a field error shows as Go's ``%#v`` prints it, unquoted: a struct such as upstream's
+    ``apiextensions.ValidationRule{Rule:"self.x > 0", ...}`` (``field.Error.ErrorBody``'s fallback)."""
+
+    text: str
+
+
 def _go_quote(value: Any) -> str:
+    if isinstance(value, GoSyntax):
+        return value.text
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):

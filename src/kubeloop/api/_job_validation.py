@@ -16,7 +16,9 @@
   JobManagedBy (beta, on in 1.32) is enabled: counters not negative and not decreasing, uncounted UIDs
   neither empty nor repeated, terminal conditions never disabled, Complete only with SuccessCriteriaMet,
   Failed only with FailureTarget, a finished Job with a start time, no active pods and no uncounted pods,
-  completionTime only on a Complete Job and never changed (each checked when the fields it reads changed);
+  completionTime only on a Complete Job and never changed, ``completedIndexes`` and ``failedIndexes``
+  well formed, allowed and apart (:mod:`kubeloop.api._job_index_validation`) (each checked when the
+  fields it reads changed);
   SuccessCriteriaMet never with Failed or FailureTarget and never disabled. With JobManagedBy and
   JobPodReplacementPolicy on, the strategy allows SuccessCriteriaMet on any Job
   (``AllowForSuccessCriteriaMetInExtendedScope``), as the controller sets it before Complete.
@@ -31,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._job_index_validation import index_status_errors
 from kubeloop.api._job_policy_validation import managed_by_errors, pod_failure_policy_errors
 from kubeloop.api._pod_fields import go_text, int_of, label_selector_errors, mapping_of
 from kubeloop.api._pod_spec_validation import validate_pod_template
@@ -328,6 +331,7 @@ def validate_job_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
             and finished and _has_uncounted(status):
         errs.append(FieldError("invalid", "status.uncountedTerminatedPods",
                                "uncountedTerminatedPods needs to be empty for finished job"))
+    errs += index_status_errors(new, old)
     met, old_met = _true(status, "SuccessCriteriaMet"), _true(old_status, "SuccessCriteriaMet")
     if met and failed:
         errs.append(FieldError("invalid", "status.conditions",

@@ -18,6 +18,10 @@ before a deleted namespace is emptied, so creations admitted just before the del
 cluster). Against kubeloop's own API server 0 is safe: it commits a create only while the namespace is
 still at the revision admission judged, so no creation lands after the deletion. Against any other
 API server keep the default.
+
+``--terminated-pod-gc-threshold`` is kube-controller-manager's flag of that name (12500): how many
+terminated pods (phase Succeeded or Failed) may exist before the pod garbage collector deletes the
+oldest; 0 turns that step off (:mod:`kubeloop.controllers._pod_gc`). ``kubeloop up`` runs it with the default.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = ["READY_LINE", "controller_manager", "run_controller_manager", "skip_u
 
 READY_LINE = "kubeloop controller-manager: ready"
 NAMESPACE_DELETION_GRACE_PERIOD = 5.0  # k/k pkg/controller/namespace/namespace_controller.go
+TERMINATED_POD_THRESHOLD = 12500  # k/k cmd/kube-controller-manager (PodGCController defaults)
 # How often start-up checks whether every controller has synced: ``/readyz`` waits for the ready line,
 # so a coarse poll would add half its period to every start (a check is a few attribute reads).
 SYNC_POLL_SECONDS = 0.002
@@ -66,12 +71,20 @@ SYNC_POLL_SECONDS = 0.002
     type=click.FloatRange(min=0),
     help="Seconds a deleted namespace waits before it is emptied (upstream's namespaceDeletionGracePeriod).",
 )
+@click.option(
+    "--terminated-pod-gc-threshold",
+    default=TERMINATED_POD_THRESHOLD,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Terminated pods that may exist before the pod garbage collector deletes the oldest; 0 never.",
+)
 @click.option("--exit-with-parent", is_flag=True, hidden=True, help="Exit when stdin closes.")
 @click.option("--wait-for-kubeconfig", is_flag=True, hidden=True, help="Wait for KUBECONFIG to be written.")
 def controller_manager(
     kubeconfig: Path,
     connect_timeout: float,
     namespace_deletion_grace_period: float,
+    terminated_pod_gc_threshold: int,
     exit_with_parent: bool,
     wait_for_kubeconfig: bool,
 ) -> None:
@@ -81,6 +94,7 @@ def controller_manager(
             kubeconfig,
             connect_timeout=connect_timeout,
             namespace_deletion_grace_period=namespace_deletion_grace_period,
+            terminated_pod_gc_threshold=terminated_pod_gc_threshold,
             exit_with_parent=exit_with_parent,
             wait_for_kubeconfig=wait_for_kubeconfig,
         )
@@ -93,6 +107,7 @@ def run_controller_manager(
     *,
     connect_timeout: float = 30.0,
     namespace_deletion_grace_period: float = NAMESPACE_DELETION_GRACE_PERIOD,
+    terminated_pod_gc_threshold: int = TERMINATED_POD_THRESHOLD,
     exit_with_parent: bool,
     wait_for_kubeconfig: bool,
 ) -> None:
@@ -109,6 +124,7 @@ def run_controller_manager(
                 kubeconfig,
                 connect_timeout=connect_timeout,
                 namespace_deletion_grace_period=namespace_deletion_grace_period,
+                terminated_pod_gc_threshold=terminated_pod_gc_threshold,
                 exit_with_parent=exit_with_parent,
                 wait_for_kubeconfig=wait_for_kubeconfig,
                 on_ready=resume_gc,
@@ -134,6 +150,7 @@ async def _run(
     *,
     connect_timeout: float,
     namespace_deletion_grace_period: float,
+    terminated_pod_gc_threshold: int = TERMINATED_POD_THRESHOLD,
     exit_with_parent: bool,
     wait_for_kubeconfig: bool,
     on_ready: Callable[[], None],
@@ -159,7 +176,8 @@ async def _run(
     async with client:
         # Built before the server answers (no request is made): under ``kubeloop up`` this overlaps the
         # server's own start instead of following it.
-        manager, controllers = _builtin_controllers(client, namespace_deletion_grace_period, root_ca(kubeconfig))
+        manager, controllers = _builtin_controllers(client, namespace_deletion_grace_period, root_ca(kubeconfig),
+                                                    terminated_pod_gc_threshold=terminated_pod_gc_threshold)
         while True:
             try:
                 await client.list(namespaces, limit=1)
@@ -174,10 +192,16 @@ async def _run(
 
 
 def _builtin_controllers(
-    client: Client, namespace_deletion_grace_period: float, ca: str = ""
+    client: Client, namespace_deletion_grace_period: float, ca: str = "", *,
+    terminated_pod_gc_threshold: int = TERMINATED_POD_THRESHOLD,
 ) -> tuple[Manager, dict[str, Runnable]]:
     """A manager with the registry's built-in controllers, not started; the root CA publisher publishes ``ca``."""
-    from kubeloop.controllers import NamespaceController, RootCACertPublisher, add_builtin_controllers
+    from kubeloop.controllers import (
+        NamespaceController,
+        PodGarbageCollector,
+        RootCACertPublisher,
+        add_builtin_controllers,
+    )
     from kubeloop.runtime import Manager
 
     # Runnables other than runtime Controllers are cancelled only after this timeout.
@@ -189,6 +213,9 @@ def _builtin_controllers(
     publisher = controllers.get("root-ca-cert-publisher")
     if isinstance(publisher, RootCACertPublisher):
         publisher.root_ca = ca
+    pod_gc = controllers.get("pod-garbage-collector")
+    if isinstance(pod_gc, PodGarbageCollector):
+        pod_gc.terminated_pod_threshold = terminated_pod_gc_threshold
     return manager, dict(controllers)
 
 

@@ -2,7 +2,8 @@
 
 ``write_kubeconfig`` writes one cluster (server URL and the CA as ``certificate-authority-data``), one
 user (a bearer token), and one context ``kubeloop`` with namespace ``default``, selected as the
-current context. The file is replaced atomically and durably (:func:`kubeloop._files.write_atomically`:
+current context; a file that already holds that very text (mode 0600) is left as it is. Otherwise the
+file is replaced atomically and durably (:func:`kubeloop._files.write_atomically`:
 a temporary file in the same directory, fsync, rename, fsync of the directory) with mode 0600, so a
 client never reads half a file, a crash or power cut leaves the old file or the new one, and no other
 user can read the token.
@@ -46,7 +47,15 @@ class OwnKubeconfig:
 
 
 def write_kubeconfig(path: Path, *, server: str, ca_pem: bytes, user: str, token: str) -> None:
-    write_atomically(path, _render(server=server, ca_pem=ca_pem, user=user, token=token).encode(), mode=0o600)
+    """Write the file, unless it already holds exactly this text with mode 0600 (a restart on the same
+    address: no rename and no fsyncs on the start-up path)."""
+    data = _render(server=server, ca_pem=ca_pem, user=user, token=token).encode()
+    try:
+        if path.stat().st_mode & 0o777 == 0o600 and path.read_bytes() == data:
+            return
+    except OSError:  # absent or unreadable: written below, which reports what is wrong
+        pass
+    write_atomically(path, data, mode=0o600)
 
 
 _FIELDS = {

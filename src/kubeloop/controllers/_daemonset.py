@@ -25,8 +25,11 @@ and ``update.go``. One sync of a set (level-based, from the informer caches):
 
 Events: ``SuccessfulCreate``/``FailedCreate``/``SuccessfulDelete``/``FailedDelete`` (pod control),
 ``FailedDaemonPod``/``SucceededDaemonPod``, ``SelectingAll``, from ``daemonset-controller``. Nodes
-added, or updated so that a set's verdict changes, sync the sets; a removed node syncs every set. Pods
-bound to a removed node are the pod garbage collector's (:mod:`._pod_gc`).
+added, or updated so that a set's verdict changes, sync the sets; a removed node syncs every set, so
+``desiredNumberScheduled`` and the other counts drop at once (upstream 1.32 registers no node delete
+handler: its sets see the removal at their next sync, at the latest when the pod garbage collector
+deletes the node's pods and their delete events sync the sets). Pods bound to a removed node are the
+pod garbage collector's (:mod:`._pod_gc`); unbound ones meant for it go here.
 """
 
 from __future__ import annotations

@@ -80,11 +80,15 @@ def _template(ds: Obj) -> Mapping[str, Any]:
 
 
 def template_generation(ds: Obj) -> int | None:
-    """``GetTemplateGeneration``: the annotation's integer, ``None`` when absent or not a number."""
+    """``GetTemplateGeneration``: the annotation's integer (``strconv.ParseInt(v, 10, 64)``), ``None`` when
+    absent or not one; the controller then goes by the revision hash alone, as upstream's does when the
+    parse fails (the API server refuses such a value on every write, so only a set stored before that
+    check can carry one)."""
     value = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
     if not isinstance(value, str) or not re.fullmatch(r"[+-]?[0-9]+", value):
         return None
-    return int(value)
+    generation = int(value)
+    return generation if -(1 << 63) <= generation < 1 << 63 else None
 
 
 def _same_toleration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -12,16 +12,23 @@ JobManagedBy on, so terminal conditions are delayed). One sync:
    ``podFailurePolicy`` (FailureTarget ``PodFailurePolicy``; an Ignore rule's pods are not counted);
    when more pods failed than ``backoffLimit`` (or, with
    restartPolicy OnFailure, containers restarted that often) it gets FailureTarget
-   ``BackoffLimitExceeded``; past ``activeDeadlineSeconds`` FailureTarget ``DeadlineExceeded``. A
-   finishing Job's active pods are deleted (finalizers kept: every pod not yet terminated counts as
-   failed).
+   ``BackoffLimitExceeded``; past ``activeDeadlineSeconds`` FailureTarget ``DeadlineExceeded``. An
+   Indexed Job with ``backoffLimitPerIndex`` (:mod:`._job_index_failures`) gets FailureTarget
+   ``MaxFailedIndexesExceeded`` with more failed indexes than ``maxFailedIndexes``, or ``FailedIndexes``
+   once every index has succeeded or failed and one failed; an Indexed Job whose ``successPolicy`` has a
+   rule met gets SuccessCriteriaMet ``SuccessPolicy`` (:mod:`._job_success_policy`). A finishing Job's
+   active pods are deleted with their finalizers kept (for a failing Job every pod not yet terminated
+   counts as failed; pods a success policy stops are not counted) and count as terminating; a delete
+   that fails leaves the Job unfinished for this sync.
 3. Otherwise, with the expectations satisfied: a suspended Job's active pods are deleted; else pods are
    created up to ``min(parallelism, completions - succeeded)`` (a work queue without completions stops
    creating after its first success), each with the tracking finalizer and a controller reference, in
    slow-start batches, but only once the failure backoff (10 s doubling to 10 minutes after the last
    failure, injected clock) has passed; extra pods are deleted. An Indexed Job runs one pod per index
-   not yet succeeded, lowest first (:mod:`._job_indexes`), and counts succeeded indexes in
-   ``status.completedIndexes``. Enough successes with no pod active
+   not yet succeeded (nor failed), lowest first (:mod:`._job_indexes`), and counts succeeded indexes in
+   ``status.completedIndexes``; with ``backoffLimitPerIndex`` each index backs off alone, its pods carry
+   the index's failure counts, a failed pod stays uncounted (finalizer on) until its replacement
+   exists, and failed indexes go to ``status.failedIndexes``. Enough successes with no pod active
    gives SuccessCriteriaMet ``CompletionsReached``. The Suspended condition follows ``spec.suspend``
    (a resumed Job's startTime restarts).
 4. Status, as ``trackJobStatusAndRemoveFinalizers``: finished pods still carrying the finalizer are
@@ -183,8 +190,10 @@ class JobController(WorkloadController):
 
     # -- pods ------------------------------------------------------------------------------------
 
-    async def create_pods(self, key: str, job: dict[str, Any], count: int, indexes: list[int] | None = None) -> None:
-        """Create ``count`` pods (one per entry of ``indexes`` for an Indexed Job, lowest first)."""
+    async def create_pods(self, key: str, job: dict[str, Any], count: int, indexes: list[int] | None = None,
+                          annotations: Mapping[int, Mapping[str, str]] | None = None) -> None:
+        """Create ``count`` pods (one per entry of ``indexes`` for an Indexed Job, lowest first, each with
+        the ``annotations`` of its index on top of the template's)."""
         self.expectations.expect_creations(key, count)
         template = (job.get("spec") or {}).get("template") or {}
         ref = owner_reference(job, controller=True, block_owner_deletion=True)
@@ -197,7 +206,9 @@ class JobController(WorkloadController):
         async def create() -> None:
             body = copy_json(pod)
             if indexes is not None:
-                body = indexed_pod(body, job_name=name_of(job), index=pending.pop(0))
+                index = pending.pop(0)
+                body = indexed_pod(body, job_name=name_of(job), index=index)
+                body["metadata"]["annotations"].update((annotations or {}).get(index) or {})
             try:
                 made = await self.client.create(PODS, body, namespace=namespace_of(job),
                                                 field_manager=self.field_manager)  # fmt: skip

@@ -7,6 +7,7 @@ Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32) and ``back
   counted twice even when the GC or a user deletes it.
 - :func:`is_pod_failed` (``isPodFailed``): phase Failed, or (podReplacementPolicy TerminatingOrFailed and
   no podFailurePolicy) deleted before it succeeded: orphans that never reach a phase count as failures.
+  Otherwise (:func:`only_replaces_failed`) a terminating pod is not replaced until it has failed.
 - :func:`past_backoff_limit_on_failure` (``pastBackoffLimitOnFailure``): with restartPolicy OnFailure the
   containers' restarts in running or pending pods count against ``backoffLimit``.
 - :class:`BackoffRecord` (``backoffRecord``): failures since the last success and when the last one
@@ -15,7 +16,9 @@ Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32) and ``back
 - :func:`ensure_condition` (``ensureJobConditionStatus``) and :func:`new_condition` (``newCondition``).
 - :func:`match_pod_failure_policy` (``pod_failure_policy.go``): the first rule of ``spec.podFailurePolicy``
   a failed pod matches (a container's non-zero exit code In or NotIn the rule's values, or one of the
-  pod's conditions) decides whether it counts, and FailJob fails the Job with upstream's message.
+  pod's conditions) decides whether it counts, and FailJob fails the Job with upstream's message;
+  :func:`pod_failure_policy_action` names that rule's action (FailIndex fails the pod's index at once:
+  :mod:`._job_index_failures`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ __all__ = [
     "is_terminating",
     "match_pod_failure_policy",
     "new_condition",
+    "only_replaces_failed",
     "past_backoff_limit_on_failure",
+    "pod_failure_policy_action",
 ]
 
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -66,9 +71,14 @@ def is_terminating(pod: Mapping[str, Any]) -> bool:
     return bool(_meta(pod).get("deletionTimestamp")) and _phase(pod) not in ("Succeeded", "Failed")
 
 
-def is_pod_failed(pod: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+def only_replaces_failed(job: Mapping[str, Any]) -> bool:
+    """``onlyReplaceFailedPods``: podReplacementPolicy Failed (the default with a podFailurePolicy)."""
     spec = job.get("spec") or {}
-    if spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed":
+    return spec.get("podFailurePolicy") is not None or spec.get("podReplacementPolicy") == "Failed"
+
+
+def is_pod_failed(pod: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    if only_replaces_failed(job):
         return _phase(pod) == "Failed"
     if _phase(pod) == "Failed":
         return True
@@ -190,18 +200,16 @@ def _matching_condition(pod: Mapping[str, Any], patterns: Iterable[Mapping[str, 
     return None
 
 
-def match_pod_failure_policy(job: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """``matchPodFailurePolicy`` for a failed pod: (the FailJob message, whether it counts as a failure).
-
-    The first matching rule decides: Ignore does not count the pod, Count and FailIndex do, FailJob
-    does and fails the Job; no match counts it."""
+def _matching_rule(job: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The action of the first rule of ``spec.podFailurePolicy`` a failed pod matches, and the message
+    a FailJob rule fails the Job with; None without a policy or a match."""
     policy = (job.get("spec") or {}).get("podFailurePolicy")
     if not isinstance(policy, Mapping):
-        return None, True
+        return None
     meta = pod.get("metadata") or {}
     where = f"{meta.get('namespace')}/{meta.get('name')}"
     for index, rule in enumerate(policy.get("rules") or ()):
-        action = rule.get("action")
+        action = str(rule.get("action"))
         on_exit = rule.get("onExitCodes")
         if isinstance(on_exit, Mapping):
             container = _exit_code_container(pod, on_exit)
@@ -215,7 +223,25 @@ def match_pod_failure_policy(job: Mapping[str, Any], pod: Mapping[str, Any]) -> 
             if kind is None:
                 continue
             message = f"Pod {where} has condition {kind} matching {action} rule at index {index}"
-        if action == "Ignore":
-            return None, False
-        return (message if action == "FailJob" else None), True
-    return None, True
+        return action, message
+    return None
+
+
+def match_pod_failure_policy(job: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """``matchPodFailurePolicy`` for a failed pod: (the FailJob message, whether it counts as a failure).
+
+    The first matching rule decides: Ignore does not count the pod, Count and FailIndex do, FailJob
+    does and fails the Job; no match counts it."""
+    matched = _matching_rule(job, pod)
+    if matched is None:
+        return None, True
+    action, message = matched
+    if action == "Ignore":
+        return None, False
+    return (message if action == "FailJob" else None), True
+
+
+def pod_failure_policy_action(job: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
+    """The action of the rule a failed pod matches (``matchPodFailurePolicy``'s third result), if any."""
+    matched = _matching_rule(job, pod)
+    return None if matched is None else matched[0]

@@ -3,8 +3,9 @@
 Upstream: k/k ``pkg/controller/job/job_controller.go`` (release 1.32). :class:`JobSync` is built per
 reconcile by :class:`~kubeloop.controllers._job.JobController` (its owner: client, clock, expectations,
 backoff records and the pod writes) from the cached Job (a copy) and its claimed pods, and runs once:
-the finishing condition (existing FailureTarget/SuccessCriteriaMet, backoff limit, deadline), the pod
-changes (``manageJob``, Indexed or not), then the status (``trackJobStatusAndRemoveFinalizers``:
+the finishing condition (existing FailureTarget/SuccessCriteriaMet, pod failure policy, backoff limit,
+deadline, then for an Indexed Job the per-index limits (:mod:`._job_index_failures`) and the success
+policy (:mod:`._job_success_policy`)), the pod changes (``manageJob``, Indexed or not), then the status (``trackJobStatusAndRemoveFinalizers``:
 uncounted UIDs first, finalizers off, then the counters and the terminal condition). A single state
 machine over one Job; the module docstring of :mod:`kubeloop.controllers._job` tells the whole story.
 """
@@ -15,6 +16,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubeloop.api import ApiError, format_time, is_being_deleted, parse_time, uid_of
+from kubeloop.controllers._job_index_failures import (
+    creatable_now,
+    delayed_deletions,
+    failed_indexes,
+    has_backoff_limit_per_index,
+    replacement_annotations,
+)
 from kubeloop.controllers._job_indexes import completion_index, format_indexes, parse_indexes
 from kubeloop.controllers._job_pods import (
     BackoffRecord,
@@ -24,8 +32,10 @@ from kubeloop.controllers._job_pods import (
     is_terminating,
     match_pod_failure_policy,
     new_condition,
+    only_replaces_failed,
     past_backoff_limit_on_failure,
 )
+from kubeloop.controllers._job_success_policy import SUCCESS_POLICY_REASON, match_success_policy
 from kubeloop.controllers._workload_kinds import int_field
 from kubeloop.controllers._workload_pods import deletion_order, is_pod_active, is_pod_ready
 from kubeloop.runtime import Result
@@ -39,6 +49,8 @@ MAX_POD_CREATE_DELETE_PER_SYNC = 500
 _BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
 _DEADLINE_MESSAGE = "Job was active longer than specified deadline"
 _COMPLETIONS_MESSAGE = "Reached expected number of succeeded pods"
+_MAX_FAILED_INDEXES_MESSAGE = "Job has exceeded the specified maximal number of failed indexes"
+_FAILED_INDEXES_MESSAGE = "Job has failed indexes"
 
 
 def _target(status: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -71,21 +83,23 @@ class JobSync:
         self.new_succeeded = [p for p in self.pods if has_tracking_finalizer(p) and uid_of(p) not in counted
                               and (p.get("status") or {}).get("phase") == "Succeeded"]
         self.counted = counted
+        self.indexed = self.spec.get("completionMode") == "Indexed"
+        self.completions = int_field(self.spec, "completions")
         # A pod failure policy may ignore a failed pod (not counted, its finalizer still comes off) or
-        # fail the Job (getFailJobMessage looks at every failed pod, counted or not).
+        # fail the Job (getFailJobMessage looks at every failed pod, counted or not). A failed pod of an
+        # Indexed Job without a valid index is not counted either (getValidPodsWithFilter).
         self.new_failed: list[Mapping[str, Any]] = []
         self.ignored: list[Mapping[str, Any]] = []
         for pod in self.pods:
             if (has_tracking_finalizer(pod) and uid_of(pod) not in counted
                     and (pod.get("status") or {}).get("phase") != "Succeeded" and is_pod_failed(pod, job)):
-                (self.new_failed if match_pod_failure_policy(job, pod)[1] else self.ignored).append(pod)
+                counts = match_pod_failure_policy(job, pod)[1] and self._valid_index(pod)
+                (self.new_failed if counts else self.ignored).append(pod)
         self.fail_job_message = next((message for pod in self.pods if is_pod_failed(pod, job)
                                       and (message := match_pod_failure_policy(job, pod)[0]) is not None), None)
         self.active_pods = [p for p in self.pods if is_pod_active(p)]
         self.succeeded = int_field(status, "succeeded") + len(self.uncounted_succeeded) + len(self.new_succeeded)
         # An Indexed Job counts succeeded indexes (status.completedIndexes), not pods.
-        self.indexed = self.spec.get("completionMode") == "Indexed"
-        self.completions = int_field(self.spec, "completions")
         self.completed: set[int] = set()
         if self.indexed:
             self.completed = parse_indexes(status.get("completedIndexes"), self.completions)
@@ -95,6 +109,16 @@ class JobSync:
         self.failed = int_field(status, "failed") + len(self.uncounted_failed) + len(self.new_failed)
         self.suspended = self.spec.get("suspend") is True
         self.requeue: float | None = None
+        self.deleted = 0  # pods this sync deleted: terminating until the cache shows them
+        # Backoff limit per index: the failed indexes, and per index the failed pod left uncounted (its
+        # finalizer on) until its replacement carries the index's failure counts.
+        self.failed_indexes: set[int] | None = None
+        self.delayed: dict[int, Mapping[str, Any]] = {}
+        if self.indexed and has_backoff_limit_per_index(job):
+            previous = parse_indexes(status.get("failedIndexes"), self.completions)
+            self.failed_indexes = failed_indexes(job, self.pods, previous, self.completions)
+            self.delayed = delayed_deletions(job, self.pods, active=self.active_pods, succeeded=self.completed,
+                                             failed=self.failed_indexes, completions=self.completions, now=self.now)
 
     async def run(self) -> Result | None:
         owner, job, status = self.owner, self.job, self.status
@@ -103,17 +127,24 @@ class JobSync:
         if status.get("startTime") is None and not self.suspended:
             status["startTime"] = format_time(self.now)
         active = len(self.active_pods)
+        # Read before this sync's own pod writes change them (syncJob's satisfiedExpectations).
+        satisfied = owner.expectations.satisfied(self.key)
         finishing = self._finishing_condition()
         manage_error: BaseException | None = None
         changed = False
         if finishing is not None:
+            deleted = 0
             try:
-                active -= await owner.delete_pods(self.key, job, self.active_pods, keep_finalizers=True)
+                deleted = await self._delete(self.active_pods, keep_finalizers=True)
             except ApiError as err:
                 manage_error = err
+            if deleted != active or not satisfied:
+                # Some pods may still run, or not be in the cache yet: not finished in this sync.
+                finishing = None
+            active -= deleted
         else:
             managed = False
-            if owner.expectations.satisfied(self.key) and not is_being_deleted(job):
+            if satisfied and not is_being_deleted(job):
                 managed = True
                 try:
                     active = await self._manage(active, record)
@@ -126,7 +157,8 @@ class JobSync:
             elif managed:
                 changed = self._suspend_condition()
         ready = sum(1 for p in self.active_pods if is_pod_ready(p)) if active else 0
-        terminating = sum(1 for p in self.all_pods if is_terminating(p))
+        # The pods deleted now are terminating too (upstream adds them to jobCtx.terminating).
+        terminating = sum(1 for p in self.all_pods if is_terminating(p)) + self.deleted
         if (active, ready, terminating) != (status.get("active", 0), status.get("ready"), status.get("terminating")):
             changed = True
         if active:
@@ -155,7 +187,23 @@ class JobSync:
             if remaining <= 0:
                 return new_condition("FailureTarget", "True", "DeadlineExceeded", _DEADLINE_MESSAGE, self.now)
             self._after(remaining)
+        if self.failed_indexes is not None:
+            limit = spec.get("maxFailedIndexes")
+            if isinstance(limit, int) and len(self.failed_indexes) > limit:
+                return new_condition("FailureTarget", "True", "MaxFailedIndexesExceeded", _MAX_FAILED_INDEXES_MESSAGE,
+                                     self.now)
+            if self.failed_indexes and len(self.failed_indexes) + len(self.completed) >= self.completions:
+                return new_condition("FailureTarget", "True", "FailedIndexes", _FAILED_INDEXES_MESSAGE, self.now)
+        if self.indexed:
+            message = match_success_policy(self.job, self.completed)
+            if message is not None:
+                return new_condition("SuccessCriteriaMet", "True", SUCCESS_POLICY_REASON, message, self.now)
         return None
+
+    async def _delete(self, pods: list[Mapping[str, Any]], *, keep_finalizers: bool) -> int:
+        deleted = await self.owner.delete_pods(self.key, self.job, pods, keep_finalizers=keep_finalizers)
+        self.deleted += deleted
+        return deleted
 
     def _after(self, seconds: float) -> None:
         self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
@@ -165,7 +213,7 @@ class JobSync:
         owner, job, spec = self.owner, self.job, self.spec
         if self.suspended:
             doomed = deletion_order(self.active_pods, now=self.now)
-            return active - await owner.delete_pods(self.key, job, doomed, keep_finalizers=False)
+            return active - await self._delete(doomed, keep_finalizers=False)
         parallelism = int_field(spec, "parallelism", 1)
         completions = spec.get("completions")
         if self.indexed:
@@ -176,13 +224,13 @@ class JobSync:
             want = max(0, min(int(completions) - self.succeeded, parallelism))
         if active > want:
             doomed = deletion_order(self.active_pods, now=self.now)[: active - want]
-            return active - await owner.delete_pods(self.key, job, doomed, keep_finalizers=False)
-        if active < want:
+            return active - await self._delete(doomed, keep_finalizers=False)
+        if active + len(self._replacing()) < want:
             wait = record.remaining(self.now)
             if wait > 0:
                 self._after(wait)
                 return active
-            count = min(want - active, MAX_POD_CREATE_DELETE_PER_SYNC)
+            count = min(want - len(self._replacing()) - active, MAX_POD_CREATE_DELETE_PER_SYNC)
             await owner.create_pods(self.key, job, count)
             return active + count
         return active
@@ -204,17 +252,36 @@ class JobSync:
         if extra > 0:
             doomed += [by_index.pop(ix) for ix in sorted(by_index, reverse=True)[:extra]]
         if doomed:
-            return active - await owner.delete_pods(self.key, job, doomed, keep_finalizers=False)
-        if len(by_index) < want:
-            wait = record.remaining(self.now)
+            return active - await self._delete(doomed, keep_finalizers=False)
+        replacing = self._replacing()
+        if len(by_index) + len(replacing) < want:
+            per_index = self.failed_indexes is not None
+            wait = 0.0 if per_index else record.remaining(self.now)  # per index, each index backs off alone
             if wait > 0:
                 self._after(wait)
                 return active
-            count = min(want - len(by_index), MAX_POD_CREATE_DELETE_PER_SYNC)
-            pending = [ix for ix in range(self.completions) if ix not in self.completed and ix not in by_index]
-            await owner.create_pods(self.key, job, count, pending[:count])
-            return active + count
+            count = min(want - len(replacing) - len(by_index), MAX_POD_CREATE_DELETE_PER_SYNC)
+            busy = set(by_index) | (self.failed_indexes or set()) | {
+                ix for p in replacing if (ix := completion_index(p)) is not None}
+            pending = [ix for ix in range(self.completions) if ix not in self.completed and ix not in busy][:count]
+            annotations: dict[int, dict[str, str]] | None = None
+            if per_index:
+                pending, wait = creatable_now(pending, self.delayed, self.now)
+                if wait > 0:
+                    self._after(wait)
+                    return active
+                annotations = {ix: replacement_annotations(job, self.delayed.get(ix)) for ix in pending}
+            if pending:
+                await owner.create_pods(self.key, job, len(pending), pending, annotations)
+            return active + len(pending)
         return active
+
+    def _replacing(self) -> list[Mapping[str, Any]]:
+        """Terminating pods a new pod must wait for (only failed pods are replaced: ``manageJob``
+        subtracts them, ``firstPendingIndexes`` skips their indexes)."""
+        if not only_replaces_failed(self.job):
+            return []
+        return [p for p in self.all_pods if is_terminating(p)]
 
     def _suspend_condition(self) -> bool:
         conditions: list[dict[str, Any]] = self.status.setdefault("conditions", [])
@@ -246,19 +313,29 @@ class JobSync:
             if self.succeeded != int_field(status, "succeeded"):
                 status["succeeded"] = self.succeeded
                 flush = True
+            if self.failed_indexes is not None:
+                failed_text = format_indexes(self.failed_indexes)
+                if status.get("failedIndexes") != failed_text:
+                    status["failedIndexes"] = failed_text
+                    flush = True
         else:
             succeeded_uids = self.uncounted_succeeded + [uid_of(p) for p in self.new_succeeded]
-        failed_uids = self.uncounted_failed + [uid_of(p) for p in self.new_failed]
-        if self.new_succeeded or self.new_failed:
+        # canRemoveFinalizer: a failed pod waiting for its index's replacement stays uncounted, unless
+        # the Job is finishing or being deleted.
+        held = set() if finishing is not None or is_being_deleted(self.job) else {
+            uid_of(p) for p in self.delayed.values()}
+        new_failed = [p for p in self.new_failed if uid_of(p) not in held]
+        failed_uids = self.uncounted_failed + [uid_of(p) for p in new_failed]
+        if self.new_succeeded or new_failed:
             flush = True
-        released_only = list(self.ignored)
+        released_only = [p for p in self.ignored if uid_of(p) not in held]
         if finishing is not None and finishing["type"] == "FailureTarget":
             # A failing Job counts every pod that has not terminated as failed (its pods are being
             # deleted), unless its pod failure policy ignores it.
             seen = self.counted | set(failed_uids) | {uid_of(p) for p in self.ignored}
             for pod in self.pods:
                 if (has_tracking_finalizer(pod) and uid_of(pod) not in seen
-                        and (pod.get("status") or {}).get("phase") != "Succeeded"):
+                        and (pod.get("status") or {}).get("phase") != "Succeeded" and self._valid_index(pod)):
                     if match_pod_failure_policy(self.job, pod)[1]:
                         failed_uids.append(uid_of(pod))
                         flush = True
@@ -281,6 +358,11 @@ class JobSync:
         to_release += released_only
         if self.indexed:
             to_release += self.new_succeeded
+        if finishing is not None:
+            # A finishing Job releases every pod (canRemoveFinalizer): the ones SuccessCriteriaMet stopped
+            # are not counted at all.
+            queued = {uid_of(p) for p in to_release}
+            to_release += [p for p in self.pods if has_tracking_finalizer(p) and uid_of(p) not in queued]
         # cleanUncountedPodsWithoutFinalizers: an uncounted pod whose finalizer is off (or on its way
         # off, or which is gone) is counted now; one that still has it waits for the next sync.
         with_finalizer = {uid_of(p) for p in self.pods if has_tracking_finalizer(p)}
@@ -315,6 +397,13 @@ class JobSync:
                 owner.event(self.job, "Warning", final["reason"], final["message"])
         if removal_error is not None:
             raise removal_error
+
+    def _valid_index(self, pod: Mapping[str, Any]) -> bool:
+        """Only a pod of a valid index counts for an Indexed Job (``getValidPodsWithFilter``)."""
+        if not self.indexed:
+            return True
+        ix = completion_index(pod)
+        return ix is not None and ix < self.completions
 
     async def _write(self) -> None:
         await self.owner.put_status(self.job, self.status)

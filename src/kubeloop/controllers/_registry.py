@@ -55,8 +55,9 @@ def _clusterrole_aggregation(manager: Manager) -> Runnable:
     return ClusterRoleAggregationController(manager).controller
 
 
-def _pod_garbage_collector(manager: Manager) -> Runnable:
-    return PodGarbageCollector(manager).controller
+def _pod_garbage_collector(manager: Manager) -> Any:
+    # Returned whole: the controller manager sets its terminated-pod threshold before the manager starts.
+    return PodGarbageCollector(manager)
 
 
 def _resource_quota(manager: Manager) -> Runnable:

@@ -85,6 +85,13 @@ class Cache:
             raise KeyError(f"no index named {index!r}") from None
         return [self._items[k] for k in sorted(keys)]
 
+    def count_by_index(self, index: str, value: str) -> int:
+        """``len(by_index(index, value))`` without building the list."""
+        try:
+            return len(self._indices[index].get(value, ()))
+        except KeyError:
+            raise KeyError(f"no index named {index!r}") from None
+
     def index_values(self, index: str) -> builtins.list[str]:
         return sorted(self._indices[index])
 

@@ -9,7 +9,8 @@ on startup (ASGI lifespan, or lazily on the first request) it creates the system
 system PriorityClasses, and starts the CRD controller, which registers custom kinds into ``app.kinds`` at run time.
 
 Seams for other parts: ``app.kinds`` (the :class:`KindRegistry` served), ``app.admission`` (a list
-of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind)),
+of :class:`Admission` plugins), ``app.validators`` (extra validation per (group, kind): a callable of the
+object, the stored object on update or None, and the request's warnings list, returning field errors),
 ``app.add_route(prefix, handler)``, ``app.ready`` (``/readyz``), ``app.state`` (everything shared).
 """
 
@@ -63,6 +64,7 @@ from kubeloop.server._http import (
 from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._openapi_v2 import OpenAPIV2Document
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
@@ -108,6 +110,9 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
+        # kubectl validates a `kind: List` on the client, against /openapi/v2 (see _openapi_v2).
+        self.openapi_v2 = OpenAPIV2Document(state.kinds, custom_schemas=self.crd_controller)
+        self.add_route("/openapi/v2", self.openapi_v2)
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)

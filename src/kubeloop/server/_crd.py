@@ -9,7 +9,9 @@ Three pieces plug into the core server's seams (:class:`~kubeloop.server._state.
   objects are gone.
 - A validator per custom (group, kind) in ``state.validators``: prunes undeclared fields, drops
   non-nullable nulls, applies ``default`` and validates against the ``openAPIV3Schema`` of the
-  object's version (see :mod:`kubeloop.api._schema_validate`).
+  object's version (see :mod:`kubeloop.api._schema_validate`), then runs the version's
+  ``x-kubernetes-validations`` rules with the stored object as ``oldSelf`` on updates
+  (:mod:`kubeloop.api._cel_validate`), unless the schema errors already make the object unfit for them.
 - :class:`CrdController`, a background task started with the app. It lists the CRD keys in the
   store, then watches them from that revision, so after a restart it rebuilds exactly the served
   kinds. For each CRD it registers one :class:`~kubeloop.api.ResourceInfo` per served version (and
@@ -29,11 +31,15 @@ import contextlib
 import copy
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+if TYPE_CHECKING:
+    from kubeloop.api._cel_validate import RuleValidator
+
 from kubeloop.api import BadRequest, FieldError, KindRegistry, ResourceInfo, ScalePaths, format_time, invalid
+from kubeloop.api._cel_presence import has_validation_rules
 from kubeloop.api._schema_validate import apply_defaults, drop_nulls, prune, validate
 from kubeloop.api._validation import name_is_dns1123_subdomain
 from kubeloop.server._crd_validation import (
@@ -52,6 +58,11 @@ __all__ = ["CRD_INFO_KEY", "CrdController", "CrdStrategy", "resource_infos"]
 log = logging.getLogger(__name__)
 CRD_INFO_KEY = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+_BLOCKING = frozenset({"not_supported", "required", "too_long", "too_many", "type_invalid"})
+_NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; correct the existing errors to "
+    "complete validation"
+)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -152,6 +163,8 @@ class CrdController:
         self._served: dict[str, list[ResourceInfo]] = {}
         self._schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         self._columns: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        # The compiled x-kubernetes-validations of each served schema, built on the first write.
+        self._rules: dict[tuple[str, str, str], RuleValidator | None] = {}  # None: no rules
         self._revision = 0
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -271,6 +284,7 @@ class CrdController:
         for info in self._served.pop(name, []):
             kinds.remove(info.group, info.version, info.plural)
             self._schemas.pop((info.group, info.version, info.kind), None)
+            self._rules.pop((info.group, info.version, info.kind), None)
             self._columns.pop((info.group, info.version, info.kind), None)
             self._state.validators.pop((info.group, info.kind), None)
         for info in infos:
@@ -284,16 +298,29 @@ class CrdController:
 
     def _validator(self, group: str) -> Any:
         schemas = self._schemas
+        rules = self._rules
 
-        def validate_custom(obj: dict[str, Any]) -> list[FieldError]:
+        def validate_custom(obj: dict[str, Any], old: dict[str, Any] | None, warnings: list[str]) -> list[FieldError]:
             version = str(obj.get("apiVersion") or "").rpartition("/")[2]
-            schema = schemas.get((group, version, str(obj.get("kind") or "")))
+            key = (group, version, str(obj.get("kind") or ""))
+            schema = schemas.get(key)
             if schema is None:
                 return []
             prune(obj, schema)
             drop_nulls(obj, schema)
             apply_defaults(obj, schema)
-            return validate({k: v for k, v in obj.items() if k != "metadata"}, schema)
+            errors = validate({k: v for k, v in obj.items() if k != "metadata"}, schema)
+            if key in rules:
+                validator = rules[key]
+            else:
+                validator = rules[key] = _rule_validator(schema)
+            if validator is None or validator.empty:
+                return errors
+            # customresource strategy.go: a type, required, enum or size violation means the object does
+            # not have the shape the rules were written for; they are not run (hasBlockingErr).
+            if any(e.type in _BLOCKING for e in errors):
+                return [*errors, FieldError.invalid("<nil>", "null", _NOT_CHECKED)]
+            return [*errors, *validator.validate(obj, old, warnings)]
 
         return validate_custom
 
@@ -337,3 +364,12 @@ class CrdController:
                 await self._state.store.update(key, renderer(updated), expected_revision=mod_revision)
         except (RevisionMismatch, KeyNotFound):
             return
+
+
+def _rule_validator(schema: Any) -> RuleValidator | None:
+    """The runner of ``schema``'s CEL rules, or None when it has none (CEL is loaded only for rules)."""
+    if not has_validation_rules(schema):
+        return None
+    from kubeloop.api._cel_validate import RuleValidator
+
+    return RuleValidator(schema)

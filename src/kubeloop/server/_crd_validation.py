@@ -3,7 +3,7 @@
 Pure functions over CRD dicts, following k/k ``staging/src/k8s.io/apiextensions-apiserver``:
 ``pkg/apis/apiextensions/v1/defaults.go`` (singular, listKind, conversion strategy),
 ``pkg/apis/apiextensions/validation/validation.go`` (names, scope, versions, schemas, scale paths,
-immutable fields) and ``pkg/controller/status/naming_controller.go`` (accepted names and the
+immutable fields, ``x-kubernetes-validations`` rules: :mod:`kubeloop.api._cel_crd`) and ``pkg/controller/status/naming_controller.go`` (accepted names and the
 ``NamesAccepted``/``Established`` conditions). Errors are :class:`~kubeloop.api.FieldError` lists the
 server turns into a 422 naming each bad field.
 """
@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeloop.api import FieldError
+from kubeloop.api._cel_presence import has_validation_rules
 from kubeloop.api._schema_validate import validate_structural
 
 __all__ = ["CLEANUP_FINALIZER", "accepted_status", "default_crd", "served_versions", "validate_crd"]
@@ -116,6 +117,20 @@ def _validate_scale(scale: Mapping[str, Any], path: str, errors: list[FieldError
         )
 
 
+def _same_schemas(versions: list[dict[str, Any]]) -> bool:
+    schemas = [_dict(v.get("schema")).get("openAPIV3Schema") for v in versions]
+    return all(s == schemas[0] for s in schemas)
+
+
+def _rules_path(versions: list[dict[str, Any]], version_path: str) -> str:
+    """Where upstream reports a schema's rule errors: v1's conversion to the internal version hoists a
+    schema every version shares to ``spec.validation`` (apiextensions/v1 conversion.go), so such a CRD's
+    errors read ``spec.validation.openAPIV3Schema...``; distinct schemas stay per version."""
+    if _same_schemas(versions):
+        return "spec.validation.openAPIV3Schema"
+    return f"{version_path}.schema.openAPIV3Schema"
+
+
 def _validate_versions(
     spec: Mapping[str, Any], versions: list[dict[str, Any]], errors: list[FieldError]
 ) -> None:
@@ -137,7 +152,13 @@ def _validate_versions(
         if schema is None:
             errors.append(FieldError.required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
-            errors.extend(validate_structural(schema, f"{path}.schema.openAPIV3Schema"))
+            structural = validate_structural(schema, f"{path}.schema.openAPIV3Schema")
+            errors.extend(structural)
+            if not structural and (i == 0 or not _same_schemas(versions)) and has_validation_rules(schema):
+                # CEL is loaded only for a schema with rules (kubeloop.api._cel_presence).
+                from kubeloop.api._cel_crd import validate_schema_rules
+
+                errors.extend(validate_schema_rules(schema, _rules_path(versions, path)))
         scale = _dict(version.get("subresources")).get("scale")
         if isinstance(scale, dict):
             _validate_scale(scale, f"{path}.subresources.scale", errors)

@@ -22,6 +22,7 @@ from kubeloop.api import (
     UnsupportedMediaType,
 )
 from kubeloop.api._quantity_fields import QUANTITY_KINDS
+from kubeloop.server._daemonset_conversion import template_generation_error
 from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._delete import delete_listed, delete_object
 from kubeloop.server._field_validation import (
@@ -141,6 +142,9 @@ class ResourceHandlers:
         # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them), and
         # whether it holds a null: most bodies have none to drop.
         unknown, typed, empties, zeros, nulls, owned = decode_checked(self.state, info, obj, create=create)
+        if info.kind == "DaemonSet" and type(obj) is dict and (err := template_generation_error(info, obj)):
+            # The conversion to the internal version follows the typed decode, before fieldValidation's errors.
+            raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: {err}')
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)

@@ -15,6 +15,11 @@ Built-in definitions come from :mod:`kubeloop.api._schemas` (upstream's JSON sch
 A custom resource's schema is its version's ``openAPIV3Schema`` plus ``apiVersion``, ``kind`` and
 ``metadata`` (a reference to ObjectMeta), named ``<reversed group>.<version>.<Kind>`` like upstream
 (``com.example.stable.v1.CronTab``), with a matching ``...List``. Every builder returns new dicts.
+
+The same set serves the ``definitions`` of the swagger 2.0 ``/openapi/v2`` document
+(``ComponentSet(swagger2=True)``): references are ``#/definitions/<name>`` and keep their siblings
+(swagger 2.0 has no ``allOf`` wrapping in upstream's ``swagger.json``), and custom schemas first go
+through :func:`~kubeloop.server._openapi_v2_crd.to_openapi_v2`.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from typing import Any
 
 from kubeloop.api import ResourceInfo
 from kubeloop.api._schemas import definition_name_for, definitions, ref_name
+from kubeloop.server._openapi_v2_crd import to_openapi_v2
 
-__all__ = ["META", "ComponentSet", "custom_definition_name"]
+__all__ = ["DEFINITIONS", "META", "ComponentSet", "custom_definition_name"]
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _COMPONENTS = "#/components/schemas/"
+DEFINITIONS = "#/definitions/"
 _SCALARS: dict[str, dict[str, Any]] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
@@ -41,14 +48,15 @@ def custom_definition_name(group: str, version: str, kind: str) -> str:
     return ".".join([*reversed(group.split(".")), version, kind])
 
 
-def _ref(name: str) -> dict[str, Any]:
-    return {"$ref": _COMPONENTS + name}
+def _ref(name: str, prefix: str = _COMPONENTS) -> dict[str, Any]:
+    return {"$ref": prefix + name}
 
 
-def _convert(node: Any, refs: set[str], *, property_name: str = "") -> Any:
-    """One JSON-schema node in OpenAPI 3.0 form; names of referenced definitions go into ``refs``."""
+def _convert(node: Any, refs: set[str], *, property_name: str = "", prefix: str = _COMPONENTS) -> Any:
+    """One JSON-schema node in OpenAPI 3.0 form (or swagger 2.0 when ``prefix`` is ``#/definitions/``);
+    names of referenced definitions go into ``refs``."""
     if isinstance(node, list):
-        return [_convert(item, refs) for item in node]
+        return [_convert(item, refs, prefix=prefix) for item in node]
     if not isinstance(node, Mapping):
         return node
     out: dict[str, Any] = {}
@@ -63,16 +71,20 @@ def _convert(node: Any, refs: set[str], *, property_name: str = "") -> Any:
         if key == "enum" and property_name in ("apiVersion", "kind"):
             continue
         if key == "properties" and isinstance(value, Mapping):
-            out[key] = {name: _convert(sub, refs, property_name=name) for name, sub in value.items()}
+            out[key] = {
+                name: _convert(sub, refs, property_name=name, prefix=prefix) for name, sub in value.items()
+            }
         elif key in ("items", "additionalProperties", "not") or key in ("allOf", "anyOf", "oneOf"):
-            out[key] = _convert(value, refs)
+            out[key] = _convert(value, refs, prefix=prefix)
         else:
             out[key] = copy.deepcopy(value)
     ref = out.pop("$ref", None)
     if isinstance(ref, str):
         name = ref_name(ref)
         refs.add(name)
-        if out:
+        if prefix == DEFINITIONS:
+            out["$ref"] = prefix + name  # swagger 2.0 keeps a reference's siblings (its description)
+        elif out:
             out["allOf"] = [_ref(name)]
         else:
             out = _ref(name)
@@ -80,10 +92,16 @@ def _convert(node: Any, refs: set[str], *, property_name: str = "") -> Any:
 
 
 class ComponentSet:
-    """The ``components/schemas`` of one document: definitions added with their whole closure."""
+    """The ``components/schemas`` of one document: definitions added with their whole closure.
 
-    def __init__(self) -> None:
+    With ``swagger2=True`` it is the ``definitions`` of a swagger 2.0 document instead: references
+    are ``#/definitions/<name>`` with their siblings beside them, and a custom schema is first made
+    what OpenAPI v2 can hold (:func:`~kubeloop.server._openapi_v2_crd.to_openapi_v2`).
+    """
+
+    def __init__(self, *, swagger2: bool = False) -> None:
         self.schemas: dict[str, dict[str, Any]] = {}
+        self._prefix = DEFINITIONS if swagger2 else _COMPONENTS
 
     def add_builtin(self, name: str) -> None:
         pending = [name]
@@ -104,7 +122,7 @@ class ComponentSet:
                 self.schemas[current] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
                 continue
             refs: set[str] = set()
-            self.schemas[current] = _convert(node, refs)
+            self.schemas[current] = _convert(node, refs, prefix=self._prefix)
             pending.extend(sorted(refs - self.schemas.keys()))
 
     def add_kind(self, info: ResourceInfo, custom_schema: Mapping[str, Any] | None) -> str:
@@ -122,8 +140,10 @@ class ComponentSet:
     def _add_custom(self, info: ResourceInfo, custom_schema: Mapping[str, Any] | None) -> str:
         name = custom_definition_name(info.group, info.version, info.kind)
         refs: set[str] = set()
+        if custom_schema and self._prefix == DEFINITIONS:
+            custom_schema = to_openapi_v2(custom_schema)
         schema: dict[str, Any] = (
-            _convert(custom_schema, refs)
+            _convert(custom_schema, refs, prefix=self._prefix)
             if custom_schema
             else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         )
@@ -139,10 +159,7 @@ class ComponentSet:
             "Servers may infer this from the endpoint the client submits requests to. In CamelCase.",
             "type": "string",
         }
-        props["metadata"] = {
-            "description": "Standard object's metadata.",
-            "allOf": [_ref(f"{META}.ObjectMeta")],
-        }
+        props["metadata"] = self._described_ref("Standard object's metadata.", f"{META}.ObjectMeta")
         schema["properties"] = props
         schema.setdefault("type", "object")
         schema["x-kubernetes-group-version-kind"] = [
@@ -157,9 +174,13 @@ class ComponentSet:
             "required": ["items"],
             "properties": {
                 "apiVersion": props["apiVersion"],
-                "items": {"description": f"List of {info.plural}.", "type": "array", "items": _ref(name)},
+                "items": {
+                    "description": f"List of {info.plural}.",
+                    "type": "array",
+                    "items": _ref(name, self._prefix),
+                },
                 "kind": props["kind"],
-                "metadata": {"description": "Standard list metadata.", "allOf": [_ref(f"{META}.ListMeta")]},
+                "metadata": self._described_ref("Standard list metadata.", f"{META}.ListMeta"),
             },
             "x-kubernetes-group-version-kind": [
                 {"group": info.group, "kind": info.list_kind, "version": info.version}
@@ -168,6 +189,11 @@ class ComponentSet:
         for dependency in [*sorted(refs), f"{META}.ObjectMeta", f"{META}.ListMeta"]:
             self.add_builtin(dependency)
         return name
+
+    def _described_ref(self, description: str, name: str) -> dict[str, Any]:
+        if self._prefix == DEFINITIONS:
+            return {"description": description, "$ref": DEFINITIONS + name}
+        return {"description": description, "allOf": [_ref(name)]}
 
     def add_all(self, names: Iterable[str]) -> None:
         for name in names:

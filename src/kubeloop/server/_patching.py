@@ -32,6 +32,7 @@ from kubeloop.api._quantity import QuantityError
 from kubeloop.api._quantity_fields import QuantityFields, quantity_fields
 from kubeloop.api._schemas import definitions, property_schema
 from kubeloop.api._strategic import go_format
+from kubeloop.server._daemonset_conversion import template_generation_error
 from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._field_validation import (
     decode_builtin,
@@ -101,6 +102,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
                     fields(result, True)
                 except QuantityError as err:
                     raise _apply_conversion_error(info.group, info.version, info.kind, applied, err) from None
+            if isinstance(result, dict) and (text := template_generation_error(info, result)):
+                raise _apply_conversion_error(info.group, info.version, info.kind, applied, text, unversioned=True)
             return result
 
         status, body, _ = await update_object(state, req, transform, conditional=False, allow_create=True)
@@ -138,9 +141,12 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
                 raise strict_patch_error(orjson.loads(before), texts)
             if not info.custom:  # the converted struct holds a value scalar's zero as absent (runtime/converter.go)
                 drop_go_zeros(info, result)
+            if text := template_generation_error(info, result):  # smpPatcher's ConvertToVersion: no API status
+                raise ApiError(text, reason=UNKNOWN_REASON, code=500)
         else:
-            if decoded.error is not None:
-                raise invalid("", "", [FieldError.invalid("patch", orjson.dumps(result).decode(), decoded.error)])
+            error = decoded.error or template_generation_error(info, result)  # the decode converts, last
+            if error is not None:
+                raise invalid("", "", [FieldError.invalid("patch", orjson.dumps(result).decode(), error)])
             texts = duplicates + [f'unknown field "{p}"' for p in decoded.unknown]
             if texts and directive == "Strict":
                 raise strict_patch_error(result, texts)  # the patched object, its unknown fields still in
@@ -209,13 +215,18 @@ def _decode_quantities(fields: QuantityFields, patch_type: str, patch: Any, patc
         raise invalid("", "", [FieldError.invalid("patch", shown, str(err))]) from None
 
 
-def _apply_conversion_error(group: str, version: str, kind: str, applied: dict[str, Any], err: QuantityError) -> ApiError:
-    """Server-side apply converts the merged object to its Go type last (structuredmerge.go Apply); that
-    error is no API status, so the handler answers 500 with reason Unknown."""
+def _apply_conversion_error(group: str, version: str, kind: str, applied: dict[str, Any], err: QuantityError | str,
+                            *, unversioned: bool = False) -> ApiError:  # fmt: skip
+    """Server-side apply converts the merged object to its Go type last (structuredmerge.go Apply), then
+    to the internal version (``unversioned``); either error is no API status, so the handler answers 500
+    with reason Unknown."""
     meta = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     gvk = f"{group}/{version}, Kind={kind}"
+    if unversioned:
+        return ApiError(f"failed to convert to unversioned ({namespace}/{name}; {gvk}): {err}",
+                        reason=UNKNOWN_REASON, code=500)  # fmt: skip
     return ApiError(f"failed to convert new object ({namespace}/{name}; {gvk}) to proper version: {err}",
                     reason=UNKNOWN_REASON, code=500)
 

@@ -202,11 +202,12 @@ def _check_namespace(info: ResourceInfo, meta: dict[str, Any], namespace: str) -
 
 
 def _validate(state: ServerState, info: ResourceInfo, obj: dict[str, Any], errors: list[FieldError],
-              strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "") -> None:
+              strategy: GenericStrategy, old: dict[str, Any] | None = None, subresource: str = "",
+              warnings: list[str] | None = None) -> None:
     errors.extend(strategy.validate(obj) if old is None else strategy.validate_update(obj, old, subresource))
     validators = state.validators  # empty without custom resources: no key to build
     if validators and (extra := validators.get((info.group, info.kind))) is not None:
-        errors.extend(extra(obj))
+        errors.extend(extra(obj, old, warnings if warnings is not None else []))
     if errors:
         raise invalid(info.kind, str(meta_of(obj).get("name") or ""), errors, info.group)
 
@@ -229,24 +230,30 @@ def _parse_rv(info: ResourceInfo, name: str, rv: Any) -> int:
             "metadata.resourceVersion", rv, f'strconv.ParseUint: parsing "{rv}": invalid syntax')], info.group) from None
 
 
-def _strip_managed(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    if "managedFields" not in meta:
-        return obj
-    copy = dict(obj)
-    copy["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-    return copy
+def _same_but_managed_times(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether an update changes nothing but its managedFields entries' times: then it is no write.
 
-
-def _same_but_managed_fields(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    """``_strip_managed(new) == _strip_managed(old)`` without copying either metadata in Python: the
-    objects with ``metadata`` set aside, then both metadata with ``managedFields`` set to one value
-    (absent and present compare alike, as when both are stripped)."""
+    Upstream's ``IgnoreManagedFieldsTimestampsTransformer`` (k8s.io/apiserver
+    ``pkg/endpoints/handlers/fieldmanager/equality.go``, run by the update and patch handlers): when the
+    managedFields are equal modulo each entry's ``time`` and the rest of the object is equal, the old
+    times are put back, so the stored bytes compare equal and ``GuaranteedUpdate`` writes nothing. Any
+    other managedFields change is a write: a second applier of the same values becomes a co-owner, an
+    applier that drops a field it alone set (a value zero that is not stored) gives it up."""
     new_meta, old_meta = new.get("metadata"), old.get("metadata")
     if type(new_meta) is not dict or type(old_meta) is not dict:
-        return _strip_managed(new) == _strip_managed(old)
-    return ({**new, "metadata": None} == {**old, "metadata": None}
-            and {**new_meta, "managedFields": None} == {**old_meta, "managedFields": None})
+        return new == old
+    # The object with ``metadata`` set aside, then the metadata with ``managedFields`` set aside (no copies
+    # of either metadata in Python), then the entries.
+    if ({**new, "metadata": None} != {**old, "metadata": None}
+            or {**new_meta, "managedFields": None} != {**old_meta, "managedFields": None}):
+        return False
+    new_managed, old_managed = new_meta.get("managedFields"), old_meta.get("managedFields")
+    if new_managed == old_managed:
+        return True
+    if type(new_managed) is not list or type(old_managed) is not list or len(new_managed) != len(old_managed):
+        return False
+    return all(a == b or (type(a) is dict and type(b) is dict and {**a, "time": None} == {**b, "time": None})
+               for a, b in zip(new_managed, old_managed, strict=True))
 
 
 # -- create ------------------------------------------------------------------------------------
@@ -343,7 +350,7 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     allocation = await strategy.begin_create(obj, dry_run=req.options.dry_run) if strategy.allocates else None
     try:
         errors = validate_object_meta(meta, namespaced=info.namespaced, name_validator=strategy.name_validator)
-        _validate(state, info, obj, errors, strategy)
+        _validate(state, info, obj, errors, strategy, warnings=req.warnings)
         if strategy.warns:  # rest.BeforeCreate: WarningsOnCreate once validation has passed
             _add_warnings(req.warnings, strategy.warnings_on_create(obj))
         name: str = meta["name"]  # validated: a non-empty str
@@ -620,12 +627,12 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     if finalizers := new_meta.get("finalizers"):  # none to check in an absent or empty list
         errors.extend(validate_finalizers(finalizers))
-    _validate(state, info, new, errors, strategy, old, req.subresource)
+    _validate(state, info, new, errors, strategy, old, req.subresource, req.warnings)
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
         await _run(validating, attrs, new, old)
-    if _same_but_managed_fields(new, old):
+    if _same_but_managed_times(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
 

@@ -33,7 +33,8 @@ __all__ = [
     "renderer",
 ]
 
-Validator = Callable[[dict[str, Any]], list[FieldError]]
+# (object, the stored object on update or None, the request's warnings) -> what is wrong with it.
+Validator = Callable[[dict[str, Any], dict[str, Any] | None, list[str]], list[FieldError]]
 # A read-modify-write (update, delete) retries a lost compare-and-swap until it wins, as upstream's
 # GuaranteedUpdate does; the cap only stops a livelock.
 GUARANTEED_UPDATE_RETRIES = 1000

@@ -80,7 +80,8 @@ from kubeloop.server._pod_update import validate_pod_main_update
 
 __all__ = ["GenericStrategy", "NamespaceStrategy", "PodStrategy", "Strategy", "decode_quantities", "strategy_for"]
 
-Validator = Callable[[dict[str, Any]], list[FieldError]]
+# (object, the stored object on update or None, the request's warnings) -> what is wrong with it.
+Validator = Callable[[dict[str, Any], dict[str, Any] | None, list[str]], list[FieldError]]
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
