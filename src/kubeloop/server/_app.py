@@ -64,7 +64,6 @@ from kubeloop.server._http import (
 from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
-from kubeloop.server._openapi_v2 import OpenAPIV2Document
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
@@ -110,9 +109,10 @@ class App:
         state.custom_schema = self.crd_controller.schema
         self.openapi = OpenAPIDocuments(state.kinds, custom_schemas=self.crd_controller)
         self.add_route("/openapi/v3", self.openapi)
-        # kubectl validates a `kind: List` on the client, against /openapi/v2 (see _openapi_v2).
-        self.openapi_v2 = OpenAPIV2Document(state.kinds, custom_schemas=self.crd_controller)
-        self.add_route("/openapi/v2", self.openapi_v2)
+        # kubectl validates a `kind: List` on the client, against /openapi/v2 (see _openapi_v2), whose
+        # modules are imported on its first request: start-up never needs them.
+        self._openapi_v2: Any = None
+        self.add_route("/openapi/v2", self._serve_openapi_v2)
         # POST .../pods/NAME/{eviction,binding}: checked before the routes, as the first route that
         # could serve those paths (OpenAPI's cannot), and only for paths with those endings.
         self._pod_subresources = PodSubresources(state, decoders=self.decoders)
@@ -144,6 +144,13 @@ class App:
     def decoders(self) -> dict[str, BodyDecoder]:
         """Extra request body media types: ``decoders[media_type] = fn(body, info) -> dict``."""
         return self._handlers.decoders
+
+    async def _serve_openapi_v2(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._openapi_v2 is None:
+            from kubeloop.server._openapi_v2 import OpenAPIV2Document
+
+            self._openapi_v2 = OpenAPIV2Document(self.state.kinds, custom_schemas=self.crd_controller)
+        await self._openapi_v2(scope, receive, send)
 
     def add_route(self, prefix: str, handler: ASGIApp, *, when: Callable[[Request], bool] | None = None) -> None:
         """Serve ``prefix`` and everything below it with ``handler`` (an ASGI app); ``when`` narrows it."""
