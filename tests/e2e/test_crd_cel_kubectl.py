@@ -75,7 +75,7 @@ def test_kubectl_apply_of_an_object_a_rule_refuses(kc: Kubectl, namespace: str, 
     changed = kc("apply", "-f", kc.write("tier.yaml", gadget(name, namespace, tier="silver")), check=False)
     assert changed.returncode == 1
     assert changed.stderr.strip().endswith('spec: Invalid value: "object": tier is immutable')
-    patched = kc("patch", "gadget", name, "-n", namespace, "--type=merge", "-p", json.dumps({"spec": {"maxReplicas": 5}}))
+    patched = kc("patch", f"gadgets.{gadgets}", name, "-n", namespace, "--type=merge", "-p", json.dumps({"spec": {"maxReplicas": 5}}))
     assert patched.stdout.strip() == f"gadget.{gadgets}/{name} patched"
 
 
