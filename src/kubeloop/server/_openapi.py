@@ -33,7 +33,7 @@ from kubeloop.server._http import Receive, Request, Scope, Send, send_error
 from kubeloop.server._openapi_paths import gv_path, resource_paths, subresource_schemas
 from kubeloop.server._openapi_schemas import META, ComponentSet
 
-__all__ = ["CustomSchemaSource", "OpenAPIDocuments", "OpenAPIResponse"]
+__all__ = ["CustomSchemaSource", "OpenAPIDocuments", "OpenAPIResponse", "add_resources"]
 
 
 class CustomSchemaSource(Protocol):
@@ -92,15 +92,7 @@ class OpenAPIDocuments:
     def _build(self, group: str, version: str, infos: list[ResourceInfo]) -> dict[str, Any]:
         components = ComponentSet()
         paths: dict[str, Any] = {}
-        for info in sorted(infos, key=lambda i: i.plural):
-            custom = None
-            if info.custom and self._custom is not None:
-                custom = self._custom.schema(info.group, info.version, info.kind)
-            name = components.add_kind(info, custom)
-            resource_paths(info, f"#/components/schemas/{name}", paths)
-            if info.scale is not None:
-                components.add_builtin("io.k8s.api.autoscaling.v1.Scale")
-            components.add_all(subresource_schemas(info))
+        add_resources(components, paths, sorted(infos, key=lambda i: i.plural), self._custom)
         components.add_all([f"{META}.Status", f"{META}.Patch", f"{META}.DeleteOptions"])
         return {
             "openapi": "3.0.0",
@@ -172,3 +164,18 @@ class OpenAPIDocuments:
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         body = b"" if request.method == "HEAD" else response.body
         await send({"type": "http.response.body", "body": body})
+
+
+def add_resources(components: ComponentSet, paths: dict[str, Any], infos: list[ResourceInfo],
+                  custom_schemas: CustomSchemaSource | None) -> None:
+    """Each resource's schema (a CRD's from ``custom_schemas``), its paths, and the schemas its scale and
+    other subresources use: what a v3 group-version document and the v2 document both hold."""
+    for info in infos:
+        custom = None
+        if info.custom and custom_schemas is not None:
+            custom = custom_schemas.schema(info.group, info.version, info.kind)
+        name = components.add_kind(info, custom)
+        resource_paths(info, f"#/components/schemas/{name}", paths)
+        if info.scale is not None:
+            components.add_builtin("io.k8s.api.autoscaling.v1.Scale")
+        components.add_all(subresource_schemas(info))

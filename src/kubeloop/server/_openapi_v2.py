@@ -32,8 +32,7 @@ import orjson
 
 from kubeloop.api import ApiError, KindRegistry, MethodNotAllowed, NotFound, ResourceInfo
 from kubeloop.server._http import Receive, Request, Scope, Send, send_error
-from kubeloop.server._openapi import CustomSchemaSource, OpenAPIResponse
-from kubeloop.server._openapi_paths import resource_paths, subresource_schemas
+from kubeloop.server._openapi import CustomSchemaSource, OpenAPIResponse, add_resources
 from kubeloop.server._openapi_schemas import META, ComponentSet
 from kubeloop.server._openapi_v2_paths import swagger2_paths
 
@@ -109,15 +108,7 @@ class OpenAPIV2Document:
     def _build(self, infos: list[ResourceInfo]) -> dict[str, Any]:
         definitions = ComponentSet(swagger2=True)
         paths: dict[str, Any] = {}
-        for info in infos:
-            custom = None
-            if info.custom and self._custom is not None:
-                custom = self._custom.schema(info.group, info.version, info.kind)
-            name = definitions.add_kind(info, custom)
-            resource_paths(info, f"#/components/schemas/{name}", paths)
-            if info.scale is not None:
-                definitions.add_builtin("io.k8s.api.autoscaling.v1.Scale")
-            definitions.add_all(subresource_schemas(info))
+        add_resources(definitions, paths, infos, self._custom)
         definitions.add_all([f"{META}.Status", f"{META}.Patch", f"{META}.DeleteOptions", f"{META}.WatchEvent"])
         return {
             "swagger": "2.0",
