@@ -81,6 +81,35 @@ async def test_saved_plans_round_trip(cluster: Cluster, tmp_path: object) -> Non
     assert store.load("0000000000000000") is None
 
 
+async def test_a_saved_plan_is_flushed_before_its_rename_and_its_directory_after(
+        cluster: Cluster, tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plan id printed to the user must survive a crash until ``--confirm`` (kubeloop._files.write_atomically).
+    import os
+    from pathlib import Path
+
+    from kubeloop import _files
+
+    await cluster.deployment_chain()
+    impact = await preview_delete(cluster.client, "deploy", "web")
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(_files.os, "fsync", recording_fsync)
+    plans = Path(str(tmp_path)) / "cache" / "plans"
+    saved = PlanStore(plans).save(impact)
+    monkeypatch.undo()
+    assert saved == plans / f"{impact.plan_id}.json"
+    temp = next(i for i, name in enumerate(synced) if Path(name).name.startswith(f".{impact.plan_id}.json."))
+    assert str(plans) in synced[temp + 1:]  # the directory after the rename
+    assert str(plans.parent) in synced[:temp]  # the new directories' entries, before
+    assert [p.name for p in plans.iterdir()] == [f"{impact.plan_id}.json"]
+    assert PlanStore(plans).load(impact.plan_id) == impact
+
+
 @pytest.mark.parametrize(("name", "expected"), [
     ("deploy", ("apps", "deployments")), ("deployment", ("apps", "deployments")),
     ("Deployment", ("apps", "deployments")), ("deployments.apps", ("apps", "deployments")),

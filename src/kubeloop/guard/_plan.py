@@ -23,6 +23,7 @@ from pathlib import Path
 
 import orjson
 
+from kubeloop._files import make_directory, write_atomically
 from kubeloop.guard._model import DataAtRisk, Entry, Impact, ObjectRef, Survivor
 
 __all__ = ["ImpactDiff", "PlanStore", "default_plan_dir", "diff_impacts", "plan_id", "with_plan_id"]
@@ -101,10 +102,9 @@ class PlanStore:
     def save(self, impact: Impact) -> Path | None:
         path = self.directory / f"{impact.plan_id}.json"
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(orjson.dumps(impact.to_json()))
-            tmp.replace(path)
+            # Durably: a plan printed to the user must still be there for ``--confirm`` after a crash.
+            make_directory(self.directory)
+            write_atomically(path, orjson.dumps(impact.to_json()), mode=0o644)
         except OSError:
             return None
         return path
