@@ -33,7 +33,7 @@ from kubeloop.server._http import Receive, Request, Scope, Send, send_error
 from kubeloop.server._openapi_paths import gv_path, resource_paths, subresource_schemas
 from kubeloop.server._openapi_schemas import META, ComponentSet
 
-__all__ = ["CustomSchemaSource", "OpenAPIDocuments", "OpenAPIResponse", "add_resources"]
+__all__ = ["CustomSchemaSource", "OpenAPIDocuments", "OpenAPIResponse", "add_resources", "send_response"]
 
 
 class CustomSchemaSource(Protocol):
@@ -160,10 +160,7 @@ class OpenAPIDocuments:
         except ApiError as error:
             await send_error(send, error)
             return
-        headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        body = b"" if request.method == "HEAD" else response.body
-        await send({"type": "http.response.body", "body": body})
+        await send_response(send, request.method, response)
 
 
 def add_resources(components: ComponentSet, paths: dict[str, Any], infos: list[ResourceInfo],
@@ -179,3 +176,10 @@ def add_resources(components: ComponentSet, paths: dict[str, Any], infos: list[R
         if info.scale is not None:
             components.add_builtin("io.k8s.api.autoscaling.v1.Scale")
         components.add_all(subresource_schemas(info))
+
+
+async def send_response(send: Send, method: str, response: OpenAPIResponse) -> None:
+    """Send ``response`` with its length (no body for a HEAD request), as every OpenAPI endpoint answers."""
+    headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else response.body})

@@ -32,7 +32,7 @@ import orjson
 
 from kubeloop.api import ApiError, KindRegistry, MethodNotAllowed, NotFound, ResourceInfo
 from kubeloop.server._http import Receive, Request, Scope, Send, send_error
-from kubeloop.server._openapi import CustomSchemaSource, OpenAPIResponse, add_resources
+from kubeloop.server._openapi import CustomSchemaSource, OpenAPIResponse, add_resources, send_response
 from kubeloop.server._openapi_schemas import META, ComponentSet
 from kubeloop.server._openapi_v2_paths import swagger2_paths
 
@@ -168,8 +168,5 @@ class OpenAPIV2Document:
         except ApiError as error:
             await send_error(send, error)
             return
-        headers = [*response.headers, (b"content-length", str(len(response.body)).encode())]
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        body = b"" if request.method == "HEAD" else response.body
-        await send({"type": "http.response.body", "body": body})
+        await send_response(send, request.method, response)
 
