@@ -35,9 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-if TYPE_CHECKING:
-    from kubeloop.api._cel_validate import RuleValidator
-
 from kubeloop.api import BadRequest, FieldError, KindRegistry, ResourceInfo, ScalePaths, format_time, invalid
 from kubeloop.api._cel_presence import has_validation_rules
 from kubeloop.api._schema_validate import apply_defaults, drop_nulls, prune, validate
@@ -52,6 +49,9 @@ from kubeloop.server._crd_validation import (
 from kubeloop.server._state import ServerState, collection_prefix, object_key, renderer
 from kubeloop.server._strategy import GenericStrategy
 from kubeloop.store import Compacted, KeyNotFound, RevisionMismatch, StoreClosed
+
+if TYPE_CHECKING:
+    from kubeloop.api._cel_validate import RuleValidator
 
 __all__ = ["CRD_INFO_KEY", "CrdController", "CrdStrategy", "resource_infos"]
 
