@@ -229,3 +229,44 @@ async def test_podtemplate_table_shows_containers_images_and_pod_labels(client: 
     assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
         ("Name", 0), ("Containers", 0), ("Images", 0), ("Pod Labels", 0)]
     assert table["rows"][0]["cells"] == ["pt", "job", "busybox:1.36", "tier=batch"]
+
+
+async def test_warnings_name_the_rc_and_podtemplate_paths(client: httpx.AsyncClient) -> None:
+    """WarningsOnCreate: the RC name as a DNS label, then GetWarningsForPodTemplate under spec.template; a
+    PodTemplate's under template; an update warns only when the generation moved."""
+    body = rc("web.v1", labels={"app": "web"})
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"beta.kubernetes.io/os": "linux"}
+    r = await client.post(RCS, json=body)
+    assert r.status_code == 201, r.text
+    assert r.headers.get_list("warning") == [
+        '299 - "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; '
+        'a DNS label is recommended: [must not contain dots]"',
+        '299 - "spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use '
+        '\\"kubernetes.io/os\\" instead"']
+    unchanged = await client.patch(f"{RCS}/web.v1", json={"metadata": {"labels": {"x": "y"}}}, headers=MERGE)
+    assert unchanged.status_code == 200 and unchanged.headers.get_list("warning") == []
+    template = podtemplate(nodeSelector={"beta.kubernetes.io/os": "linux"})
+    r = await client.post(PODTEMPLATES, json=template)
+    assert r.status_code == 201, r.text
+    assert r.headers.get_list("warning") == [
+        '299 - "template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use '
+        '\\"kubernetes.io/os\\" instead"']
+
+
+async def test_openapi_v3_and_v2_describe_both_kinds_and_the_rc_scale(client: httpx.AsyncClient) -> None:
+    """Upstream's api__v1_openapi.json: readCoreV1NamespacedReplicationControllerScale takes and gives an
+    autoscaling/v1 Scale; both kinds' schemas (what kubectl explain and field validation read)."""
+    doc = (await client.get("/openapi/v3/api/v1")).json()
+    scale = doc["paths"]["/api/v1/namespaces/{namespace}/replicationcontrollers/{name}/scale"]
+    assert scale["get"]["operationId"] == "readCoreV1NamespacedReplicationControllerScale"
+    assert scale["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"}
+    assert "/api/v1/namespaces/{namespace}/replicationcontrollers/{name}/status" in doc["paths"]
+    assert "/api/v1/namespaces/{namespace}/podtemplates" in doc["paths"]
+    schemas = doc["components"]["schemas"]
+    rc_spec = schemas["io.k8s.api.core.v1.ReplicationControllerSpec"]["properties"]
+    assert rc_spec["selector"]["type"] == "object" and rc_spec["selector"]["x-kubernetes-map-type"] == "atomic"
+    assert schemas["io.k8s.api.core.v1.PodTemplate"]["x-kubernetes-group-version-kind"] == [
+        {"group": "", "kind": "PodTemplate", "version": "v1"}]
+    definitions = (await client.get("/openapi/v2", headers={"accept": "application/json"})).json()["definitions"]
+    assert {"io.k8s.api.core.v1.ReplicationController", "io.k8s.api.core.v1.PodTemplate"} <= set(definitions)
