@@ -270,3 +270,21 @@ async def test_openapi_v3_and_v2_describe_both_kinds_and_the_rc_scale(client: ht
         {"group": "", "kind": "PodTemplate", "version": "v1"}]
     definitions = (await client.get("/openapi/v2", headers={"accept": "application/json"})).json()["definitions"]
     assert {"io.k8s.api.core.v1.ReplicationController", "io.k8s.api.core.v1.PodTemplate"} <= set(definitions)
+
+
+async def test_a_non_convertible_selector_annotation_freezes_the_selector(client: httpx.AsyncClient) -> None:
+    """The RC strategy's ValidateUpdate reads helper.NonConvertibleFields of the stored RC's annotations."""
+    body = rc()
+    body["metadata"]["annotations"] = {"non-convertible.kubernetes.io/selector": "app in (web)"}
+    stored = await created(client, RCS, body)
+    stored["spec"]["selector"] = {"app": "web", "tier": "fe"}
+    stored["spec"]["template"]["metadata"]["labels"]["tier"] = "fe"
+    assert causes(await client.put(f"{RCS}/web", json=stored)) == [
+        ("FieldValueInvalid", "spec.selector",
+         'Invalid value: map[string]string{"app":"web", "tier":"fe"}: cannot update non-convertible selector')]
+    other = rc("other")
+    other["metadata"]["annotations"] = {"non-convertible.kubernetes.io/minReadySeconds": "x"}
+    stored = await created(client, RCS, other)
+    stored["spec"]["replicas"] = 2
+    assert causes(await client.put(f"{RCS}/other", json=stored)) == [
+        ("FieldValueNotFound", "minReadySeconds", 'Not found: "x": unknown non-convertible field')]

@@ -13,7 +13,8 @@ template rules of a replicated pod: ``restartPolicy`` Always, no ``activeDeadlin
 (:func:`kubeloop.api._pod_spec_validation.validate_pod_template`). The strategy's ``ValidateUpdate``
 runs ``ValidateReplicationController`` and ``ValidateReplicationControllerUpdate``, each with that spec
 check, so a bad spec's causes come twice (:func:`validate_replication_controller_update`); unlike a
-ReplicaSet's, the selector may change. :func:`validate_replication_controller_status_update` is
+ReplicaSet's, the selector may change, unless the stored RC has a ``non-convertible.kubernetes.io/...selector``
+annotation (``cannot update non-convertible selector``; any other such annotation is an unknown field). :func:`validate_replication_controller_status_update` is
 ``ValidateReplicationControllerStatus``: counts not negative, none above ``status.replicas``,
 ``availableReplicas`` not above ``readyReplicas``.
 
@@ -79,10 +80,35 @@ def validate_replication_controller(obj: Mapping[str, Any], old: Mapping[str, An
     return [*errs, *_template_errors(obj, old)]
 
 
+# core.NonConvertibleAnnotationPrefix: what an old extensions/v1beta1 conversion could not carry.
+_NON_CONVERTIBLE = "non-convertible.kubernetes.io"
+
+
+def _non_convertible_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """The strategy's check of the stored RC's ``non-convertible.kubernetes.io/<field>`` annotations
+    (``helper.NonConvertibleFields``): a ``...selector`` one freezes the selector, any other is an unknown
+    field. Go ranges over the map in no order; here the keys are sorted."""
+    annotations = mapping_of(mapping_of(old.get("metadata")).get("annotations"))
+    errs: list[FieldError] = []
+    for key in sorted(k for k in annotations if isinstance(k, str) and k.startswith(_NON_CONVERTIBLE)):
+        parts = key.split("/")
+        if len(parts) != 2:
+            continue
+        if "selector" in parts[1]:
+            selector = mapping_of(new.get("spec")).get("selector")
+            if selector != mapping_of(old.get("spec")).get("selector"):
+                errs.append(FieldError("invalid", "spec.selector",
+                                       f"{go_string_map(selector)}: cannot update non-convertible selector"))
+        else:
+            errs.append(FieldError("not_found", parts[1], "unknown non-convertible field", annotations[key]))
+    return errs
+
+
 def validate_replication_controller_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """The strategy's ``ValidateUpdate``: the spec's causes twice (see the module docstring)."""
+    """The strategy's ``ValidateUpdate``: the spec's causes twice (see the module docstring), then the
+    stored RC's non-convertible annotations."""
     errs = validate_replication_controller(new, old)
-    return [*errs, *errs]
+    return [*errs, *errs, *_non_convertible_errors(new, old)]
 
 
 def validate_replication_controller_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
