@@ -3,7 +3,8 @@
 :class:`WorkloadController` builds one :class:`~kubeloop.runtime.Controller` named :attr:`name`
 on the shared informers (a subclass lists its sources in :meth:`WorkloadController.watches`), with
 an :class:`._events.EventSink` for component ``<name>-controller`` (upstream's names:
-``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``, ``job-controller``). Options are
+``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``, ``job-controller``), or
+:attr:`WorkloadController.component` where upstream's differs (the ReplicationManager's ``replication-controller``). Options are
 keyword-only and the same for all three (:class:`WorkloadOptions`): injected clock, metrics,
 ``workers`` (``max_concurrent_reconciles``, 5 as kube-controller-manager's ``--concurrent-*-syncs``)
 and the field manager writes carry.
