@@ -97,6 +97,7 @@ _POINTER_TIMES = frozenset({
 # Struct fields that are Go values (not pointers) besides ObjectMeta, times and top-level spec/status.
 _VALUE_STRUCTS = frozenset({
     ("PodTemplateSpec", "spec"),  # core/v1 PodTemplateSpec: Spec PodSpec
+    ("PodTemplate", "template"),  # core/v1 PodTemplate: Template PodTemplateSpec (ReplicationControllerSpec's is a pointer)
     ("PersistentVolumeClaimTemplate", "spec"),  # core/v1: Spec PersistentVolumeClaimSpec
     ("Container", "resources"),  # core/v1 Container: Resources ResourceRequirements
     ("EphemeralContainer", "resources"),  # core/v1 EphemeralContainerCommon: Resources ResourceRequirements

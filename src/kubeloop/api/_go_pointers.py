@@ -53,6 +53,9 @@ def _row(*fields: str) -> frozenset[str]:
 POINTER_SCALARS: dict[str, frozenset[str]] = {
     # core/v1 types.go: volumes.
     _CORE + "PersistentVolumeClaimVolumeSource": _NONE,  # ReadOnly bool
+    _CORE + "ReplicationControllerSpec": _row("replicas"),  # Replicas *int32; MinReadySeconds int32
+    _CORE + "ReplicationControllerStatus": _NONE,
+    _CORE + "ReplicationControllerCondition": _NONE,
     _CORE + "PersistentVolumeSpec": _row("volumeMode", "volumeAttributesClassName"),  # *PersistentVolumeMode, *string
     _CORE + "PersistentVolumeStatus": _NONE,  # Phase, Message, Reason
     _CORE + "PersistentVolumeClaimSpec": _row("storageClassName", "volumeMode", "volumeAttributesClassName"),

@@ -31,6 +31,7 @@ from kubeloop.controllers._registry import (
     register_builtin,
 )
 from kubeloop.controllers._replicaset import ReplicaSetController
+from kubeloop.controllers._replication_manager import ReplicationManager
 from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.controllers._root_ca_publisher import RootCACertPublisher
 from kubeloop.controllers._scheduler import Scheduler
@@ -62,6 +63,7 @@ __all__ = [
     "PersistentVolumeController",
     "PodGarbageCollector",
     "ReplicaSetController",
+    "ReplicationManager",
     "ResourceQuotaController",
     "RootCACertPublisher",
     "Scheduler",

@@ -238,6 +238,34 @@ def _replicaset(obj: Obj) -> None:
     _pod_template(spec)
 
 
+def _replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController (k/k ``pkg/apis/core/v1/defaults.go``): with template labels, an
+    empty selector and empty object labels both take them; replicas 1; then the template's defaults."""
+    spec = _dict(obj, "spec")
+    template = spec.get("template")
+    labels = _get_labels(template)
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _dict(obj, "metadata")
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    _default(spec, "replicas", 1)
+    _pod_template(spec)
+
+
+def _get_labels(template: Any) -> Obj | None:
+    """A template's ``metadata.labels`` when set (a nil map stays nil: ``if labels != nil``)."""
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else None
+
+
+def _podtemplate(obj: Obj) -> None:
+    """SetObjectDefaults_PodTemplate: the defaults of its ``template``'s pod spec (no kind-level defaulter)."""
+    _pod_template(obj)
+
+
 def _statefulset(obj: Obj) -> None:
     """SetDefaults_StatefulSet, then the claim templates' own defaults (the generated defaulter runs
     SetDefaults_PersistentVolumeClaim and its spec's on each: ``status.phase`` Pending, ``volumeMode``
@@ -456,6 +484,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Namespace"): _namespace,
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "PersistentVolume"): _pv,
+    ("", "ReplicationController"): _replication_controller,
+    ("", "PodTemplate"): _podtemplate,
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,

@@ -1,8 +1,10 @@
 """The ``/scale`` subresource: an ``autoscaling/v1`` Scale view of a kind's replicas.
 
 GET builds the Scale from the parent (``spec.replicas``, ``status.replicas``, and ``status.selector``
-as a label-selector string: built-ins format ``spec.selector``, custom kinds read the CRD's
-``labelSelectorPath``), as k/k ``pkg/registry/apps/deployment/storage`` scaleFromDeployment does.
+as a label-selector string: built-ins format ``spec.selector``, a ReplicationController's label map
+as ``labels.SelectorFromSet`` does, custom kinds read the CRD's ``labelSelectorPath``), as k/k
+``pkg/registry/apps/deployment/storage`` scaleFromDeployment and ``pkg/registry/core/replicationcontroller/
+storage`` scaleFromRC do.
 PUT/PATCH change only the parent's ``spec.replicas``; a ``metadata.resourceVersion`` in the Scale is
 a precondition on the parent (409 when stale); the write goes through the parent's normal update
 path (so ``generation`` moves and watchers see MODIFIED on the parent).
@@ -64,6 +66,9 @@ def scale_of(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
             status["selector"] = selector
     else:
         spec_selector = _get_path(obj, ".spec.selector")
+        if paths.selector_is_map and isinstance(spec_selector, dict):
+            # A ReplicationController's label map (scaleFromRC: labels.SelectorFromSet(spec.selector)).
+            spec_selector = {"matchLabels": spec_selector}
         text = str(label_selector_from_dict(spec_selector)) if isinstance(spec_selector, dict) else ""
         if text:
             status["selector"] = text

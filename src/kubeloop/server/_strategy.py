@@ -598,6 +598,7 @@ Strategy = GenericStrategy
 # Go zero values that survive JSON encoding (fields without omitempty) in each kind's status.
 _ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
     ("apps", "ReplicaSet"): {"replicas": 0},
+    ("", "ReplicationController"): {"replicas": 0},
     ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
     ("apps", "DaemonSet"): {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
                             "numberReady": 0},
@@ -661,6 +662,15 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         return CronJobStrategy(info, {})
     if key == ("apps", "ReplicaSet"):
         return _ReplicaSet(info, _ZERO_STATUS[key])
+    if key in (("", "ReplicationController"), ("", "PodTemplate")):
+        from kubeloop.server._replication_controller_strategy import (  # subclasses: late (cycle)
+            PodTemplateStrategy,
+            ReplicationControllerStrategy,
+        )
+
+        if key[1] == "PodTemplate":
+            return PodTemplateStrategy(info)
+        return ReplicationControllerStrategy(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolume"):
         return _PersistentVolume(info, _ZERO_STATUS[key])
     if key == ("", "PersistentVolumeClaim"):

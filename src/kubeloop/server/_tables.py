@@ -256,6 +256,24 @@ def _replicaset_cells(rs: Obj, now: float) -> list[Any]:
     ]
 
 
+def _replication_controller_cells(rc: Obj, now: float) -> list[Any]:
+    """printReplicationController: desired, current and ready replicas, age, then (wide) containers, images
+    and the selector map as labels.FormatLabels writes it."""
+    st = rc.get("status") or {}
+    return [
+        _name(rc), _get(rc, "spec", "replicas", default=1), st.get("replicas", 0), st.get("readyReplicas", 0),
+        _age(rc, now), *_workload_wide(rc), _node_selector_text(_get(rc, "spec", "selector")),
+    ]
+
+
+def _pod_template_cells(pt: Obj, now: float) -> list[Any]:
+    """printPodTemplate: the template's containers and images (layoutContainerCells: joined by commas, empty
+    when none) and its labels (labels.FormatLabels)."""
+    containers = _containers(pt, "template")
+    return [_name(pt), ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers), _node_selector_text(_get(pt, "template", "metadata", "labels"))]
+
+
 def _node_selector_text(selector: Any) -> str:
     """labels.FormatLabels: ``k=v`` pairs sorted by key, comma-separated; ``<none>`` when empty."""
     if not isinstance(selector, dict) or not selector:
@@ -531,6 +549,10 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("", "LimitRange"): ([_NAME, ("Created At", "date", "", 0)], _limit_range_cells),
     ("", "ResourceQuota"): ([_NAME, _AGE, _s("Request"), _s("Limit")], _resource_quota_cells),
     ("", "Endpoints"): ([_NAME, _s("Endpoints"), _AGE], _endpoints_cells),
+    # k/k printers.go replicationControllerColumnDefinitions and podTemplateColumnDefinitions.
+    ("", "ReplicationController"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
+                                     _s("Selector", 1)], _replication_controller_cells),
+    ("", "PodTemplate"): ([_NAME, _s("Containers"), _s("Images"), _s("Pod Labels")], _pod_template_cells),
     ("discovery.k8s.io", "EndpointSlice"): ([_NAME, _s("AddressType"), _s("Ports"), _s("Endpoints"), _AGE],
                                             _endpointslice_cells),
     ("apps", "Deployment"): ([_NAME, _s("Ready"), _i("Up-to-date"), _i("Available"), _AGE, *_WORKLOAD_WIDE,
