@@ -10,12 +10,18 @@ only).
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import LEASES
 
+from ..server._uvicorn import serve
+from ..server.test_quota_kubectl import Kubectl, write_kubeconfig
 from ._sim_world import NODES, PODS, condition, open_world, pod
 
 SIMULATED = {"kubeloop.dev/simulated": "true"}
@@ -83,3 +89,23 @@ async def test_a_node_without_the_annotation_has_no_kubelet_and_gets_no_status(t
         assert await world.cluster.get_or_none(LEASES, "bare", "kube-node-lease") is None
         web = await world.get(PODS, "web")
         assert not web["spec"].get("nodeName") and condition(web, "PodScheduled").get("status") == "False"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_creates_a_simulated_node_and_sees_its_capacity(tmp_path: Path) -> None:
+    async with open_world(tmp_path, SimulationOptions(nodes=1, node_cpu="6")) as world:
+        manifest = tmp_path / "node.json"
+        manifest.write_text(json.dumps(user_node("from-kubectl", annotations=SIMULATED)))
+        async with serve(world.cluster.app) as url:
+            kubeconfig = tmp_path / "kubeconfig"
+            write_kubeconfig(kubeconfig, url)
+            kubectl = Kubectl(kubeconfig)
+            _, out, _ = await kubectl.run("create", "-f", str(manifest))
+            assert out.strip() == "node/from-kubectl created"
+
+            async def posted() -> str | None:
+                _, shown, _ = await kubectl.run("get", "node", "from-kubectl", "-o",
+                                                "jsonpath={.status.allocatable.cpu}/{.status.conditions[?(@.type=='Ready')].status}")
+                return shown if shown == "6/True" else None
+
+            assert await world.eventually(posted) == "6/True"
