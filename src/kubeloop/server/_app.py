@@ -38,6 +38,7 @@ from kubeloop.api import (
 )
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
+from kubeloop.server._compression import send_body
 from kubeloop.server._crd import CrdController
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._discovery import (
@@ -56,6 +57,7 @@ from kubeloop.server._http import (
     Request,
     Scope,
     Send,
+    encode_body,
     send_bytes,
     send_error,
     send_json,
@@ -285,7 +287,10 @@ class App:
             version = negotiate_discovery(request.headers.get("accept", ""))
             if version is not None:
                 body = aggregated_discovery(kinds, legacy=path == "/api", version=version)
-                await send_json(send, 200, body, content_type=content_type(version))
+                media = content_type(version)
+                # Aggregated discovery is written by responsewriters.WriteObjectNegotiated: compressed as
+                # any other answer (a cluster with many CRDs passes the threshold).
+                await send_body(send, request, 200, encode_body(body, media), content_type=media)
                 return
             doc = api_versions(self.server_address) if path == "/api" else api_group_list(kinds)
         elif parts[0] == "api" and len(parts) == 2:
@@ -296,7 +301,8 @@ class App:
             doc = api_resource_list(kinds, parts[1], parts[2])
         if doc is None:
             raise _not_found()
-        await send_json(send, 200, doc, content_type=request.negotiate())
+        media = request.negotiate()
+        await send_body(send, request, 200, encode_body(doc, media), content_type=media)
 
 
 def _decode_protobuf(body: bytes, info: ResourceInfo) -> dict[str, Any]:

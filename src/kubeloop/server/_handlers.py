@@ -22,6 +22,13 @@ from kubeloop.api import (
     UnsupportedMediaType,
 )
 from kubeloop.api._quantity_fields import QUANTITY_KINDS
+from kubeloop.server._compression import (
+    GZIP_THRESHOLD_BYTES,
+    answer_messages,
+    send_body,
+    send_parts_compressed,
+    wants_gzip,
+)
 from kubeloop.server._daemonset_conversion import template_generation_error
 from kubeloop.server._defaults import drop_go_nulls
 from kubeloop.server._delete import delete_listed, delete_object
@@ -379,9 +386,8 @@ class ResourceHandlers:
         # The deleted objects as a list, items as a list's are (store.go DeleteCollection).
         body_bytes = collection_body(info, {"resourceVersion": str(self.state.store.revision)}, deleted)
         if content_type != "application/json":
-            await send_json(send, 200, orjson.loads(body_bytes), content_type=content_type)
-            return
-        await send_bytes(send, 200, body_bytes, content_type=content_type)
+            body_bytes = encode_body(orjson.loads(body_bytes), content_type)
+        await send_body(send, request, 200, body_bytes, content_type=content_type)
 
     # -- answers -----------------------------------------------------------------------------------------
     async def _watch(self, request: Request, info: ResourceInfo, namespace: str, options: Any, send: Send) -> None:
@@ -399,13 +405,17 @@ class ResourceHandlers:
             table = table_for(info, objects, now=self.state.clock.now(), include_object=request.param("includeObject"),
                               printer_columns=self._printer_columns(info), resource_version=str(result.revision),
                               continue_token=result.continue_token, remaining=result.remaining)
-            await send_json(send, 200, table, content_type=TABLE_CONTENT_TYPE)
+            await send_body(send, request, 200, encode_body(table, TABLE_CONTENT_TYPE), content_type=TABLE_CONTENT_TYPE)
             return
         if content_type != "application/json":
-            await send_json(send, 200, orjson.loads(list_body(info, result)), content_type=content_type)
+            body = encode_body(orjson.loads(list_body(info, result)), content_type)
+            await send_body(send, request, 200, body, content_type=content_type)
             return
         length, parts = list_body_parts(info, result)
-        await send_parts(send, 200, length, parts)
+        if length > GZIP_THRESHOLD_BYTES and wants_gzip(request):
+            await send_parts_compressed(send, 200, parts)
+        else:
+            await send_parts(send, 200, length, parts)
 
     def _object_messages(self, request: Request, info: ResourceInfo, status: int, body: bytes, content_type: str,
                          warnings: list[str] | None = None) -> tuple[Message, Message]:
@@ -423,6 +433,8 @@ class ResourceHandlers:
             body, content_type = encode_body(table, TABLE_CONTENT_TYPE), TABLE_CONTENT_TYPE
         elif content_type != JSON:
             body = encode_body(orjson.loads(body), content_type)
+        if len(body) > GZIP_THRESHOLD_BYTES:  # maybe compressed (small answers skip the call)
+            return answer_messages(request, status, body, content_type=content_type, headers=headers)
         return (response_start(status, len(body), content_type=content_type, headers=headers),
                 {"type": "http.response.body", "body": body})
 
