@@ -71,6 +71,7 @@ from kubeloop.controllers._cronjob_times import (
     next_schedule_delay,
     rfc1123z,
 )
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, CRONJOBS, JOBS
 from kubeloop.runtime import Event, InformerFactory, Metrics, Request, Result, SharedInformer, Watch
@@ -337,7 +338,7 @@ class _Sync:
             log.info("cronjob %s/%s: job %s already exists", namespace_of(cj), name_of(cj), name_of(made))
             return made
         except ApiError as err:
-            if not _namespace_terminating(err):
+            if not is_namespace_terminating_error(err):
                 self.event("Warning", "FailedCreate", f"Error creating job: {err.message or err}")
             raise
         self.event("Normal", "SuccessfulCreate", f"Created job {name_of(made)}")
@@ -385,11 +386,6 @@ class _Sync:
                 self.event("Normal", "MissingJob", f"Active job went missing: {ref.get('name')}")
                 _drop_active(cj, str(ref.get("uid")))
                 self.changed = True
-
-
-def _namespace_terminating(err: ApiError) -> bool:
-    causes = (err.details or {}).get("causes") if isinstance(err.details, Mapping) else None
-    return any(isinstance(c, Mapping) and c.get("type") == "NamespaceTerminating" for c in causes or ())
 
 
 class _CronJobEvents:

@@ -59,7 +59,7 @@ from kubeloop.controllers._endpointslice_mirror_desired import (
 from kubeloop.controllers._endpointslice_tracker import SliceTracker
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._scheduler_resources import SERVICES
-from kubeloop.controllers._service_accounts import is_namespace_terminating_error
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.runtime import Builder, EnqueueForObject, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["EVENT_COMPONENT", "EndpointSliceMirroringController"]

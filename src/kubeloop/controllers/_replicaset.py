@@ -44,6 +44,7 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.client import Client
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -196,6 +197,11 @@ class ReplicaSetController(WorkloadController):
                     made = await self.client.create(PODS, copy_json(pod), namespace=namespace_of(rs),
                                                     field_manager=self.field_manager)  # fmt: skip
                 except ApiError as err:
+                    if is_namespace_terminating_error(err):
+                        # manageReplicas: every later create would fail too, so this one counts as done: no
+                        # error, no Event (RealPodControl.createPods); its expectation stays until it expires, as
+                        # upstream's (no new attempt before then).
+                        return
                     self.event(rs, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
                     raise
                 self.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
