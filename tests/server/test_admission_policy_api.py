@@ -253,3 +253,25 @@ async def test_binding_rules_refused_with_upstreams_messages(client: httpx.Async
         ("FieldValueRequired", "spec.validationActions", "Required value: at least one validation action is required"),
     ]
     assert (await client.get(BINDINGS)).json()["items"] == []
+
+
+async def test_tables_show_validations_param_kind_policy_and_param_ref(client: httpx.AsyncClient) -> None:
+    table = {"accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    await client.post(POLICIES, json=policy("with-params", paramKind={"apiVersion": "v1", "kind": "ConfigMap"}))
+    await client.post(BINDINGS, json=binding("by-name", paramRef={"name": "cm", "parameterNotFoundAction": "Allow"}))
+    await client.post(BINDINGS, json=binding("in-ns", paramRef={"name": "cm", "namespace": "ns",
+                                                                "parameterNotFoundAction": "Deny"}))
+    await client.post(BINDINGS, json=binding("by-selector", paramRef={
+        "selector": {"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [
+            {"key": "env", "operator": "In", "values": ["x", "y"]}]}, "parameterNotFoundAction": "Deny"}))
+    policies = (await client.get(POLICIES, headers=table)).json()
+    assert [c["name"] for c in policies["columnDefinitions"]] == ["Name", "Validations", "ParamKind", "Age"]
+    assert policies["rows"][0]["cells"][:3] == ["with-params", 1, "v1/ConfigMap"]
+    bindings = (await client.get(BINDINGS, headers=table)).json()
+    assert [c["name"] for c in bindings["columnDefinitions"]] == ["Name", "PolicyName", "ParamRef", "Age"]
+    assert [row["cells"][:3] for row in bindings["rows"]] == [
+        ["by-name", "p", "*/cm"],
+        ["by-selector", "p", "&LabelSelector{MatchLabels:map[string]string{a: 1,b: 2,},"
+                             "MatchExpressions:[]LabelSelectorRequirement{{env In [x y]},},}"],
+        ["in-ns", "p", "ns/cm"],
+    ]
