@@ -383,3 +383,20 @@ async def test_audit_annotation_errors_deny_under_fail(client: httpx.AsyncClient
     assert refused_message(refused) == (
         "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: valueExpression 'object.spec.replicas' "
         "resulted in unsupported return type: int. Return type must be either string or null.")
+
+
+async def test_a_namespaced_param_kind_needs_a_namespace_for_cluster_scoped_requests(client: httpx.AsyncClient) -> None:
+    namespaces = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["namespaces"]}
+    await install(client, policy(rule=namespaces, paramKind={"apiVersion": "v1", "kind": "ConfigMap"},
+                                 validations=[{"expression": "object.metadata.name.startsWith(params.data.prefix)"}]),
+                  binding(paramRef={"name": "naming", "parameterNotFoundAction": "Deny"}))
+    refused = await client.post("/api/v1/namespaces", json={"metadata": {"name": "team-a"}})
+    assert refused.status_code == 422
+    assert refused.json()["message"] == (
+        "namespaces \"team-a\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: failed to "
+        "configure binding: cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+    await install(client, configmap("naming", {"prefix": "team-"}))
+    await client.patch(f"{BINDINGS}/b", json={"spec": {"paramRef": {"namespace": "default"}}},
+                       headers={"content-type": "application/merge-patch+json"})
+    assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "team-a"}})).status_code == 201
+    assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "other"}})).status_code == 422

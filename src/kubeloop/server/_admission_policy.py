@@ -52,7 +52,6 @@ from kubeloop.api import (
     RequestEntityTooLarge,
     ResourceInfo,
     Unauthorized,
-    not_found,
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
@@ -172,8 +171,8 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                 by_policy.setdefault(policy_name, []).append((name, binding))
         if not by_policy:
             return
-        namespace_object: list[dict[str, Any] | None] = []  # read once, when a binding needs it
-        request = await self._match_request(attributes, obj, old)
+        namespace = await self._namespace(attributes)
+        request = _match_request(attributes, obj, old, namespace)
         denied: list[tuple[str, str | None, Decision]] = []
         for policy_name in sorted(by_policy):
             revision, policy = policies[policy_name]
@@ -204,11 +203,9 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                     if fail:
                         denied.append((policy_name, binding_name, _config_error(str(e), False)))
                     continue
-                if not namespace_object:
-                    namespace_object.append(await self._namespace_object(attributes))
                 for param in params:
                     activation = {"object": obj, "oldObject": old, "params": param,
-                                  "request": _request(attributes, obj), "namespaceObject": namespace_object[0]}
+                                  "request": _request(attributes, obj), "namespaceObject": _namespace_object(namespace)}
                     for decision in compiled.decide(activation):
                         if decision.action != "deny":
                             continue
@@ -246,41 +243,17 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
 
     # -- inputs --------------------------------------------------------------------------------------
 
-    async def _match_request(
-        self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> MatchRequest:
-        info = attributes.resource
-        namespace = _request_namespace(attributes)
-        labels: Mapping[str, str] | None = None
-        if attributes.namespace and info.namespaced:
-            namespace_obj = await self._read_namespace(attributes.namespace)
-            meta = namespace_obj.get("metadata") if namespace_obj is not None else None
-            found = meta.get("labels") if isinstance(meta, Mapping) else None
-            labels = found if isinstance(found, Mapping) else {}
-        return MatchRequest(attributes.operation, info.group, info.version, info.plural, attributes.subresource,
-                            namespace, attributes.name, obj, old, labels)
-
-    async def _read_namespace(self, name: str) -> dict[str, Any] | None:
-        kv = await self._state.store.get(namespace_key(name))
-        return orjson.loads(kv.value) if kv is not None else None
-
-    async def _namespace_object(self, attributes: AdmissionAttributes) -> dict[str, Any] | None:
-        """``namespaceObject``: the request's namespace with the fields CreateNamespaceObject keeps; null
-        for a cluster-scoped request and for a Namespace itself."""
-        info = attributes.resource
-        if not attributes.namespace or not info.namespaced:
+    async def _namespace(self, attributes: AdmissionAttributes) -> dict[str, Any] | None:
+        """The request's namespace as stored (None for a cluster-scoped request, a Namespace's own
+        included). A missing one (NamespaceLifecycle refused creates and updates there already; a DELETE
+        may remain) reads as a namespace without labels, where upstream's lister answers 404."""
+        if not attributes.namespace or not attributes.resource.namespaced:
             return None
-        namespace = await self._read_namespace(attributes.namespace)
-        if namespace is None:
-            raise not_found("namespaces", attributes.namespace)
-        meta = namespace.get("metadata") if isinstance(namespace.get("metadata"), dict) else {}
-        assert isinstance(meta, dict)
-        kept = {key: meta[key] for key in _NAMESPACE_META if key in meta}
-        result: dict[str, Any] = {"metadata": kept}
-        for key in ("spec", "status"):
-            if key in namespace:
-                result[key] = namespace[key]
-        return result
+        kv = await self._state.store.get(namespace_key(attributes.namespace))
+        if kv is None:
+            return {"metadata": {"name": attributes.namespace}}
+        namespace: dict[str, Any] = orjson.loads(kv.value)
+        return namespace
 
     async def _params(self, info: ResourceInfo | None, ref: Any, namespace: str) -> list[dict[str, Any] | None]:
         """generic.CollectParams: the params one binding evaluates with (``[None]``: none needed)."""
@@ -313,6 +286,32 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
             raise _ConfigError("failed to configure binding: no params found for policy binding with `Deny` "
                                "parameterNotFoundAction")
         return params
+
+
+def _match_request(attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                   namespace: Mapping[str, Any] | None) -> MatchRequest:
+    info = attributes.resource
+    labels: Mapping[str, str] | None = None
+    if namespace is not None:
+        meta = namespace.get("metadata")
+        found = meta.get("labels") if isinstance(meta, Mapping) else None
+        labels = found if isinstance(found, Mapping) else {}
+    return MatchRequest(attributes.operation, info.group, info.version, info.plural, attributes.subresource,
+                        _request_namespace(attributes), attributes.name, obj, old, labels)
+
+
+def _namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``namespaceObject``: the namespace with the fields upstream's CreateNamespaceObject keeps (no
+    apiVersion, kind, ownerReferences or managedFields); null for a cluster-scoped request."""
+    if namespace is None:
+        return None
+    meta = namespace.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    result: dict[str, Any] = {"metadata": {key: meta[key] for key in _NAMESPACE_META if key in meta}}
+    for key in ("spec", "status"):
+        if key in namespace:
+            result[key] = namespace[key]
+    return result
 
 
 _NAMESPACE_META = ("name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
