@@ -27,7 +27,7 @@ The first refusal is the answer: the message ``<resource> "<name>" is forbidden:
 and one cause carrying the policy's message. ``dryRun`` requests are judged as any other.
 
 Policies and bindings are read through store watches polled on each request (as the Priority plugin's
-classes, :mod:`kubeloop.server._prefix_changes`): a policy written before a request started is always
+classes): a policy written before a request started is always
 applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
 Params and namespaces are read from the store when a binding needs them. Expressions are compiled once per
 stored version of a policy, on the first request it judges (the CEL engine is imported then).
@@ -55,8 +55,8 @@ from kubeloop.api import (
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
-from kubeloop.server._prefix_changes import PrefixChanges
 from kubeloop.server._state import ServerState, collection_prefix, namespace_key, object_key
+from kubeloop.store import Compacted, StoreWatch
 
 if TYPE_CHECKING:
     from kubeloop.server._admission_policy_eval import CompiledPolicy, Decision
@@ -73,18 +73,29 @@ _ERRORS: dict[str, type[ApiError]] = {
 
 
 class _Objects:
-    """The store's objects under one prefix by name, current at every :meth:`current`."""
+    """The store's objects under one prefix by name, current at every :meth:`current`.
+
+    A store watch opened just before the objects are read is polled on each call (a poll never blocks and
+    is never behind the store's revision: the ``Store`` contract), as :mod:`kubeloop.server._prefix_changes`
+    does; here without its revision check, since every write moves the revision and the poll of an empty
+    watch is the cheaper test (this runs on every write of every kind)."""
 
     def __init__(self, state: ServerState, prefix: str) -> None:
         self._store = state.store
         self._prefix = prefix
-        self._changes = PrefixChanges(state.store, prefix)
+        self._watch: StoreWatch | None = None
         self.by_name: dict[str, tuple[int, dict[str, Any]]] = {}
         self._loading: asyncio.Lock | None = None
 
     def current(self) -> dict[str, tuple[int, dict[str, Any]]] | None:
-        events = self._changes.poll()
-        if events is None:
+        """The objects now, or ``None`` when they must be read first (:meth:`load`)."""
+        watch = self._watch
+        if watch is None:
+            return None
+        try:
+            events = watch.poll()
+        except Compacted:  # fell past the watch's buffer (the poll closed it): read them all again
+            self._watch = None
             return None
         for event in events:
             name = event.kv.key[len(self._prefix):]
@@ -95,13 +106,15 @@ class _Objects:
         return self.by_name
 
     async def load(self) -> dict[str, tuple[int, dict[str, Any]]]:
+        """Read every object (once, however many callers wait) and follow their changes from then on."""
         if self._loading is None:
             self._loading = asyncio.Lock()
         async with self._loading:
             objects = self.current()
             if objects is not None:
                 return objects
-            self._changes.start()  # watch first, then read: a change in between is applied twice, in order
+            # Watch first, then read: a change committed in between is in both and applied twice, in order.
+            self._watch = self._store.watch(self._prefix, after=self._store.revision)
             listed = await self._store.range(self._prefix)
             self.by_name = {kv.key[len(self._prefix):]: (kv.mod_revision, orjson.loads(kv.value)) for kv in listed.items}
             objects = self.current()
