@@ -9,9 +9,15 @@ failurePolicy), ``pkg/admission/plugin/policy/generic/matching.go`` and
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from kubeloop.server import create_app
+from kubeloop.store import SqliteStore
+from kubeloop.testing import FakeClock
 
 BASE = "/apis/admissionregistration.k8s.io/v1"
 POLICIES = f"{BASE}/validatingadmissionpolicies"
@@ -400,3 +406,24 @@ async def test_a_namespaced_param_kind_needs_a_namespace_for_cluster_scoped_requ
                        headers={"content-type": "application/merge-patch+json"})
     assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "team-a"}})).status_code == 201
     assert (await client.post("/api/v1/namespaces", json={"metadata": {"name": "other"}})).status_code == 422
+
+
+async def test_bindings_written_past_the_watch_buffer_are_read_again(tmp_path: Path) -> None:
+    # Writes of bindings are not judged, so nothing polls the plugin's watch while they are made: past its
+    # buffer it is dropped, and the next judged request reads every binding again.
+    store = await SqliteStore.open(tmp_path / "db", watch_buffer=4)
+    app = create_app(store=store, clock=FakeClock(), rng=random.Random(3))
+    await app.startup()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://k") as client:
+            await install(client, policy())
+            assert (await client.post(DEPLOYMENTS, json=deployment("first"))).status_code == 201
+            for i in range(6):
+                await install(client, binding(f"b{i}", policy_name=f"other-{i}"))
+            await install(client, binding("last"))
+            refused = await client.post(DEPLOYMENTS, json=deployment())
+            assert refused_message(refused) == ("ValidatingAdmissionPolicy 'p' with binding 'last' denied request: "
+                                                "failed expression: object.spec.replicas <= 5")
+    finally:
+        await app.shutdown()
+        await store.close()
