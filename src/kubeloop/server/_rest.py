@@ -579,7 +579,7 @@ async def _prepare_update(
         store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
-                                req.subresource, req.user, req.options.dry_run, warnings=req.warnings)
+                                req.subresource, req.user, req.options.dry_run, None, req.warnings)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
         managed = new_meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController
         entries = tuple(managed) if type(managed) is list else ()
