@@ -56,7 +56,9 @@ async def test_a_creates_attributes_carry_its_user_and_the_namespace_read_it_com
     assert state is not None and state[0] is not None
     assert state[0].key == "/registry/core/namespaces/default"
     # This app authenticates nobody: the request's user is None.
-    assert namespaced == AdmissionAttributes("CREATE", namespaced.resource, "default", "a", namespace_state=state)
+    # ``warnings`` is the request's (empty) warning list, where a plugin records its Warning headers.
+    assert namespaced == AdmissionAttributes("CREATE", namespaced.resource, "default", "a", namespace_state=state,
+                                             warnings=[])
     assert (namespaced.subresource, namespaced.user, namespaced.dry_run) == ("", None, False)
-    assert cluster == AdmissionAttributes("CREATE", cluster.resource, "", "n1")
+    assert cluster == AdmissionAttributes("CREATE", cluster.resource, "", "n1", warnings=[])
     assert (cluster.subresource, cluster.user, cluster.dry_run, cluster.namespace_state) == ("", None, False, None)

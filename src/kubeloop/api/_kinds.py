@@ -171,6 +171,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
        short_names=("crd", "crds"), status_subresource=True, tracks_generation=True,
        allow_unconditional_update=False),
+    # pkg/registry/admissionregistration/validatingadmissionpolicy{,binding}: category api-extensions; the
+    # policy's generation moves with its spec and its status is a subresource (the status controller's).
+    _r("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
+       categories=("api-extensions",), status_subresource=True, tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
+       False, categories=("api-extensions",), tracks_generation=True),
     _r("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

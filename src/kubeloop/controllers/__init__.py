@@ -7,6 +7,7 @@
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
+from kubeloop.controllers._admission_policy_status import ValidatingAdmissionPolicyStatusController
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._daemonset import DaemonSetController
@@ -72,6 +73,7 @@ __all__ = [
     "SimulationOptions",
     "StatefulSetController",
     "TTLAfterFinishedController",
+    "ValidatingAdmissionPolicyStatusController",
     "VolumeProtectionController",
     "add_builtin_controllers",
     "add_simulated_cluster",

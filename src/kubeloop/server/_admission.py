@@ -95,6 +95,9 @@ class AdmissionAttributes(NamedTuple):
     # For a namespaced CREATE: the namespace as the server read it for this attempt, as a 1-tuple
     # (``(None,)`` when it does not exist); ``None`` when the caller did not read it.
     namespace_state: tuple[KeyValue | None] | None = None
+    # The request's warning list, where a plugin records ``Warning`` headers (upstream's
+    # ``warning.AddWarning(ctx, ...)``); ``None`` when the caller keeps none.
+    warnings: list[str] | None = None
 
 
 class Admission(Protocol):

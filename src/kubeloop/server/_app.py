@@ -38,6 +38,7 @@ from kubeloop.api import (
 )
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
+from kubeloop.server._admission_policy import ValidatingAdmissionPolicy
 from kubeloop.server._compression import send_body
 from kubeloop.server._crd import CrdController
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
@@ -325,7 +326,8 @@ def create_app(
     service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
-    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection,
+    ValidatingAdmissionPolicy, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
@@ -362,5 +364,6 @@ DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
     "Priority": lambda state: Priority(state.store),
     "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
     "DeletionProtection": lambda state: DeletionProtection(),
+    "ValidatingAdmissionPolicy": ValidatingAdmissionPolicy,
     "ResourceQuota": ResourceQuotaAdmission,
 }

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.api._admission_policy_defaults import default_policy, default_policy_binding
 from kubeloop.api._go_empty import holds_collections
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
 from kubeloop.api._limit_range_validation import default_limit_range
@@ -496,6 +497,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
     # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.
     ("", "LimitRange"): default_limit_range,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): default_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): default_policy_binding,
 }
 
 

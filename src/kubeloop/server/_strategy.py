@@ -638,6 +638,13 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         from kubeloop.server._priority_class import PriorityClassStrategy  # a subclass: imported late (cycle)
 
         return PriorityClassStrategy(info)
+    if info.group == "admissionregistration.k8s.io" and info.kind.startswith("ValidatingAdmissionPolicy"):
+        from kubeloop.server._admission_policy_strategy import (  # late (cycle)
+            PolicyBindingStrategy,
+            PolicyStrategy,
+        )
+
+        return PolicyBindingStrategy(info) if info.kind.endswith("Binding") else PolicyStrategy(info)
     if key in (("", "LimitRange"), ("", "ResourceQuota")):
         from kubeloop.server._quota_strategies import (  # subclasses: late
             LimitRangeStrategy,

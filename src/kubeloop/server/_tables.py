@@ -509,6 +509,38 @@ def _resource_quota_cells(rq: Obj, now: float) -> list[Any]:
     return [_name(rq), _age(rq, now), ", ".join(requests), ", ".join(limits)]
 
 
+def _policy_cells(policy: Obj, now: float) -> list[Any]:
+    """printValidatingAdmissionPolicy: the number of validations and ``apiVersion/kind`` of the paramKind."""
+    spec = policy.get("spec") or {}
+    param_kind = spec.get("paramKind")
+    shown = f"{param_kind.get('apiVersion', '')}/{param_kind.get('kind', '')}" if isinstance(param_kind, dict) else "<unset>"
+    return [_name(policy), len(spec.get("validations") or []), shown, _age(policy, now)]
+
+
+def _policy_binding_cells(binding: Obj, now: float) -> list[Any]:
+    """printValidatingAdmissionPolicyBinding: the policy and the param reference (``namespace/name``, ``*/name``
+    when the request's namespace is meant, or the selector)."""
+    spec = binding.get("spec") or {}
+    ref = spec.get("paramRef")
+    shown = "<unset>"
+    if isinstance(ref, dict):
+        if ref.get("name"):
+            shown = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), dict):
+            shown = _label_selector_string(ref["selector"])
+    return [_name(binding), spec.get("policyName", ""), shown, _age(binding, now)]
+
+
+def _label_selector_string(selector: Obj) -> str:
+    """Go's generated ``LabelSelector.String()`` (gogo protobuf), which the binding printer shows: each
+    requirement printed with ``%v`` as a plain struct (its ``String`` has a pointer receiver)."""
+    labels = selector.get("matchLabels") or {}
+    pairs = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
+    expressions = "".join(f"{{{e.get('key', '')} {e.get('operator', '')} [{' '.join(e.get('values') or [])}]}},"
+                          for e in selector.get("matchExpressions") or [])
+    return f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+
+
 def _s(name: str, priority: int = 0, fmt: str = "") -> Column:
     return (name, "string", fmt, priority)
 
@@ -577,6 +609,11 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("scheduling.k8s.io", "PriorityClass"): ([_NAME, _i("Value"), ("Global-Default", "boolean", "", 0), _AGE,
                                               _s("PreemptionPolicy")], lambda o, now: [
         _name(o), o.get("value") or 0, bool(o.get("globalDefault")), _age(o, now), o.get("preemptionPolicy") or ""]),
+    # k/k printers.go validatingAdmissionPolicy / validatingAdmissionPolicyBinding column definitions.
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): (
+        [_NAME, _i("Validations"), _s("ParamKind"), _AGE], _policy_cells),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
+        [_NAME, _s("PolicyName"), _s("ParamRef"), _AGE], _policy_binding_cells),
     ("rbac.authorization.k8s.io", "RoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
                                                     _s("ServiceAccounts", 1)], _binding_cells),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
