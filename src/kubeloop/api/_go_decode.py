@@ -146,9 +146,10 @@ def _struct(defname: str) -> _Go:
     return go
 
 
-# Scalar kinds whose zero ``omitempty`` drops (a []byte's empty slice and the types with their own
-# encoding are not among them).
-_PLAIN = frozenset({_STR, _BOOL, _INT, _FLOAT})
+# Scalar kinds whose zero ``omitempty`` drops: ``""``, ``false``, ``0``, and a ``[]byte`` field's ``""`` (an
+# empty slice, which ``encoding/json`` omits by its length: ``WebhookClientConfig.CABundle []byte
+# `json:"caBundle,omitempty"```). The types with their own encoding (times, IntOrString) are not among them.
+_PLAIN = frozenset({_STR, _BOOL, _INT, _FLOAT, _BYTES})
 
 
 def _value_zeros(defname: str, short: str, node: Mapping[str, Any], fields: dict[str, _Go]) -> frozenset[str] | None:
