@@ -69,3 +69,46 @@ def test_the_kubernetes_client_reads_a_pod_failure_policys_unset_fields_as_null(
         assert read.on_exit_codes.values == [42]
     finally:
         api_client.close()
+
+
+def test_kubectl_apply_of_a_crd_drops_its_schemas_value_zeros_and_keeps_its_pointer_zeros(
+    kc: Kubectl, namespace: str,
+) -> None:
+    # apiextensions/v1 JSONSchemaProps: Nullable, XEmbeddedResource bool and Description string are values with
+    # omitempty (dropped at their zero, in items too: JSONSchemaPropsOrArray's UnmarshalJSON decodes a
+    # JSONSchemaProps), MinLength *int64 a pointer (kept); CustomResourceDefinitionVersion Deprecated bool.
+    group = f"{unique('g')}.example.com"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"things.{group}"},
+           "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "deprecated": False, "schema": {
+                        "openAPIV3Schema": {"type": "object", "nullable": False, "description": "", "properties": {
+                            "spec": {"type": "object", "x-kubernetes-embedded-resource": False, "properties": {
+                                "name": {"type": "string", "minLength": 0},
+                                "tags": {"type": "array", "items": {"type": "string", "nullable": False}}}}}}}}]}}
+    kc("apply", "-f", kc.write("crd.yaml", crd))
+    live = json.loads(kc("get", "crd", f"things.{group}", "-o", "json").stdout)
+    (version,) = live["spec"]["versions"]
+    assert "deprecated" not in version
+    schema = version["schema"]["openAPIV3Schema"]
+    assert schema == {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 0}, "tags": {"type": "array", "items": {"type": "string"}}}}}}
+
+
+def test_kubectl_replace_emptying_a_selector_is_refused_with_the_empty_map_printed(
+    kc: Kubectl, namespace: str,
+) -> None:
+    # Upstream validates the decoded object: matchLabels {} is an empty, non-nil map, printed by field.Error's
+    # %#v as map[string]string{} (apps validation: empty selector; ValidateImmutableField).
+    name = unique("deploy")
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+              "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                       "template": {"metadata": {"labels": {"app": name}},
+                                    "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}
+    kc("create", "-f", kc.write("deploy.yaml", deploy))
+    live = json.loads(kc("get", "deploy", name, "-n", namespace, "-o", "json").stdout)
+    live["spec"]["selector"] = {"matchLabels": {}}
+    refused = kc("replace", "-f", kc.write("replace.yaml", live), check=False)
+    assert refused.returncode == 1
+    assert ("spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{}, "
+            "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable") in refused.stderr, refused.stderr

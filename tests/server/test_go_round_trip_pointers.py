@@ -206,3 +206,63 @@ async def test_an_empty_ca_bundle_is_dropped_and_an_explicit_validation_pointer_
     assert r.status_code == 422, r.text
     assert r.json()["details"]["causes"][0]["message"] == (
         "Invalid value: false: may not be set if oldSelf is not used in rule")
+
+
+async def test_schemas_under_items_and_additional_properties_drop_zeros_and_unknown_fields_silently(
+    client: httpx.AsyncClient,
+) -> None:
+    # apiextensions/v1 marshal.go: JSONSchemaPropsOrArray (items) and JSONSchemaPropsOrBool
+    # (additionalProperties) decode their schema with their own UnmarshalJSON through apimachinery's util/json,
+    # which is not strict: an unknown field in there is dropped without a warning or a strict-decoding error,
+    # and the JSONSchemaProps value zeros (Nullable bool, Description string, omitempty) are dropped as anywhere.
+    spec = {"type": "object", "properties": {
+        "list": {"type": "array", "items": {"type": "string", "nullable": False, "description": "", "typo": 1}},
+        "map": {"type": "object", "additionalProperties": {"type": "integer", "uniqueItems": False,
+                                                           "maxLength": 0}},
+        "open": {"type": "object", "additionalProperties": True}}}
+    crd = _crd(schema={"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}})
+    r = await client.post(f"{CRDS}?fieldValidation=Strict", json=crd)
+    assert r.status_code == 201, r.text
+    assert "warning" not in r.headers
+    props = r.json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert props["list"]["items"] == {"type": "string"}
+    assert props["map"]["additionalProperties"] == {"type": "integer", "maxLength": 0}  # MaxLength *int64
+    assert props["open"]["additionalProperties"] is True
+    read = (await client.get(f"{CRDS}/widgets.example.com")).json()
+    assert read["spec"] == r.json()["spec"]
+
+
+async def test_a_null_int_or_string_is_a_nil_pointer_or_a_zero_value(client: httpx.AsyncClient) -> None:
+    # A null into *intstr.IntOrString leaves the pointer nil (encoding/json literalStore): policy/v1
+    # PodDisruptionBudgetSpec MinAvailable/MaxUnavailable and apps/v1 RollingUpdateStatefulSetStrategy
+    # MaxUnavailable are then absent, RollingUpdateDeployment MaxSurge is defaulted (SetDefaults_Deployment:
+    # 25%). A null into a value IntOrString reaches its UnmarshalJSON, which leaves Type Int, IntVal 0
+    # (util/intstr/intstr.go): core/v1 ServicePort TargetPort is then defaulted to the port
+    # (SetDefaults_Service), HTTPGetAction Port fails validation as 0.
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b"},
+           "spec": {"minAvailable": None, "maxUnavailable": None, "selector": {"matchLabels": {"app": "a"}}}}
+    created, _ = await _created(client, "/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb)
+    assert created["spec"] == {"selector": {"matchLabels": {"app": "a"}}}
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+           "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "a"}}, "template": template,
+                    "updateStrategy": {"type": "RollingUpdate",
+                                       "rollingUpdate": {"partition": 0, "maxUnavailable": None}}}}
+    created, _ = await _created(client, "/apis/apps/v1/namespaces/default/statefulsets", sts)
+    assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+              "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template,
+                       "strategy": {"rollingUpdate": {"maxSurge": None, "maxUnavailable": 1}}}}
+    created, _ = await _created(client, "/apis/apps/v1/namespaces/default/deployments", deploy)
+    assert created["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": "25%"}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+               "spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "targetPort": None}]}}
+    created, _ = await _created(client, f"{NS}/services", service)
+    assert created["spec"]["ports"][0]["targetPort"] == 80
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
+           "spec": {"containers": [{"name": "c", "image": "i", "readinessProbe": {"httpGet": {"port": None}}}]}}
+    r = await client.post(f"{NS}/pods", json=pod)
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "message": "Invalid value: 0: must be between 1 and 65535, inclusive",
+        "field": "spec.containers[0].readinessProbe.httpGet.port"}]

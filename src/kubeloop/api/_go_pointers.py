@@ -48,8 +48,8 @@ Sources (read through the code index; the JSON tag and the Go type of each field
   ``type``, ``format``, ``title``, ``pattern``, ``exclusiveMaximum``/``exclusiveMinimum``, ``uniqueItems``,
   ``nullable``, ``x-kubernetes-embedded-resource`` and ``x-kubernetes-int-or-string`` values with ``omitempty``.
   (``JSONSchemaProps`` has no ``MarshalJSON`` of its own: only ``JSON`` and the ``...Or...`` wrappers have, in
-  ``marshal.go``; the decode walk does not look into those wrappers, so a schema under ``items`` or
-  ``additionalProperties`` keeps its zeros.)
+  ``marshal.go``; the decode walk looks into ``items`` and ``additionalProperties`` too, but not into
+  ``dependencies``.)
 
 Left out (zeros kept as sent), for want of a read source: core/v1 ``NodeRuntimeHandler`` (whether ``Name`` has
 ``omitempty`` was not read) and meta/v1 ``ManagedFieldsEntry`` (the server writes those entries).
