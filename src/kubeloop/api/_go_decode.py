@@ -20,10 +20,10 @@ strategic merge patches (``spec.containers[0].foo``, a map value by its key). Va
 decoding are left to it: quantities (:mod:`kubeloop.api._quantity_fields`), ``RawExtension``,
 ``apiextensions`` ``JSON``, ``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``
 (nothing below them is unknown). A CRD schema's ``items`` and ``additionalProperties``
-(``JSONSchemaPropsOrArray``/``OrBool``, whose ``UnmarshalJSON`` decodes non-strictly) are walked for what their
-schemas' decode leaves out, silently: unknown fields and value zeros. The same walk finds the value scalars with ``omitempty`` at their zero
-(``paused: false``, ``minReadySeconds: 0``, ``workingDir: ""``): the decoded struct holds them as it would hold
-an absent field, so the round trip drops them (:attr:`Decoded.zeros`, :meth:`Decoded.drop_zeros`); pointer
+(``JSONSchemaPropsOrArray``/``OrBool``, whose ``UnmarshalJSON`` decodes non-strictly) are walked for what
+their schemas' decode leaves out, silently: unknown fields and value zeros. The same walk finds the value
+scalars with ``omitempty`` at their zero (``paused: false``, ``minReadySeconds: 0``, ``workingDir: ""``): the
+decoded struct holds them as it would hold an absent field, so the round trip drops them (:attr:`Decoded.zeros`, :meth:`Decoded.drop_zeros`); pointer
 fields (``replicas: 0``) keep theirs, by the table of :mod:`kubeloop.api._go_pointers`, and a struct the table
 does not cover keeps every zero. Named Go types the schema cannot tell (``types.UID``,
 ``v1.Protocol`` ...) come from a short table; any other named string type is reported as ``string``.
