@@ -25,6 +25,7 @@ from kubeloop.api import (
     ApiError,
     BadRequest,
     FieldError,
+    Invalid,
     ResourceInfo,
     already_exists,
     conflict,
@@ -42,6 +43,7 @@ from kubeloop.api._validation import (
     well_typed,
 )
 from kubeloop.server._admission import AdmissionAttributes, Plan, plans_for, run_plan
+from kubeloop.server._decoded_messages import decoded_errors
 from kubeloop.server._defaults import apply_defaults, go_write_encodings
 from kubeloop.server._managed import keep_valid_managed_fields
 from kubeloop.server._options import WriteOptions
@@ -575,7 +577,8 @@ async def _prepare_update(
     if found is not None:
         # Stored forms at once: what compares the new object with the old one (generation, immutable fields,
         # "no change") compares semantically upstream (apimachinery equality.Semantic.DeepEqual: an empty
-        # slice or map equals a nil one), as dicts here. Validation messages then show an emptied map as nil.
+        # slice or map equals a nil one), as dicts here. A failed validation takes its messages from the object
+        # as decoded, where an emptied map prints map[string]string{} as upstream's does (_decoded_messages).
         store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
@@ -628,7 +631,15 @@ async def _prepare_update(
     errors = validate_object_meta_update(new_meta, old_meta)
     if finalizers := new_meta.get("finalizers"):  # none to check in an absent or empty list
         errors.extend(validate_finalizers(finalizers))
-    _validate(state, info, new, errors, strategy, old, req.subresource, req.warnings)
+    try:
+        _validate(state, info, new, errors, strategy, old, req.subresource, req.warnings)
+    except Invalid:
+        if not found:
+            raise
+        # Upstream's messages print the decoded object's emptied maps as empty, not nil (_decoded_messages).
+        subresource = req.subresource
+        raise invalid(info.kind, req.name, decoded_errors(
+            errors, found, lambda: strategy.validate_update(new, old, subresource)), info.group) from None
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation
