@@ -73,6 +73,7 @@ from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
+from kubeloop.server._webhook_admission import MutatingWebhooks, ValidatingWebhooks
 from kubeloop.store import Store, StoreClosed
 
 __all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
@@ -319,7 +320,8 @@ def create_app(
     service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
-    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, the mutating and
+    validating admission webhooks, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
@@ -356,5 +358,9 @@ DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
     "Priority": lambda state: Priority(state.store),
     "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
     "DeletionProtection": lambda state: DeletionProtection(),
+    # Upstream's dynamic admission (k8s.io/apiserver plugin/webhook): the mutating webhooks run last of the
+    # mutating plugins, the validating webhooks just before ResourceQuota (AllOrderedPlugins).
+    "MutatingAdmissionWebhook": MutatingWebhooks,
+    "ValidatingAdmissionWebhook": ValidatingWebhooks,
     "ResourceQuota": ResourceQuotaAdmission,
 }

@@ -308,9 +308,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     if found is not None:
         put_back_empty_collections(found)
     mutating, validating = plans_for(state.admission, "CREATE", info)
-    # All eight fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
-    attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
-                                                req.options.dry_run, namespace_state))
+    # All ten fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
+    attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user, req.options.dry_run, namespace_state, req.warnings,
+                                                req.options))
     if mutating:
         managed = meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController, inlined
         entries = tuple(managed) if type(managed) is list else ()
@@ -393,7 +393,8 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
                                    "the namespace kept changing while the object was created; please retry") from None
                 guard, namespace_state = await _namespace_guard(state, info, req.namespace)
                 attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                            user=req.user, dry_run=False, namespace_state=namespace_state)
+                                            req.subresource, user=req.user, dry_run=False,
+                                            namespace_state=namespace_state, options=req.options)
                 await _admit_again(state, info, strategy, attrs, obj)
         error = already_exists(info.plural, name, info.group)
         if generate:
@@ -578,7 +579,7 @@ async def _prepare_update(
         store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
-                                req.subresource, req.user, req.options.dry_run)
+                                req.subresource, req.user, req.options.dry_run, None, req.warnings, req.options)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
         managed = new_meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController
         entries = tuple(managed) if type(managed) is list else ()

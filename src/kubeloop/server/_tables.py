@@ -555,6 +555,11 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("scheduling.k8s.io", "PriorityClass"): ([_NAME, _i("Value"), ("Global-Default", "boolean", "", 0), _AGE,
                                               _s("PreemptionPolicy")], lambda o, now: [
         _name(o), o.get("value") or 0, bool(o.get("globalDefault")), _age(o, now), o.get("preemptionPolicy") or ""]),
+    # k/k printers.go: Name, Webhooks (how many), Age.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
     ("rbac.authorization.k8s.io", "RoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
                                                     _s("ServiceAccounts", 1)], _binding_cells),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
