@@ -267,7 +267,7 @@ def _webhook(path: str, hook: Mapping[str, Any], *, mutating: bool, no_side_effe
             errors.append(FieldError.not_supported(f"{path}.{key}", value, allowed))
     side_effects = _NO_SIDE_EFFECTS if no_side_effects else _ALL_SIDE_EFFECTS
     value = hook.get("sideEffects")
-    if value is None:
+    if value is None or value == "":  # a nil pointer (the Go encoding's zero fill writes it as "")
         errors.append(FieldError.required(f"{path}.sideEffects", f"must specify one of {', '.join(side_effects)}"))
     elif value not in side_effects:
         errors.append(FieldError.not_supported(f"{path}.sideEffects", value, side_effects))
