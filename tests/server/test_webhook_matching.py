@@ -155,3 +155,20 @@ async def test_a_dry_run_is_refused_by_a_webhook_with_side_effects(app: App, cli
         assert r.json()["message"] == 'admission webhook "legacy.example.com" does not support dry run'
         assert (await client.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "d"}})).status_code == 201
     assert len(served.hook.reviews) == 1 and orjson.dumps(served.hook.requests[0]["dryRun"]) == b"false"
+
+
+async def test_resource_wildcards_tell_main_resources_from_subresources(client: httpx.AsyncClient, tmp_path: Path) -> None:
+    async with webhook_server(tmp_path) as served:
+        status_only = webhook("status.example.com", served.client_config("/status"), operations=("*",),
+                              resources=("*/status",), groups=("*",), versions=("*",))
+        main_only = webhook("main.example.com", served.client_config("/main"), operations=("*",),
+                            resources=("*",), groups=("",), versions=("v1",))
+        await _install(client, VWC, "ValidatingWebhookConfiguration", status_only, main_only)
+        r = await client.post("/api/v1/namespaces", json={"metadata": {"name": "wild"}})
+        assert r.status_code == 201
+        r = await client.patch("/api/v1/namespaces/wild/status", json={"metadata": {"labels": {"a": "b"}}},
+                               headers={"content-type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+    seen = [(p.split("?")[0], q["operation"], q.get("subResource", "")) for p, q in
+            zip(served.hook.paths, served.hook.requests, strict=True)]
+    assert seen == [("/main", "CREATE", ""), ("/status", "UPDATE", "status")]
