@@ -631,8 +631,10 @@ async def _prepare_update(
     _validate(state, info, new, errors, strategy, old, req.subresource, req.warnings)
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
-    if validating:  # updateValidation
-        await _run(validating, attrs, new, old)
+    if validating:  # updateValidation (run_plan, not _run: no coroutine when every step finishes at once)
+        pending = run_plan(validating, attrs, new, old)
+        if pending is not None:
+            await pending
     if _same_but_managed_times(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)

@@ -77,9 +77,6 @@ class _Dispatcher:
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
         return not exempt(resource)
 
-    def _hooks(self) -> tuple[Webhook, ...] | None:
-        return self.source.current()
-
     async def _matches(self, hook: Webhook, attributes: AdmissionAttributes, obj: Any, old: Any
                        ) -> tuple[ResourceInfo, dict[str, Any]] | None:
         """The matched resource and the review's request when ``hook`` is to be called, else ``None``;
@@ -140,7 +137,7 @@ class MutatingWebhooks(_Dispatcher, MutatingPlugin):
 
     def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
                ) -> Awaitable[None] | None:
-        hooks = self._hooks()
+        hooks = self.source.current()
         if hooks is None:
             return self._load_and_run(attributes, obj, old)
         return self._run(hooks, attributes, obj, old) if hooks else None
@@ -219,7 +216,7 @@ class ValidatingWebhooks(_Dispatcher, ValidatingPlugin):
 
     def validate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
                  ) -> Awaitable[None] | None:
-        hooks = self._hooks()
+        hooks = self.source.current()
         if hooks is None:
             return self._load_and_run(attributes, obj, old)
         return self._run(hooks, attributes, obj, old) if hooks else None
