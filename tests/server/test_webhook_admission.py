@@ -119,6 +119,21 @@ async def test_reinvocation_if_needed_calls_an_earlier_webhook_again_after_a_lat
         assert r.json()["metadata"]["labels"] == {"first": "1", "second": "1"}
 
 
+async def test_a_webhook_skipped_in_the_first_round_is_not_called_in_the_reinvocation_round(
+        client: httpx.AsyncClient, tmp_path: Path) -> None:
+    # mutating/dispatcher.go: "during reinvocation, a webhook will not be called for the first time".
+    answer = lambda request: patch_response([{"op": "add", "path": "/metadata/labels", "value": {"now": "matching"}}])  # noqa: E731
+    async with webhook_server(tmp_path, answer) as served:
+        first = webhook("a.late.example", served.client_config("/first"), reinvocationPolicy="IfNeeded",
+                        objectSelector={"matchLabels": {"now": "matching"}})
+        second = webhook("b.labeller.example", served.client_config("/second"))
+        await _install(client, MWC, "MutatingWebhookConfiguration", first, name="a")
+        await _install(client, MWC, "MutatingWebhookConfiguration", second, name="b")
+        r = await client.post(CM, json=_cm("late"))
+        assert r.status_code == 201, r.text
+        assert [p.split("?")[0] for p in served.hook.paths] == ["/second"]
+
+
 async def test_failure_policy_fail_refuses_with_500_and_ignore_lets_the_request_through(
         client: httpx.AsyncClient) -> None:
     gone = {"url": "https://127.0.0.1:9/hook"}  # the discard port: nothing listens there

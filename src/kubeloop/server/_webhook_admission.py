@@ -153,21 +153,27 @@ class MutatingWebhooks(_Dispatcher, MutatingPlugin):
         invoked: list[tuple[str, int]] = []  # reinvocable webhooks called since the last change
         again: set[tuple[str, int]] = set()
         for hook in hooks:
-            if await self._mutate_once(hook, attributes, obj, old):
+            called, changed = await self._mutate_once(hook, attributes, obj, old)
+            if changed:
                 again.update(invoked)
                 invoked.clear()
-            if hook.reinvoke_if_needed:
+            if called and hook.reinvoke_if_needed:
                 invoked.append(hook.key)
         for hook in hooks:  # the reinvocation round: only webhooks a later change concerns
             if hook.key in again:
                 await self._mutate_once(hook, attributes, obj, old)
 
     async def _mutate_once(self, hook: Webhook, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
-                           old: dict[str, Any] | None) -> bool:
-        """Call ``hook`` and apply its patch to ``obj`` in place: whether the object changed."""
+                           old: dict[str, Any] | None) -> tuple[bool, bool]:
+        """Call ``hook`` and apply its patch to ``obj`` in place: whether it was called, and whether the
+        object changed."""
         called = await self._call(hook, attributes, obj, old, mutating=True)
         if called is None:
-            return False
+            return False, False
+        return True, self._apply(hook, attributes, obj, called)
+
+    def _apply(self, hook: Webhook, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+               called: tuple[ResourceInfo, dict[str, Any], dict[str, Any]]) -> bool:
         matched, review, response = called
         patch = response.get("patch")
         if not patch:
