@@ -168,6 +168,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        return_deleted_object=True),
     # pkg/registry/scheduling/priorityclass: generation 1 on create, kept on update (its own strategy).
     _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
+    # pkg/registry/admissionregistration/{validating,mutating}webhookconfiguration: category api-extensions,
+    # generation 1 on create and bumped when ``webhooks`` change (their own strategy).
+    _r("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+       False, categories=("api-extensions",)),
+    _r("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+       False, categories=("api-extensions",)),
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
        short_names=("crd", "crds"), status_subresource=True, tracks_generation=True,
        allow_unconditional_update=False),

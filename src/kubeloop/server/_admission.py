@@ -95,9 +95,12 @@ class AdmissionAttributes(NamedTuple):
     # For a namespaced CREATE: the namespace as the server read it for this attempt, as a 1-tuple
     # (``(None,)`` when it does not exist); ``None`` when the caller did not read it.
     namespace_state: tuple[KeyValue | None] | None = None
-    # The request's warning list, where a plugin records ``Warning`` headers (upstream's
-    # ``warning.AddWarning(ctx, ...)``); ``None`` when the caller keeps none.
+    # The request's ``Warning`` texts, for a plugin to add to (admission webhooks' warnings); ``None``
+    # when the caller keeps none.
     warnings: list[str] | None = None
+    # The request's options (``WriteOptions`` or ``DeleteOptions``), for plugins that report them
+    # (an AdmissionReview's ``options``); ``None`` when the caller has none.
+    options: Any = None
 
 
 class Admission(Protocol):

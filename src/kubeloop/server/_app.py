@@ -76,6 +76,7 @@ from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
+from kubeloop.server._webhook_admission import MutatingWebhooks, ValidatingWebhooks
 from kubeloop.store import Store, StoreClosed
 
 __all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
@@ -326,8 +327,8 @@ def create_app(
     service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
-    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection,
-    ValidatingAdmissionPolicy, ResourceQuota:
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, the mutating
+    admission webhooks, ValidatingAdmissionPolicy, the validating admission webhooks, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
@@ -364,6 +365,11 @@ DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
     "Priority": lambda state: Priority(state.store),
     "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
     "DeletionProtection": lambda state: DeletionProtection(),
+    # Upstream's dynamic admission (k8s.io/apiserver plugin/webhook and plugin/policy), in AllOrderedPlugins'
+    # order: MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota
+    # (the mutating webhooks run last of the mutating plugins).
+    "MutatingAdmissionWebhook": MutatingWebhooks,
     "ValidatingAdmissionPolicy": ValidatingAdmissionPolicy,
+    "ValidatingAdmissionWebhook": ValidatingWebhooks,
     "ResourceQuota": ResourceQuotaAdmission,
 }

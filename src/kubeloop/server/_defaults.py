@@ -30,6 +30,7 @@ from kubeloop.api._go_empty import holds_collections
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
 from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
+from kubeloop.api._webhook_configuration import default_webhook_configuration
 
 __all__ = ["apply_defaults", "create_keeps_decoded_body", "drop_go_nulls", "go_write_encodings"]
 
@@ -467,6 +468,14 @@ def _priorityclass(obj: Obj) -> None:
     _default(obj, "value", 0)
 
 
+def _validating_webhooks(obj: Obj) -> None:
+    default_webhook_configuration(obj, mutating=False)
+
+
+def _mutating_webhooks(obj: Obj) -> None:
+    default_webhook_configuration(obj, mutating=True)
+
+
 def _namespace(obj: Obj) -> None:
     # pkg/apis/core/v1/defaults.go SetDefaults_Namespace: a decode-time default, so the writer owns the
     # label in managedFields (the strategy's Canonicalize sets it again, for a generateName create).
@@ -495,6 +504,9 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("batch", "CronJob"): _cronjob,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
+    # pkg/apis/admissionregistration/v1/defaults.go.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _validating_webhooks,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _mutating_webhooks,
     # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.
     ("", "LimitRange"): default_limit_range,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): default_policy,

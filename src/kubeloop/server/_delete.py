@@ -143,6 +143,7 @@ async def delete_object(
     *,
     user: Any = None,
     listed: KeyValue | None = None,
+    warnings: list[str] | None = None,
 ) -> DeleteResult:
     """Delete one object. ``listed`` is its stored state as a list just read it: the first attempt
     starts from it instead of reading again; its compare-and-swap fails if the object changed since,
@@ -159,7 +160,7 @@ async def delete_object(
         meta = obj.setdefault("metadata", {})
         check_preconditions(info, meta, options)
         attrs = AdmissionAttributes("DELETE", info, namespace if info.namespaced else "", name,
-                                    user=user, dry_run=options.dry_run)
+                                    user=user, dry_run=options.dry_run, warnings=warnings, options=options)
         await run_admission(state.admission, attrs, None, obj)
 
         now = state.clock.now()

@@ -273,11 +273,17 @@ class ResourceHandlers:
             body = decode_json(raw) if raw.strip() else None
             delete_options = parse_delete_options(request.query, body)
             self.state.strategy(info).before_delete(name)
-            result = await delete_object(self.state, info, namespace, name, delete_options, user=request.user)
+            # The warnings go out with the answer, an error included (admission webhooks may add some).
+            warnings: list[str] = []
+            request.scope[WARNINGS_SCOPE_KEY] = warnings
+            result = await delete_object(self.state, info, namespace, name, delete_options, user=request.user,
+                                         warnings=warnings)
             if result.is_status:
-                await send_bytes(send, result.status, result.body)
+                await send_bytes(send, result.status, result.body,
+                                 headers=warning_headers(warnings) if warnings else None)
             else:
-                await self._answer_object(request, info, result.status, result.body, send, content_type)
+                await self._answer_object(request, info, result.status, result.body, send, content_type,
+                                          warnings=warnings)
         else:
             raise _method_not_allowed()
 

@@ -310,9 +310,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
     if found is not None:
         put_back_empty_collections(found)
     mutating, validating = plans_for(state.admission, "CREATE", info)
-    # All nine fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
+    # All ten fields, positionally: the named tuple's generated ``__new__`` with keywords costs more.
     attrs = tuple.__new__(AdmissionAttributes, ("CREATE", info, namespace, meta.get("name") or "", "", req.user,
-                                                req.options.dry_run, namespace_state, req.warnings))
+                                                req.options.dry_run, namespace_state, req.warnings, req.options))
     if mutating:
         managed = meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController, inlined
         entries = tuple(managed) if type(managed) is list else ()
@@ -395,8 +395,9 @@ async def create_object(state: ServerState, req: WriteRequest, obj: Any, *, type
                                    "the namespace kept changing while the object was created; please retry") from None
                 guard, namespace_state = await _namespace_guard(state, info, req.namespace)
                 attrs = AdmissionAttributes("CREATE", info, req.namespace if info.namespaced else "", name,
-                                            user=req.user, dry_run=False, namespace_state=namespace_state,
-                                            warnings=req.warnings)
+                                            req.subresource, user=req.user, dry_run=False,
+                                            namespace_state=namespace_state, warnings=req.warnings,
+                                            options=req.options)
                 await _admit_again(state, info, strategy, attrs, obj)
         error = already_exists(info.plural, name, info.group)
         if generate:
@@ -582,7 +583,7 @@ async def _prepare_update(
         store_empty_collections(found)
     mutating, validating = plans_for(state.admission, "UPDATE", info)
     attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
-                                req.subresource, req.user, req.options.dry_run, None, req.warnings)
+                                req.subresource, req.user, req.options.dry_run, None, req.warnings, req.options)
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
         managed = new_meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController
         entries = tuple(managed) if type(managed) is list else ()
@@ -642,8 +643,10 @@ async def _prepare_update(
             errors, found, lambda: strategy.validate_update(new, old, subresource)), info.group) from None
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
-    if validating:  # updateValidation
-        await _run(validating, attrs, new, old)
+    if validating:  # updateValidation (run_plan, not _run: no coroutine when every step finishes at once)
+        pending = run_plan(validating, attrs, new, old)
+        if pending is not None:
+            await pending
     if _same_but_managed_times(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)

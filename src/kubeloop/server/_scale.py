@@ -32,7 +32,7 @@ from kubeloop.server._http import decode_json
 from kubeloop.server._rest import Current, WriteRequest, get_object, update_object
 from kubeloop.server._state import ServerState
 
-__all__ = ["scale_get", "scale_of", "scale_update"]
+__all__ = ["scale_get", "scale_of", "scale_update", "set_path"]
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -43,7 +43,7 @@ def _get_path(obj: Any, dotted: str) -> Any:
     return obj
 
 
-def _set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
+def set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.strip(".").split(".")
     for part in parts[:-1]:
         nxt = obj.get(part)
@@ -127,7 +127,7 @@ async def scale_update(state: ServerState, req: WriteRequest, body: Any, patch_t
         if replicas < 0:
             raise invalid("Scale", name, [FieldError.invalid("spec.replicas", replicas,
                                                             "must be greater than or equal to 0")], "autoscaling")
-        _set_path(current, paths.spec_replicas, replicas)
+        set_path(current, paths.spec_replicas, replicas)
         meta = current.setdefault("metadata", {})
         rv = scale_meta.get("resourceVersion")
         if rv:

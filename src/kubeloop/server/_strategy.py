@@ -645,6 +645,10 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         )
 
         return PolicyBindingStrategy(info) if info.kind.endswith("Binding") else PolicyStrategy(info)
+    if info.group == "admissionregistration.k8s.io" and info.kind.endswith("WebhookConfiguration"):
+        from kubeloop.server._webhook_strategy import WebhookConfigurationStrategy  # a subclass: late (cycle)
+
+        return WebhookConfigurationStrategy(info)
     if key in (("", "LimitRange"), ("", "ResourceQuota")):
         from kubeloop.server._quota_strategies import (  # subclasses: late
             LimitRangeStrategy,

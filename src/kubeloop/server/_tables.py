@@ -614,6 +614,11 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
         [_NAME, _i("Validations"), _s("ParamKind"), _AGE], _policy_cells),
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
         [_NAME, _s("PolicyName"), _s("ParamRef"), _AGE], _policy_binding_cells),
+    # k/k printers.go: Name, Webhooks (how many), Age.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
     ("rbac.authorization.k8s.io", "RoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
                                                     _s("ServiceAccounts", 1)], _binding_cells),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
