@@ -397,7 +397,11 @@ class NamespaceLifecycle(MutatingPlugin):
         state = attributes.namespace_state
         if state is None:
             return self._read_and_judge(attributes)
-        self._judge(attributes, state[0])
+        kv = state[0]
+        # _judge's usual answer without its call: a namespace seen at this revision, not terminating.
+        seen = self._terminating.get(attributes.namespace)
+        if seen is None or kv is None or seen[0] != kv.mod_revision or seen[1]:
+            self._judge(attributes, kv)
         return None
 
     async def _require(self, attributes: AdmissionAttributes) -> None:
