@@ -59,6 +59,7 @@ from typing import Any, Literal, NamedTuple, Protocol, SupportsIndex
 import orjson
 
 from kubeloop.api import Forbidden, ResourceInfo, not_found
+from kubeloop.server._prefix_changes import PrefixChanges
 from kubeloop.store import KeyValue, Store
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "Plans",
     "ValidatingPlugin",
     "admit",
+    "forget_plans",
     "plans_for",
     "run_admission",
     "run_plan",
@@ -213,8 +215,28 @@ class AdmissionChain(list[Admission]):
         super().__init__(plugins)
         # operation -> id(resource) -> (resource, plans); the resource is kept so its id stays unique.
         self._plans: dict[str, dict[int, tuple[ResourceInfo, Plans]]] = {}
+        self._configurations: PrefixChanges | None = None
+
+    def follow_configurations(self, changes: PrefixChanges) -> None:
+        """Plan again whenever a change under ``changes``' prefix commits: the stored configurations of
+        the dynamic plugins (admission webhooks, admission policies), whose ``handles`` answers ``False``
+        while none of theirs is stored. One poll per request decides, before the plan is read."""
+        self._configurations = changes  # started at the first plan (the store may not be open yet)
+        self._plans.clear()
+
+    def forget_plans(self) -> None:
+        """Work every plan out again at its next use (a dynamic plugin learned what it holds)."""
+        self._plans.clear()
 
     def plan(self, operation: Operation, resource: ResourceInfo) -> Plans:
+        configurations = self._configurations
+        if configurations is not None:
+            events = configurations.poll()
+            if events is None:  # not followed yet, or fell past the watch's buffer: follow from now
+                configurations.start()
+                self._plans.clear()
+            elif events:
+                self._plans.clear()
         plans = self._plans.get(operation)
         if plans is None:
             plans = self._plans[operation] = {}
@@ -278,6 +300,12 @@ class AdmissionChain(list[Admission]):
         super().__imul__(count)
         self._changed()
         return self
+
+
+def forget_plans(plugins: Sequence[Admission]) -> None:
+    """:meth:`AdmissionChain.forget_plans` when ``plugins`` is a chain (nothing is cached otherwise)."""
+    if isinstance(plugins, AdmissionChain):
+        plugins.forget_plans()
 
 
 def plans_for(plugins: Sequence[Admission], operation: Operation, resource: ResourceInfo) -> Plans:

@@ -53,7 +53,7 @@ from kubeloop.api import (
     ResourceInfo,
     Unauthorized,
 )
-from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin
+from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin, forget_plans
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
 from kubeloop.server._state import ServerState, collection_prefix, namespace_key, object_key
 from kubeloop.store import Compacted, StoreWatch
@@ -147,7 +147,12 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
         self._compiled: dict[str, tuple[int, CompiledPolicy]] = {}
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
-        return not (resource.group == GROUP and resource.plural in (POLICIES, BINDINGS))
+        # Planned out while no binding is stored: the admission chain plans again when one is written
+        # (AdmissionChain.follow_configurations), so a write without bindings pays nothing.
+        if resource.group == GROUP and resource.plural in (POLICIES, BINDINGS):
+            return False
+        bindings = self._bindings.current()
+        return bindings is None or bool(bindings)
 
     def validate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
@@ -164,6 +169,8 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
     ) -> None:
         if await self._bindings.load():
             await self._dispatch(attributes, obj, old)
+        else:  # none stored: the chain may now plan this plugin out
+            forget_plans(self._state.admission)
 
     # -- dispatch ------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from kubeloop.api import (
     decode_protobuf_object,
 )
 from kubeloop.api import Clock as ClockProtocol
-from kubeloop.server._admission import Admission, NamespaceLifecycle
+from kubeloop.server._admission import Admission, AdmissionChain, NamespaceLifecycle
 from kubeloop.server._admission_policy import ValidatingAdmissionPolicy
 from kubeloop.server._compression import send_body
 from kubeloop.server._crd import CrdController
@@ -67,6 +67,7 @@ from kubeloop.server._http import (
 from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
 from kubeloop.server._openapi import OpenAPIDocuments
+from kubeloop.server._prefix_changes import PrefixChanges
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
@@ -348,6 +349,10 @@ def create_app(
         admission = [plugin(state) for name, plugin in DEFAULT_ADMISSION_PLUGINS.items()
                      if name not in disable_admission_plugins]
     state.admission.extend(admission)
+    if isinstance(state.admission, AdmissionChain):
+        # The dynamic plugins (admission webhooks and policies) are planned in only while their kinds are
+        # stored: the chain plans again after any write to their group.
+        state.admission.follow_configurations(PrefixChanges(store, "/registry/admissionregistration.k8s.io/"))
     return App(state, server_address=server_address, service_account_key_file=service_account_key_file)
 
 

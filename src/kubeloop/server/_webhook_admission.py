@@ -34,7 +34,13 @@ from typing import Any
 import orjson
 
 from kubeloop.api import ApiError, ResourceInfo
-from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin, Operation, ValidatingPlugin
+from kubeloop.server._admission import (
+    AdmissionAttributes,
+    MutatingPlugin,
+    Operation,
+    ValidatingPlugin,
+    forget_plans,
+)
 from kubeloop.server._scale import set_path
 from kubeloop.server._state import ServerState
 from kubeloop.server._webhook_calls import CallFailed, call_webhook
@@ -75,7 +81,13 @@ class _Dispatcher:
         self.source = WebhookSource(state.store, plural)
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
-        return not exempt(resource)
+        # Planned out while no configuration of this kind is stored: the admission chain plans again when
+        # one is written (AdmissionChain.follow_configurations), so a write without webhooks pays nothing.
+        return not exempt(resource) and self.source.configured()
+
+    def _loaded(self, hooks: tuple[Webhook, ...]) -> None:
+        if not hooks:  # none stored: the chain may now plan this plugin out
+            forget_plans(self._state.admission)
 
     async def _matches(self, hook: Webhook, attributes: AdmissionAttributes, obj: Any, old: Any
                        ) -> tuple[ResourceInfo, dict[str, Any]] | None:
@@ -145,6 +157,7 @@ class MutatingWebhooks(_Dispatcher, MutatingPlugin):
     async def _load_and_run(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
                             old: dict[str, Any] | None) -> None:
         hooks = await self.source.load()
+        self._loaded(hooks)
         if hooks:
             await self._run(hooks, attributes, obj, old)
 
@@ -230,6 +243,7 @@ class ValidatingWebhooks(_Dispatcher, ValidatingPlugin):
     async def _load_and_run(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
                             old: dict[str, Any] | None) -> None:
         hooks = await self.source.load()
+        self._loaded(hooks)
         if hooks:
             await self._run(hooks, attributes, obj, old)
 

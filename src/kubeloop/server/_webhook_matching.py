@@ -126,6 +126,11 @@ class WebhookSource:
             self._ordered = tuple(h for name in sorted(self._by_name) for h in self._by_name[name])
         return self._ordered
 
+    def configured(self) -> bool:
+        """Whether a webhook may be stored: ``False`` only when the webhooks are known and there are none."""
+        hooks = self.current()
+        return hooks is None or bool(hooks)
+
     async def load(self) -> tuple[Webhook, ...]:
         if self._loading is None:
             self._loading = asyncio.Lock()
