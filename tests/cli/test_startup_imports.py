@@ -54,3 +54,27 @@ def test_the_api_server_imports_neither_yaml_nor_cel() -> None:
             "loaded = [m for m in ('yaml', 'cel', 'prompt_toolkit', 'kubeloop.server._openapi_v2') if m in sys.modules];"
             "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# What neither process of ``kubeloop up`` needs before the first request that uses it (start-up round 7):
+# the protobuf body decoder (a protobuf request body), and the strategies of pods, the pod-template owners
+# and volumes with the validation they run (the first write of such a kind; start-up writes none).
+NOT_AT_START_UP = (
+    "kubeloop.api._protobuf", "kubeloop.api._protobuf_schema", "kubeloop.api._protobuf_wire",
+    "kubeloop.server._pod_strategy", "kubeloop.server._workload_strategy", "kubeloop.server._volume_strategy",
+    "kubeloop.api._pod_spec_validation", "kubeloop.api._pod_container_validation", "kubeloop.api._daemonset_validation",
+    "kubeloop.api._job_validation", "kubeloop.api._statefulset_validation", "kubeloop.api._pvc_validation",
+)  # fmt: skip
+
+
+def test_the_api_server_start_up_imports_no_pod_validation_and_no_protobuf_decoder() -> None:
+    code = ("import sys, kubeloop.cli, kubeloop.server, kubeloop.cli._cluster, kubeloop.cli._bootstrap, kubeloop.cli._serving;"
+            f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_controller_manager_imports_no_protobuf_decoder_and_no_server_strategy() -> None:
+    code = ("import sys; from kubeloop.cli._controller_manager import skip_unused_imports; skip_unused_imports();"
+            "import kubeloop.client, kubeloop.runtime, kubeloop.controllers;"
+            f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
