@@ -78,3 +78,13 @@ def test_the_controller_manager_imports_no_protobuf_decoder_and_no_server_strate
             "import kubeloop.client, kubeloop.runtime, kubeloop.controllers;"
             f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_what_kubeloop_up_imports_before_the_fork_loads_no_zoneinfo_jsonpatch_or_protobuf_decoder() -> None:
+    # Both processes wait for what is imported before the fork (``cli._child.SHARED_IMPORTS``): a time zone
+    # is loaded when a CronJob needs one, jsonpatch by the first JSON patch, the decoder by a protobuf body.
+    code = ("import sys, importlib, kubeloop.cli; from kubeloop.cli._child import SHARED_IMPORTS;"
+            "[importlib.import_module(name) for name in SHARED_IMPORTS];"
+            "loaded = [m for m in ('zoneinfo', 'jsonpatch', 'jsonpointer', 'kubeloop.api._protobuf') if m in sys.modules];"
+            "assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
