@@ -88,3 +88,16 @@ def test_what_kubeloop_up_imports_before_the_fork_loads_no_zoneinfo_jsonpatch_or
             "loaded = [m for m in ('zoneinfo', 'jsonpatch', 'jsonpointer', 'kubeloop.api._protobuf') if m in sys.modules];"
             "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("process", [  # each process's imports, and uvloop, on which each runs its event loop
+    "import uvloop, kubeloop.server, kubeloop.cli._cluster, kubeloop.cli._bootstrap, kubeloop.cli._serving",
+    "from kubeloop.cli._controller_manager import skip_unused_imports; skip_unused_imports();"
+    "import uvloop, kubeloop.client, kubeloop.runtime, kubeloop.controllers",
+], ids=["api-server", "controller-manager"])  # fmt: skip
+def test_each_shared_import_is_one_both_processes_make(process: str) -> None:
+    # kubeloop up imports SHARED_IMPORTS before it forks, so that the two processes do not each import them
+    # after: a module only one of them needs belongs to that one alone.
+    code = (f"import sys; {process}; from kubeloop.cli._child import SHARED_IMPORTS;"
+            "missing = [m for m in SHARED_IMPORTS if m not in sys.modules]; assert not missing, missing")
+    subprocess.run([sys.executable, "-c", code], check=True)
