@@ -42,9 +42,34 @@ def test_the_dropped_fields_are_the_value_scalars_of_a_covered_struct() -> None:
     assert not {"apiVersion", "kind"} & _zeros("io.k8s.api.core.v1.ConfigMap")
     # StatefulSetOrdinals.Start int32 `json:"start"`: no omitempty, so its zero is written.
     assert _zeros("io.k8s.api.apps.v1.StatefulSetOrdinals") == frozenset()
-    # Not in the table: every zero kept (coordination/v1 LeaseSpec was not read).
-    assert "io.k8s.api.coordination.v1.LeaseSpec" not in POINTER_SCALARS
+    # Not in the table: every zero kept (core/v1 NodeRuntimeHandler's Name tag was not read).
+    assert "io.k8s.api.core.v1.NodeRuntimeHandler" not in POINTER_SCALARS
+    assert _zeros("io.k8s.api.core.v1.NodeRuntimeHandler") == frozenset()
+    # coordination/v1 LeaseSpec: every scalar a pointer (*string holderIdentity, *int32 leaseTransitions ...).
     assert _zeros("io.k8s.api.coordination.v1.LeaseSpec") == frozenset()
+    # meta/v1 Condition: ObservedGeneration int64 `json:"observedGeneration,omitempty"`; reason and message
+    # have no omitempty (the schema's required).
+    assert _zeros("io.k8s.apimachinery.pkg.apis.meta.v1.Condition") == {"observedGeneration"}
+    # apiextensions/v1 JSONSchemaProps: the value fields with omitempty, none of the pointers.
+    props = _zeros("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
+    assert {"type", "description", "nullable", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string",
+            "exclusiveMaximum", "uniqueItems", "pattern"} <= props
+    assert not {"maxLength", "minimum", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type",
+                "$ref"} & props
+    # A []byte with omitempty drops its empty value (WebhookClientConfig.CABundle `json:"caBundle,omitempty"`).
+    assert _zeros("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookClientConfig") == {"caBundle"}
+
+
+def test_pointers_without_omitempty_are_rows_of_the_table() -> None:
+    # A pointer scalar written ``null`` when unset (GRPCAction's Service *string `json:"service"`) is both in
+    # _go_encode._NOT_OMITEMPTY and a pointer of its struct's row, whose zero the encoding then writes as null.
+    from kubeloop.api._go_encode import go_encoding
+
+    grpc = go_encoding("io.k8s.api.core.v1.GRPCAction")
+    assert "service" in POINTER_SCALARS["io.k8s.api.core.v1.GRPCAction"]
+    assert grpc.always.get("service", "absent") is None
+    local = go_encoding("io.k8s.api.core.v1.TypedLocalObjectReference")
+    assert local.always.get("apiGroup", "absent") is None
 
 
 def test_the_walk_records_zeros_at_any_depth_and_drops_only_them() -> None:

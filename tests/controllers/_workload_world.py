@@ -22,6 +22,7 @@ from kubeloop.controllers import (
     DeploymentController,
     JobController,
     ReplicaSetController,
+    ReplicationManager,
     StatefulSetController,
 )
 from kubeloop.controllers._workload_kinds import DEPLOYMENTS, PODS, PVCS, REPLICASETS, STATEFULSETS
@@ -111,7 +112,8 @@ class World(ManagedWorld):
         self.tasks.append(asyncio.create_task(loop()))
 
 
-_CONTROLLERS = {"replicaset": ReplicaSetController, "deployment": DeploymentController,
+_CONTROLLERS = {"replicaset": ReplicaSetController, "replicationcontroller": ReplicationManager,
+                "deployment": DeploymentController,
                 "statefulset": StatefulSetController, "job": JobController, "cronjob": CronJobController}
 
 

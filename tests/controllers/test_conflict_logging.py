@@ -1,9 +1,10 @@
-"""A reconcile that meets a 409 Conflict logs one line, not a traceback; a reconciler's bug keeps its traceback.
+"""A reconcile that meets a 409 Conflict logs one error line, not a traceback; a reconciler's bug logs an
+error with its traceback.
 
-Upstream treats a conflict as routine: controller-runtime's reconcileHandler requeues with rate
-limiting and logs "Reconciler error" with the error's text (pkg/internal/controller/controller.go);
-kube-controller-manager's controllers hand it to utilruntime.HandleError, one line. The backoff is
-the same for either kind of error.
+Upstream logs both at error level: controller-runtime's reconcileHandler requeues with rate limiting and
+logs ``log.Error(err, "Reconciler error")`` with the error's text (pkg/internal/controller/controller.go);
+kube-controller-manager's controllers hand the error to utilruntime.HandleError (klog's error level), one
+line. The backoff is the same for either kind of error.
 """
 
 from __future__ import annotations
@@ -61,12 +62,15 @@ async def test_the_deployment_controller_logs_a_real_409_as_one_line_and_retries
     assert failures, "the 409 reached the reconcile loop"
     conflict = failures[0]
     message = conflict.getMessage()
-    assert conflict.levelno == logging.WARNING and conflict.exc_info is None
+    assert conflict.levelno == logging.ERROR and conflict.exc_info is None
     assert "\n" not in message
     assert message == ("controller 'deployment': reconcile of ns/web failed: 409 Conflict: Operation cannot be "
                        'fulfilled on deployments.apps "web": the object has been modified; please apply your changes '
                        "to the latest version and try again")
     assert "Traceback" not in caplog.text
+    conflicts = [r for r in caplog.records if "the object has been modified" in r.getMessage()]
+    assert {r.name for r in conflicts} == {LOGGER}, "only the reconcile loop reports it"
+    assert len(conflicts) <= sum(w.outcome == "error:409" for w in world.ctl.writes), "one line per failed attempt"
 
 
 async def test_an_api_error_and_a_bug_back_off_alike_and_only_the_bug_logs_a_traceback(
@@ -93,7 +97,8 @@ async def test_an_api_error_and_a_bug_back_off_alike_and_only_the_bug_logs_a_tra
     assert api.getMessage() == ("controller 'c': reconcile of ns/a failed: 409 Conflict: Operation cannot be fulfilled "
                                 'on configmaps "a": the object has been modified; please apply your changes to the '
                                 "latest version and try again")
-    assert api.exc_info is None
+    assert api.exc_info is None and api.levelno == logging.ERROR
+    assert bug.levelno == logging.ERROR
     assert bug.getMessage() == "controller 'c': reconcile of ns/a failed: KeyError('spec')"
     assert bug.exc_info is not None and bug.exc_info[1] is not None
     assert "Traceback" in caplog.text and "raise failures.pop(0)" in caplog.text

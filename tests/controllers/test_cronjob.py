@@ -246,3 +246,32 @@ async def test_a_job_deleted_behind_its_back_leaves_the_active_list(tmp_path: Pa
         # An empty list is left out of the status (Go's omitempty).
         await until_status(world, lambda s: "active" not in s and s.get("lastScheduleTime"))
         await until_event(world, "MissingJob")
+
+
+SKEW = "cronjob_controller_job_creation_skew_duration_seconds"
+
+
+async def test_each_created_job_observes_its_creation_skew(tmp_path: Path) -> None:
+    # pkg/controller/cronjob/metrics/metrics.go CronJobCreationSkew (buckets 1, 2, 4 ... 512 s), observed in
+    # syncCronJob with the Job's creationTimestamp minus its scheduled time.
+    async with open_world(tmp_path, "cronjob") as world:
+        metrics = world.manager.metrics
+        assert metrics.sample(f"{SKEW}_count") == 0
+        await world.create(CRONJOBS, cronjob())
+        await world.advance(40.2)  # 22:14:00 plus upstream's 100 ms; creationTimestamp has whole seconds
+        await until_jobs(world, f"hello-{MINUTE0}")
+        await until_status(world, lambda s: s.get("lastScheduleTime"))
+        assert metrics.sample(f"{SKEW}_count") == 1
+        assert metrics.sample(f"{SKEW}_bucket", {"le": "1.0"}) == 1
+        # A run started late is observed with its lateness: suspended over 22:15 and 22:16, resumed at
+        # 22:16:30, the most recent time (22:16:00) runs 30 s late.
+        await world.client.patch(CRONJOBS, "hello", {"spec": {"suspend": True}}, namespace=NS)
+        await world.advance(150)
+        assert await job_names(world) == [f"hello-{MINUTE0}"]
+        await world.client.patch(CRONJOBS, "hello", {"spec": {"suspend": False}}, namespace=NS)
+        await until_jobs(world, f"hello-{MINUTE0}", f"hello-{MINUTE0 + 2}")
+        await until_status(world, lambda s: len(s.get("active") or ()) == 2)
+        assert metrics.sample(f"{SKEW}_count") == 2
+        assert metrics.sample(f"{SKEW}_bucket", {"le": "16.0"}) == 1
+        assert metrics.sample(f"{SKEW}_bucket", {"le": "32.0"}) == 2
+        assert 30 <= (metrics.sample(f"{SKEW}_sum") or 0) <= 31

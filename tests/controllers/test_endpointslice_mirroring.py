@@ -25,6 +25,7 @@ SERVICES = builtin("", "services")
 ENDPOINTS = builtin("", "endpoints")
 SLICES = builtin("discovery.k8s.io", "endpointslices")
 EVENTS = builtin("", "events")
+NAMESPACES = builtin("", "namespaces")
 MIRROR = "endpointslicemirroring-controller.k8s.io"
 
 
@@ -172,6 +173,46 @@ async def test_an_ipv4_mapped_address_is_mirrored_as_ipv4(tmp_path: Path) -> Non
         v4, v6 = await world.until_slices("ext", 2)
         assert (v4["addressType"], addresses(v4)) == ("IPv4", ["::ffff:10.0.0.5"])
         assert (v6["addressType"], addresses(v6)) == ("IPv6", ["fd00::5"])
+
+
+async def test_leading_zeros_are_mirrored_as_written_and_are_no_invalid_address(tmp_path: Path) -> None:
+    # 1.32 validates Endpoints addresses with ParseIPSloppy (010.0.0.1 is 10.0.0.1) and getAddressType parses
+    # the same way: the address is IPv4, copied as written; no InvalidIPAddress. An address the mirroring
+    # would count as invalid cannot pass the API's validation (the two parsers are one).
+    async with open_world(tmp_path) as world:
+        await world.create(SERVICES, service())
+        await world.create(ENDPOINTS, endpoints("ext", subset("010.0.0.1", "::ffff:010.0.0.2", "fd00::1")))
+        v4, v6 = await world.until_slices("ext", 2, addresses=3)
+        assert (v4["addressType"], addresses(v4)) == ("IPv4", ["010.0.0.1", "::ffff:010.0.0.2"])
+        assert (v6["addressType"], addresses(v6)) == ("IPv6", ["fd00::1"])
+        assert await world.quiet_writes() == 0
+        assert await world.events_about("ext", "InvalidIPAddress") == []
+
+
+async def test_no_slice_is_created_in_a_terminating_namespace_and_the_key_is_dropped(tmp_path: Path) -> None:
+    # reconciler.go finalize: a create refused with the NamespaceTerminating cause ends the sync without an
+    # error (creates would keep failing), so it is not retried.
+    async with open_world(tmp_path) as world:
+        await world.create(SERVICES, service())
+        await world.create(ENDPOINTS, endpoints("ext", subset("10.0.0.1"), labels={"endpointslice.kubernetes.io/skip-mirror": "true"}))
+        await world.client.delete(NAMESPACES, NS)  # no namespace controller here: it stays Terminating
+        assert (await world.get(NAMESPACES, NS, None))["status"]["phase"] == "Terminating"
+        current = await world.get(ENDPOINTS, "ext")
+        del current["metadata"]["labels"]
+        updated = await world.client.update(ENDPOINTS, current, namespace=NS)  # updates are still allowed
+        cache = world.manager.informer(ENDPOINTS).cache
+
+        async def refused() -> bool:
+            cached = cache.get_by_name("ext", NS)
+            return cached is not None and world.manager.idle() \
+                and cached["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"] \
+                and world.ctl.count(verb="create", resource="endpointslices", ok_only=False) >= 1
+
+        await world.eventually(refused)
+        await world.advance(60)  # a retry with backoff would have run by now
+        assert await world.slices("ext") == []
+        attempts = [w for w in world.ctl.writes if w.verb == "create" and w.resource == "endpointslices"]
+        assert [w.outcome for w in attempts] == ["error:403"]
 
 
 async def test_slices_follow_the_endpoints_service_and_skip_mirror_label(tmp_path: Path) -> None:

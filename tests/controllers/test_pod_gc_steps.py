@@ -1,5 +1,6 @@
 """The pod garbage collector's other steps: terminated pods past the threshold, terminating pods on
-out-of-service nodes, and unscheduled terminating pods; through the API, on the fake clock.
+out-of-service nodes, and unscheduled terminating pods; through the API, on the fake clock (the steps run
+every 20 s: a test waiting for one moves fake time).
 
 Upstream (release 1.32): k/k ``pkg/controller/podgc/gc_controller.go`` (``gcTerminated`` with
 ``byEvictionAndCreationTimestamp``, ``gcTerminating``, ``gcUnscheduledTerminating``,
@@ -103,8 +104,8 @@ async def test_terminated_pods_past_the_threshold_go_evicted_first_then_oldest_t
             names = await world.names()
             return names if len(names) == 4 else None
 
-        assert await world.eventually(collected) == ["p2", "p3", "running", "zeta"]
-        await world.eventually(lambda: _counted(world, "terminated", 2))
+        assert await world.eventually(collected, step=1.0) == ["p2", "p3", "running", "zeta"]
+        await world.eventually(lambda: _counted(world, "terminated", 2), step=1.0)
         await world.settle()
         assert world.deleted_total("terminated") == 2
 
@@ -122,8 +123,8 @@ async def test_a_terminated_pod_held_by_a_finalizer_is_deleted_and_goes_when_rel
             found = await world.get(PODS, "tracked")
             return found if found["metadata"].get("deletionTimestamp") else None
 
-        tracked = await world.eventually(deleting)
-        await world.eventually(lambda: _counted(world, "terminated", 1))
+        tracked = await world.eventually(deleting, step=1.0)
+        await world.eventually(lambda: _counted(world, "terminated", 1), step=1.0)
         assert tracked["metadata"]["deletionGracePeriodSeconds"] == 0
         assert tracked["status"]["phase"] == "Failed" and not tracked["status"].get("conditions")
         assert (await world.get(PODS, "newer"))["metadata"].get("deletionTimestamp") is None
@@ -168,10 +169,10 @@ async def test_an_unscheduled_terminating_pod_is_failed_and_force_deleted(tmp_pa
         await world.create(PODS, pod("untouched"))
         await world.client.delete(PODS, "pending", namespace=NS)
 
-        found = await world.eventually(lambda: _force_deleted(world, "pending"))
+        found = await world.eventually(lambda: _force_deleted(world, "pending"), step=1.0)
         assert found["status"]["phase"] == "Failed"
         assert not [c for c in found["status"].get("conditions") or () if c["type"] == "DisruptionTarget"]
-        await world.eventually(lambda: _counted(world, "unscheduled"))
+        await world.eventually(lambda: _counted(world, "unscheduled"), step=1.0)
         untouched = await world.get(PODS, "untouched")
         assert untouched["status"]["phase"] == "Pending" and not untouched["metadata"].get("deletionTimestamp")
         await release(world, "pending")
@@ -193,13 +194,13 @@ async def test_terminating_pods_on_an_out_of_service_node_are_failed_and_force_d
 
         await world.client.patch(NODES, "down", {"spec": {"taints": [OUT_OF_SERVICE]}})
 
-        stuck = await world.eventually(lambda: _force_deleted(world, "stuck"))
+        stuck = await world.eventually(lambda: _force_deleted(world, "stuck"), step=1.0)
         assert stuck["status"]["phase"] == "Failed"
         assert not [c for c in stuck["status"].get("conditions") or () if c["type"] == "DisruptionTarget"]
-        await world.eventually(lambda: _gone(world, "gone-soon"))
+        await world.eventually(lambda: _gone(world, "gone-soon"), step=1.0)
         bystander = await world.get(PODS, "bystander")  # not being deleted: the pod GC leaves it
         assert not bystander["metadata"].get("deletionTimestamp") and bystander["status"]["phase"] == "Pending"
-        await world.eventually(lambda: _counted(world, "out-of-service", 2))
+        await world.eventually(lambda: _counted(world, "out-of-service", 2), step=1.0)
 
 
 async def test_a_ready_node_with_the_out_of_service_taint_keeps_its_pods_until_it_is_not_ready(tmp_path: Path) -> None:
@@ -212,5 +213,5 @@ async def test_a_ready_node_with_the_out_of_service_taint_keeps_its_pods_until_i
         assert world.deleted_total("out-of-service") == 0
         await world.client.patch(NODES, "tainted", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
                                  subresource="status", patch_type="merge")  # fmt: skip
-        await world.eventually(lambda: _gone(world, "web"))
-        await world.eventually(lambda: _counted(world, "out-of-service", 1))
+        await world.eventually(lambda: _gone(world, "web"), step=1.0)
+        await world.eventually(lambda: _counted(world, "out-of-service", 1), step=1.0)

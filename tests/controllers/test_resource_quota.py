@@ -126,3 +126,27 @@ async def test_the_full_recount_catches_what_no_watch_replenishes(cluster: InPro
         await clock.advance(RESYNC_PERIOD)
         await status_becomes(cluster, {"hard": {"count/deployments.apps": "1"},
                                        "used": {"count/deployments.apps": "0"}}, clock=clock)
+
+
+async def test_replication_controllers_are_counted_and_refused_past_the_quota(cluster: InProcessCluster) -> None:
+    """``replicationcontrollers`` (the legacy alias) and ``count/replicationcontrollers`` count core/v1 RCs."""
+    rcs = resource("", "ReplicationController")
+
+    def rc_body(name: str) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"template": {
+            "metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}
+
+    await cluster.client.create(rcs, rc_body("one"), namespace="ns")
+    async with quota_controller(cluster):
+        await cluster.create(QUOTAS, "q", spec={"hard": {"replicationcontrollers": "2",
+                                                         "count/replicationcontrollers": "3"}})
+        await status_becomes(cluster, {"hard": {"count/replicationcontrollers": "3", "replicationcontrollers": "2"},
+                                       "used": {"count/replicationcontrollers": "1", "replicationcontrollers": "1"}})
+        await cluster.client.create(rcs, rc_body("two"), namespace="ns")
+        with pytest.raises(Forbidden, match="exceeded quota: q, requested: replicationcontrollers=1, "
+                                            "used: replicationcontrollers=2, limited: replicationcontrollers=2"):
+            await cluster.client.create(rcs, rc_body("three"), namespace="ns")
+        # A deleted RC replenishes the quota at once (the controller watches RCs, as upstream's monitors do).
+        await cluster.client.delete(rcs, "one", namespace="ns", propagation_policy="Background")
+        await status_becomes(cluster, {"hard": {"count/replicationcontrollers": "3", "replicationcontrollers": "2"},
+                                       "used": {"count/replicationcontrollers": "1", "replicationcontrollers": "1"}})

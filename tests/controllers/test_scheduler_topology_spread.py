@@ -19,6 +19,7 @@ from .test_scheduler_pod_affinity import bound, unschedulable
 from .test_workloads_simulated import DEPLOYMENTS, deployment, pods_of
 
 SERVICES = builtin("", "services")
+REPLICATIONCONTROLLERS = builtin("", "replicationcontrollers")
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
@@ -184,6 +185,25 @@ async def test_system_default_spreading_spreads_a_replica_set_against_resource_s
             await world.create(PODS, pod(f"api-{i}", labels={"app": "api"}))
             placed_api.append(await bound(world, f"api-{i}"))
         assert sorted(placed_api) == ["kubeloop-node-1", "kubeloop-node-2", "kubeloop-node-3"]
+
+
+async def test_system_default_spreading_uses_a_replication_controllers_label_map(tmp_path: Path) -> None:
+    """helper.DefaultSelector merges the controlling RC's ``spec.selector`` (a label map) into the selector."""
+    async with open_world(tmp_path, SimulationOptions(nodes=3), controllers=("replicationcontroller",)) as world:
+        for i in range(3):
+            await world.create(PODS, pod(f"filler-{i}", labels={"app": "filler"}, cpu="8",
+                                         nodeSelector={HOST: f"kubeloop-node-{2 + i % 2}"}))
+            await bound(world, f"filler-{i}")
+        await world.create(REPLICATIONCONTROLLERS, {
+            "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
+            "spec": {"replicas": 3, "template": {"metadata": {"labels": {"app": "legacy"}},
+                                                 "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}})
+
+        async def placed() -> list[str] | None:
+            nodes = [str(p["spec"].get("nodeName") or "") for p in await pods_of(world, "legacy")]
+            return sorted(nodes) if len(nodes) == 3 and all(nodes) else None
+
+        assert await world.eventually(placed) == ["kubeloop-node-1", "kubeloop-node-2", "kubeloop-node-3"]
 
 
 async def test_prefer_no_schedule_taints_steer_pods_to_untainted_nodes(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from kubeloop.server import App
 from kubeloop.server._admission import AdmissionAttributes
+from kubeloop.server._options import WriteOptions
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -56,7 +57,9 @@ async def test_a_creates_attributes_carry_its_user_and_the_namespace_read_it_com
     assert state is not None and state[0] is not None
     assert state[0].key == "/registry/core/namespaces/default"
     # This app authenticates nobody: the request's user is None.
-    assert namespaced == AdmissionAttributes("CREATE", namespaced.resource, "default", "a", namespace_state=state)
+    # The request's warnings list and options ride along too (the admission webhooks report them).
+    assert namespaced == AdmissionAttributes("CREATE", namespaced.resource, "default", "a", namespace_state=state,
+                                             warnings=[], options=WriteOptions())
     assert (namespaced.subresource, namespaced.user, namespaced.dry_run) == ("", None, False)
-    assert cluster == AdmissionAttributes("CREATE", cluster.resource, "", "n1")
+    assert cluster == AdmissionAttributes("CREATE", cluster.resource, "", "n1", warnings=[], options=WriteOptions())
     assert (cluster.subresource, cluster.user, cluster.dry_run, cluster.namespace_state) == ("", None, False, None)

@@ -9,11 +9,18 @@ the fields it reads changed).
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from kubeloop.server import App
+
+from ._uvicorn import serve
 from .test_job_api import JOBS, causes, created, job
+from .test_quota_kubectl import Kubectl, write_kubeconfig
 
 
 def indexed(**spec: Any) -> dict[str, Any]:
@@ -83,3 +90,43 @@ async def test_a_stale_index_list_does_not_block_other_status_writes(client: htt
     assert scaled.status_code == 200, scaled.text
     again = await write(client, scaled.json(), active=1)
     assert again.status_code == 200, again.text
+
+
+async def test_succeeded_may_decrease_only_for_an_indexed_job_whose_completions_equal_parallelism(
+        client: httpx.AsyncClient) -> None:
+    # registry/batch/job/strategy.go: RejectDecreasingSucceededCounter = !isIndexed || completions != parallelism.
+    body = await created(client, indexed())  # completions 5, parallelism 2
+    counted = await write(client, body, completedIndexes="3-4", succeeded=2)
+    assert counted.status_code == 200, counted.text
+    assert causes(await write(client, counted.json(), completedIndexes="", succeeded=0)) == [
+        ("FieldValueInvalid", "status.succeeded", "Invalid value: 0: cannot decrease the succeeded counter")]
+    scaled = counted.json()
+    scaled["spec"]["completions"] = scaled["spec"]["parallelism"] = 3
+    scaled = await client.put(f"{JOBS}/pi", json=scaled)
+    assert scaled.status_code == 200, scaled.text
+    lowered = await write(client, scaled.json(), completedIndexes="", succeeded=0)
+    assert lowered.status_code == 200, lowered.text
+    assert not lowered.json()["status"].get("succeeded") and not lowered.json()["status"].get("completedIndexes")
+    # The failed counter never decreases, whatever the Job.
+    failing = await write(client, lowered.json(), failed=1)
+    assert failing.status_code == 200, failing.text
+    assert causes(await write(client, failing.json(), failed=0)) == [
+        ("FieldValueInvalid", "status.failed", "Invalid value: 0: cannot decrease the failed counter")]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_lowers_succeeded_of_a_scalable_indexed_job_and_is_refused_otherwise(
+        app: App, client: httpx.AsyncClient, tmp_path: Path) -> None:
+    body = await created(client, indexed())
+    assert (await write(client, body, completedIndexes="3-4", succeeded=2)).status_code == 200
+    async with serve(app) as url:
+        kubeconfig = tmp_path / "kubeconfig"
+        write_kubeconfig(kubeconfig, url)
+        kubectl = Kubectl(kubeconfig)
+        lower = ["patch", "job", "pi", "--subresource=status", "--type=merge",
+                 "-p", '{"status":{"succeeded":0,"completedIndexes":""}}']
+        code, _, err = await kubectl.run(*lower, ok=False)
+        assert code != 0 and "status.succeeded: Invalid value: 0: cannot decrease the succeeded counter" in err
+        await kubectl.run("patch", "job", "pi", "--type=merge", "-p", '{"spec":{"completions":2,"parallelism":2}}')
+        await kubectl.run(*lower)
+    assert not (await client.get(f"{JOBS}/pi")).json()["status"].get("succeeded")

@@ -3,6 +3,8 @@
 The answers must be exactly those of a separate parse: a user who passes RBAC gets the same status
 and body as an admin (who skips authorization, so the app parses alone), and a middleware that
 rewrites the request after authorization is routed by the rewritten request, never a stale parse.
+Requests that repeat a query string (kubectl's ``fieldManager=...&fieldValidation=Strict``) share its
+parse and its write options: the same values and the same errors as a fresh parse, every time.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeloop.api import ApiError
 from kubeloop.server import App, User, secure
 from kubeloop.server._authz_bootstrap import bootstrap_rbac_objects
 from kubeloop.server._authz_rbac import RbacAuthorizer
 from kubeloop.server._http import Receive, Scope, Send, query_params
+from kubeloop.server._options import _write_options, parse_write_options
 from kubeloop.server._requestinfo import SCOPE_KEY, parse_request_info, request_info
 
 ADMIN = User("kubernetes-admin", groups=("system:masters", "system:authenticated"))
@@ -173,3 +177,78 @@ def test_a_rewritten_query_string_is_parsed_again() -> None:
     scope["query_string"] = b"watch=0&limit=2"
     assert query_params(scope) == {"watch": ["0"], "limit": ["2"]}
     assert query_params({"query_string": b""}) == {}
+
+
+_QUERY_PARTS = st.sampled_from([b"watch=1", b"fieldManager=kubectl-client-side-apply", b"fieldValidation=Strict",
+                                b"a=%20b+c", b"x", b"x=", b"dryRun=All", b"dryRun=", b"\xe9=%C3%A9", b"k=v;w", b"=v"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(_QUERY_PARTS, max_size=4), repeat=st.booleans())
+def test_a_query_string_parses_as_parse_qs_does_whether_seen_before_or_not(parts: list[bytes], repeat: bool) -> None:
+    qs = b"&".join(parts)
+    if repeat:
+        query_params({"query_string": qs})  # an earlier request with the same query string
+    assert query_params({"query_string": qs}) == parse_qs(qs.decode("latin-1"), keep_blank_values=True)
+
+
+def test_requests_with_one_query_string_share_one_parse_and_a_long_one_is_not_kept() -> None:
+    kubectl = b"fieldManager=kubectl-create&fieldValidation=Strict"
+    first = query_params({"query_string": kubectl})
+    assert query_params({"query_string": kubectl}) is first
+    assert first == {"fieldManager": ["kubectl-create"], "fieldValidation": ["Strict"]}
+    long = b"labelSelector=" + b"a" * 300
+    assert query_params({"query_string": long}) is not query_params({"query_string": long})
+    assert query_params({"query_string": long}) == {"labelSelector": ["a" * 300]}
+
+
+async def test_writes_with_one_query_string_each_get_their_own_options(admin_and_bob: Any) -> None:
+    admin, _ = admin_and_bob
+    for name, query in (("a1", "fieldManager=one"), ("a2", "fieldManager=one"), ("a3", "fieldManager=two&dryRun=All")):
+        created = await admin.post(f"{CONFIGMAPS}?{query}", json={"metadata": {"name": name}, "data": {"k": "v"}})
+        assert created.status_code == 201, created.text
+        assert created.json()["metadata"]["managedFields"][0]["manager"] == query.split("&")[0].split("=")[1]
+    assert (await admin.get(f"{CONFIGMAPS}/a3")).status_code == 404  # the dry run's option, not the earlier one's
+    assert (await admin.get(f"{CONFIGMAPS}/a2")).status_code == 200
+
+
+_WRITE_QUERIES = st.sampled_from([
+    b"fieldManager=kubectl-client-side-apply&fieldValidation=Strict", b"fieldManager=kubectl-edit",
+    b"fieldValidation=Warn", b"fieldValidation=Bogus", b"dryRun=All", b"dryRun=Some", b"force=true",
+    b"fieldManager=%01bad", b"fieldManager=" + b"m" * 129, b"fieldManager=a&fieldManager=b", b"x=1",
+])
+_WRITE_KINDS = st.sampled_from([("CreateOptions", None), ("UpdateOptions", None),
+                                ("PatchOptions", "application/merge-patch+json"),
+                                ("PatchOptions", "application/apply-patch+yaml")])
+
+
+def _options_or_error(query: dict[str, list[str]], kind: str, patch_type: str | None) -> Any:
+    try:
+        return _write_options(query, kind, patch_type)
+    except ApiError as error:
+        return error.code, error.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(qs=_WRITE_QUERIES, endpoint=_WRITE_KINDS, times=st.integers(1, 3))
+def test_write_options_of_a_query_string_seen_before_are_those_of_a_fresh_parse(
+        qs: bytes, endpoint: tuple[str, str | None], times: int) -> None:
+    kind, patch_type = endpoint
+    expected = _options_or_error(parse_qs(qs.decode("latin-1"), keep_blank_values=True), kind, patch_type)
+    for _ in range(times):  # as the requests of a client that repeats its query string
+        try:
+            got: Any = parse_write_options(query_params({"query_string": qs}), kind=kind, patch_type=patch_type)
+        except ApiError as error:
+            got = error.code, error.message
+        assert got == expected
+
+
+async def test_a_bad_field_manager_is_refused_on_every_request_that_sends_it(admin_and_bob: Any) -> None:
+    admin, _ = admin_and_bob
+    for _ in range(2):
+        refused = await admin.patch(f"{CONFIGMAPS}/a?fieldManager=%01", content=b'{"data":{"k":"w"}}',
+                                    headers={"content-type": "application/merge-patch+json"})
+        assert refused.status_code == 422, refused.text
+        assert "fieldManager" in refused.text
+    kept = await admin.get(f"{CONFIGMAPS}/a")
+    assert kept.json()["data"] == {"k": "v"}

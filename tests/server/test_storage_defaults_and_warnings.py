@@ -80,7 +80,10 @@ async def test_a_volume_sent_again_without_source_defaults_is_the_same_source(cl
 
 async def test_a_claim_data_source_is_copied_to_data_source_ref_and_back(client: httpx.AsyncClient) -> None:
     body = (await post(client, PVCS, pvc("a", dataSource={"kind": "PersistentVolumeClaim", "name": "src"}))).json()
-    assert body["spec"]["dataSourceRef"] == {"kind": "PersistentVolumeClaim", "name": "src"}
+    # core/v1 TypedObjectReference: APIGroup *string `json:"apiGroup"` (no omitempty): the nil group copied
+    # from dataSource (NormalizeDataSources) encodes as null, as dataSource's own does.
+    assert body["spec"]["dataSourceRef"] == {"apiGroup": None, "kind": "PersistentVolumeClaim", "name": "src"}
+    assert body["spec"]["dataSource"] == body["spec"]["dataSourceRef"]
     ref = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"}
     body = (await post(client, PVCS, pvc("b", dataSourceRef=ref))).json()
     assert body["spec"]["dataSource"] == ref

@@ -166,22 +166,31 @@ async def test_concurrent_requests_with_one_token_share_one_lookup(clock: FakeCl
     assert calls == ["good"]
 
 
-async def test_the_cache_keeps_at_most_max_entries_dropping_the_oldest(clock: FakeClock) -> None:
+async def test_the_cache_is_bounded_by_its_ttl_alone_like_upstreams_expiring_cache(clock: FakeClock) -> None:
+    # apiserver token/cache: striped utilcache.Expiring maps, no size limit (the 32 x 128 LRU is older
+    # upstream's); Expiring.Set collects expired entries. 5,000 tokens within 10 s all stay cached.
     calls: list[str] = []
 
     async def everyone(token: str) -> User | None:
         calls.append(token)
         return User(token)
 
-    cache = CachedTokenAuthenticator(everyone, clock=clock, max_entries=2)
-    for token in ("a", "b", "c"):
+    cache = CachedTokenAuthenticator(everyone, clock=clock)
+    tokens = [f"t{i}" for i in range(5000)]
+    for token in tokens:
         await cache(token)
+    assert len(cache) == 5000
+    for token in tokens:
+        await cache(token)
+    assert calls == tokens, "every token answered from the cache the second time"
+    await clock.advance(9)
+    await cache("late")
+    assert len(cache) == 5001  # nothing expired yet
+    await clock.advance(1)
+    await cache("next")  # the first 5,000 expired at 10 s: dropped on this insert
     assert len(cache) == 2
-    await cache("c")
-    await cache("b")
-    assert calls == ["a", "b", "c"]
-    await cache("a")  # dropped: looked up again
-    assert calls == ["a", "b", "c", "a"]
+    await cache("t0")
+    assert calls[-1] == "t0" and len(calls) == 5003
 
 
 async def test_the_key_is_an_hmac_of_token_and_audiences_not_the_token(clock: FakeClock) -> None:

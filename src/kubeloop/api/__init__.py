@@ -57,6 +57,7 @@ from kubeloop.api._errors import (
     qualified_resource,
 )
 from kubeloop.api._fieldpath import FieldSet, fields_v1, parse_fields_v1, path_string, to_field_set
+from kubeloop.api._ip_sloppy import parse_ip_sloppy
 from kubeloop.api._kinds import BUILTIN_RESOURCES, KindRegistry, ResourceInfo, ScalePaths, split_api_version
 from kubeloop.api._meta import (
     annotations_of,
@@ -229,6 +230,7 @@ __all__ = [
     "owner_references",
     "parse_field_selector",
     "parse_fields_v1",
+    "parse_ip_sloppy",
     "parse_label_selector",
     "parse_standard",
     "parse_time",

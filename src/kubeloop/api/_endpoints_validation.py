@@ -1,7 +1,9 @@
 """Endpoints and EndpointSlice validation, as upstream's (ObjectMeta is the write path's).
 
 Contract: each function returns the field errors upstream reports for the object, in its order and
-with its messages; an empty list means valid.
+with its messages; an empty list means valid. Addresses are parsed as 1.32 parses them
+(:mod:`kubeloop.api._ip_sloppy`): IPv4 octets with leading zeros are valid, read as decimal (1.32 gives
+no warning for Endpoints; the warnings of ``endpointsWarnings`` came in a later release).
 
 Sources (k/k release-1.32): ``pkg/apis/core/validation/validation.go`` (``ValidateEndpoints``,
 ``validateEndpointSubsets``, ``validateEndpointAddress``, ``validateEndpointPort``) and
@@ -16,8 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
+from kubeloop.api._ip_sloppy import parse_ip_sloppy
 from kubeloop.api._pod_fields import go_text, int_of
-from kubeloop.api._service_validation import IP_MESSAGE, non_special_ip_errors, parse_ip
+from kubeloop.api._service_validation import IP_MESSAGE, special_ip_errors
 from kubeloop.api._validation import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
 
 __all__ = ["validate_endpoints", "validate_endpointslice", "validate_endpointslice_update"]
@@ -37,8 +40,9 @@ def _objects(value: Any) -> list[Mapping[str, Any]]:
 def _address_errors(address: Mapping[str, Any], path: str) -> list[FieldError]:
     """validateEndpointAddress."""
     ip = go_text(address.get("ip"))
+    parsed = parse_ip_sloppy(ip)  # IsValidIP and ValidateNonSpecialIP parse with ParseIPSloppy in 1.32
     errs: list[FieldError] = []
-    if parse_ip(ip) is None:
+    if parsed is None:
         errs.append(FieldError.invalid(f"{path}.ip", ip, IP_MESSAGE))
     hostname = go_text(address.get("hostname"))
     if hostname:
@@ -46,8 +50,8 @@ def _address_errors(address: Mapping[str, Any], path: str) -> list[FieldError]:
     node = address.get("nodeName")
     if isinstance(node, str):
         errs.extend(FieldError.invalid(f"{path}.nodeName", node, m) for m in is_dns1123_subdomain(node))
-    if parse_ip(ip) is not None:
-        errs.extend(non_special_ip_errors(ip, f"{path}.ip"))
+    if parsed is not None:
+        errs.extend(special_ip_errors(parsed, ip, f"{path}.ip"))
     return errs
 
 
@@ -100,8 +104,8 @@ def _is_ipv4(parsed: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
 
 
 def _slice_address_errors(address: str, address_type: str, path: str) -> list[FieldError]:
-    """IsValidIPv4Address / IsValidIPv6Address: an IPv4-mapped IPv6 address counts as IPv4."""
-    parsed = parse_ip(address)
+    """IsValidIPv4Address / IsValidIPv6Address (ParseIPSloppy): an IPv4-mapped IPv6 address counts as IPv4."""
+    parsed = parse_ip_sloppy(address)
     if address_type == "IPv4" and (parsed is None or not _is_ipv4(parsed)):
         return [FieldError.invalid(path, address, "must be a valid IPv4 address")]
     if address_type == "IPv6" and (parsed is None or _is_ipv4(parsed)):

@@ -110,6 +110,8 @@ def _scalar_string(value: Any) -> str:
 _FIELD_DEFAULTS: dict[tuple[str, str], str] = {
     ("Pod", "spec.hostNetwork"): "false",
     ("Node", "spec.unschedulable"): "false",
+    # ControllerToSelectableFields: strconv.Itoa(int(status.replicas)), "0" when unset.
+    ("ReplicationController", "status.replicas"): "0",
 }
 
 

@@ -19,9 +19,11 @@ document order, named as :mod:`kubeloop.api._unknown_fields` names them for cust
 strategic merge patches (``spec.containers[0].foo``, a map value by its key). Values with their own
 decoding are left to it: quantities (:mod:`kubeloop.api._quantity_fields`), ``RawExtension``,
 ``apiextensions`` ``JSON``, ``FieldsV1`` and anything under ``x-kubernetes-preserve-unknown-fields``
-(nothing below them is unknown). The same walk finds the value scalars with ``omitempty`` at their zero
-(``paused: false``, ``minReadySeconds: 0``, ``workingDir: ""``): the decoded struct holds them as it would hold
-an absent field, so the round trip drops them (:attr:`Decoded.zeros`, :meth:`Decoded.drop_zeros`); pointer
+(nothing below them is unknown). A CRD schema's ``items`` and ``additionalProperties``
+(``JSONSchemaPropsOrArray``/``OrBool``, whose ``UnmarshalJSON`` decodes non-strictly) are walked for what
+their schemas' decode leaves out, silently: unknown fields and value zeros. The same walk finds the value
+scalars with ``omitempty`` at their zero (``paused: false``, ``minReadySeconds: 0``, ``workingDir: ""``): the
+decoded struct holds them as it would hold an absent field, so the round trip drops them (:attr:`Decoded.zeros`, :meth:`Decoded.drop_zeros`); pointer
 fields (``replicas: 0``) keep theirs, by the table of :mod:`kubeloop.api._go_pointers`, and a struct the table
 does not cover keeps every zero. Named Go types the schema cannot tell (``types.UID``,
 ``v1.Protocol`` ...) come from a short table; any other named string type is reported as ``string``.
@@ -49,7 +51,7 @@ from kubeloop.api._schemas import definitions, resolve
 __all__ = ["Decoded", "GoStruct", "conversion_error", "decode", "go_struct"]
 
 # Kinds of Go target.
-_STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR = range(11)
+_STRUCT, _MAP, _SLICE, _STR, _BOOL, _INT, _FLOAT, _BYTES, _ANY, _TIME, _INTSTR, _SCHEMA_OR = range(12)
 
 _REF = "#/$defs/"
 _EXEMPT = frozenset({
@@ -57,11 +59,13 @@ _EXEMPT = frozenset({
     "io.k8s.apimachinery.pkg.runtime.RawExtension",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
 })
 _TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
+# apiextensions/v1 marshal.go: JSONSchemaPropsOrArray (a schema or a list of them) and JSONSchemaPropsOrBool (a
+# schema or a bool) decode with their own UnmarshalJSON, through apimachinery's non-strict util/json.
+_SCHEMA_PROPS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
+_SCHEMA_OR_DEFS = frozenset({_SCHEMA_PROPS + "OrArray", _SCHEMA_PROPS + "OrBool"})
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 
 # Named Go types of common fields, by (struct, JSON field): the schema only says "string" or "object".
@@ -146,9 +150,10 @@ def _struct(defname: str) -> _Go:
     return go
 
 
-# Scalar kinds whose zero ``omitempty`` drops (a []byte's empty slice and the types with their own
-# encoding are not among them).
-_PLAIN = frozenset({_STR, _BOOL, _INT, _FLOAT})
+# Scalar kinds whose zero ``omitempty`` drops: ``""``, ``false``, ``0``, and a ``[]byte`` field's ``""`` (an
+# empty slice, which ``encoding/json`` omits by its length: ``WebhookClientConfig.CABundle []byte
+# `json:"caBundle,omitempty"```). The types with their own encoding (times, IntOrString) are not among them.
+_PLAIN = frozenset({_STR, _BOOL, _INT, _FLOAT, _BYTES})
 
 
 def _value_zeros(defname: str, short: str, node: Mapping[str, Any], fields: dict[str, _Go]) -> frozenset[str] | None:
@@ -179,6 +184,8 @@ def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
         defname = ref[len(_REF):]
         if defname in _EXEMPT:
             return _ANY_GO
+        if defname in _SCHEMA_OR_DEFS:
+            return _Go(_SCHEMA_OR, "", elem=_struct(_SCHEMA_PROPS))
         if defname in _TIMES:
             return _Go(_TIME, "string")
         if defname == _INT_OR_STRING:
@@ -485,12 +492,33 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
         if type(value) is not str:
             raise _Found(_message(value, go, struct, path))
         return
+    elif kind == _SCHEMA_OR:
+        _walk_schema_or(value, go, found)
+        return
     else:  # _INTSTR: a string, else an int32 (intstr.IntOrString.UnmarshalJSON)
         if type(value) is not str and not (type(value) is int and -(2**31) <= value < 2**31):
             raise _Found(_message(value, _Go(_INT, "int32"), struct, path))
         return
     if not ok and found.error is None:
         found.error = _message(value, go, struct, path)
+
+
+def _walk_schema_or(value: Any, go: _Go, found: Decoded) -> None:
+    """A CRD schema's ``items`` or ``additionalProperties``: the schemas in it decode into ``JSONSchemaProps``
+    through the wrapper's own ``UnmarshalJSON`` (apiextensions/v1 ``marshal.go``), whose non-strict decode
+    reports no unknown field: those, and the value scalars at their zero, are dropped silently (as
+    :attr:`Decoded.zeros`). Type errors in it are left to the CRD's validation, as before this walk looked in."""
+    schemas = (value,) if type(value) is dict else value if type(value) is list else ()
+    elem = go.elem
+    assert elem is not None
+    inner = Decoded()
+    for schema in schemas:
+        if type(schema) is dict:
+            _walk_struct(schema, elem, "", "", inner)
+    for parent, key in (inner._drops or []) + (inner.zeros or []):
+        _zero(found, parent, key)
+    found.nulls = True  # not looked for in it (as for a value not looked into)
+    found.empties = found.empties or inner.empties
 
 
 # What ``reflect.Kind`` a decoded JSON value has in an unstructured map (apimachinery's JSON decoding

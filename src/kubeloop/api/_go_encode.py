@@ -59,6 +59,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubeloop.api._go_pointers import POINTER_SCALARS
 from kubeloop.api._schemas import definitions
 
 __all__ = ["GoEncoding", "drop_nulls", "fill_zero_fields", "go_encoding", "strip_zero_fields"]
@@ -79,6 +80,20 @@ _NOT_OMITEMPTY = frozenset({
     ("EndpointSlice", "ports"),  # discovery/v1 EndpointSlice: Ports []EndpointPort `json:"ports"`
     ("StatefulSetOrdinals", "start"),  # apps/v1 StatefulSetOrdinals: Start int32 `json:"start"`
     ("StatefulSetStatus", "availableReplicas"),  # apps/v1 StatefulSetStatus: AvailableReplicas int32 `json:"availableReplicas"`
+    # Optional pointers without omitempty: ``null`` when unset (their rows in _go_pointers.POINTER_SCALARS say
+    # pointer, so their zero here is ``null``, not the value's zero).
+    ("GRPCAction", "service"),  # core/v1 GRPCAction: Service *string `json:"service"`
+    ("TypedLocalObjectReference", "apiGroup"),  # core/v1: APIGroup *string `json:"apiGroup"`
+    ("TypedObjectReference", "apiGroup"),  # core/v1: APIGroup *string `json:"apiGroup"`
+    ("AzureFilePersistentVolumeSource", "secretNamespace"),  # core/v1: SecretNamespace *string `json:"secretNamespace"`
+    ("PodFailurePolicyOnExitCodesRequirement", "containerName"),  # batch/v1: ContainerName *string `json:"containerName"`
+    ("PodFailurePolicyRule", "onExitCodes"),  # batch/v1: OnExitCodes *PodFailurePolicyOnExitCodesRequirement `json:"onExitCodes"`
+    # Optional slices without omitempty: ``null`` when nil or empty (an empty one is stored as nil).
+    ("PodFailurePolicyRule", "onPodConditions"),  # batch/v1: OnPodConditions []... `json:"onPodConditions"`
+    ("ContainerImage", "names"),  # core/v1 ContainerImage: Names []string `json:"names"`
+    ("ProjectedVolumeSource", "sources"),  # core/v1 ProjectedVolumeSource: Sources []VolumeProjection `json:"sources"`
+    ("CustomResourceDefinitionStatus", "conditions"),  # apiextensions/v1: Conditions []... `json:"conditions"`
+    ("CustomResourceDefinitionStatus", "storedVersions"),  # apiextensions/v1: StoredVersions []string `json:"storedVersions"`
 })
 
 # metav1.Time / MicroTime fields that are pointers (omitted when unset), by (struct, field).
@@ -97,6 +112,7 @@ _POINTER_TIMES = frozenset({
 # Struct fields that are Go values (not pointers) besides ObjectMeta, times and top-level spec/status.
 _VALUE_STRUCTS = frozenset({
     ("PodTemplateSpec", "spec"),  # core/v1 PodTemplateSpec: Spec PodSpec
+    ("PodTemplate", "template"),  # core/v1 PodTemplate: Template PodTemplateSpec (ReplicationControllerSpec's is a pointer)
     ("PersistentVolumeClaimTemplate", "spec"),  # core/v1: Spec PersistentVolumeClaimSpec
     ("Container", "resources"),  # core/v1 Container: Resources ResourceRequirements
     ("EphemeralContainer", "resources"),  # core/v1 EphemeralContainerCommon: Resources ResourceRequirements
@@ -286,7 +302,8 @@ def _build(enc: GoEncoding, *, root: bool) -> None:
         if always and ref is None:
             plain, zero = _scalar_zero(sub)
             if plain:
-                enc.always[key] = zero
+                # A pointer (GRPCAction's *string service) is nil when unset: ``null``, not the value's zero.
+                enc.always[key] = None if key in POINTER_SCALARS.get(enc.defname, ()) else zero
     enc.nils = frozenset(nils)
     _settle(enc)
 

@@ -24,13 +24,35 @@ Sources (read through the code index; the JSON tag and the Go type of each field
 - apps/v1: ``staging/src/k8s.io/api/apps/v1/types.go`` at 0122c43a (newer than 1.32; no field changed kind).
 - batch/v1: ``batch/v1/types.go`` (1.31, with ``successPolicy``, ``managedBy``, ``backoffLimitPerIndex``).
 - discovery/v1, policy/v1, rbac/v1, scheduling/v1 ``types.go``; storage/v1 ``StorageClass``; apimachinery
-  ``pkg/apis/meta/v1/types.go`` ``ObjectMeta`` and ``OwnerReference``.
+  ``pkg/apis/meta/v1/types.go`` ``ObjectMeta``, ``OwnerReference`` and ``Condition`` (``ObservedGeneration int64
+  `json:"observedGeneration,omitempty"```; ``reason`` and ``message`` have no ``omitempty``: the schema's
+  ``required``).
+- coordination/v1 ``LeaseSpec``: every scalar a pointer (``*string holderIdentity``, ``*int32
+  leaseDurationSeconds``/``leaseTransitions``, ``*CoordinatedLeaseStrategy strategy``, ``*string preferredHolder``;
+  the internal ``pkg/apis/coordination/types.go`` and the v1beta1 ``types.go`` agree).
+- core/v1 structs added in 1.30-1.32: ``AppArmorProfile.LocalhostProfile *string``, ``ImageVolumeSource``
+  (``Reference string`` and ``PullPolicy PullPolicy``, both ``omitempty``), ``ResourceHealth.Health
+  ResourceHealthStatus `json:"health,omitempty"```, ``VolumeMountStatus`` (``ReadOnly bool``, ``RecursiveReadOnly
+  *RecursiveReadOnlyMode``), ``PortStatus.Error *string``, ``NodeFeatures.SupplementalGroupsPolicy *bool``,
+  ``NodeRuntimeHandlerFeatures`` (two ``*bool``), ``ResourceClaim.Request string `json:"request,omitempty"```.
+- apiextensions.k8s.io/v1 ``types.go`` and ``types_jsonschema.go``: ``CustomResourceDefinitionSpec.
+  PreserveUnknownFields bool``, ``CustomResourceDefinitionVersion`` (``Deprecated bool``, ``DeprecationWarning
+  *string``), ``CustomResourceColumnDefinition`` (``Format``, ``Description string``, ``Priority int32``), the
+  names' ``Singular``/``ListKind string``, the condition's ``Reason``/``Message string``, ``ServiceReference``
+  (``Path *string``, ``Port *int32``), ``WebhookClientConfig.URL *string`` (its ``CABundle []byte
+  `json:"caBundle,omitempty"``` is a value: an empty one is dropped), ``CustomResourceSubresourceScale.
+  LabelSelectorPath *string``, ``ExternalDocumentation``, ``ValidationRule`` (``Reason
+  *FieldValueErrorReason``, ``OptionalOldSelf *bool``; ``Message``, ``MessageExpression``, ``FieldPath string``)
+  and ``JSONSchemaProps``: its numeric bounds, ``$ref``, ``x-kubernetes-preserve-unknown-fields``,
+  ``x-kubernetes-list-type`` and ``x-kubernetes-map-type`` are pointers, ``id``, ``$schema``, ``description``,
+  ``type``, ``format``, ``title``, ``pattern``, ``exclusiveMaximum``/``exclusiveMinimum``, ``uniqueItems``,
+  ``nullable``, ``x-kubernetes-embedded-resource`` and ``x-kubernetes-int-or-string`` values with ``omitempty``.
+  (``JSONSchemaProps`` has no ``MarshalJSON`` of its own: only ``JSON`` and the ``...Or...`` wrappers have, in
+  ``marshal.go``; the decode walk looks into ``items`` and ``additionalProperties`` too, but not into
+  ``dependencies``.)
 
-Left out (zeros kept as sent), for want of a read source: coordination/v1 ``LeaseSpec`` (``strategy``),
-core/v1 ``ResourceClaim`` (``request``), ``ImageVolumeSource``, ``ResourceHealth``, ``VolumeMountStatus``,
-``AppArmorProfile``, ``PortStatus``, ``NodeFeatures``, ``NodeRuntimeHandler``, ``NodeRuntimeHandlerFeatures``,
-meta/v1 ``Condition`` and ``ManagedFieldsEntry``, and every apiextensions.k8s.io/v1 struct (``JSONSchemaProps``
-included).
+Left out (zeros kept as sent), for want of a read source: core/v1 ``NodeRuntimeHandler`` (whether ``Name`` has
+``omitempty`` was not read) and meta/v1 ``ManagedFieldsEntry`` (the server writes those entries).
 """
 
 from __future__ import annotations
@@ -41,6 +63,7 @@ _CORE = "io.k8s.api.core.v1."
 _APPS = "io.k8s.api.apps.v1."
 _BATCH = "io.k8s.api.batch.v1."
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_CRD = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 
 _NONE: frozenset[str] = frozenset()
 
@@ -53,6 +76,9 @@ def _row(*fields: str) -> frozenset[str]:
 POINTER_SCALARS: dict[str, frozenset[str]] = {
     # core/v1 types.go: volumes.
     _CORE + "PersistentVolumeClaimVolumeSource": _NONE,  # ReadOnly bool
+    _CORE + "ReplicationControllerSpec": _row("replicas"),  # Replicas *int32; MinReadySeconds int32
+    _CORE + "ReplicationControllerStatus": _NONE,
+    _CORE + "ReplicationControllerCondition": _NONE,
     _CORE + "PersistentVolumeSpec": _row("volumeMode", "volumeAttributesClassName"),  # *PersistentVolumeMode, *string
     _CORE + "PersistentVolumeStatus": _NONE,  # Phase, Message, Reason
     _CORE + "PersistentVolumeClaimSpec": _row("storageClassName", "volumeMode", "volumeAttributesClassName"),
@@ -132,6 +158,11 @@ POINTER_SCALARS: dict[str, frozenset[str]] = {
     _CORE + "ContainerStateWaiting": _NONE,
     _CORE + "ContainerStateTerminated": _NONE,  # Signal int32, Reason, Message, ContainerID string
     _CORE + "ContainerStatus": _row("started"),  # *bool
+    _CORE + "VolumeMountStatus": _row("recursiveReadOnly"),  # ReadOnly bool; *RecursiveReadOnlyMode
+    _CORE + "ResourceHealth": _NONE,  # Health ResourceHealthStatus `json:"health,omitempty"`
+    _CORE + "AppArmorProfile": _row("localhostProfile"),  # *string
+    _CORE + "ImageVolumeSource": _NONE,  # Reference string, PullPolicy PullPolicy (omitempty)
+    _CORE + "ResourceClaim": _NONE,  # Request string `json:"request,omitempty"`
     # core/v1 types.go: pods.
     _CORE + "PodSpec": _row("terminationGracePeriodSeconds", "activeDeadlineSeconds", "automountServiceAccountToken",
                             "shareProcessNamespace", "priority", "runtimeClassName", "enableServiceLinks",
@@ -160,7 +191,10 @@ POINTER_SCALARS: dict[str, frozenset[str]] = {
     _CORE + "NodeConfigStatus": _NONE,
     _CORE + "ConfigMapNodeConfigSource": _NONE,
     _CORE + "NodeCondition": _NONE,
-    _CORE + "ContainerImage": _NONE,  # SizeBytes int64
+    _CORE + "ContainerImage": _NONE,  # SizeBytes int64 (Names []string `json:"names"`: _go_encode._NOT_OMITEMPTY)
+    _CORE + "PortStatus": _row("error"),  # Error *string; Port, Protocol required
+    _CORE + "NodeFeatures": _row("supplementalGroupsPolicy"),  # *bool
+    _CORE + "NodeRuntimeHandlerFeatures": _row("recursiveReadOnlyMounts", "userNamespaces"),  # *bool, *bool
     _CORE + "NamespaceStatus": _NONE,
     _CORE + "NamespaceCondition": _NONE,
     _CORE + "ObjectReference": _NONE,
@@ -209,7 +243,27 @@ POINTER_SCALARS: dict[str, frozenset[str]] = {
     "io.k8s.api.rbac.v1.Subject": _NONE,  # APIGroup, Namespace string
     "io.k8s.api.scheduling.v1.PriorityClass": _row("preemptionPolicy"),  # GlobalDefault bool, Description string
     "io.k8s.api.storage.v1.StorageClass": _row("reclaimPolicy", "allowVolumeExpansion", "volumeBindingMode"),
+    # coordination/v1 types.go.
+    "io.k8s.api.coordination.v1.LeaseSpec": _row("holderIdentity", "leaseDurationSeconds", "leaseTransitions",
+                                                 "strategy", "preferredHolder"),
+    # apiextensions.k8s.io/v1 types.go, types_jsonschema.go.
+    _CRD + "CustomResourceDefinitionSpec": _NONE,  # PreserveUnknownFields bool `json:"preserveUnknownFields,omitempty"`
+    _CRD + "CustomResourceDefinitionVersion": _row("deprecationWarning"),  # Deprecated bool; *string
+    _CRD + "CustomResourceColumnDefinition": _NONE,  # Format, Description string; Priority int32
+    _CRD + "CustomResourceDefinitionNames": _NONE,  # Singular, ListKind string
+    _CRD + "CustomResourceDefinitionCondition": _NONE,  # Reason, Message string
+    _CRD + "CustomResourceConversion": _NONE,
+    _CRD + "WebhookClientConfig": _row("url"),  # URL *string; CABundle []byte `json:"caBundle,omitempty"`
+    _CRD + "ServiceReference": _row("path", "port"),  # *string, *int32
+    _CRD + "CustomResourceSubresourceScale": _row("labelSelectorPath"),  # *string
+    _CRD + "ExternalDocumentation": _NONE,  # Description, URL string
+    _CRD + "ValidationRule": _row("reason", "optionalOldSelf"),  # *FieldValueErrorReason, *bool
+    _CRD + "JSONSchemaProps": _row("$ref", "maximum", "minimum", "maxLength", "minLength", "maxItems", "minItems",
+                                   "multipleOf", "maxProperties", "minProperties",
+                                   "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type",
+                                   "x-kubernetes-map-type"),
     # apimachinery meta/v1 types.go.
     _META + "ObjectMeta": _row("deletionGracePeriodSeconds"),  # Name ... ResourceVersion string, Generation int64
     _META + "OwnerReference": _row("controller", "blockOwnerDeletion"),
+    _META + "Condition": _NONE,  # ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }

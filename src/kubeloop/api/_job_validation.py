@@ -13,7 +13,8 @@
   ``backoffLimitPerIndex``, ``managedBy`` and ``successPolicy`` immutable; an Indexed Job's completions
   may change with parallelism (``ElasticIndexedJob``, GA in 1.31).
 - :func:`validate_job_status_update` is ``ValidateJobStatusUpdate`` with the options the strategy sets when
-  JobManagedBy (beta, on in 1.32) is enabled: counters not negative and not decreasing, uncounted UIDs
+  JobManagedBy (beta, on in 1.32) is enabled: counters not negative and not decreasing (``succeeded`` may
+  decrease for an Indexed Job whose completions equal its parallelism: it can be scaled down), uncounted UIDs
   neither empty nor repeated, terminal conditions never disabled, Complete only with SuccessCriteriaMet,
   Failed only with FailureTarget, a finished Job with a start time, no active pods and no uncounted pods,
   completionTime only on a Complete Job and never changed, ``completedIndexes`` and ``failedIndexes``
@@ -345,9 +346,14 @@ def validate_job_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
     for kind in ("Failed", "Complete", "FailureTarget"):
         if _true(old_status, kind) and not _true(status, kind):
             errs.append(FieldError("invalid", "status.conditions", f"cannot disable the terminal {kind}=True condition"))
+    # registry/batch/job/strategy.go (statusStrategy): RejectDecreasingSucceededCounter is
+    # ``!isIndexed || !ptr.Equal(completions, parallelism)``: an Indexed Job scaled down in tandem drops the
+    # succeeded indexes past its new completions, so its succeeded counter may go down.
+    spec = mapping_of(new.get("spec"))
+    scalable = spec.get("completionMode") == "Indexed" and spec.get("completions") == spec.get("parallelism")
     for key in ("failed", "succeeded"):
         now, before = int_of(status.get(key)) or 0, int_of(old_status.get(key)) or 0
-        if now < before:
+        if now < before and not (key == "succeeded" and scalable):
             errs.append(FieldError.invalid(f"status.{key}", now, f"cannot decrease the {key} counter"))
     if completion is not None and old_completion is not None and completion != old_completion:
         errs.append(FieldError.invalid("status.completionTime", completion, "completionTime cannot be mutated"))

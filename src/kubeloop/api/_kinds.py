@@ -32,6 +32,9 @@ class ScalePaths:
     spec_replicas: str = ".spec.replicas"
     status_replicas: str = ".status.replicas"
     label_selector: str | None = ".status.selector"
+    # A built-in whose ``spec.selector`` is a plain label map (core/v1 ReplicationController), not a
+    # LabelSelector: its Scale shows ``labels.SelectorFromSet`` of it.
+    selector_is_map: bool = False
 
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -55,6 +58,9 @@ class ResourceInfo:
     allow_unconditional_update: bool = True
     allow_create_on_update: bool = False
     return_deleted_object: bool = False
+    # The kind's DefaultGarbageCollectionPolicy is OrphanDependents: a delete that names no policy (and
+    # finds no GC finalizer) orphans the dependents (core/v1 ReplicationControllers, for compatibility).
+    orphans_by_default: bool = False
     # Field selectors beyond metadata.name / metadata.namespace (dotted paths into the object).
     field_selectors: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
@@ -132,6 +138,13 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     # pkg/registry/core/limitrange and resourcequota (short names from their storage's ShortNames).
     _r("", "v1", "LimitRange", "limitranges", True, short_names=("limits",)),
     _r("", "v1", "ResourceQuota", "resourcequotas", True, short_names=("quota",), status_subresource=True),
+    # pkg/registry/core/podtemplate: no short name or category; generation 1, moved by template changes.
+    _r("", "v1", "PodTemplate", "podtemplates", True, tracks_generation=True),
+    # pkg/registry/core/replicationcontroller: short name "rc", category "all", /status and /scale,
+    # field selector status.replicas, DefaultGarbageCollectionPolicy OrphanDependents for core/v1.
+    _r("", "v1", "ReplicationController", "replicationcontrollers", True, short_names=("rc",), categories=("all",),
+       status_subresource=True, scale=ScalePaths(selector_is_map=True), tracks_generation=True,
+       field_selectors=("status.replicas",), orphans_by_default=True),
     _r("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), categories=("all",),
        status_subresource=True, scale=_REPLICAS, tracks_generation=True, generation_includes_annotations=True),
     _r("apps", "v1", "ReplicaSet", "replicasets", True, short_names=("rs",), categories=("all",),
@@ -155,9 +168,21 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        return_deleted_object=True),
     # pkg/registry/scheduling/priorityclass: generation 1 on create, kept on update (its own strategy).
     _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
+    # pkg/registry/admissionregistration/{validating,mutating}webhookconfiguration: category api-extensions,
+    # generation 1 on create and bumped when ``webhooks`` change (their own strategy).
+    _r("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+       False, categories=("api-extensions",)),
+    _r("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+       False, categories=("api-extensions",)),
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
        short_names=("crd", "crds"), status_subresource=True, tracks_generation=True,
        allow_unconditional_update=False),
+    # pkg/registry/admissionregistration/validatingadmissionpolicy{,binding}: category api-extensions; the
+    # policy's generation moves with its spec and its status is a subresource (the status controller's).
+    _r("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False,
+       categories=("api-extensions",), status_subresource=True, tracks_generation=True),
+    _r("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
+       False, categories=("api-extensions",), tracks_generation=True),
     _r("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

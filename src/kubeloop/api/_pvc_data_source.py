@@ -28,11 +28,13 @@ __all__ = ["prepare_claim_data_sources"]
 
 
 def _copy_reference(source: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``kind``, ``name`` (Go strings without omitempty) and, when set, even to "", ``apiGroup`` of a reference."""
-    out: dict[str, Any] = {} if source.get("apiGroup") is None else {"apiGroup": source["apiGroup"]}
-    out["kind"] = go_text(source.get("kind"))
-    out["name"] = go_text(source.get("name"))
-    return out
+    """The ``apiGroup``, ``kind`` and ``name`` of a reference, in the Go structs' field order. ``kind`` and
+    ``name`` are Go strings without omitempty; ``apiGroup`` is copied when set, even to "", and is ``null``
+    otherwise: ``APIGroup *string `json:"apiGroup"``` has no omitempty in either struct (core/v1
+    ``TypedLocalObjectReference``, ``TypedObjectReference``), so the nil pointer NormalizeDataSources leaves
+    encodes as ``null``."""
+    return {"apiGroup": source.get("apiGroup"), "kind": go_text(source.get("kind")),
+            "name": go_text(source.get("name"))}
 
 
 def _is_claim_or_snapshot(source: Any) -> bool:

@@ -8,7 +8,7 @@ resources have no typed decode, and nothing is walked for them or for ConfigMaps
 
 The fields, from the k8s.io/api v1.32 types:
 
-- a pod spec (Pods; the template of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, a CronJob's job template): ``resources.limits`` and
+- a pod spec (Pods; the template of PodTemplates, ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, a CronJob's job template): ``resources.limits`` and
   ``resources.requests`` of every container, init container and ephemeral container, the pod-level
   ``resources`` (alpha in 1.32), ``overhead``, ``emptyDir.sizeLimit`` (a pointer: ``null`` drops it),
   the ``resources`` of an ephemeral volume's claim template, and the ``divisor`` of every
@@ -176,6 +176,12 @@ def _template_owner(obj: dict[str, Any], mode: bool | _Canons) -> None:
         _pod_spec(template.get("spec"), _canon(mode))
 
 
+def _pod_template(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    """A core/v1 PodTemplate: its pod spec is at ``template.spec``."""
+    if type(template := obj.get("template")) is dict:
+        _pod_spec(template.get("spec"), _canon(mode))
+
+
 def _cronjob(obj: dict[str, Any], mode: bool | _Canons) -> None:
     spec = obj.get("spec")
     if type(spec) is dict and type(template := spec.get("jobTemplate")) is dict:
@@ -235,6 +241,8 @@ _BY_KIND: dict[tuple[str, str], _Walker] = {
     ("", "Node"): _node,
     ("", "LimitRange"): _limit_range,
     ("", "ResourceQuota"): _resource_quota,
+    ("", "ReplicationController"): _template_owner,
+    ("", "PodTemplate"): _pod_template,
     ("apps", "Deployment"): _template_owner,
     ("apps", "ReplicaSet"): _template_owner,
     ("apps", "StatefulSet"): _stateful_set,

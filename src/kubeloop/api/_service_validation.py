@@ -35,6 +35,7 @@ __all__ = [
     "go_strings",
     "non_special_ip_errors",
     "parse_ip",
+    "special_ip_errors",
     "validate_cluster_ip_fields",
     "validate_service",
     "validate_service_update",
@@ -79,6 +80,11 @@ def non_special_ip_errors(text: str, path: str) -> list[FieldError]:
     ip = parse_ip(text)
     if ip is None:
         return [FieldError.invalid(path, text, "must be a valid IP address")]
+    return special_ip_errors(ip, text, path)
+
+
+def special_ip_errors(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, text: str, path: str) -> list[FieldError]:
+    """ValidateNonSpecialIP's checks of the address ``text`` was parsed to."""
     if ip.is_unspecified:
         return [FieldError.invalid(path, text, "may not be unspecified (0.0.0.0, ::)")]
     if ip.is_loopback:

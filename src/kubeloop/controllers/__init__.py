@@ -7,6 +7,7 @@
 start them: :data:`BUILTIN_CONTROLLERS` and :func:`add_builtin_controllers`.
 """
 
+from kubeloop.controllers._admission_policy_status import ValidatingAdmissionPolicyStatusController
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._daemonset import DaemonSetController
@@ -31,6 +32,7 @@ from kubeloop.controllers._registry import (
     register_builtin,
 )
 from kubeloop.controllers._replicaset import ReplicaSetController
+from kubeloop.controllers._replication_manager import ReplicationManager
 from kubeloop.controllers._resource_quota import ResourceQuotaController
 from kubeloop.controllers._root_ca_publisher import RootCACertPublisher
 from kubeloop.controllers._scheduler import Scheduler
@@ -62,6 +64,7 @@ __all__ = [
     "PersistentVolumeController",
     "PodGarbageCollector",
     "ReplicaSetController",
+    "ReplicationManager",
     "ResourceQuotaController",
     "RootCACertPublisher",
     "Scheduler",
@@ -70,6 +73,7 @@ __all__ = [
     "SimulationOptions",
     "StatefulSetController",
     "TTLAfterFinishedController",
+    "ValidatingAdmissionPolicyStatusController",
     "VolumeProtectionController",
     "add_builtin_controllers",
     "add_simulated_cluster",

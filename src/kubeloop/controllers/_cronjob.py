@@ -19,6 +19,9 @@ Upstream: k/k ``pkg/controller/cronjob/cronjob_controllerv2.go`` (release 1.32),
    is created from the template (``SuccessfulCreate``; a namesake it controls that is not active is
    taken as its own, one it does not control stops the sync), added to ``status.active`` and
    ``lastScheduleTime`` set.
+   The time from the scheduled time to the Job's ``creationTimestamp`` is observed in
+   ``cronjob_controller_job_creation_skew_duration_seconds`` (upstream's ``metrics.CronJobCreationSkew``,
+   buckets 1, 2, 4 ... 512 s), on the manager's registry.
 3. The status is written once (PUT ``/status``, conditional on the cached resourceVersion), and the
    CronJob is looked at again just after its next scheduled time (100 ms later, as upstream).
 
@@ -34,9 +37,12 @@ wake the CronJob that controls it.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Iterable, Mapping
 from datetime import tzinfo
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram
 
 from kubeloop.api import (
     AlreadyExists,
@@ -65,13 +71,36 @@ from kubeloop.controllers._cronjob_times import (
     next_schedule_delay,
     rfc1123z,
 )
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.controllers._workload_kinds import CONTROLLER_MANAGER, CRONJOBS, JOBS
 from kubeloop.runtime import Event, InformerFactory, Metrics, Request, Result, SharedInformer, Watch
 
-__all__ = ["CronJobController", "ReplaceFailed"]
+__all__ = ["CronJobController", "CronJobMetrics", "ReplaceFailed"]
 
 log = logging.getLogger("kubeloop.controllers.cronjob")
+
+# pkg/controller/cronjob/metrics/metrics.go: metrics.ExponentialBuckets(1, 2, 10).
+SKEW_BUCKETS = tuple(float(2**i) for i in range(10))
+
+
+class CronJobMetrics:
+    """``cronjob_controller_job_creation_skew_duration_seconds``, once per registry (upstream registers
+    it once per process)."""
+
+    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, CronJobMetrics] = weakref.WeakKeyDictionary()
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.skew = Histogram("cronjob_controller_job_creation_skew_duration_seconds",
+                              "Time between when a cronjob is scheduled to be run, and when the corresponding "
+                              "job is created", buckets=SKEW_BUCKETS, registry=registry)  # fmt: skip
+
+    @classmethod
+    def of(cls, registry: CollectorRegistry) -> CronJobMetrics:
+        found = cls._by_registry.get(registry)
+        if found is None:
+            found = cls._by_registry[registry] = cls(registry)
+        return found
 
 
 def _finished_type(job: Mapping[str, Any]) -> str:
@@ -151,6 +180,7 @@ class CronJobController(WorkloadController):
         # else /etc/localtime), as upstream's.
         self.local_zone: tzinfo = local_zone if local_zone is not None else local_location()
         super().__init__(client, informers, clock=clock, metrics=metrics, workers=workers, field_manager=field_manager)
+        self.skew = CronJobMetrics.of(self.controller.metrics.registry).skew
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.cronjobs: SharedInformer = informers.informer(CRONJOBS)
@@ -308,10 +338,14 @@ class _Sync:
             log.info("cronjob %s/%s: job %s already exists", namespace_of(cj), name_of(cj), name_of(made))
             return made
         except ApiError as err:
-            if not _namespace_terminating(err):
+            if not is_namespace_terminating_error(err):
                 self.event("Warning", "FailedCreate", f"Error creating job: {err.message or err}")
             raise
         self.event("Normal", "SuccessfulCreate", f"Created job {name_of(made)}")
+        # Upstream: CronJobCreationSkew.Observe(creationTimestamp.Sub(scheduledTime).Seconds()).
+        created_at = made["metadata"].get("creationTimestamp")
+        if created_at:
+            owner.skew.observe(parse_time(created_at) - scheduled)
         return made
 
     async def _reconcile_jobs(self) -> None:
@@ -352,11 +386,6 @@ class _Sync:
                 self.event("Normal", "MissingJob", f"Active job went missing: {ref.get('name')}")
                 _drop_active(cj, str(ref.get("uid")))
                 self.changed = True
-
-
-def _namespace_terminating(err: ApiError) -> bool:
-    causes = (err.details or {}).get("causes") if isinstance(err.details, Mapping) else None
-    return any(isinstance(c, Mapping) and c.get("type") == "NamespaceTerminating" for c in causes or ())
 
 
 class _CronJobEvents:

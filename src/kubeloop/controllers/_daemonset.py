@@ -60,6 +60,7 @@ from kubeloop.controllers._daemonset_rollout import (
     unscheduled_without_node,
 )
 from kubeloop.controllers._scheduler_resources import NODES
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -204,7 +205,8 @@ class DaemonSetController(WorkloadController):
             try:
                 made = await self.client.create(PODS, pod, namespace=namespace_of(ds), field_manager=self.field_manager)
             except ApiError as err:
-                self.event(ds, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
+                if not is_namespace_terminating_error(err):  # RealPodControl.createPods: no Event then
+                    self.event(ds, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
                 raise
             self.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
 
@@ -213,7 +215,7 @@ class DaemonSetController(WorkloadController):
             created, error = await slow_start_batch(len(creates), create)
             for _ in range(len(creates) - created):
                 self.expectations.creation_observed(key)  # never to be seen by the informer
-            if error is not None and not _namespace_terminating(error):
+            if error is not None and not is_namespace_terminating_error(error):
                 errors.append(error)
         results = await asyncio.gather(*(self._delete_pod(ds, p) for p in deletes), return_exceptions=True)
         for victim, outcome in zip(deletes, results, strict=True):
@@ -302,10 +304,6 @@ def _terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def _namespace_terminating(error: BaseException) -> bool:
-    """``HasStatusCause(err, NamespaceTerminatingCause)``: creates into a namespace being deleted."""
-    details = getattr(error, "details", None) or {}
-    return any(c.get("type") == "NamespaceTerminating" for c in details.get("causes") or () if isinstance(c, Mapping))
 
 
 def _by_node(pods: Iterable[Obj]) -> dict[str, list[Obj]]:

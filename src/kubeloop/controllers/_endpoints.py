@@ -44,6 +44,7 @@ from kubeloop.controllers._endpoint_pods import (
     should_be_in_endpoints,
 )
 from kubeloop.controllers._scheduler_resources import PODS, SERVICES, builtin
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.runtime import Builder, EnqueueForObject, EnqueueMapped, Manager, Request, Result
 
 __all__ = ["ENDPOINTS", "SERVICES", "EndpointsController", "repack_subsets"]
@@ -211,7 +212,7 @@ class EndpointsController:
         except AlreadyExists:
             return None  # the cache is behind: the Endpoints' own event brings the Service back
         except Forbidden as err:
-            if "because it is being terminated" in str(err):
+            if is_namespace_terminating_error(err):
                 return None  # NamespaceTerminatingCause: creates keep failing, drop the key
             raise
         return None

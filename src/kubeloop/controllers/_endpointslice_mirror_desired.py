@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeloop.api import parse_ip_sloppy
 from kubeloop.controllers._endpoints import repack_subsets
 
 __all__ = [
@@ -66,7 +66,6 @@ LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"  # resourcelock.L
 DROPPED_ANNOTATIONS = ("endpoints.kubernetes.io/last-change-trigger-time",
                        "kubectl.kubernetes.io/last-applied-configuration")
 MAX_ENDPOINTS_PER_SUBSET = 1000
-_SLOPPY_IPV4 = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -95,13 +94,9 @@ def has_selector(service: Mapping[str, Any]) -> bool:
 def address_type(ip: Any) -> str | None:
     """``getAddressType``: ``IPv4`` when ``netutils.ParseIPSloppy`` gives a 4-byte form (IPv4-mapped
     IPv6 and leading zeros included), ``IPv6`` for another IP, ``None`` when it does not parse."""
-    if not isinstance(ip, str) or not ip or "%" in ip:
+    parsed = parse_ip_sloppy(ip)
+    if parsed is None:
         return None
-    try:
-        parsed = ipaddress.ip_address(ip)
-    except ValueError:
-        match = _SLOPPY_IPV4.match(ip)
-        return "IPv4" if match and all(int(part) <= 255 for part in match.groups()) else None
     if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is None:
         return "IPv6"
     return "IPv4"

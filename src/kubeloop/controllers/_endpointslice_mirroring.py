@@ -12,14 +12,17 @@ Endpoints' key, so that consumers reading only EndpointSlices see hand-written e
 - Desired slices are :func:`desired_slices`: one per address type and set of ports, at most 1000
   addresses per (repacked) subset. Invalid IPs are skipped with a Warning Event
   ``InvalidIPAddress`` on the Endpoints, addresses past the maximum with ``TooManyAddressesToMirror``
-  (component ``endpoint-slice-mirroring-controller``).
+  (component ``endpoint-slice-mirroring-controller``). Addresses are parsed with ``ParseIPSloppy``, as
+  the API's validation parses them (leading zeros read as decimal), so an Endpoints the API accepted
+  has no invalid IP: the event is for objects stored under older rules.
 - Per group the first existing slice is kept and updated (a fresh object, unconditional update) unless
   its endpoints (as a set), labels and annotations already match; further ones are deleted, and a slice
   to create takes the name of one to delete of the same address type instead (``recycleSlices``).
   New slices are named ``<endpoints>-<random>`` (generateName), labelled :func:`slice_labels`,
   annotated :func:`slice_annotations`, and controlled by the Endpoints (``ownerReferences`` to
   ``v1`` ``Endpoints``, ``controller`` and ``blockOwnerDeletion`` true). No slice is created for an
-  Endpoints being deleted, nor in a terminating namespace. Nothing is written when nothing changed.
+  Endpoints being deleted; a create refused with the ``NamespaceTerminating`` cause ends the sync
+  without an error (not retried). Nothing is written when nothing changed.
 - What this controller wrote is remembered (:class:`SliceTracker`): while the slice cache has not seen
   it, the Endpoints is not reconciled (the slice's own event brings it back), so a lagging cache never
   makes it create a slice twice.
@@ -56,6 +59,7 @@ from kubeloop.controllers._endpointslice_mirror_desired import (
 from kubeloop.controllers._endpointslice_tracker import SliceTracker
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._scheduler_resources import SERVICES
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.runtime import Builder, EnqueueForObject, EnqueueMapped, Event, Manager, Request, Result
 
 __all__ = ["EVENT_COMPONENT", "EndpointSliceMirroringController"]
@@ -102,10 +106,6 @@ def _prefix(name: str) -> str:
 
 def _endpoint_set(endpoints: Any) -> list[str]:
     return sorted(json.dumps(e, sort_keys=True) for e in endpoints or [] if isinstance(e, Mapping))
-
-
-def _terminating_namespace(err: Forbidden) -> bool:
-    return "because it is being terminated" in str(err)
 
 
 class EndpointSliceMirroringController:
@@ -222,7 +222,7 @@ class EndpointSliceMirroringController:
                 try:
                     created = await self.client.create(ENDPOINTSLICES, body, namespace=namespace)
                 except Forbidden as err:
-                    if _terminating_namespace(err):
+                    if is_namespace_terminating_error(err):
                         return  # NamespaceTerminatingCause: creates keep failing, drop the key
                     raise
                 self._tracker.wrote(key, str(_meta(created).get("name") or ""), created)

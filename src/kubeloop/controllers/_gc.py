@@ -216,7 +216,8 @@ class GarbageCollector:
                 queue.forget(uid)
             except Exception as err:  # retry with backoff; a worker never dies
                 if not isinstance(err, _RestMappingError | Conflict):
-                    log.warning("garbage collector: error syncing %s: %r", uid, err)
+                    # attemptToDeleteWorker: utilruntime.HandleError, an error line.
+                    log.error("garbage collector: error syncing %s: %r", uid, err)
                 queue.add_rate_limited(uid)
             finally:
                 self._in_flight -= 1

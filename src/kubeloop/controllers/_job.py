@@ -75,6 +75,7 @@ from kubeloop.controllers._job_pods import (
     has_tracking_finalizer,
 )
 from kubeloop.controllers._job_sync import MAX_POD_CREATE_DELETE_PER_SYNC, JobSync
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -213,6 +214,11 @@ class JobController(WorkloadController):
                 made = await self.client.create(PODS, body, namespace=namespace_of(job),
                                                 field_manager=self.field_manager)  # fmt: skip
             except ApiError as err:
+                if is_namespace_terminating_error(err):
+                    # manageJob: every later create would fail too, so this one counts as done: no
+                    # error, no Event (RealPodControl.createPods); its expectation stays until it expires, as
+                    # upstream's (no new attempt before then).
+                    return
                 self.event(job, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
                 raise
             self.event(job, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")

@@ -110,6 +110,7 @@ class JobSync:
         self.suspended = self.spec.get("suspend") is True
         self.requeue: float | None = None
         self.deleted = 0  # pods this sync deleted: terminating until the cache shows them
+        self.deleted_ready = 0  # ready pods among them: no longer ready (jobCtx.ready -= deletedReady)
         # Backoff limit per index: the failed indexes, and per index the failed pod left uncounted (its
         # finalizer on) until its replacement carries the index's failure counts.
         self.failed_indexes: set[int] | None = None
@@ -156,7 +157,8 @@ class JobSync:
                 finishing = new_condition("SuccessCriteriaMet", "True", "CompletionsReached", _COMPLETIONS_MESSAGE, self.now)
             elif managed:
                 changed = self._suspend_condition()
-        ready = sum(1 for p in self.active_pods if is_pod_ready(p)) if active else 0
+        # countReadyPods(activePods), less the ready pods this sync deleted (syncJob, manageJob).
+        ready = sum(1 for p in self.active_pods if is_pod_ready(p)) - self.deleted_ready
         # The pods deleted now are terminating too (upstream adds them to jobCtx.terminating).
         terminating = sum(1 for p in self.all_pods if is_terminating(p)) + self.deleted
         if (active, ready, terminating) != (status.get("active", 0), status.get("ready"), status.get("terminating")):
@@ -203,6 +205,7 @@ class JobSync:
     async def _delete(self, pods: list[Mapping[str, Any]], *, keep_finalizers: bool) -> int:
         deleted = await self.owner.delete_pods(self.key, self.job, pods, keep_finalizers=keep_finalizers)
         self.deleted += deleted
+        self.deleted_ready += sum(1 for p in pods if is_pod_ready(p))
         return deleted
 
     def _after(self, seconds: float) -> None:
@@ -392,6 +395,11 @@ class JobSync:
             await self._write()
         if finished and final is not None:
             if final["type"] == "Complete":
+                # recordJobFinished: more successes than completions (pods adopted by the selector, say).
+                completions = self.spec.get("completions")
+                if isinstance(completions, int) and int_field(status, "succeeded") > completions:
+                    owner.event(self.job, "Warning", "TooManySucceededPods",
+                                "Too many succeeded pods running after completion count reached")
                 owner.event(self.job, "Normal", "Completed", "Job completed")
             else:
                 owner.event(self.job, "Warning", final["reason"], final["message"])

@@ -7,6 +7,15 @@
   allocatable (cpu, memory, pods, ephemeral-storage), labels (``kubernetes.io/hostname``, os, arch,
   ``node-role.kubernetes.io/worker``), ``spec.podCIDR``, addresses and ``nodeInfo`` (kubelet
   v1.32.0); a configured node that is deleted is registered again, as a kubelet would.
+- A Node a user creates with the annotation gets a kubelet too: its first status post fills what a
+  kubelet reports about its machine and the user left out (``setNodeStatusMachineInfo``; kwok's
+  ``node-initialize`` stage keeps given values the same way): ``capacity`` from the options (as
+  :data:`SimulationOptions` sizes every simulated node), ``allocatable`` equal to the capacity (no
+  reservations), ``addresses``, ``daemonEndpoints`` and ``nodeInfo``. Values the user gave are kept.
+  A Node without the annotation has no kubelet here: nothing writes its status, so it has no
+  conditions and no capacity (the scheduler places nothing on it), as a real Node object whose
+  kubelet never starts. Upstream's node lifecycle controller would turn it Ready Unknown after the
+  startup grace period; kubeloop's judges only simulated nodes (:mod:`._node_lifecycle`).
 - Heartbeats run on the injected clock: the Lease ``kube-node-lease/<node>`` (40 s duration) is
   renewed every ``lease_renew_interval`` (10 s); the status is written when a condition changes or
   when ``lastHeartbeatTime`` is older than ``status_report_interval`` (5 min,
@@ -244,6 +253,7 @@ class NodeSimulator:
     async def _sync_status(self, node: dict[str, Any], now: float) -> dict[str, Any]:
         heartbeat = self._status_due(node, now) <= now
         status = copy_json(node.get("status") or {})
+        _fill_machine_info(status, new_node(str(node["metadata"]["name"]), self.options)["status"])
         status["conditions"] = desired_conditions(node, now, heartbeat=heartbeat)
         if status == node.get("status"):
             return node
@@ -272,6 +282,28 @@ class NodeSimulator:
         except (AlreadyExists, Conflict, NotFound):
             return now + 0.05  # the cache lags; look again shortly
         return now + interval
+
+
+def _fill_machine_info(status: dict[str, Any], machine: Mapping[str, Any]) -> None:
+    """What the kubelet reports about its machine, where ``status`` has none: capacity, allocatable (the
+    capacity itself when only that was given), addresses, daemon endpoints, node info."""
+    if _is_zero(status.get("capacity")):
+        status["capacity"] = dict(machine["capacity"])
+    if _is_zero(status.get("allocatable")):
+        status["allocatable"] = dict(status["capacity"])
+    for key in ("addresses", "daemonEndpoints", "nodeInfo"):
+        if _is_zero(status.get(key)):
+            status[key] = copy_json(machine[key])
+
+
+def _is_zero(value: Any) -> bool:
+    """Absent, or Go's zero value as the API server renders it (``nodeInfo`` of empty strings,
+    ``daemonEndpoints`` with port 0)."""
+    if isinstance(value, Mapping):
+        return all(_is_zero(v) for v in value.values())
+    if isinstance(value, list):
+        return not value
+    return value in (None, "", 0)
 
 
 def _lease_owner(lease: Mapping[str, Any]) -> list[Request]:

@@ -31,42 +31,44 @@ Metrics (``pkg/controller/podgc/metrics``), in the manager's registry:
 gone included), ``reason`` one of ``terminated``, ``out-of-service``, ``orphaned``, ``unscheduled``.
 Upstream records no Events.
 
-Upstream runs the steps every 20 s over every pod; here pods and nodes are watched and each step is
-a request, level-based (it reads the caches as they are when it runs): ``("", node)`` runs the
-out-of-service and orphan steps for the pods bound to that node name, looking again when its
-quarantine ends; ``(namespace, pod)`` the unscheduled-terminating step for one pod; and
-:data:`TERMINATED_SWEEP` (``("", "")``, a name no node can have) the terminated-pods step. A failed
-write fails the request, which is retried with backoff. Time is the injected clock.
+The steps run as upstream runs them: one pass over the informers' pods and nodes, the steps in
+upstream's order (``gc``), right after the caches synced and then :data:`GC_CHECK_PERIOD` (20 s,
+``gcCheckPeriod``) after each pass ends (``wait.UntilWithContext``), on the injected clock; nothing runs
+on a pod or node event in between (upstream registers no event handlers). The quarantine of a missing
+node counts from the first pass that sees it missing (``nodeQueue.AddAfter``), and the pass at or after
+its end reads the node from the API server (``discoverDeletedNodes``). A force-delete that fails is
+logged and counted (``utilruntime.HandleError``, the error metric); the next pass tries again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kubeloop.api import NotFound, name_of, namespace_of
-from kubeloop.controllers._nodes import NODE_NAME_INDEX, node_name_of_pod
+from kubeloop.api import ApiError, NotFound, name_of, namespace_of
 from kubeloop.controllers._pod_gc_rules import (
     TERMINATED_INDEX,
     deletion_order,
     failed_status_patch,
     index_terminated,
     is_out_of_service,
-    is_terminated,
     is_terminating,
 )
 from kubeloop.controllers._scheduler_resources import NODES, PODS
 from kubeloop.runtime import Controller, Event, Manager, Request, Result, Watch
 
-__all__ = ["QUARANTINE_SECONDS", "TERMINATED_POD_THRESHOLD", "TERMINATED_SWEEP", "PodGarbageCollector"]
+__all__ = ["GC_CHECK_PERIOD", "QUARANTINE_SECONDS", "SWEEP", "TERMINATED_POD_THRESHOLD", "PodGarbageCollector"]
 
+GC_CHECK_PERIOD = 20.0  # gcCheckPeriod
 QUARANTINE_SECONDS = 40.0  # quarantineTime
 TERMINATED_POD_THRESHOLD = 12500  # kube-controller-manager's --terminated-pod-gc-threshold default
-TERMINATED_SWEEP = Request("", "")
+SWEEP = Request("", "")  # the one request: a pass of every step
+log = logging.getLogger("kubeloop.controllers.pod_gc")
 ORPHAN_CONDITION = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
                     "message": "PodGC: node no longer exists"}  # fmt: skip
 
@@ -101,91 +103,101 @@ class PodGarbageCollector:
     name = "pod-garbage-collector"
 
     def __init__(self, manager: Manager, *, quarantine: float = QUARANTINE_SECONDS,
-                 terminated_pod_threshold: int = TERMINATED_POD_THRESHOLD) -> None:  # fmt: skip
+                 terminated_pod_threshold: int = TERMINATED_POD_THRESHOLD,
+                 period: float = GC_CHECK_PERIOD) -> None:  # fmt: skip
         self.client = manager.client
         self.clock = manager.clock
         self.quarantine = quarantine
+        self.period = period
         self.terminated_pod_threshold = terminated_pod_threshold
         self.metrics = PodGCMetrics.of(manager.metrics.registry)
         self.pods = manager.informer(PODS)
-        self.pods.add_indexers({NODE_NAME_INDEX: node_name_of_pod, TERMINATED_INDEX: index_terminated})
+        self.pods.add_indexers({TERMINATED_INDEX: index_terminated})
         self.nodes = manager.informer(NODES)
-        self._missing_since: dict[str, float] = {}  # node name -> when first seen missing (monotonic)
+        self._missing_since: dict[str, float] = {}  # node name -> the pass that first saw it missing (monotonic)
+        # The informers are watched only so that the first pass waits for their caches (upstream's
+        # WaitForNamedCacheSync); their events name no request.
         self.controller = Controller(self.name, self.reconcile, clock=manager.clock, metrics=manager.metrics,
-                                     watches=[Watch(self.pods, _PodEvents(self)), Watch(self.nodes, _NodeEvents())])
+                                     watches=[Watch(self.pods, _NoRequests()), Watch(self.nodes, _NoRequests())])
+        self.controller.enqueue(SWEEP)  # the first pass, once the caches synced
 
-    async def reconcile(self, request: Request) -> Result | None:
-        if request == TERMINATED_SWEEP:
+    async def reconcile(self, request: Request) -> Result:
+        """One pass (``gc``), then the next one :attr:`period` after it ends."""
+        await self.gc()
+        return Result(requeue_after=self.period)
+
+    async def gc(self) -> None:
+        """Every step once, over the caches as they are now, in upstream's order."""
+        pods = self.pods.cache.list()
+        if self.terminated_pod_threshold > 0:
             await self._gc_terminated()
-            return None
-        if request.namespace:
-            await self._gc_unscheduled_terminating(f"{request.namespace}/{request.name}")
-            return None
-        node = self.nodes.cache.get_by_name(request.name)
-        if node is None:
-            return await self._gc_orphaned(request.name)
-        self._missing_since.pop(request.name, None)
-        if is_out_of_service(node):
-            pods = [p for p in self.pods.cache.by_index(NODE_NAME_INDEX, request.name) if is_terminating(p)]
-            await self._force_delete(sorted(pods, key=deletion_order), "out-of-service")
-        return None
+        await self._gc_terminating(pods)
+        await self._gc_orphaned(pods)
+        await self._force_delete([p for p in pods if is_terminating(p) and not _node_name(p)], "unscheduled")
 
     # -- the steps -------------------------------------------------------------------------------
 
     async def _gc_terminated(self) -> None:
-        if self.terminated_pod_threshold <= 0:
-            return
-        # Counted first: most sweeps (a pod finished) find nothing to do, and then list nothing.
+        # Counted first: most passes find nothing to do, and then list nothing.
         surplus = self.pods.cache.count_by_index(TERMINATED_INDEX, "true") - self.terminated_pod_threshold
         if surplus > 0:
             terminated = self.pods.cache.by_index(TERMINATED_INDEX, "true")
             await self._force_delete(sorted(terminated, key=deletion_order)[:surplus], "terminated")
 
-    async def _gc_unscheduled_terminating(self, key: str) -> None:
-        pod = self.pods.cache.get(key)
-        if pod is not None and is_terminating(pod) and not node_name_of_pod(pod):
-            await self._force_delete([pod], "unscheduled")
+    async def _gc_terminating(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Pods being deleted on a node that is not Ready and out of service (a pod whose node the
+        informer does not have is left alone: upstream's lister Get fails and it moves on)."""
+        doomed = []
+        for pod in pods:
+            if is_terminating(pod):
+                node = self.nodes.cache.get_by_name(_node_name(pod))
+                if node is not None and is_out_of_service(node):
+                    doomed.append(pod)
+        await self._force_delete(sorted(doomed, key=deletion_order), "out-of-service")
 
-    async def _gc_orphaned(self, node_name: str) -> Result | None:
-        orphans = self.pods.cache.by_index(NODE_NAME_INDEX, node_name)
-        if not orphans:
-            self._missing_since.pop(node_name, None)
-            return None
-        since = self._missing_since.setdefault(node_name, self.clock.monotonic())
-        wait = since + self.quarantine - self.clock.monotonic()
-        if wait > 0:
-            return Result(requeue_after=wait)
-        try:
-            await self.client.get(NODES, node_name)
-        except NotFound:
-            pass
-        else:
-            self._missing_since.pop(node_name, None)
-            return None
-        await self._force_delete(orphans, "orphaned", ORPHAN_CONDITION)
-        self._missing_since.pop(node_name, None)
-        return None
+    async def _gc_orphaned(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        now = self.clock.monotonic()
+        bound = {_node_name(p) for p in pods} - {""}
+        for node_name in bound:
+            if self.nodes.cache.get_by_name(node_name) is None:
+                self._missing_since.setdefault(node_name, now)
+        deleted: set[str] = set()
+        for node_name, since in list(self._missing_since.items()):
+            if since + self.quarantine > now:
+                continue  # still in quarantine
+            del self._missing_since[node_name]  # drained: a later pass that misses it starts anew
+            if self.nodes.cache.get_by_name(node_name) is not None:
+                continue
+            try:
+                await self.client.get(NODES, node_name)
+            except NotFound:
+                deleted.add(node_name)
+            except ApiError as err:
+                log.error("pod-garbage-collector: reading node %s failed: %s", node_name, err)
+        if deleted:
+            orphans = [p for p in pods if _node_name(p) in deleted]
+            await self._force_delete(orphans, "orphaned", ORPHAN_CONDITION)
 
     # -- writes ----------------------------------------------------------------------------------
 
     async def _force_delete(self, pods: Sequence[Mapping[str, Any]], reason: str,
                             condition: Mapping[str, Any] | None = None) -> None:  # fmt: skip
-        """Each pod failed and deleted (in parallel, as upstream's goroutines); the first error other
-        than NotFound is raised once every pod was tried."""
+        """Each pod failed and deleted (in parallel, as upstream's goroutines); a failure is logged and
+        counted (a pod already gone is counted, not logged), and the next pass tries again."""
         if not pods:
             return
         outcomes = await asyncio.gather(*(self._mark_failed_and_delete(p, condition) for p in pods),
                                         return_exceptions=True)  # fmt: skip
-        first: BaseException | None = None
         for pod, outcome in zip(pods, outcomes, strict=True):
             namespace = namespace_of(pod)
             self.metrics.deleting.labels(namespace, reason).inc()
             if isinstance(outcome, BaseException):
                 self.metrics.errors.labels(namespace, reason).inc()
-                if not isinstance(outcome, NotFound) and first is None:
-                    first = outcome
-        if first is not None:
-            raise first
+                if isinstance(outcome, asyncio.CancelledError):
+                    raise outcome
+                if not isinstance(outcome, NotFound):
+                    log.error("pod-garbage-collector: force-deleting pod %s/%s failed: %s", namespace, name_of(pod),
+                              outcome)
 
     async def _mark_failed_and_delete(self, pod: Mapping[str, Any], condition: Mapping[str, Any] | None) -> None:
         """``markFailedAndDeletePodWithCondition``."""
@@ -196,35 +208,12 @@ class PodGarbageCollector:
         await self.client.delete(PODS, name, namespace=namespace, grace_period_seconds=0)
 
 
-class _PodEvents:
-    """A pod names the steps that may now apply to it: its node's (missing, or out of service while the
-    pod is being deleted), its own (being deleted, unscheduled), the terminated sweep (it finished)."""
-
-    def __init__(self, owner: PodGarbageCollector) -> None:
-        self.owner = owner
-
-    def requests(self, event: Event) -> Iterable[Request]:
-        if event.type == "delete":
-            return ()
-        pod, found = event.object, []
-        node_name = (pod.get("spec") or {}).get("nodeName") or ""
-        if node_name:
-            node = self.owner.nodes.cache.get_by_name(node_name)
-            if node is None or (is_terminating(pod) and is_out_of_service(node)):
-                found.append(Request("", node_name))
-        elif is_terminating(pod):
-            found.append(Request.for_object(pod))
-        old = event.old_object
-        if self.owner.terminated_pod_threshold > 0 and is_terminated(pod) and (old is None or not is_terminated(old)):
-            found.append(TERMINATED_SWEEP)
-        return found
+def _node_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
-class _NodeEvents:
-    """A deleted node names itself (its pods may be orphans), and so does one that is now out of service."""
+class _NoRequests:
+    """Events name nothing: the pod GC runs on its period, not on changes."""
 
     def requests(self, event: Event) -> Iterable[Request]:
-        node, old = event.object, event.old_object
-        if event.type == "delete" or (is_out_of_service(node) and (old is None or not is_out_of_service(old))):
-            return (Request("", name_of(node)),)
         return ()

@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubeloop.controllers._admission_policy_status import ValidatingAdmissionPolicyStatusController
 from kubeloop.controllers._clusterrole_aggregation import ClusterRoleAggregationController
 from kubeloop.controllers._gc import GarbageCollector
 from kubeloop.controllers._namespace import NAMESPACES, NamespaceController
@@ -73,6 +74,10 @@ def _root_ca_cert_publisher(manager: Manager) -> Any:
     return RootCACertPublisher(manager)
 
 
+def _admission_policy_status(manager: Manager) -> Runnable:
+    return ValidatingAdmissionPolicyStatusController(manager).controller
+
+
 BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "garbage-collector": _garbage_collector,
     "namespace": _namespace,
@@ -81,6 +86,7 @@ BUILTIN_CONTROLLERS: dict[str, ControllerFactory] = {
     "pod-garbage-collector": _pod_garbage_collector,
     "serviceaccount": _service_account,
     "root-ca-cert-publisher": _root_ca_cert_publisher,
+    ValidatingAdmissionPolicyStatusController.name: _admission_policy_status,
 }
 
 

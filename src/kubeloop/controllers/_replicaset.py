@@ -30,6 +30,7 @@ from typing import Any, Unpack
 
 from kubeloop.api import (
     ApiError,
+    LabelSelector,
     NotFound,
     controller_of,
     copy_json,
@@ -43,6 +44,7 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.client import Client
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController, WorkloadOptions
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -130,6 +132,11 @@ class ReplicaSetController(WorkloadController):
     kind = "ReplicaSet"
     resource = REPLICASETS
 
+    @staticmethod
+    def selector_of(owner: Mapping[str, Any]) -> LabelSelector:
+        """The owner's pod selector (a ReplicaSet's ``spec.selector``, a LabelSelector)."""
+        return label_selector_from_dict((owner.get("spec") or {}).get("selector"))
+
     def __init__(self, client: Client, informers: InformerFactory, *, burst_replicas: int = BURST_REPLICAS,
                  **options: Unpack[WorkloadOptions]) -> None:  # fmt: skip
         self.burst_replicas = burst_replicas
@@ -137,7 +144,7 @@ class ReplicaSetController(WorkloadController):
         self.expectations = Expectations(self.clock)
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
-        self.replicasets: SharedInformer = informers.informer(REPLICASETS)
+        self.replicasets: SharedInformer = informers.informer(self.resource)
         self.pods: SharedInformer = add_orphan_index(informers.informer(PODS))
         return [Watch(self.replicasets, OwnObjectEvents(self)), Watch(self.pods, _PodEvents(self))]
 
@@ -150,10 +157,10 @@ class ReplicaSetController(WorkloadController):
             self.expectations.delete(key)
             return None
         needs_sync = self.expectations.satisfied(key)
-        selector = label_selector_from_dict((rs.get("spec") or {}).get("selector"))
+        selector = self.selector_of(rs)
         active = [p for p in candidates(self.pods.cache, rs) if is_pod_active(p)]
         pods = await claim_children(
-            self.client, owner=rs, owner_resource=REPLICASETS, child_resource=PODS, children=active,
+            self.client, owner=rs, owner_resource=self.resource, child_resource=PODS, children=active,
             matches=lambda p: selector.matches(labels_of(p)), field_manager=self.field_manager,
         )  # fmt: skip
         failure: tuple[str, str] | None = None
@@ -190,6 +197,11 @@ class ReplicaSetController(WorkloadController):
                     made = await self.client.create(PODS, copy_json(pod), namespace=namespace_of(rs),
                                                     field_manager=self.field_manager)  # fmt: skip
                 except ApiError as err:
+                    if is_namespace_terminating_error(err):
+                        # manageReplicas: every later create would fail too, so this one counts as done: no
+                        # error, no Event (RealPodControl.createPods); its expectation stays until it expires, as
+                        # upstream's (no new attempt before then).
+                        return
                     self.event(rs, "Warning", "FailedCreate", f"Error creating: {err.message or err}")
                     raise
                 self.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(made)}")
@@ -251,7 +263,7 @@ class ReplicaSetController(WorkloadController):
             except ApiError:
                 if attempt >= STATUS_UPDATE_RETRIES:
                     raise
-            fresh = await self.client.get(REPLICASETS, name_of(rs), namespace=namespace_of(rs))
+            fresh = await self.client.get(self.resource, name_of(rs), namespace=namespace_of(rs))
             if uid_of(fresh) != uid_of(rs):
                 return
             current = fresh
@@ -260,10 +272,10 @@ class ReplicaSetController(WorkloadController):
 
     def resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         """The cached ReplicaSet a controller reference names (same UID), if any."""
-        return resolve_controller(self.replicasets.cache, namespace, ref, "ReplicaSet")
+        return resolve_controller(self.replicasets.cache, namespace, ref, self.kind)
 
     def replicasets_for_orphan(self, pod: Mapping[str, Any]) -> list[Request]:
-        return owners_selecting(self.replicasets.cache, pod)
+        return owners_selecting(self.replicasets.cache, pod, selector_of=self.selector_of)
 
 
 class _PodEvents:

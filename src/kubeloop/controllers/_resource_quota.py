@@ -49,7 +49,8 @@ RESYNC_PERIOD = 300.0  # kube-controller-manager --resource-quota-sync-period (5
 FIELD_MANAGER = "resourcequota-controller"
 # The kinds whose changes replenish quota at once (upstream monitors every quotable kind; the periodic
 # recount covers the others).
-_REPLENISHED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), ("", "configmaps"), ("", "secrets"))
+_REPLENISHED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), ("", "configmaps"), ("", "secrets"),
+               ("", "replicationcontrollers"))
 _ALIASES = {"configmaps": ("", "configmaps"), "secrets": ("", "secrets"), "resourcequotas": ("", "resourcequotas"),
             "replicationcontrollers": ("", "replicationcontrollers")}
 Obj = Mapping[str, Any]

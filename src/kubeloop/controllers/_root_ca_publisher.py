@@ -21,7 +21,8 @@ from typing import Any
 
 from kubeloop.api import ApiError, NotFound
 from kubeloop.controllers._scheduler_resources import builtin
-from kubeloop.controllers._service_accounts import NAMESPACES, is_namespace_terminating_error
+from kubeloop.controllers._service_accounts import NAMESPACES
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.runtime import Controller, Event, Manager, Request, Result, SharedInformer, Watch
 
 __all__ = ["CONFIGMAPS", "DESCRIPTION", "DESCRIPTION_ANNOTATION", "ROOT_CA_CONFIGMAP", "RootCACertPublisher"]

@@ -21,8 +21,9 @@ highest total, one is picked at random with equal chance (``selectHost``'s reser
 the scheduler's injected :class:`random.Random`, so a seeded run picks the same nodes every time.
 
 The System default spreading constraints need the pod's default selector (``helper.DefaultSelector``):
-the selectors of the Services in its namespace that select it, merged, plus the selector of the
-ReplicaSet or StatefulSet controlling it. The scorer reads those from shared informers.
+the selectors of the Services in its namespace that select it, merged with the label map of the
+ReplicationController controlling it, plus the selector of the ReplicaSet or StatefulSet controlling it.
+The scorer reads those from shared informers.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from kubeloop.runtime import Manager
 __all__ = ["NodeScorer", "select_host"]
 
 REPLICASETS = builtin("apps", "replicasets")
+REPLICATIONCONTROLLERS = builtin("", "replicationcontrollers")
 STATEFULSETS = builtin("apps", "statefulsets")
 _OWNER_KINDS = {("apps/v1", "ReplicaSet"): REPLICASETS, ("apps/v1", "StatefulSet"): STATEFULSETS}
 
@@ -75,10 +77,12 @@ class NodeScorer:
         self._images: tuple[tuple[tuple[str, str], ...], ImageStates] | None = None
         self.services = manager.informer(SERVICES)
         self.owners = {resource: manager.informer(resource) for resource in (REPLICASETS, STATEFULSETS)}
+        self.replication_controllers = manager.informer(REPLICATIONCONTROLLERS)
 
     def default_selector(self, pod: Mapping[str, Any]) -> LabelSelector:
-        """``helper.DefaultSelector``: the selectors of the Services that select the pod, and of the
-        ReplicaSet or StatefulSet that controls it (ReplicationControllers are not served here)."""
+        """``helper.DefaultSelector``: the selectors of the Services that select the pod, merged with the
+        label map of the ReplicationController that controls it, and the selector of the ReplicaSet or
+        StatefulSet that controls it."""
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
         labels = meta.get("labels") or {}
@@ -91,6 +95,12 @@ class NodeScorer:
                 merged.update(selector)
         owners: list[LabelSelector] = []
         for ref in meta.get("ownerReferences") or ():
+            if ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) == ("v1", "ReplicationController"):
+                rc = self.replication_controllers.cache.get_by_name(str(ref.get("name")), namespace)
+                rc_selector = (rc.get("spec") or {}).get("selector") if rc is not None else None
+                if isinstance(rc_selector, Mapping):
+                    merged.update(rc_selector)  # labels.Merge(labelSet, rc.Spec.Selector)
+                continue
             resource = _OWNER_KINDS.get((ref.get("apiVersion"), ref.get("kind"))) if ref.get("controller") else None
             owner = self.owners[resource].cache.get_by_name(str(ref.get("name")), namespace) if resource else None
             if owner is not None:

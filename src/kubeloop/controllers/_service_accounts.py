@@ -22,21 +22,14 @@ from collections.abc import Iterable
 
 from kubeloop.api import AlreadyExists, ApiError
 from kubeloop.controllers._scheduler_resources import builtin
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.runtime import Controller, Event, Manager, Request, Result, SharedInformer, Watch
 
-__all__ = ["DEFAULT_SERVICE_ACCOUNT", "SERVICEACCOUNTS", "ServiceAccountsController", "is_namespace_terminating_error"]
+__all__ = ["DEFAULT_SERVICE_ACCOUNT", "SERVICEACCOUNTS", "ServiceAccountsController"]
 
 SERVICEACCOUNTS = builtin("", "serviceaccounts")
 NAMESPACES = builtin("", "namespaces")
 DEFAULT_SERVICE_ACCOUNT = "default"
-NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"  # corev1.NamespaceTerminatingCause
-
-
-def is_namespace_terminating_error(error: ApiError) -> bool:
-    """``apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause)``."""
-    return any(cause.get("reason") == NAMESPACE_TERMINATING_CAUSE for cause in error.causes)
-
-
 class _NamespaceEvents:
     """Namespace added or updated -> that namespace (upstream ``namespaceAdded``/``namespaceUpdated``)."""
 

@@ -3,7 +3,8 @@
 :class:`WorkloadController` builds one :class:`~kubeloop.runtime.Controller` named :attr:`name`
 on the shared informers (a subclass lists its sources in :meth:`WorkloadController.watches`), with
 an :class:`._events.EventSink` for component ``<name>-controller`` (upstream's names:
-``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``, ``job-controller``). Options are
+``replicaset-controller``, ``deployment-controller``, ``statefulset-controller``, ``job-controller``), or
+:attr:`WorkloadController.component` where upstream's differs (the ReplicationManager's ``replication-controller``). Options are
 keyword-only and the same for all three (:class:`WorkloadOptions`): injected clock, metrics,
 ``workers`` (``max_concurrent_reconciles``, 5 as kube-controller-manager's ``--concurrent-*-syncs``)
 and the field manager writes carry.
@@ -43,6 +44,7 @@ class WorkloadController(ABC):
     """Base of the workload controllers; run it with :meth:`run` or hand :attr:`controller` to a manager."""
 
     name: ClassVar[str]  # the runtime controller's name; Events come from ``<name>-controller``
+    component: ClassVar[str | None] = None  # the Events' source component when it is not ``<name>-controller``
     kind: ClassVar[str]  # the kind reconciled (the subject of its Events)
     api_version: ClassVar[str] = "apps/v1"
     resource: ClassVar[ResourceInfo]
@@ -60,7 +62,7 @@ class WorkloadController(ABC):
         self.client = client
         self.clock: Clock = clock or SystemClock()
         self.field_manager = field_manager
-        self.events = EventSink(client, component=f"{self.name}-controller", clock=self.clock)
+        self.events = EventSink(client, component=self.component or f"{self.name}-controller", clock=self.clock)
         self.controller = Controller(
             self.name, self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
             watches=self.watches(informers),

@@ -26,6 +26,7 @@ from typing import Any
 from kubeloop.api import (
     ApiError,
     Invalid,
+    LabelSelector,
     NotFound,
     ResourceInfo,
     controller_of,
@@ -84,15 +85,23 @@ def resolve_controller(cache: Cache, namespace: str, ref: Mapping[str, Any] | No
     return owner if owner is not None and uid_of(owner) == ref.get("uid") else None
 
 
-def owners_selecting(cache: Cache, obj: Mapping[str, Any]) -> list[Request]:
+def _label_selector(owner: Mapping[str, Any]) -> LabelSelector:
+    return label_selector_from_dict((owner.get("spec") or {}).get("selector"))
+
+
+def owners_selecting(cache: Cache, obj: Mapping[str, Any], *,
+                     selector_of: Callable[[Mapping[str, Any]], LabelSelector] = _label_selector) -> list[Request]:
     """A request for every cached owner in ``obj``'s namespace whose (non-empty) selector matches it.
 
     Who may adopt an orphan (upstream's ``getPodReplicaSets``, ``getReplicaSetsForDeployment``...).
+    ``selector_of`` reads an owner's selector (a ``spec.selector`` LabelSelector by default; a
+    ReplicationController's is a label map).
     """
     found = []
     for owner in cache.list(namespace=namespace_of(obj)):
-        selector = (owner.get("spec") or {}).get("selector")
-        if selector and label_selector_from_dict(selector).matches(labels_of(obj)):
+        if not (owner.get("spec") or {}).get("selector"):
+            continue
+        if selector_of(owner).matches(labels_of(obj)):
             found.append(Request.for_object(owner))
     return found
 

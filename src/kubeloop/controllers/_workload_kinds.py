@@ -22,6 +22,7 @@ __all__ = [
     "PODS",
     "PVCS",
     "REPLICASETS",
+    "REPLICATIONCONTROLLERS",
     "REVISIONS",
     "STATEFULSETS",
     "int_field",
@@ -31,6 +32,7 @@ __all__ = [
 CONTROLLER_MANAGER = "kube-controller-manager"
 
 REPLICASETS = builtin("apps", "replicasets")
+REPLICATIONCONTROLLERS = builtin("", "replicationcontrollers")
 DEPLOYMENTS = builtin("apps", "deployments")
 STATEFULSETS = builtin("apps", "statefulsets")
 DAEMONSETS = builtin("apps", "daemonsets")

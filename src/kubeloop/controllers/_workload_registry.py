@@ -1,4 +1,4 @@
-"""Registers the workload controllers (``replicaset``, ``deployment``, ``statefulset``, ``daemonset``, ``job``, ``cronjob``) and
+"""Registers the workload controllers (``replicaset``, ``replicationcontroller``, ``deployment``, ``statefulset``, ``daemonset``, ``job``, ``cronjob``) and
 ``ttl-after-finished`` (:mod:`._ttl_after_finished`, which deletes finished Jobs) as built-ins.
 
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
@@ -19,6 +19,7 @@ from kubeloop.controllers._deployment import DeploymentController
 from kubeloop.controllers._job import JobController
 from kubeloop.controllers._registry import register_builtin
 from kubeloop.controllers._replicaset import ReplicaSetController
+from kubeloop.controllers._replication_manager import ReplicationManager
 from kubeloop.controllers._statefulset import StatefulSetController
 from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._workload_base import WorkloadController
@@ -36,7 +37,7 @@ def _factory(cls: type[WorkloadController]) -> Callable[[Manager], Controller]:
     return build
 
 
-_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, DeploymentController, StatefulSetController,
+_FACTORIES = {cls.name: _factory(cls) for cls in (ReplicaSetController, ReplicationManager, DeploymentController, StatefulSetController,
                                                   DaemonSetController, JobController, CronJobController)}
 
 

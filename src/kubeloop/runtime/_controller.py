@@ -14,10 +14,12 @@ Guarantees:
   :class:`~kubeloop.runtime.CircuitOpen` (a dependency's breaker is open) requeues after the cool-off
   and counts as ``requeue_after``, not as an error: nothing failed, nothing was called.
 - An exception from a reconciler, predicate or handler never kills a worker or an event source.
-- A failed reconcile is logged at warning level: an :class:`~kubeloop.api.ApiError` (the server's
-  answer, such as the routine 409 Conflict) as one line with its code, reason and message, as
-  controller-runtime logs "Reconciler error" with the error's text; any other exception (a bug in the
-  reconciler) with its traceback. Either way the key is retried with the same rate-limited backoff.
+- A failed reconcile is logged at error level, as upstream logs it (controller-runtime's
+  ``log.Error(err, "Reconciler error")``; kube-controller-manager's workers hand the error to
+  ``utilruntime.HandleError``, a klog error line): an :class:`~kubeloop.api.ApiError` (the server's
+  answer, such as the routine 409 Conflict) as one line with its code, reason and message and no
+  traceback, so a routine conflict costs one line per failed attempt; any other exception (a bug in
+  the reconciler) with its traceback. Either way the key is retried with the same rate-limited backoff.
 - Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
   so a reconciler never acts on a half-filled cache.
 - :meth:`Controller.stop` lets each worker finish its current reconcile and take no more.
@@ -231,9 +233,9 @@ class Controller:
             if isinstance(err, ApiError):
                 # The API server's answer (a 409 Conflict is routine): one line, as controller-runtime's
                 # "Reconciler error" and kube-controller-manager's utilruntime.HandleError print it.
-                log.warning("controller %r: reconcile of %s failed: %s", self.name, request, _status_line(err))
+                log.error("controller %r: reconcile of %s failed: %s", self.name, request, _status_line(err))
             else:  # a bug in the reconciler: where it happened matters
-                log.warning("controller %r: reconcile of %s failed: %r", self.name, request, err, exc_info=err)
+                log.error("controller %r: reconcile of %s failed: %r", self.name, request, err, exc_info=err)
             return
         finally:
             self._metrics.worker_finished()

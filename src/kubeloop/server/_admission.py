@@ -95,6 +95,12 @@ class AdmissionAttributes(NamedTuple):
     # For a namespaced CREATE: the namespace as the server read it for this attempt, as a 1-tuple
     # (``(None,)`` when it does not exist); ``None`` when the caller did not read it.
     namespace_state: tuple[KeyValue | None] | None = None
+    # The request's ``Warning`` texts, for a plugin to add to (admission webhooks' warnings); ``None``
+    # when the caller keeps none.
+    warnings: list[str] | None = None
+    # The request's options (``WriteOptions`` or ``DeleteOptions``), for plugins that report them
+    # (an AdmissionReview's ``options``); ``None`` when the caller has none.
+    options: Any = None
 
 
 class Admission(Protocol):
@@ -391,7 +397,11 @@ class NamespaceLifecycle(MutatingPlugin):
         state = attributes.namespace_state
         if state is None:
             return self._read_and_judge(attributes)
-        self._judge(attributes, state[0])
+        kv = state[0]
+        # _judge's usual answer without its call: a namespace seen at this revision, not terminating.
+        seen = self._terminating.get(attributes.namespace)
+        if seen is None or kv is None or seen[0] != kv.mod_revision or seen[1]:
+            self._judge(attributes, kv)
         return None
 
     async def _require(self, attributes: AdmissionAttributes) -> None:

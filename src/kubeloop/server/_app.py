@@ -38,6 +38,8 @@ from kubeloop.api import (
 )
 from kubeloop.api import Clock as ClockProtocol
 from kubeloop.server._admission import Admission, NamespaceLifecycle
+from kubeloop.server._admission_policy import ValidatingAdmissionPolicy
+from kubeloop.server._compression import send_body
 from kubeloop.server._crd import CrdController
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._discovery import (
@@ -56,6 +58,7 @@ from kubeloop.server._http import (
     Request,
     Scope,
     Send,
+    encode_body,
     send_bytes,
     send_error,
     send_json,
@@ -73,6 +76,7 @@ from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
 from kubeloop.server._state import ServerState, Validator, namespace_key
+from kubeloop.server._webhook_admission import MutatingWebhooks, ValidatingWebhooks
 from kubeloop.store import Store, StoreClosed
 
 __all__ = ["SYSTEM_NAMESPACES", "App", "create_app"]
@@ -294,7 +298,10 @@ class App:
             version = negotiate_discovery(request.headers.get("accept", ""))
             if version is not None:
                 body = aggregated_discovery(kinds, legacy=path == "/api", version=version)
-                await send_json(send, 200, body, content_type=content_type(version))
+                media = content_type(version)
+                # Aggregated discovery is written by responsewriters.WriteObjectNegotiated: compressed as
+                # any other answer (a cluster with many CRDs passes the threshold).
+                await send_body(send, request, 200, encode_body(body, media), content_type=media)
                 return
             doc = api_versions(self.server_address) if path == "/api" else api_group_list(kinds)
         elif parts[0] == "api" and len(parts) == 2:
@@ -305,7 +312,8 @@ class App:
             doc = api_resource_list(kinds, parts[1], parts[2])
         if doc is None:
             raise _not_found()
-        await send_json(send, 200, doc, content_type=request.negotiate())
+        media = request.negotiate()
+        await send_body(send, request, 200, encode_body(doc, media), content_type=media)
 
 
 def _decode_protobuf(body: bytes, info: ResourceInfo) -> dict[str, Any]:
@@ -328,7 +336,8 @@ def create_app(
     service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
-    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, ResourceQuota:
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, the mutating
+    admission webhooks, ValidatingAdmissionPolicy, the validating admission webhooks, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
@@ -365,5 +374,11 @@ DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
     "Priority": lambda state: Priority(state.store),
     "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
     "DeletionProtection": lambda state: DeletionProtection(),
+    # Upstream's dynamic admission (k8s.io/apiserver plugin/webhook and plugin/policy), in AllOrderedPlugins'
+    # order: MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota
+    # (the mutating webhooks run last of the mutating plugins).
+    "MutatingAdmissionWebhook": MutatingWebhooks,
+    "ValidatingAdmissionPolicy": ValidatingAdmissionPolicy,
+    "ValidatingAdmissionWebhook": ValidatingWebhooks,
     "ResourceQuota": ResourceQuotaAdmission,
 }

@@ -128,7 +128,11 @@ class CrdStrategy(GenericStrategy):
             for v in _dict(obj.get("spec")).get("versions") or ()
             if _dict(v).get("storage")
         ]
-        obj["status"] = {"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": stored[:1]}
+        # strategy.go PrepareForCreate: a zero status with the storage version stored; its nil Conditions
+        # encode as ``null`` (apiextensions/v1 ``Conditions []CustomResourceDefinitionCondition
+        # `json:"conditions"```, no omitempty), in the struct's field order.
+        obj["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
+                         "storedVersions": stored[:1]}
         meta = obj.setdefault("metadata", {})
         finalizers = list(meta.get("finalizers") or ())
         if CLEANUP_FINALIZER not in finalizers:

@@ -25,10 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.api._admission_policy_defaults import default_policy, default_policy_binding
 from kubeloop.api._go_empty import holds_collections
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
 from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
+from kubeloop.api._webhook_configuration import default_webhook_configuration
 
 __all__ = ["apply_defaults", "create_keeps_decoded_body", "drop_go_nulls", "go_write_encodings"]
 
@@ -238,6 +240,34 @@ def _replicaset(obj: Obj) -> None:
     _pod_template(spec)
 
 
+def _replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController (k/k ``pkg/apis/core/v1/defaults.go``): with template labels, an
+    empty selector and empty object labels both take them; replicas 1; then the template's defaults."""
+    spec = _dict(obj, "spec")
+    template = spec.get("template")
+    labels = _get_labels(template)
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _dict(obj, "metadata")
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    _default(spec, "replicas", 1)
+    _pod_template(spec)
+
+
+def _get_labels(template: Any) -> Obj | None:
+    """A template's ``metadata.labels`` when set (a nil map stays nil: ``if labels != nil``)."""
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else None
+
+
+def _podtemplate(obj: Obj) -> None:
+    """SetObjectDefaults_PodTemplate: the defaults of its ``template``'s pod spec (no kind-level defaulter)."""
+    _pod_template(obj)
+
+
 def _statefulset(obj: Obj) -> None:
     """SetDefaults_StatefulSet, then the claim templates' own defaults (the generated defaulter runs
     SetDefaults_PersistentVolumeClaim and its spec's on each: ``status.phase`` Pending, ``volumeMode``
@@ -438,6 +468,14 @@ def _priorityclass(obj: Obj) -> None:
     _default(obj, "value", 0)
 
 
+def _validating_webhooks(obj: Obj) -> None:
+    default_webhook_configuration(obj, mutating=False)
+
+
+def _mutating_webhooks(obj: Obj) -> None:
+    default_webhook_configuration(obj, mutating=True)
+
+
 def _namespace(obj: Obj) -> None:
     # pkg/apis/core/v1/defaults.go SetDefaults_Namespace: a decode-time default, so the writer owns the
     # label in managedFields (the strategy's Canonicalize sets it again, for a generateName create).
@@ -456,6 +494,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Namespace"): _namespace,
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "PersistentVolume"): _pv,
+    ("", "ReplicationController"): _replication_controller,
+    ("", "PodTemplate"): _podtemplate,
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,
@@ -464,8 +504,13 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("batch", "CronJob"): _cronjob,
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
+    # pkg/apis/admissionregistration/v1/defaults.go.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _validating_webhooks,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _mutating_webhooks,
     # pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem.
     ("", "LimitRange"): default_limit_range,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): default_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): default_policy_binding,
 }
 
 

@@ -8,7 +8,8 @@ Flow for one object (``Delete`` / ``updateForGracefulDeletionAndFinalizers`` / `
    answer is the object (kinds that return deleted objects) or a Success Status.
 3. The GC finalizers are recomputed from the propagation policy (``deletionFinalizersForGarbage
    Collection``): ``orphan`` for Orphan / ``orphanDependents=true`` (or an existing ``orphan``
-   finalizer when the request says nothing), ``foregroundDeletion`` for Foreground.
+   finalizer when the request says nothing, or when the kind's default policy orphans, as core/v1
+   ReplicationControllers' does), ``foregroundDeletion`` for Foreground.
 4. A graceful kind (a pod on a node) gets ``deletionTimestamp = now + grace`` and stays; an object
    with finalizers gets ``deletionTimestamp = now``, ``deletionGracePeriodSeconds = 0``
    (``markAsDeleting``, which also bumps ``generation`` once); both answer 200 with the object
@@ -77,7 +78,7 @@ def _finalize_delete(info: ResourceInfo, obj: dict[str, Any], value: bytes, dele
     return DeleteResult(200, _success_status(info, obj), deleted, is_status=True)
 
 
-def _should_orphan(options: DeleteOptions, finalizers: list[str]) -> bool:
+def _should_orphan(options: DeleteOptions, finalizers: list[str], default: bool) -> bool:
     if options.orphan_dependents is not None:
         return options.orphan_dependents
     if options.propagation_policy is not None:
@@ -87,7 +88,7 @@ def _should_orphan(options: DeleteOptions, finalizers: list[str]) -> bool:
             return True
         if f == FINALIZER_DELETE_DEPENDENTS:
             return False
-    return False
+    return default  # the kind's DefaultGarbageCollectionPolicy (store.go shouldOrphanDependents)
 
 
 def _should_foreground(options: DeleteOptions, finalizers: list[str]) -> bool:
@@ -103,10 +104,12 @@ def _should_foreground(options: DeleteOptions, finalizers: list[str]) -> bool:
     return False
 
 
-def gc_finalizers(options: DeleteOptions, finalizers: list[str]) -> tuple[bool, list[str]]:
-    """store.go deletionFinalizersForGarbageCollection: (changed, new finalizers)."""
+def gc_finalizers(options: DeleteOptions, finalizers: list[str], *, orphans_by_default: bool = False
+                  ) -> tuple[bool, list[str]]:
+    """store.go deletionFinalizersForGarbageCollection: (changed, new finalizers). ``orphans_by_default``:
+    the kind's DefaultGarbageCollectionPolicy is OrphanDependents (core/v1 ReplicationControllers)."""
     new = [f for f in finalizers if f not in (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)]
-    if _should_orphan(options, finalizers):
+    if _should_orphan(options, finalizers, orphans_by_default):
         new.append(FINALIZER_ORPHAN_DEPENDENTS)
     if _should_foreground(options, finalizers):
         new.append(FINALIZER_DELETE_DEPENDENTS)
@@ -140,6 +143,7 @@ async def delete_object(
     *,
     user: Any = None,
     listed: KeyValue | None = None,
+    warnings: list[str] | None = None,
 ) -> DeleteResult:
     """Delete one object. ``listed`` is its stored state as a list just read it: the first attempt
     starts from it instead of reading again; its compare-and-swap fails if the object changed since,
@@ -156,7 +160,7 @@ async def delete_object(
         meta = obj.setdefault("metadata", {})
         check_preconditions(info, meta, options)
         attrs = AdmissionAttributes("DELETE", info, namespace if info.namespaced else "", name,
-                                    user=user, dry_run=options.dry_run)
+                                    user=user, dry_run=options.dry_run, warnings=warnings, options=options)
         await run_admission(state.admission, attrs, None, obj)
 
         now = state.clock.now()
@@ -192,7 +196,7 @@ async def delete_object(
                 graceful = True
 
         finalizers = list(meta.get("finalizers") or [])
-        changed, finalizers = gc_finalizers(options, finalizers)
+        changed, finalizers = gc_finalizers(options, finalizers, orphans_by_default=info.orphans_by_default)
         if changed:
             meta["finalizers"] = finalizers
         if not finalizers:

@@ -164,6 +164,25 @@ def parse_write_options(query: Query, *, kind: str, patch_type: str | None = Non
     """``kind`` is ``CreateOptions``, ``UpdateOptions`` or ``PatchOptions`` (used in the 422 message)."""
     if not query and patch_type != "application/apply-patch+yaml":
         return _NO_WRITE_OPTIONS  # no parameters: the defaults, and nothing to reject (apply needs a manager)
+    # Requests with one query string share its (read-only) parse (kubeloop.server._http.query_params), and
+    # its options: kubectl sends the same ``fieldManager=...&fieldValidation=Strict`` with every write, whose
+    # checks (the manager's characters one by one) cost more than the rest of the parse.
+    memo_key = (id(query), kind, patch_type)
+    hit = _WRITE_OPTIONS.get(memo_key)
+    if hit is not None and hit[0] is query:
+        return hit[1]
+    options = _write_options(query, kind, patch_type)
+    if len(_WRITE_OPTIONS) >= _WRITE_OPTIONS_LIMIT:
+        _WRITE_OPTIONS.clear()
+    _WRITE_OPTIONS[memo_key] = (query, options)  # the query kept alive: its id names no other dict meanwhile
+    return options
+
+
+_WRITE_OPTIONS: dict[tuple[int, str, str | None], tuple[Query, WriteOptions]] = {}
+_WRITE_OPTIONS_LIMIT = 1024
+
+
+def _write_options(query: Query, kind: str, patch_type: str | None) -> WriteOptions:
     dry_run = query.get("dryRun", [])
     manager = _first(query, "fieldManager") or ""
     validation = _first(query, "fieldValidation") or ""

@@ -1,8 +1,10 @@
 """The ``/scale`` subresource: an ``autoscaling/v1`` Scale view of a kind's replicas.
 
 GET builds the Scale from the parent (``spec.replicas``, ``status.replicas``, and ``status.selector``
-as a label-selector string: built-ins format ``spec.selector``, custom kinds read the CRD's
-``labelSelectorPath``), as k/k ``pkg/registry/apps/deployment/storage`` scaleFromDeployment does.
+as a label-selector string: built-ins format ``spec.selector``, a ReplicationController's label map
+as ``labels.SelectorFromSet`` does, custom kinds read the CRD's ``labelSelectorPath``), as k/k
+``pkg/registry/apps/deployment/storage`` scaleFromDeployment and ``pkg/registry/core/replicationcontroller/
+storage`` scaleFromRC do.
 PUT/PATCH change only the parent's ``spec.replicas``; a ``metadata.resourceVersion`` in the Scale is
 a precondition on the parent (409 when stale); the write goes through the parent's normal update
 path (so ``generation`` moves and watchers see MODIFIED on the parent).
@@ -30,7 +32,7 @@ from kubeloop.server._http import decode_json
 from kubeloop.server._rest import Current, WriteRequest, get_object, update_object
 from kubeloop.server._state import ServerState
 
-__all__ = ["scale_get", "scale_of", "scale_update"]
+__all__ = ["scale_get", "scale_of", "scale_update", "set_path"]
 
 
 def _get_path(obj: Any, dotted: str) -> Any:
@@ -41,7 +43,7 @@ def _get_path(obj: Any, dotted: str) -> Any:
     return obj
 
 
-def _set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
+def set_path(obj: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.strip(".").split(".")
     for part in parts[:-1]:
         nxt = obj.get(part)
@@ -64,6 +66,9 @@ def scale_of(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
             status["selector"] = selector
     else:
         spec_selector = _get_path(obj, ".spec.selector")
+        if paths.selector_is_map and isinstance(spec_selector, dict):
+            # A ReplicationController's label map (scaleFromRC: labels.SelectorFromSet(spec.selector)).
+            spec_selector = {"matchLabels": spec_selector}
         text = str(label_selector_from_dict(spec_selector)) if isinstance(spec_selector, dict) else ""
         if text:
             status["selector"] = text
@@ -122,7 +127,7 @@ async def scale_update(state: ServerState, req: WriteRequest, body: Any, patch_t
         if replicas < 0:
             raise invalid("Scale", name, [FieldError.invalid("spec.replicas", replicas,
                                                             "must be greater than or equal to 0")], "autoscaling")
-        _set_path(current, paths.spec_replicas, replicas)
+        set_path(current, paths.spec_replicas, replicas)
         meta = current.setdefault("metadata", {})
         rv = scale_meta.get("resourceVersion")
         if rv:

@@ -359,6 +359,7 @@ Strategy = GenericStrategy
 # Go zero values that survive JSON encoding (fields without omitempty) in each kind's status.
 _ZERO_STATUS: dict[tuple[str, str], dict[str, Any]] = {
     ("apps", "ReplicaSet"): {"replicas": 0},
+    ("", "ReplicationController"): {"replicas": 0},
     ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
     ("apps", "DaemonSet"): {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
                             "numberReady": 0},
@@ -406,6 +407,17 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         from kubeloop.server._priority_class import PriorityClassStrategy  # a subclass: imported late (cycle)
 
         return PriorityClassStrategy(info)
+    if info.group == "admissionregistration.k8s.io" and info.kind.startswith("ValidatingAdmissionPolicy"):
+        from kubeloop.server._admission_policy_strategy import (  # late (cycle)
+            PolicyBindingStrategy,
+            PolicyStrategy,
+        )
+
+        return PolicyBindingStrategy(info) if info.kind.endswith("Binding") else PolicyStrategy(info)
+    if info.group == "admissionregistration.k8s.io" and info.kind.endswith("WebhookConfiguration"):
+        from kubeloop.server._webhook_strategy import WebhookConfigurationStrategy  # a subclass: late (cycle)
+
+        return WebhookConfigurationStrategy(info)
     if key in (("", "LimitRange"), ("", "ResourceQuota")):
         from kubeloop.server._quota_strategies import (  # subclasses: late
             LimitRangeStrategy,
@@ -425,6 +437,15 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         from kubeloop.server._cronjob_strategy import CronJobStrategy  # a subclass: imported late (cycle)
 
         return CronJobStrategy(info, {})
+    if key in (("", "ReplicationController"), ("", "PodTemplate")):
+        from kubeloop.server._replication_controller_strategy import (  # subclasses: late (cycle)
+            PodTemplateStrategy,
+            ReplicationControllerStrategy,
+        )
+
+        if key[1] == "PodTemplate":
+            return PodTemplateStrategy(info)
+        return ReplicationControllerStrategy(info, _ZERO_STATUS[key])
     if key in (("", "PersistentVolume"), ("", "PersistentVolumeClaim")):
         from kubeloop.server._volume_strategy import (  # subclasses: imported late (cycle, start-up)
             PersistentVolumeClaimStrategy,

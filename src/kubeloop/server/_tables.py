@@ -256,6 +256,24 @@ def _replicaset_cells(rs: Obj, now: float) -> list[Any]:
     ]
 
 
+def _replication_controller_cells(rc: Obj, now: float) -> list[Any]:
+    """printReplicationController: desired, current and ready replicas, age, then (wide) containers, images
+    and the selector map as labels.FormatLabels writes it."""
+    st = rc.get("status") or {}
+    return [
+        _name(rc), _get(rc, "spec", "replicas", default=1), st.get("replicas", 0), st.get("readyReplicas", 0),
+        _age(rc, now), *_workload_wide(rc), _node_selector_text(_get(rc, "spec", "selector")),
+    ]
+
+
+def _pod_template_cells(pt: Obj, now: float) -> list[Any]:
+    """printPodTemplate: the template's containers and images (layoutContainerCells: joined by commas, empty
+    when none) and its labels (labels.FormatLabels)."""
+    containers = _containers(pt, "template")
+    return [_name(pt), ",".join(str(c.get("name", "")) for c in containers),
+            ",".join(str(c.get("image", "")) for c in containers), _node_selector_text(_get(pt, "template", "metadata", "labels"))]
+
+
 def _node_selector_text(selector: Any) -> str:
     """labels.FormatLabels: ``k=v`` pairs sorted by key, comma-separated; ``<none>`` when empty."""
     if not isinstance(selector, dict) or not selector:
@@ -491,6 +509,38 @@ def _resource_quota_cells(rq: Obj, now: float) -> list[Any]:
     return [_name(rq), _age(rq, now), ", ".join(requests), ", ".join(limits)]
 
 
+def _policy_cells(policy: Obj, now: float) -> list[Any]:
+    """printValidatingAdmissionPolicy: the number of validations and ``apiVersion/kind`` of the paramKind."""
+    spec = policy.get("spec") or {}
+    param_kind = spec.get("paramKind")
+    shown = f"{param_kind.get('apiVersion', '')}/{param_kind.get('kind', '')}" if isinstance(param_kind, dict) else "<unset>"
+    return [_name(policy), len(spec.get("validations") or []), shown, _age(policy, now)]
+
+
+def _policy_binding_cells(binding: Obj, now: float) -> list[Any]:
+    """printValidatingAdmissionPolicyBinding: the policy and the param reference (``namespace/name``, ``*/name``
+    when the request's namespace is meant, or the selector)."""
+    spec = binding.get("spec") or {}
+    ref = spec.get("paramRef")
+    shown = "<unset>"
+    if isinstance(ref, dict):
+        if ref.get("name"):
+            shown = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), dict):
+            shown = _label_selector_string(ref["selector"])
+    return [_name(binding), spec.get("policyName", ""), shown, _age(binding, now)]
+
+
+def _label_selector_string(selector: Obj) -> str:
+    """Go's generated ``LabelSelector.String()`` (gogo protobuf), which the binding printer shows: each
+    requirement printed with ``%v`` as a plain struct (its ``String`` has a pointer receiver)."""
+    labels = selector.get("matchLabels") or {}
+    pairs = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
+    expressions = "".join(f"{{{e.get('key', '')} {e.get('operator', '')} [{' '.join(e.get('values') or [])}]}},"
+                          for e in selector.get("matchExpressions") or [])
+    return f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+
+
 def _s(name: str, priority: int = 0, fmt: str = "") -> Column:
     return (name, "string", fmt, priority)
 
@@ -531,6 +581,10 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("", "LimitRange"): ([_NAME, ("Created At", "date", "", 0)], _limit_range_cells),
     ("", "ResourceQuota"): ([_NAME, _AGE, _s("Request"), _s("Limit")], _resource_quota_cells),
     ("", "Endpoints"): ([_NAME, _s("Endpoints"), _AGE], _endpoints_cells),
+    # k/k printers.go replicationControllerColumnDefinitions and podTemplateColumnDefinitions.
+    ("", "ReplicationController"): ([_NAME, _i("Desired"), _i("Current"), _i("Ready"), _AGE, *_WORKLOAD_WIDE,
+                                     _s("Selector", 1)], _replication_controller_cells),
+    ("", "PodTemplate"): ([_NAME, _s("Containers"), _s("Images"), _s("Pod Labels")], _pod_template_cells),
     ("discovery.k8s.io", "EndpointSlice"): ([_NAME, _s("AddressType"), _s("Ports"), _s("Endpoints"), _AGE],
                                             _endpointslice_cells),
     ("apps", "Deployment"): ([_NAME, _s("Ready"), _i("Up-to-date"), _i("Available"), _AGE, *_WORKLOAD_WIDE,
@@ -555,6 +609,16 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("scheduling.k8s.io", "PriorityClass"): ([_NAME, _i("Value"), ("Global-Default", "boolean", "", 0), _AGE,
                                               _s("PreemptionPolicy")], lambda o, now: [
         _name(o), o.get("value") or 0, bool(o.get("globalDefault")), _age(o, now), o.get("preemptionPolicy") or ""]),
+    # k/k printers.go validatingAdmissionPolicy / validatingAdmissionPolicyBinding column definitions.
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): (
+        [_NAME, _i("Validations"), _s("ParamKind"), _AGE], _policy_cells),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
+        [_NAME, _s("PolicyName"), _s("ParamRef"), _AGE], _policy_binding_cells),
+    # k/k printers.go: Name, Webhooks (how many), Age.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ([_NAME, _i("Webhooks"), _AGE], lambda o, now: [
+        _name(o), len(o.get("webhooks") or ()), _age(o, now)]),
     ("rbac.authorization.k8s.io", "RoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),
                                                     _s("ServiceAccounts", 1)], _binding_cells),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ([_NAME, _s("Role"), _AGE, _s("Users", 1), _s("Groups", 1),

@@ -17,9 +17,12 @@ guarantees:
   audiences (upstream's ``keyFunc``): the cache keeps no token, and a token checked against other
   audiences is a different entry.
 - Concurrent lookups of one key share one check (upstream's ``singleflight``).
-- Size: upstream's expiring cache has no bound but the TTL; this one also keeps at most
-  ``max_entries`` (older upstream's striped LRU: 32 stripes of 128), dropping the oldest entry first
-  (with one TTL for every entry, the oldest is the first to expire).
+- Size: bounded by the TTL only, as upstream's. ``cached_token_authenticator.go`` stores entries in
+  ``newStripedCache(32, fnvHashFunc, newSimpleCache)``, whose stripes are ``utilcache.Expiring`` maps
+  (apimachinery ``pkg/util/cache/expiring.go``) with no size limit: the striped LRU of 32 x 128 entries
+  (``newSimpleCache(128, clock)``) is older upstream's. Like ``Expiring.Set``, which collects the expired
+  entries on every insert, each new entry here drops the expired ones first; with one TTL for every
+  entry they are the oldest, so the cache holds at most the tokens admitted within the last ``success_ttl``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,9 @@ from kubeloop.api import Clock, SystemClock
 from kubeloop.server._authn import User
 from kubeloop.server._authz_chain import TokenAuthenticator
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "SUCCESS_TTL_SECONDS", "CachedTokenAuthenticator"]
+__all__ = ["SUCCESS_TTL_SECONDS", "CachedTokenAuthenticator"]
 
 SUCCESS_TTL_SECONDS = 10.0  # upstream's TokenSuccessCacheTTL default
-DEFAULT_MAX_ENTRIES = 32 * 128
 
 
 def _length_prefixed(text: str) -> bytes:
@@ -57,13 +59,11 @@ class CachedTokenAuthenticator:
         audiences: Sequence[str] = (),
         clock: Clock | None = None,
         success_ttl: float = SUCCESS_TTL_SECONDS,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
         hmac_key: bytes | None = None,
     ) -> None:
         self._authenticate = authenticate
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._success_ttl = success_ttl
-        self._max_entries = max(1, max_entries)
         self._hmac_key = hmac_key if hmac_key is not None else secrets.token_bytes(32)
         self._audience_suffix = struct.pack(">I", len(audiences)) + b"".join(_length_prefixed(a) for a in audiences)
         # key -> (user, expiry on the clock's monotonic time), oldest first.
@@ -110,8 +110,8 @@ class CachedTokenAuthenticator:
         entries.pop(key, None)
         entries[key] = (user, expires)
         now = self._clock.monotonic()
-        while entries:
+        while entries:  # the expired ones, oldest first (Expiring.Set's gc)
             oldest_key, (_, oldest_expiry) = next(iter(entries.items()))
-            if len(entries) <= self._max_entries and oldest_expiry > now:
+            if oldest_expiry > now:
                 break
             del entries[oldest_key]

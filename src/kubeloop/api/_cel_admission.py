@@ -1,0 +1,127 @@
+"""CEL expressions of a ValidatingAdmissionPolicy: compiled when the policy is written, run on admission.
+
+Upstream compiles a policy's expressions (k8s.io/apiserver ``pkg/admission/plugin/cel/compile.go``
+``CompileCELExpression``, and ``composition.go`` for ``variables``) in an environment that declares:
+
+- ``object``, ``oldObject``, ``request``, ``namespaceObject``: always;
+- ``params``: only when the policy has a ``paramKind`` (else ``undeclared reference to 'params'``);
+- ``authorizer`` (and ``authorizer.requestResource``): for validations, variables, matchConditions and
+  auditAnnotations, not for a ``messageExpression``;
+- ``variables``: when the policy declares variables; each variable sees only those declared before it,
+  and ``variables.x`` of an undeclared ``x`` is ``undefined field 'x'``.
+
+:func:`compile_policy_expression` reports what an engine without cel-go's type checker can tell (the
+cases of :mod:`kubeloop.api._cel_compile`: syntax, undeclared names, bad literals), as upstream's
+``compilation failed: ERROR: <input>:L:C: ...``. Not checked: the result type (a validation that is not
+a bool, a messageExpression that is not a string); such an expression compiles here and, at admission,
+a validation whose result is not ``true`` fails, as upstream's runtime does.
+
+:func:`evaluate` runs a program on an activation (a dict of the names above) and raises
+:class:`EvaluationError` with cel-go's text of the failure (``no such key: x``, ``division by zero``,
+``no such overload``). ``authorizer`` has no runtime value in kubeloop: an expression that reads it fails
+at admission (its policy's ``failurePolicy`` decides), though it compiles.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cel
+
+from kubeloop.api._cel_compile import _blank_strings, _excerpt, compile_expression
+from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
+
+__all__ = ["CompiledExpression", "EvaluationError", "compile_policy_expression", "evaluate", "variable_references"]
+
+logging.getLogger("cel").addHandler(logging.NullHandler())
+logging.getLogger("cel").propagate = False
+
+_ALWAYS = frozenset({"object", "oldObject", "request", "namespaceObject", *NAMESPACES})
+_VARIABLE_SELECT = re.compile(r"(?<![A-Za-z0-9_.])variables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledExpression:
+    """A compiled expression and the policy variables it reads (``variables.<name>``)."""
+
+    source: str
+    program: cel.Program
+    variables: frozenset[str]
+
+
+class EvaluationError(Exception):
+    """An expression failed at run time; ``str()`` is cel-go's error text."""
+
+
+def variable_references(source: str) -> frozenset[str]:
+    """The names ``x`` of every ``variables.x`` in ``source`` (string literals skipped)."""
+    return frozenset(_VARIABLE_SELECT.findall(_blank_strings(source)))
+
+
+def compile_policy_expression(
+    source: str,
+    *,
+    has_params: bool,
+    has_authorizer: bool,
+    variables: Iterable[str] | None,
+) -> tuple[CompiledExpression | None, str]:
+    """The compiled expression, or None and upstream's error detail (``compilation failed: ...``).
+
+    ``variables``: the names of the variables declared before this expression (``None`` when the policy
+    declares none, so ``variables`` itself is undeclared)."""
+    declared = set(_ALWAYS)
+    if has_params:
+        declared.add("params")
+    if has_authorizer:
+        declared.add("authorizer")
+    known = frozenset(variables) if variables is not None else None
+    if known is not None:
+        declared.add("variables")
+    program, error = compile_expression(source, {}, root=False, variables=frozenset(declared))
+    if program is None:
+        return None, "compilation failed: " + error
+    used = variable_references(source)
+    if known is not None:
+        scanned = _blank_strings(source)
+        for match in _VARIABLE_SELECT.finditer(scanned):
+            if match.group(1) not in known:
+                dot = scanned.index(".", match.start())
+                return None, "compilation failed: " + _excerpt(source, dot, f"undefined field '{match.group(1)}'")
+    return CompiledExpression(source, program, used), ""
+
+
+def evaluate(expression: CompiledExpression, activation: Mapping[str, Any]) -> Any:
+    """The value of ``expression`` on ``activation``, or :class:`EvaluationError`."""
+    try:
+        return expression.program.execute(cel.Context({**NAMESPACES, **activation}, FUNCTIONS))
+    except Exception as e:  # the engine's errors: KeyError, TypeError, ZeroDivisionError, RuntimeError...
+        raise EvaluationError(_error_text(e)) from None
+
+
+_FUNCTION_FAILED = re.compile(r"Python function call failed: \w+: (.*)\. Check function arguments", re.S)
+_UNDEFINED = re.compile(r"Undefined variable or function: '([^']*)'")
+
+
+def _error_text(error: Exception) -> str:
+    text = str(error)
+    if isinstance(error, KeyError):
+        return f"no such key: {error.args[0] if error.args else text}"
+    if isinstance(error, OverflowError):
+        return "integer overflow"
+    if isinstance(error, ZeroDivisionError):
+        return "modulus by zero" if "mod" in text or "rem" in text else "division by zero"
+    match = _FUNCTION_FAILED.search(text)
+    if match:
+        return match.group(1)
+    if isinstance(error, TypeError) or "No such overload" in text:
+        return "no such overload"
+    match = _UNDEFINED.search(text)
+    if match:
+        if match.group(1) == "authorizer":
+            return "authorizer is not available in kubeloop"
+        return f"no such attribute(s): {match.group(1)}"
+    return text

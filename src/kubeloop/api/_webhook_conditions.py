@@ -1,0 +1,66 @@
+"""An admission webhook's ``matchConditions``: CEL expressions that decide whether the webhook is called.
+
+As upstream (k8s.io/apiserver ``pkg/admission/plugin/webhook/matchconditions/matcher.go``):
+
+- each expression sees ``object`` and ``oldObject`` (``null`` when the operation has none), ``request``
+  (the AdmissionRequest as the webhook would get it) and the CEL libraries kubeloop has;
+- the webhook is called only when every condition is ``true``; one ``false`` skips it, whatever the
+  others did; an error (a non-bool result included) with none ``false`` is :class:`ConditionError`:
+  the webhook's failurePolicy decides (Ignore skips the webhook, Fail refuses the request).
+
+``authorizer`` is declared (an expression using it compiles, as upstream's) but kubeloop binds no
+authorizer to it: evaluating it is an error. Compiling reports what :mod:`kubeloop.api._cel_compile`
+can tell without cel-go's type checker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import cel
+
+from kubeloop.api._cel_compile import compile_expression
+from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
+
+__all__ = ["ConditionError", "compile_condition", "conditions_match"]
+
+_VARIABLES = frozenset({"object", "oldObject", "request", "authorizer", *NAMESPACES})
+
+
+class ConditionError(Exception):
+    """A condition could not be evaluated to a bool (and none evaluated to false)."""
+
+
+@lru_cache(maxsize=1024)
+def compile_condition(expression: str) -> tuple[cel.Program | None, str]:
+    """The program, or None and the compile error (``compilation failed: ...``)."""
+    program, error = compile_expression(expression, {}, root=False, variables=_VARIABLES)
+    return (program, "") if program is not None else (None, "compilation failed: " + error)
+
+
+def conditions_match(conditions: Sequence[Mapping[str, Any]], obj: Any, old: Any, request: Mapping[str, Any]) -> bool:
+    """Whether every condition holds; raises :class:`ConditionError` for an error with no false result."""
+    if not conditions:
+        return True
+    context = cel.Context({**NAMESPACES, "object": obj, "oldObject": old, "request": dict(request)}, FUNCTIONS)
+    errors: list[str] = []
+    for condition in conditions:
+        name = str(condition.get("name") or "")
+        program, problem = compile_condition(str(condition.get("expression") or "").strip())
+        if program is None:
+            errors.append(f"matchCondition {name!r}: {problem}")
+            continue
+        try:
+            result = program.execute(context)
+        except Exception as exc:  # the engine's errors: KeyError, TypeError, RuntimeError ...
+            errors.append(f"failed evaluating match condition {name!r}: {exc}")
+            continue
+        if result is False:
+            return False
+        if result is not True:
+            errors.append(f"matchCondition {name!r}: expected a bool result, got {type(result).__name__}")
+    if errors:
+        raise ConditionError("; ".join(errors))
+    return True
