@@ -54,3 +54,50 @@ def test_the_api_server_imports_neither_yaml_nor_cel() -> None:
             "loaded = [m for m in ('yaml', 'cel', 'prompt_toolkit', 'kubeloop.server._openapi_v2') if m in sys.modules];"
             "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# What neither process of ``kubeloop up`` needs before the first request that uses it (start-up round 7):
+# the protobuf body decoder (a protobuf request body), and the strategies of pods, the pod-template owners
+# and volumes with the validation they run (the first write of such a kind; start-up writes none).
+NOT_AT_START_UP = (
+    "kubeloop.api._protobuf", "kubeloop.api._protobuf_schema", "kubeloop.api._protobuf_wire",
+    "kubeloop.server._pod_strategy", "kubeloop.server._workload_strategy", "kubeloop.server._volume_strategy",
+    "kubeloop.api._pod_spec_validation", "kubeloop.api._pod_container_validation", "kubeloop.api._daemonset_validation",
+    "kubeloop.api._job_validation", "kubeloop.api._statefulset_validation", "kubeloop.api._pvc_validation",
+)  # fmt: skip
+
+
+def test_the_api_server_start_up_imports_no_pod_validation_and_no_protobuf_decoder() -> None:
+    code = ("import sys, kubeloop.cli, kubeloop.server, kubeloop.cli._cluster, kubeloop.cli._bootstrap, kubeloop.cli._serving;"
+            f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_controller_manager_imports_no_protobuf_decoder_and_no_server_strategy() -> None:
+    code = ("import sys; from kubeloop.cli._controller_manager import skip_unused_imports; skip_unused_imports();"
+            "import kubeloop.client, kubeloop.runtime, kubeloop.controllers;"
+            f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_what_kubeloop_up_imports_before_the_fork_loads_no_zoneinfo_jsonpatch_or_protobuf_decoder() -> None:
+    # Both processes wait for what is imported before the fork (``cli._child.SHARED_IMPORTS``): a time zone
+    # is loaded when a CronJob needs one, jsonpatch by the first JSON patch, the decoder by a protobuf body.
+    code = ("import sys, importlib, kubeloop.cli; from kubeloop.cli._child import SHARED_IMPORTS;"
+            "[importlib.import_module(name) for name in SHARED_IMPORTS];"
+            "loaded = [m for m in ('zoneinfo', 'jsonpatch', 'jsonpointer', 'kubeloop.api._protobuf') if m in sys.modules];"
+            "assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("process", [  # each process's imports, and uvloop, on which each runs its event loop
+    "import uvloop, kubeloop.server, kubeloop.cli._cluster, kubeloop.cli._bootstrap, kubeloop.cli._serving",
+    "from kubeloop.cli._controller_manager import skip_unused_imports; skip_unused_imports();"
+    "import uvloop, kubeloop.client, kubeloop.runtime, kubeloop.controllers",
+], ids=["api-server", "controller-manager"])  # fmt: skip
+def test_each_shared_import_is_one_both_processes_make(process: str) -> None:
+    # kubeloop up imports SHARED_IMPORTS before it forks, so that the two processes do not each import them
+    # after: a module only one of them needs belongs to that one alone.
+    code = (f"import sys; {process}; from kubeloop.cli._child import SHARED_IMPORTS;"
+            "missing = [m for m in SHARED_IMPORTS if m not in sys.modules]; assert not missing, missing")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -83,7 +83,7 @@ from kubeloop.api._patch import (
     copy_json,
     create_merge_patch,
 )
-from kubeloop.api._protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
+from kubeloop.api._protobuf_entry import PROTOBUF_MEDIA_TYPE, decode_protobuf_object
 from kubeloop.api._schemas import (
     KUBERNETES_SCHEMA_VERSION,
     builtin_schema,

@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
 __all__ = [
     "CronSchedule",
@@ -70,6 +69,8 @@ def load_location(name: str) -> tzinfo:
 def _zone(name: str) -> tzinfo:
     if ".." in name or name.startswith(("/", "\\")):
         raise ValueError("time: invalid location name")
+    from zoneinfo import ZoneInfo  # when a zone is first loaded: not by importing kubeloop.api (start-up)
+
     try:
         return ZoneInfo(name)
     except Exception:  # ZoneInfoNotFoundError, or a file that is not a zone (ValueError, OSError)
@@ -96,6 +97,8 @@ def local_location(environ: Mapping[str, str] | None = None) -> tzinfo:
 
 
 def _zone_file(path: str) -> tzinfo:
+    from zoneinfo import ZoneInfo  # see _zone
+
     with open(path, "rb") as f:
         return ZoneInfo.from_file(f, key=path)
 

@@ -25,9 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonpatch  # RFC 6902, the library in deps (pyproject) rather than a hand-written patcher
-import jsonpointer
-
 from kubeloop.api._errors import BadRequest, Invalid, RequestEntityTooLarge
 from kubeloop.api._go_json import go_json_kind
 
@@ -70,6 +67,11 @@ def apply_json_patch(obj: Any, ops: Any, *, owned: bool = False) -> Any:
         raise RequestEntityTooLarge(
             f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}"
         )
+    # RFC 6902, the library in deps (pyproject) rather than a hand-written patcher; imported by the first
+    # JSON patch, not by importing kubeloop.api (start-up).
+    import jsonpatch
+    import jsonpointer
+
     try:
         patch = jsonpatch.JsonPatch(ops)
         return patch.apply(obj if owned else copy_json(obj), in_place=True)

@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubeloop.api._errors import BadRequest, UnsupportedMediaType
+from kubeloop.api._protobuf_entry import PROTOBUF_MEDIA_TYPE
 from kubeloop.api._protobuf_schema import KINDS, MESSAGES
 from kubeloop.api._protobuf_wire import (
     LENGTH_DELIMITED,
@@ -52,7 +53,6 @@ from kubeloop.api._quantity import QuantityError, parse_quantity
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "decode_protobuf_object", "protobuf_kinds"]
 
-PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 _MAGIC = b"k8s\x00"
 _MAX_DEPTH = 64
 _ABSENT: Any = object()

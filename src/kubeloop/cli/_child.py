@@ -42,7 +42,9 @@ __all__ = ["SHARED_IMPORTS", "ChildProcess", "ControllerManager", "ForkedProcess
 Echo = Callable[[str], None]
 _RESTART_BACKOFF_MAX = 30.0
 # Modules both processes import: the parent loads them before forking so the child gets them free.
-SHARED_IMPORTS = ("ssl", "orjson", "uvloop", "kubeloop.api")
+# (Quantities, with ``fractions``: the server's strategies and the controllers' resource arithmetic; no
+# longer loaded by importing kubeloop.api since the protobuf decoder, which needs them, is loaded on use.)
+SHARED_IMPORTS = ("ssl", "orjson", "uvloop", "kubeloop.api", "kubeloop.api._quantity")
 
 
 class _Closeable(Protocol):

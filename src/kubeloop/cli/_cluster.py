@@ -7,11 +7,12 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 2. fork the controller manager process before this one starts its event loop (``_child``: it
    starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
    server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
-3. TLS material, the token file and the kubeconfig files (``DIR/controller-manager.kubeconfig``
-   first, which the controller manager waits for, then ``DIR/kubeconfig`` for the admin): all written
-   before anything reports ready, on a worker thread (each file is fsynced before its rename and its
-   directory after: milliseconds each on a disk) while this one goes on with step 4, and waited for
-   before the app is built;
+3. on a worker thread, the server's modules (``kubeloop.server``), then the TLS material, the token file
+   and the kubeconfig files (``DIR/controller-manager.kubeconfig`` first, which the controller manager
+   waits for, then ``DIR/kubeconfig`` for the admin): all written before anything reports ready (each
+   file is fsynced before its rename and its directory after: milliseconds each on a disk), while this
+   thread goes on with step 4, so that the waits of either thread overlap the CPU work of the other;
+   waited for before the app is built;
 4. open the SQLite store (importing uvicorn and the HTTP protocol meanwhile, while the store's
    thread waits on SQLite's fsyncs), build the API app behind authentication, impersonation and RBAC
    (with escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
@@ -182,21 +183,18 @@ async def _serve_locked(
 ) -> None:
     from kubeloop.api import ApiError
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
-    from kubeloop.server import (
-        ADMIN_USER,
-        CONTROLLER_MANAGER_USER,
-        ensure_tls,
-        ensure_token_file,
-        load_token_file,
-    )
 
     url = server_url(options.address, sock.getsockname()[1])
     kubeconfig = data_dir / KUBECONFIG
 
     def prepare_files() -> TlsMaterial:
-        """TLS material, the token file, then both kubeconfigs: each file is fsynced before its rename and
-        its directory after, so on a worker thread, where those waits overlap the store's opening and the
-        imports of step 4 (about 30 ms of fsyncs on a first start)."""
+        """The server's modules, then the TLS material, the token file and both kubeconfigs, on a worker
+        thread: each file is fsynced before its rename and its directory after (about 30 ms of fsyncs on a
+        first start), and those waits, like the store's, overlap the CPU work of the other thread (this
+        one's imports and a first start's certificates, or the main thread's store and serving imports),
+        instead of following every import (step 4)."""
+        from kubeloop.server import ADMIN_USER, CONTROLLER_MANAGER_USER, ensure_tls, ensure_token_file
+
         tls = ensure_tls(data_dir, address=options.address)
         tokens = ensure_token_file(data_dir / "tokens.csv")
         write_kubeconfig(
@@ -221,6 +219,8 @@ async def _serve_locked(
             tls = await writing  # every file in place before the app is built and the first request answered
         except ApiError as exc:
             raise StartupError(exc.message) from None
+        from kubeloop.server import load_token_file
+
         try:
             core, app = await _build_app(
                 store,
@@ -272,8 +272,8 @@ async def _open_store(path: Path) -> Store:
 async def _open_store_importing_serving(path: Path) -> Store:
     """Open the store and, while its thread loads the database (SQLite's fsyncs, on a first start the
     schema's), import the HTTPS server on this one: the import would otherwise come after, with the
-    store thread idle. Importing here, not on a thread of its own, keeps every import of this process
-    on one thread."""
+    store thread idle. (The server's own modules are meanwhile imported by the thread that writes the
+    data directory's files, see step 3.)"""
     opening = asyncio.ensure_future(_open_store(path))
     try:
         await asyncio.sleep(0)  # the store's thread has its load job from here on

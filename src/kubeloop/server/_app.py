@@ -176,22 +176,31 @@ class App:
         async with self._start_lock:
             if self._started:
                 return
-            namespaces = self.state.kinds.get("", "v1", "namespaces")
-            if namespaces is not None:
-                # Upstream's system-namespaces controller creates a namespace only if it cannot read it
-                # (k/k pkg/controlplane/controller/systemnamespaces, createNamespaceIfNeeded): a restart
-                # then costs a read each, and a first start creates them together (one group commit).
-                missing = [name for name in SYSTEM_NAMESPACES if await self.state.store.get(namespace_key(name)) is None]
-                await asyncio.gather(*(self._create_namespace(namespaces, name) for name in missing))
-            # The kubernetes-service-controller (bootstrap controller) post-start hook.
-            await ensure_kubernetes_service(self.state, self.server_address)
-            priority_classes = self.state.kinds.get("scheduling.k8s.io", "v1", "priorityclasses")
-            if priority_classes is not None:
-                # The scheduling/bootstrap-system-priority-classes post-start hook.
-                await ensure_system_priority_classes(self.state, priority_classes)
+            # Upstream runs its post-start hooks concurrently, one goroutine each (k8s.io/apiserver
+            # pkg/server/hooks.go RunPostStartHooks), and /readyz waits for all of them: so do these two,
+            # and a first start's writes share group commits instead of queuing behind each other.
+            await asyncio.gather(self._system_namespaces_and_service(), self._system_priority_classes())
             if self.state.kinds.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") is not None:
                 await self.crd_controller.start()
             self._started = True
+
+    async def _system_namespaces_and_service(self) -> None:
+        namespaces = self.state.kinds.get("", "v1", "namespaces")
+        if namespaces is not None:
+            # Upstream's system-namespaces controller creates a namespace only if it cannot read it
+            # (k/k pkg/controlplane/controller/systemnamespaces, createNamespaceIfNeeded): a restart
+            # then costs a read each, and a first start creates them together (one group commit).
+            missing = [name for name in SYSTEM_NAMESPACES if await self.state.store.get(namespace_key(name)) is None]
+            await asyncio.gather(*(self._create_namespace(namespaces, name) for name in missing))
+        # The kubernetes-service-controller (bootstrap controller) post-start hook: its Service lives in
+        # ``default``, so after the namespaces.
+        await ensure_kubernetes_service(self.state, self.server_address)
+
+    async def _system_priority_classes(self) -> None:
+        priority_classes = self.state.kinds.get("scheduling.k8s.io", "v1", "priorityclasses")
+        if priority_classes is not None:
+            # The scheduling/bootstrap-system-priority-classes post-start hook.
+            await ensure_system_priority_classes(self.state, priority_classes)
 
     async def _create_namespace(self, namespaces: ResourceInfo, name: str) -> None:
         with contextlib.suppress(ApiError):  # AlreadyExists: someone else made it first

@@ -24,11 +24,11 @@ from kubeloop.api._cronjob_validation import (
 from kubeloop.api._pod_drop_disabled import drop_disabled_template_fields
 from kubeloop.server._strategy import (
     _DecodesQuantities,
-    _job_spec_warnings,
     _meta,
     _pod_name_warnings,
     _ZeroStatus,
 )
+from kubeloop.server._workload_strategy import job_spec_warnings
 
 __all__ = ["CronJobStrategy"]
 
@@ -37,7 +37,7 @@ _TZ_WARNING = ("cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone ins
 
 
 def _template_warnings(cronjob: dict[str, Any]) -> list[str]:
-    return [under_job_template(w) for w in _job_spec_warnings(job_view(cronjob))]
+    return [under_job_template(w) for w in job_spec_warnings(job_view(cronjob))]
 
 
 class CronJobStrategy(_DecodesQuantities, _ZeroStatus):

@@ -30,12 +30,13 @@ from kubeloop.api._replication_controller_validation import (
     validate_replication_controller_status_update,
     validate_replication_controller_update,
 )
-from kubeloop.server._strategy import _DecodesQuantities, _meta, _pod_name_warnings, _PodTemplateOwner
+from kubeloop.server._strategy import _DecodesQuantities, _meta, _pod_name_warnings
+from kubeloop.server._workload_strategy import PodTemplateOwnerStrategy
 
 __all__ = ["PodTemplateStrategy", "ReplicationControllerStrategy"]
 
 
-class ReplicationControllerStrategy(_PodTemplateOwner):
+class ReplicationControllerStrategy(PodTemplateOwnerStrategy):
     def warnings_on_create(self, obj: dict[str, Any]) -> list[str]:
         return [*_pod_name_warnings(obj), *super().warnings_on_create(obj)]
 
