@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError, GoSyntax
+from kubeloop.api._match_conditions import match_conditions_errors
 from kubeloop.api._validation import (
     is_dns1035_label,
     is_dns1123_subdomain,
@@ -52,7 +53,6 @@ _REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge"]
 _ACTIONS = ["Audit", "Deny", "Warn"]
 _MAX_AUDIT_ANNOTATIONS = 20
 _MAX_VALUE_EXPRESSION = 5 * 1024
-_MAX_MATCH_CONDITIONS = 64
 _CEL_IDENTIFIER = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 _CEL_RESERVED = frozenset({
     "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import",
@@ -203,26 +203,8 @@ def _compile_error(source: str, *, has_params: bool, has_authorizer: bool, varia
 
 
 def _match_conditions_errors(conditions: list[Any], has_params: bool, path: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    if len(conditions) > _MAX_MATCH_CONDITIONS:
-        errs.append(FieldError("too_many", path, f"{len(conditions)}: must have at most {_MAX_MATCH_CONDITIONS} items"))
-    names: set[str] = set()
-    for i, condition in enumerate(conditions):
-        condition = _dict(condition)
-        expression = str(condition.get("expression") or "")
-        if not expression.strip():
-            errs.append(FieldError.required(f"{path}[{i}].expression"))
-        elif error := _compile_error(expression.strip(), has_params=has_params, has_authorizer=True, variables=None):
-            errs.append(FieldError.invalid(f"{path}[{i}].expression", expression.strip(), error))
-        name = str(condition.get("name") or "")
-        if not name:
-            errs.append(FieldError.required(f"{path}[{i}].name"))
-        else:
-            errs.extend(FieldError.invalid(f"{path}[{i}].name", name, m) for m in is_qualified_name(name))
-            if name in names:
-                errs.append(FieldError.duplicate(f"{path}[{i}].name", name))
-            names.add(name)
-    return errs
+    return match_conditions_errors(conditions, path, lambda expression: _compile_error(
+        expression, has_params=has_params, has_authorizer=True, variables=None))
 
 
 def _variables_errors(variables: list[Any], has_params: bool, path: str) -> tuple[list[FieldError], list[str]]:

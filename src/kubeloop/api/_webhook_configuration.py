@@ -27,10 +27,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kubeloop.api._errors import FieldError, GoSyntax
+from kubeloop.api._match_conditions import match_conditions_errors
 from kubeloop.api._validation import (
     is_dns1035_label,
     is_dns1123_subdomain,
-    is_qualified_name,
     validate_label_selector,
 )
 
@@ -45,7 +45,6 @@ _NO_SIDE_EFFECTS = ["None", "NoneOnDryRun"]
 _ALL_SIDE_EFFECTS = ["None", "NoneOnDryRun", "Some", "Unknown"]
 _REINVOCATION_POLICIES = ["IfNeeded", "Never"]
 _URL_FORM = "; desired format: https://host[/path]"
-_MAX_MATCH_CONDITIONS = 64
 
 
 def _webhooks(obj: Mapping[str, Any]) -> list[Any]:
@@ -212,31 +211,10 @@ def _service(path: str, service: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _match_conditions(path: str, conditions: list[Any]) -> list[FieldError]:
-    """validateMatchConditions: at most 64, each a qualified unique name and a CEL expression that compiles."""
+    """validateMatchConditions, the expressions compiled in the webhooks' CEL environment."""
     from kubeloop.api._webhook_conditions import compile_condition  # CEL: loaded only when a condition is set
 
-    errors: list[FieldError] = []
-    if len(conditions) > _MAX_MATCH_CONDITIONS:
-        errors.append(FieldError("too_many", path, f"must have at most {_MAX_MATCH_CONDITIONS} items"))
-    names: set[str] = set()
-    for i, condition in enumerate(conditions):
-        condition = condition if isinstance(condition, Mapping) else {}
-        expression = str(condition.get("expression") or "")
-        if not expression.strip():
-            errors.append(FieldError.required(f"{path}[{i}].expression"))
-        else:
-            problem = compile_condition(expression.strip())[1]
-            if problem:
-                errors.append(FieldError.invalid(f"{path}[{i}].expression", expression.strip(), problem))
-        name = str(condition.get("name") or "")
-        if not name:
-            errors.append(FieldError.required(f"{path}[{i}].name"))
-        else:
-            errors.extend(FieldError.invalid(f"{path}[{i}].name", name, m) for m in is_qualified_name(name))
-            if name in names:
-                errors.append(FieldError.duplicate(f"{path}[{i}].name", name))
-            names.add(name)
-    return errors
+    return match_conditions_errors(conditions, path, lambda expression: compile_condition(expression)[1] or None)
 
 
 def _review_versions(path: str, versions: list[str], require_accepted: bool) -> list[FieldError]:
