@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable
 from typing import Any
 
@@ -75,7 +76,7 @@ def _review_version(hook: Webhook) -> str:
     return "v1"
 
 
-class _Dispatcher:
+class _Dispatcher(ABC):
     def __init__(self, state: ServerState, plural: str) -> None:
         self._state = state
         self.source = WebhookSource(state.store, plural)
@@ -85,9 +86,26 @@ class _Dispatcher:
         # one is written (AdmissionChain.follow_configurations), so a write without webhooks pays nothing.
         return not exempt(resource) and self.source.configured()
 
-    def _loaded(self, hooks: tuple[Webhook, ...]) -> None:
+    def _dispatch(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+                  ) -> Awaitable[None] | None:
+        """The plugin's step: its webhooks, read first if they must be; nothing to await without any."""
+        hooks = self.source.current()
+        if hooks is None:
+            return self._load_and_run(attributes, obj, old)
+        return self._run(hooks, attributes, obj, old) if hooks else None
+
+    async def _load_and_run(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+                            old: dict[str, Any] | None) -> None:
+        hooks = await self.source.load()
         if not hooks:  # none stored: the chain may now plan this plugin out
             forget_plans(self._state.admission)
+            return
+        await self._run(hooks, attributes, obj, old)
+
+    @abstractmethod
+    async def _run(self, hooks: tuple[Webhook, ...], attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+                   old: dict[str, Any] | None) -> None:
+        """Call the matching ``hooks``: in order (mutating) or all at once (validating)."""
 
     async def _matches(self, hook: Webhook, attributes: AdmissionAttributes, obj: Any, old: Any
                        ) -> tuple[ResourceInfo, dict[str, Any]] | None:
@@ -149,17 +167,7 @@ class MutatingWebhooks(_Dispatcher, MutatingPlugin):
 
     def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
                ) -> Awaitable[None] | None:
-        hooks = self.source.current()
-        if hooks is None:
-            return self._load_and_run(attributes, obj, old)
-        return self._run(hooks, attributes, obj, old) if hooks else None
-
-    async def _load_and_run(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
-                            old: dict[str, Any] | None) -> None:
-        hooks = await self.source.load()
-        self._loaded(hooks)
-        if hooks:
-            await self._run(hooks, attributes, obj, old)
+        return self._dispatch(attributes, obj, old)
 
     async def _run(self, hooks: tuple[Webhook, ...], attributes: AdmissionAttributes, obj: dict[str, Any] | None,
                    old: dict[str, Any] | None) -> None:
@@ -235,17 +243,7 @@ class ValidatingWebhooks(_Dispatcher, ValidatingPlugin):
 
     def validate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
                  ) -> Awaitable[None] | None:
-        hooks = self.source.current()
-        if hooks is None:
-            return self._load_and_run(attributes, obj, old)
-        return self._run(hooks, attributes, obj, old) if hooks else None
-
-    async def _load_and_run(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
-                            old: dict[str, Any] | None) -> None:
-        hooks = await self.source.load()
-        self._loaded(hooks)
-        if hooks:
-            await self._run(hooks, attributes, obj, old)
+        return self._dispatch(attributes, obj, old)
 
     async def _run(self, hooks: tuple[Webhook, ...], attributes: AdmissionAttributes, obj: dict[str, Any] | None,
                    old: dict[str, Any] | None) -> None:
