@@ -134,3 +134,35 @@ async def test_an_indexed_job_scaled_down_counts_only_the_indexes_it_still_has(t
         await finish(world, by_index[0], "Succeeded")
         done = await wait_job(world, lambda s: ("Complete", "True", "CompletionsReached") in conditions(s))
         assert (done["status"]["succeeded"], done["status"]["completedIndexes"]) == (1, "0")
+
+
+async def test_the_sync_that_counts_the_last_pod_completes_the_job_and_records_completed_once(tmp_path: Path) -> None:
+    # trackJobStatusAndRemoveFinalizers: the pod goes into uncountedTerminatedPods (first write), its finalizer
+    # comes off, then one more write moves it into ``succeeded`` and adds Complete; recordJobFinished records
+    # the Completed Event once. A second write that resent the first one's status left the Job unfinished
+    # while its Event was already recorded, so the next sync finished it and recorded Completed again.
+    async with open_world(tmp_path, "job") as world:
+        await world.create(JOBS, job())
+        (pod,) = await active_pods(world, 1)
+        running = await wait_job(world, lambda s: s.get("active") == 1)
+        statuses: list[dict[str, Any]] = []
+        _record_statuses(world, running["metadata"]["resourceVersion"], statuses)
+        await finish(world, pod, "Succeeded")
+        await wait_job(world, lambda s: ("Complete", "True", "CompletionsReached") in conditions(s))
+
+        async def completed_once() -> bool:
+            events = (await world.client.list(EVENTS, namespace=NS))["items"]
+            counts = [e.get("count", 1) for e in events if e["reason"] == "Completed"
+                      and e["involvedObject"].get("kind") == "Job"]
+            assert counts == [1], counts
+            return True
+
+        await world.eventually(completed_once)
+        await world.settle()
+        await completed_once()
+        # The status went from the pod uncounted straight to the pod counted and the Job Complete.
+        uid = pod["metadata"]["uid"]
+        uncounted = [s for s in statuses if (s.get("uncountedTerminatedPods") or {}).get("succeeded") == [uid]]
+        assert uncounted, statuses
+        after = statuses[statuses.index(uncounted[-1]) + 1:]
+        assert after and after[0]["succeeded"] == 1 and ("Complete", "True", "CompletionsReached") in conditions(after[0])

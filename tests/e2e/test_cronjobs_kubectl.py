@@ -83,6 +83,11 @@ def test_the_kubernetes_client_reads_and_writes_cronjobs(cluster: Any, namespace
         created = batch.create_namespaced_cron_job(namespace, body)
         assert (created.spec.time_zone, created.spec.suspend, created.spec.failed_jobs_history_limit) == (
             "Europe/Paris", False, 1)
+        # The shared cluster's CronJob controller syncs on every update: with lastScheduleTime moved back to
+        # January it would run the missed Paris midnight at once and set lastScheduleTime to it (upstream's
+        # syncCronJob and mostRecentScheduleTime do the same). Suspended, it leaves the status alone.
+        suspended = batch.patch_namespaced_cron_job("nightly", namespace, {"spec": {"suspend": True}})
+        assert (suspended.spec.suspend, suspended.metadata.generation) == (True, 2)
         batch.patch_namespaced_cron_job_status("nightly", namespace, {"status": {
             "lastScheduleTime": "2026-01-01T00:00:00Z"}})
         read = batch.read_namespaced_cron_job("nightly", namespace)

@@ -181,7 +181,13 @@ def test_a_success_policy_completes_an_indexed_job_and_kubectl_wait_sees_it(kube
     assert [(c["type"], c["reason"], c["message"]) for c in status["conditions"]] == [
         ("SuccessCriteriaMet", "SuccessPolicy", "Matched rules at index 0"),
         ("Complete", "SuccessPolicy", "Matched rules at index 0")]
-    assert status["succeeded"] >= 1 and "failed" not in status and status["uncountedTerminatedPods"] == {}
+    # A pod the success policy stops is not counted when the sync that records SuccessCriteriaMet releases
+    # it, but upstream counts it failed when a retried sync (the first one's status write refused because
+    # its cached Job was stale) finds it already deleted (job_controller.go isPodFailed: a deleted pod that
+    # did not succeed counts as failed). What holds: every pod counted once at most, failures only among
+    # the pods stopped.
+    assert status["succeeded"] >= 1 and status["uncountedTerminatedPods"] == {}
+    assert status["succeeded"] + status.get("failed", 0) <= 3, status
     assert status["completionTime"] and status.get("active") is None
     rows = table(kubectl("get", "jobs", "-n", namespace).stdout)
     assert rows[1][:2] == ["leader", "Complete"]

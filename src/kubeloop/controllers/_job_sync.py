@@ -356,6 +356,10 @@ class JobSync:
         status["uncountedTerminatedPods"] = _uncounted(succeeded_uids, failed_uids)
         if flush:
             await self._write()
+            # The write replaced the Job (and its status dict) with what the server stored: what follows
+            # edits that one, or the second write would send the first one's status again (a no-op that
+            # left the counts uncounted and the Complete condition unwritten while its Event was recorded).
+            status = self.status
         to_release = [p for p in self.pods if has_tracking_finalizer(p)
                       and (uid_of(p) in succeeded_uids or uid_of(p) in failed_uids)]
         to_release += released_only
