@@ -282,9 +282,12 @@ async def test_a_node_back_before_the_toleration_runs_out_cancels_the_eviction_w
         await _start_kubelet(world)
         await _node_when(world, lambda n: _ready(n) and not _taints(n))
         await _pod_when(world, "web", _ready)
-        await world.settle()
-        assert ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Cancelling deletion of Pod ns/web") in (
-            await _events(world, NS, "Pod", "web"))
+        cancel = ("Normal", "TaintManagerEviction", "taint-eviction-controller", "Cancelling deletion of Pod ns/web")
+
+        async def cancelled() -> bool:  # Events are written in the background: poll, bounded in loop turns
+            return cancel in await _events(world, NS, "Pod", "web")
+
+        await world.eventually(cancelled)
         # Tolerated for ever: nothing was scheduled, so nothing is cancelled.
         assert not [e for e in await _events(world, NS, "Pod", "forever") if e[1] == "TaintManagerEviction"]
         # And nothing is evicted later.
