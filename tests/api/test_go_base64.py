@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import random
 
 import pytest
@@ -40,3 +41,15 @@ def test_what_python_encodes_decodes_with_or_without_line_breaks() -> None:
         assert base64_error(base64.encodebytes(raw).decode()) is None  # MIME: a line break every 76 characters
         if encoded.endswith("="):
             assert base64_error(encoded.rstrip("=")) is not None, "padding is required"
+
+
+def test_the_fast_check_agrees_with_the_decoders_walk_on_every_short_string() -> None:
+    """Every string of up to 8 characters over a small alphabet (a letter, ``/``, ``=``, a URL-safe ``-`` and a
+    line break): accepted by the fast check exactly when the walk of decodeQuantum finds no error."""
+    from kubeloop.api._go_base64 import _corrupt_at, _well_formed
+
+    for size in range(9):
+        for chars in itertools.product("A/=-\n", repeat=size):
+            text = "".join(chars)
+            fast = _well_formed(text.replace("\n", ""))
+            assert fast == (_corrupt_at(text.encode()) is None), repr(text)

@@ -11,16 +11,16 @@ is reported at the start of its last quantum, counting the characters of that qu
 breaks between them).
 
 :func:`base64_error` answers that text, or ``None`` when the string decodes. Well-formed strings (almost all)
-are settled by one regular expression; only the others walk the decoder's steps.
+are settled by binascii's strict decoder in C (about 2 ms a megabyte, where a regular expression took 140);
+only the others walk the decoder's steps.
 """
 
 from __future__ import annotations
 
-import re
+import binascii
 
 __all__ = ["base64_error"]
 
-_WELL_FORMED = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _NEWLINES = frozenset(b"\r\n")
 _PAD = ord("=")
@@ -28,10 +28,24 @@ _PAD = ord("=")
 
 def base64_error(text: str) -> str | None:
     """``illegal base64 data at input byte N`` for a string ``StdEncoding`` refuses, else ``None``."""
-    if _WELL_FORMED.fullmatch(text):
+    if _well_formed(text.replace("\r", "").replace("\n", "") if "\n" in text or "\r" in text else text):
         return None
     at = _corrupt_at(text.encode("utf-8", "surrogatepass"))
     return None if at is None else f"illegal base64 data at input byte {at}"
+
+
+def _well_formed(text: str) -> bool:
+    """Whether ``text`` (no line breaks: Go skips them anywhere, so they never decide) is whole quanta of
+    the standard alphabet, the last one padded with one or two ``=``: binascii's strict mode checks the
+    alphabet and the padding's shape in C, but takes surplus ``=`` after a full quantum, which the length
+    and the place of the first ``=`` rule out (tests/api/test_go_base64.py compares it with the walk)."""
+    if len(text) % 4 or text.find("=", 0, len(text) - 2) != -1:
+        return False
+    try:
+        binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):  # ValueError: a character that is not ASCII
+        return False
+    return True
 
 
 def _corrupt_at(src: bytes) -> int | None:
