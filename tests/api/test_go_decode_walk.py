@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from kubeloop.api import _go_decode as g
 from kubeloop.api import builtin_schema
+from kubeloop.api._go_base64 import base64_error
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import prune_builtin_unknown_fields
 from kubeloop.api._validation import well_typed
@@ -70,6 +71,10 @@ def _ref_struct(obj: dict[str, Any], go: Any, path: str, first: list[str], top: 
 def _ref(value: Any, go: Any, struct: str, path: str, first: list[str]) -> None:
     kind = go.kind
     if value is None or kind == g._ANY:
+        return
+    if kind == g._BYTES and type(value) is str:  # literalStore's base64.StdEncoding.Decode, its error saved
+        if not first and (err := base64_error(value)) is not None:
+            first.append(err)
         return
     if kind in (g._STR, g._BYTES):
         ok = type(value) is str

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._flat_entry import ATOMIC, MEMBER, FlatPlan, flat_children
+from kubeloop.api._go_base64 import base64_error
 from kubeloop.api._go_encode import _NOT_OMITEMPTY
 from kubeloop.api._go_json import go_json_kind
 from kubeloop.api._go_pointers import POINTER_SCALARS
@@ -134,8 +135,9 @@ class _Go:
         return self._fields
 
 
-# What settles a value of each kind without a look further (``None`` settles every kind).
-_EXACT: dict[int, type] = {_STR: str, _BYTES: str, _BOOL: bool, _TIME: str, _INTSTR: str}
+# What settles a value of each kind without a look further (``None`` settles every kind). A ``[]byte``'s string
+# is looked at (its base64, :mod:`kubeloop.api._go_base64`): ``bytes`` is no type a decoded JSON value has.
+_EXACT: dict[int, type] = {_STR: str, _BYTES: bytes, _BOOL: bool, _TIME: str, _INTSTR: str}
 
 _by_def: dict[str, _Go] = {}
 
@@ -380,8 +382,8 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
             found.exact = False
             continue
         _walk(value, field, go.name, key, key, found)
-        if (vtype is int or vtype is float) and value == 0 and go.zeros is not None and key in go.zeros:
-            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above)
+        if (vtype is int or vtype is float or vtype is str) and not value and go.zeros is not None and key in go.zeros:
+            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above), a []byte's ""
     return owned
 
 
@@ -419,8 +421,8 @@ def _walk_struct(obj: dict[str, Any], go: _Go, path: str, doc: str, found: Decod
                 found.empties = True
             continue
         _walk(value, field, go.name, f"{path}.{key}", f"{doc}.{key}", found)
-        if (vtype is int or vtype is float) and value == 0 and go.zeros is not None and key in go.zeros:
-            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above)
+        if (vtype is int or vtype is float or vtype is str) and not value and go.zeros is not None and key in go.zeros:
+            _zero(found, obj, key)  # a number field's 0 (a float 0 in an integer field is a type error above), a []byte's ""
 
 
 def _zero(found: Decoded, parent: dict[str, Any], key: str) -> None:
@@ -440,8 +442,15 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
         if type(value) in (dict, list):
             found.nulls = True
         return
-    if kind in (_STR, _BYTES):
+    if kind == _STR:
         ok = type(value) is str
+    elif kind == _BYTES:  # literalStore: base64.StdEncoding.Decode, its error saved (the first one wins) as a type error
+        if type(value) is not str:
+            ok = False
+        else:
+            if found.error is None and (err := base64_error(value)) is not None:
+                found.error = err
+            return
     elif kind == _BOOL:
         ok = type(value) is bool
     elif kind == _INT:
@@ -572,8 +581,11 @@ def _convert(value: Any, go: _Go) -> str | None:
         if kind == _STR and found == "int64":  # Go converts an integer to a string (a rune), but not here
             return f"cannot convert int64 to {go.type}"
         return f"unrecognized type: {name}"
-    if kind == _BYTES:
-        return None if found == "string" else f"cannot restore slice from {found}"
+    if kind == _BYTES:  # sliceFromUnstructured: a JSON round trip of the string, its error wrapped
+        if found != "string":
+            return f"cannot restore slice from {found}"
+        err = base64_error(value) if value else None
+        return None if err is None else f"error decoding from json: {err}"
     if kind == _STRUCT:
         return _convert_struct(value, go) if found == "map" else f"cannot restore struct from: {found}"
     if kind == _MAP:

@@ -72,6 +72,7 @@ from kubeloop.server._patching import PATCH_TYPES, patch_transform
 from kubeloop.server._requestinfo import RequestInfo, truthy
 from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
+from kubeloop.server._secret_conversion import fold_string_data
 from kubeloop.server._state import ServerState
 from kubeloop.server._strategy import decode_quantities
 from kubeloop.server._tables import TABLE_CONTENT_TYPE, TableEvents, table_for
@@ -81,6 +82,10 @@ __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
 _NOT_FOUND = "the server could not find the requested resource"
+
+
+# The kinds whose conversion to the internal version a create or update body goes through here.
+_CONVERTED_KINDS = frozenset({"DaemonSet", "Secret"})
 
 
 def _not_found() -> NotFound:
@@ -152,9 +157,15 @@ class ResourceHandlers:
         # The walk also tells whether the body holds an empty list or map (api/_go_empty.py settles them), and
         # whether it holds a null: most bodies have none to drop.
         unknown, typed, empties, zeros, nulls, owned = decode_checked(self.state, info, obj, create=create)
-        if info.kind == "DaemonSet" and type(obj) is dict and (err := template_generation_error(info, obj)):
+        if info.kind in _CONVERTED_KINDS and type(obj) is dict:
             # The conversion to the internal version follows the typed decode, before fieldValidation's errors.
-            raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: {err}')
+            if info.kind == "DaemonSet":
+                if err := template_generation_error(info, obj):
+                    raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: {err}')
+            elif not info.group and fold_string_data(obj):
+                # The internal Secret holds stringData in data (_secret_conversion.py): the object is no longer
+                # its body's JSON, and the field manager owns what it holds (f:data), as create.go's does.
+                zeros, owned = True, None
         if nulls and type(obj) is dict:  # the typed decode leaves a null field at its Go zero value
             drop_go_nulls(info, obj)
         texts.extend(unknown)

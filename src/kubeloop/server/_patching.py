@@ -46,6 +46,7 @@ from kubeloop.server._field_validation import (
 )
 from kubeloop.server._http import decode_json, decode_yaml
 from kubeloop.server._rest import Current, WriteRequest, update_object
+from kubeloop.server._secret_conversion import fold_string_data
 from kubeloop.server._state import ServerState
 
 __all__ = ["APPLY", "PATCH_TYPES", "patch_transform"]
@@ -102,8 +103,12 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
                     fields(result, True)
                 except QuantityError as err:
                     raise _apply_conversion_error(info.group, info.version, info.kind, applied, err) from None
+            if not info.custom and isinstance(result, dict) and (text := _bytes_error(info, result)):
+                raise _apply_conversion_error(info.group, info.version, info.kind, applied, text)
             if isinstance(result, dict) and (text := template_generation_error(info, result)):
                 raise _apply_conversion_error(info.group, info.version, info.kind, applied, text, unversioned=True)
+            if _is_secret(info) and isinstance(result, dict):  # the conversion to the internal Secret
+                fold_string_data(result)
             return result
 
         status, body, _ = await update_object(state, req, transform, conditional=False, allow_create=True)
@@ -156,6 +161,8 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
                 drop_go_nulls(info, result)
         if directive == "Warn":
             req.warnings[:] = texts  # a retried patch reports its last attempt only
+        if _is_secret(info):  # decoded (or converted) into the internal Secret: stringData folded into data
+            fold_string_data(result)
         return result
 
     status, body, _ = await update_object(state, req, patched, conditional=False)
@@ -190,6 +197,18 @@ def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: d
 
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def _is_secret(info: ResourceInfo) -> bool:
+    return info.kind == "Secret" and not info.group and not info.custom
+
+
+def _bytes_error(info: ResourceInfo, result: dict[str, Any]) -> str | None:
+    """A ``[]byte`` field of an applied result that is no base64: the unstructured-to-typed conversion of the
+    merged object fails (runtime/converter.go sliceFromUnstructured: ``error decoding from json: illegal
+    base64 data at input byte N``). The other conversion errors are the typed patch's to find, earlier."""
+    err = go_conversion_error(info, result)
+    return err if err is not None and err.startswith("error decoding from json: ") else None
 
 
 def _convert_types(info: ResourceInfo, patch: Any, patched: dict[str, Any]) -> None:

@@ -1,0 +1,99 @@
+"""kubectl and the official ``kubernetes`` client read back a Secret written with ``stringData`` as a real
+cluster answers it: ``data`` only, each value the base64 of the string (k/k ``pkg/apis/core/v1/conversion.go``
+``Convert_v1_Secret_To_core_Secret``), and a bad base64 value refused with the decoder's 400."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from kubeloop.api import SystemClock
+from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
+from kubeloop.store import SqliteStore
+
+from ._uvicorn import serve
+
+MANIFEST = """apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+stringData:
+  password: s3cr3t pass
+  user: admin
+"""
+
+
+@pytest.fixture
+async def real_app(store: SqliteStore) -> App:
+    """Real clients time their requests with the wall clock, so the server uses it too."""
+    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_apply_of_string_data_then_get_shows_data_only(real_app: App, tmp_path: Path) -> None:
+    manifest = tmp_path / "secret.yaml"
+    manifest.write_text(MANIFEST)
+    kubeconfig = tmp_path / "kubeconfig"
+
+    async def kubectl(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await process.communicate()
+        assert process.returncode == 0, err
+        return out.decode()
+
+    async with serve(real_app) as url:
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "k",
+            "clusters": [{"name": "k", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+        assert (await kubectl("apply", "-f", str(manifest))).strip() == "secret/db created"
+        shown = await kubectl("get", "secret", "db", "-o", "yaml")
+        first = json.loads(await kubectl("get", "secret", "db", "-o", "json", "--show-managed-fields"))
+        password = await kubectl("get", "secret", "db", "-o", "jsonpath={.data.password}")
+        # kubectl's client-side apply diffs against the last-applied annotation (which keeps stringData) and
+        # the live object (which has none): it sends stringData again, and the result is what is stored.
+        await kubectl("apply", "-f", str(manifest))
+        second = json.loads(await kubectl("get", "secret", "db", "-o", "json"))
+    assert "stringData:" not in shown.split("metadata:")[0] and "\ndata:\n" in "\n" + shown
+    assert "stringData" not in first
+    assert base64.b64decode(password) == b"s3cr3t pass"
+    assert first["data"] == {"password": base64.b64encode(b"s3cr3t pass").decode(),
+                             "user": base64.b64encode(b"admin").decode()}
+    last_applied = json.loads(first["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert last_applied["stringData"] == {"password": "s3cr3t pass", "user": "admin"}
+    assert second["data"] == first["data"] and "stringData" not in second
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"], "a no-op write stores nothing"
+    owned = [e["fieldsV1"] for e in first["metadata"]["managedFields"]]
+    assert all("f:stringData" not in f for f in owned) and any("f:data" in f for f in owned)
+
+
+def _with_kubernetes_client(url: str) -> tuple[dict[str, Any], int, str]:
+    with k8s.ApiClient(k8s.Configuration(host=url)) as api_client:
+        core = k8s.CoreV1Api(api_client)
+        core.create_namespaced_secret("default", k8s.V1Secret(
+            metadata=k8s.V1ObjectMeta(name="token"), string_data={"token": "abc"}, type="Opaque"))
+        read = core.read_namespaced_secret("token", "default")
+        answered = {"data": read.data, "string_data": read.string_data}
+        try:
+            core.create_namespaced_secret("default", {"metadata": {"name": "bad"}, "data": {"k": "not base64"}})
+        except k8s.ApiException as err:
+            return answered, err.status, json.loads(err.body)["message"]
+    raise AssertionError("the bad Secret was accepted")
+
+
+async def test_kubernetes_client_reads_string_data_back_as_data(real_app: App) -> None:
+    async with serve(real_app) as url:
+        answered, status, message = await asyncio.to_thread(_with_kubernetes_client, url)
+    assert answered == {"data": {"token": base64.b64encode(b"abc").decode()}, "string_data": None}
+    assert (status, message) == (
+        400, 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3')
