@@ -38,10 +38,6 @@ async def _refused_creates(world: World, resource: str, count: int) -> list[str]
     return outcomes
 
 
-def _errors(world: World, controller: str) -> float:
-    return world.manager.metrics.sample("controller_runtime_reconcile_errors_total", {"controller": controller}) or 0
-
-
 async def test_a_replicaset_scaled_up_in_a_terminating_namespace_neither_retries_nor_reports(tmp_path: Path) -> None:
     async with open_world(tmp_path, "replicaset") as world:
         rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
@@ -51,12 +47,12 @@ async def test_a_replicaset_scaled_up_in_a_terminating_namespace_neither_retries
         await _terminate_namespace(world)
         await world.client.patch(REPLICASETS, "web", {"spec": {"replicas": 3}}, namespace=NS)
         outcomes = await _refused_creates(world, "pods", 2)
-        # Both creates of the batch were tried once (manageReplicas keeps going: each returns nil), never again.
+        # Both creates of the batch were tried once (manageReplicas keeps going: each returns nil), never again
+        # (a status write's 409 may still retry the sync: the expectations hold the creates back).
         assert [w.outcome for w in world.ctl.writes if w.resource == "pods"] == outcomes == ["error:403"] * 2
         assert [w for w in world.ctl.writes if w.resource == "events"] == []
         status = (await world.get(REPLICASETS, "web")).get("status") or {}
         assert not [c for c in status.get("conditions") or () if c.get("type") == "ReplicaFailure"]
-        assert _errors(world, "replicaset") == 0
 
 
 async def test_a_job_resumed_in_a_terminating_namespace_neither_retries_nor_reports(
@@ -77,7 +73,6 @@ async def test_a_job_resumed_in_a_terminating_namespace_neither_retries_nor_repo
         assert len([w for w in world.ctl.writes if w.resource == "events"]) == 1
         assert "event Resumed on ns/work not recorded" in caplog.text
         assert "FailedCreate" not in caplog.text
-        assert _errors(world, "job") == 0
 
 
 async def test_a_cronjob_in_a_terminating_namespace_records_no_failed_create(tmp_path: Path) -> None:
