@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubeloop.api._admission_rules import go_string_slice, rule_errors
 from kubeloop.api._errors import FieldError, GoSyntax
 from kubeloop.api._match_conditions import match_conditions_errors
 from kubeloop.api._validation import (
@@ -47,8 +48,6 @@ __all__ = [
 
 _FAILURE_POLICIES = ["Fail", "Ignore"]
 _MATCH_POLICIES = ["Equivalent", "Exact"]
-_OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
-_SCOPES = ["*", "Cluster", "Namespaced"]
 _REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge"]
 _ACTIONS = ["Audit", "Deny", "Warn"]
 _MAX_AUDIT_ANNOTATIONS = 20
@@ -62,9 +61,9 @@ _CEL_RESERVED = frozenset({
 
 def _go_strings(values: Any, type_name: str = "string") -> GoSyntax:
     """Go's ``%#v`` of a string slice (``[]string{"a", "b"}``), as a field error shows a list value."""
-    items = values if isinstance(values, list) else []
-    quoted = ", ".join('"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"' for v in items)
-    return GoSyntax(f"[]{type_name}{{{quoted}}}")
+    return go_string_slice(type_name, [str(v) for v in values] if isinstance(values, list) else [])
+
+
 
 
 def _list(value: Any) -> list[Any]:
@@ -85,75 +84,6 @@ def _path_segment_errors(name: str) -> list[str]:
 # -- rules -------------------------------------------------------------------------------------------
 
 
-def _resources_errors(resources: list[Any], path: str) -> list[FieldError]:
-    """validateResources (subresources allowed)."""
-    errs: list[FieldError] = []
-    if not resources:
-        errs.append(FieldError.required(path))
-    with_wildcard_sub: set[str] = set()
-    sub_with_wildcard_res: set[str] = set()
-    double = single = plain = False
-    for i, entry in enumerate(resources):
-        text = str(entry or "")
-        if not text:
-            errs.append(FieldError.required(f"{path}[{i}]"))
-            continue
-        double = double or text == "*/*"
-        single = single or text == "*"
-        if "/" not in text:
-            plain = text != "*"
-            continue
-        res, sub = text.split("/", 1)
-        if res in with_wildcard_sub:
-            errs.append(FieldError.invalid(f"{path}[{i}]", text, f"if '{res}/*' is present, must not specify {text}"))
-        if sub in sub_with_wildcard_res:
-            errs.append(FieldError.invalid(f"{path}[{i}]", text, f"if '*/{sub}' is present, must not specify {text}"))
-        if sub == "*":
-            with_wildcard_sub.add(res)
-        if res == "*":
-            sub_with_wildcard_res.add(sub)
-    if len(resources) > 1 and double:
-        errs.append(FieldError.invalid(path, _go_strings(resources), "if '*/*' is present, must not specify other resources"))
-    if single and plain:
-        errs.append(FieldError.invalid(path, _go_strings(resources),
-                                       "if '*' is present, must not specify other resources without subresources"))
-    return errs
-
-
-def _rule_errors(rule: Mapping[str, Any], path: str) -> list[FieldError]:
-    """validateRuleWithOperations then validateRule (subresources allowed)."""
-    errs: list[FieldError] = []
-    operations = _list(rule.get("operations"))
-    if not operations:
-        errs.append(FieldError.required(f"{path}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        errs.append(FieldError.invalid(f"{path}.operations", _go_strings(operations, "admissionregistration.OperationType"),
-                                       "if '*' is present, must not specify other operations"))
-    for i, operation in enumerate(operations):
-        if operation not in _OPERATIONS:
-            errs.append(FieldError.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
-    groups = _list(rule.get("apiGroups"))
-    if not groups:
-        errs.append(FieldError.required(f"{path}.apiGroups"))
-    if len(groups) > 1 and "*" in groups:
-        errs.append(FieldError.invalid(f"{path}.apiGroups", _go_strings(groups),
-                                       "if '*' is present, must not specify other API groups"))
-    versions = _list(rule.get("apiVersions"))
-    if not versions:
-        errs.append(FieldError.required(f"{path}.apiVersions"))
-    if len(versions) > 1 and "*" in versions:
-        errs.append(FieldError.invalid(f"{path}.apiVersions", _go_strings(versions),
-                                       "if '*' is present, must not specify other API versions"))
-    for i, version in enumerate(versions):
-        if not version:
-            errs.append(FieldError.required(f"{path}.apiVersions[{i}]"))
-    errs.extend(_resources_errors(_list(rule.get("resources")), f"{path}.resources"))
-    scope = rule.get("scope")
-    if scope is not None and scope not in _SCOPES:
-        errs.append(FieldError.not_supported(f"{path}.scope", scope, _SCOPES))
-    return errs
-
-
 def _named_rule_errors(rule: Any, path: str) -> list[FieldError]:
     rule = _dict(rule)
     errs: list[FieldError] = []
@@ -164,7 +94,7 @@ def _named_rule_errors(rule: Any, path: str) -> list[FieldError]:
         if text in seen:
             errs.append(FieldError.duplicate(f"{path}.resourceNames[{i}]", text))
         seen.add(text)
-    errs.extend(_rule_errors(rule, path))
+    errs.extend(rule_errors(path, rule))
     return errs
 
 

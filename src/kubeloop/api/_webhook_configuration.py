@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeloop.api._errors import FieldError, GoSyntax
+from kubeloop.api._admission_rules import go_string_slice, rule_errors
+from kubeloop.api._errors import FieldError
 from kubeloop.api._match_conditions import match_conditions_errors
 from kubeloop.api._validation import (
     is_dns1035_label,
@@ -37,8 +38,6 @@ from kubeloop.api._validation import (
 __all__ = ["ACCEPTED_REVIEW_VERSIONS", "default_webhook_configuration", "validate_webhook_configuration"]
 
 ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
-_OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
-_SCOPES = ["*", "Cluster", "Namespaced"]
 _FAILURE_POLICIES = ["Fail", "Ignore"]
 _MATCH_POLICIES = ["Equivalent", "Exact"]
 _NO_SIDE_EFFECTS = ["None", "NoneOnDryRun"]
@@ -79,11 +78,6 @@ def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _go_slice(type_name: str, values: list[str]) -> GoSyntax:
-    quoted = ", ".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
-    return GoSyntax(f"[]{type_name}{{{quoted}}}")
-
-
 def _fully_qualified(path: str, name: str) -> list[FieldError]:
     """utilvalidation.IsFullyQualifiedName."""
     if not name:
@@ -95,73 +89,6 @@ def _fully_qualified(path: str, name: str) -> list[FieldError]:
     if len(name.split(".")) < 3:
         return [FieldError.invalid(path, name, "should be a domain with at least three segments separated by dots")]
     return []
-
-
-def _resources(path: str, resources: list[str]) -> list[FieldError]:
-    """validateResources: ``x/*``, ``*/x``, ``*/*`` and ``*`` may not overlap what they already cover."""
-    errors: list[FieldError] = []
-    if not resources:
-        errors.append(FieldError.required(path))
-    wildcard_sub: set[str] = set()
-    wildcard_res: set[str] = set()
-    double = single = plain = False
-    for i, entry in enumerate(resources):
-        if entry == "":
-            errors.append(FieldError.required(f"{path}[{i}]"))
-            continue
-        double = double or entry == "*/*"
-        single = single or entry == "*"
-        res, slash, sub = entry.partition("/")
-        if not slash:
-            plain = entry != "*"
-            continue
-        if res in wildcard_sub:
-            errors.append(FieldError.invalid(f"{path}[{i}]", entry, f"if '{res}/*' is present, must not specify {entry}"))
-        if sub in wildcard_res:
-            errors.append(FieldError.invalid(f"{path}[{i}]", entry, f"if '*/{sub}' is present, must not specify {entry}"))
-        if sub == "*":
-            wildcard_sub.add(res)
-        if res == "*":
-            wildcard_res.add(sub)
-    if len(resources) > 1 and double:
-        errors.append(FieldError.invalid(path, _go_slice("string", resources),
-                                         "if '*/*' is present, must not specify other resources"))
-    if single and plain:
-        errors.append(FieldError.invalid(path, _go_slice("string", resources),
-                                         "if '*' is present, must not specify other resources without subresources"))
-    return errors
-
-
-def _rule(path: str, rule: Mapping[str, Any]) -> list[FieldError]:
-    """validateRuleWithOperations and validateRule (subresources allowed)."""
-    errors: list[FieldError] = []
-    operations = _strings(rule.get("operations"))
-    if not operations:
-        errors.append(FieldError.required(f"{path}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        errors.append(FieldError.invalid(f"{path}.operations", _go_slice("admissionregistration.OperationType", operations),
-                                         "if '*' is present, must not specify other operations"))
-    for i, operation in enumerate(operations):
-        if operation not in _OPERATIONS:
-            errors.append(FieldError.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
-    groups = _strings(rule.get("apiGroups"))
-    if not groups:
-        errors.append(FieldError.required(f"{path}.apiGroups"))
-    if len(groups) > 1 and "*" in groups:
-        errors.append(FieldError.invalid(f"{path}.apiGroups", _go_slice("string", groups),
-                                         "if '*' is present, must not specify other API groups"))
-    versions = _strings(rule.get("apiVersions"))
-    if not versions:
-        errors.append(FieldError.required(f"{path}.apiVersions"))
-    if len(versions) > 1 and "*" in versions:
-        errors.append(FieldError.invalid(f"{path}.apiVersions", _go_slice("string", versions),
-                                         "if '*' is present, must not specify other API versions"))
-    errors.extend(FieldError.required(f"{path}.apiVersions[{i}]") for i, v in enumerate(versions) if v == "")
-    errors.extend(_resources(f"{path}.resources", _strings(rule.get("resources"))))
-    scope = rule.get("scope")
-    if scope is not None and scope not in _SCOPES:
-        errors.append(FieldError.not_supported(f"{path}.scope", scope, _SCOPES))
-    return errors
 
 
 def _url(path: str, url: str) -> list[FieldError]:
@@ -229,7 +156,7 @@ def _review_versions(path: str, versions: list[str], require_accepted: bool) -> 
         seen.add(version)
         errors.extend(FieldError.invalid(f"{path}[{i}]", version, m) for m in is_dns1035_label(version))
     if require_accepted and not seen.intersection(ACCEPTED_REVIEW_VERSIONS):
-        errors.append(FieldError.invalid(path, _go_slice("string", versions),
+        errors.append(FieldError.invalid(path, go_string_slice("string", versions),
                                          f"must include at least one of {', '.join(ACCEPTED_REVIEW_VERSIONS)}"))
     return errors
 
@@ -238,7 +165,7 @@ def _webhook(path: str, hook: Mapping[str, Any], *, mutating: bool, no_side_effe
              check_conditions: bool) -> list[FieldError]:
     errors = _fully_qualified(f"{path}.name", str(hook.get("name") or ""))
     for i, rule in enumerate(hook.get("rules") or ()):
-        errors.extend(_rule(f"{path}.rules[{i}]", rule if isinstance(rule, Mapping) else {}))
+        errors.extend(rule_errors(f"{path}.rules[{i}]", rule if isinstance(rule, Mapping) else {}))
     for key, allowed in (("failurePolicy", _FAILURE_POLICIES), ("matchPolicy", _MATCH_POLICIES)):
         value = hook.get(key)
         if value is not None and value not in allowed:

@@ -1,8 +1,9 @@
-"""``matchConditions`` are validated alike in webhook configurations and admission policies.
+"""Rules and ``matchConditions`` are validated alike in webhook configurations and admission policies.
 
-Upstream: k/k ``pkg/apis/admissionregistration/validation/validation.go`` ``validateMatchConditions`` (shared
-by both kinds): ``field.TooMany(path, len, 64)`` prints the count (``Too many: 65: must have at most 64
-items``); a blank expression and a missing name are Required; a repeated name is Duplicate.
+Upstream: k/k ``pkg/apis/admissionregistration/validation/validation.go``, whose functions both kinds share:
+``validateMatchConditions`` (``field.TooMany(path, len, 64)`` prints the count: ``Too many: 65: must have at
+most 64 items``; a blank expression and a missing name are Required; a repeated name is Duplicate) and
+``validateRuleWithOperations`` / ``validateResources`` (``*`` alone in its list, wildcards that overlap).
 """
 
 from __future__ import annotations
@@ -50,3 +51,29 @@ async def test_blank_expressions_missing_and_repeated_names_are_reported_alike(c
     policy_causes = [(reason, field) for reason, field, _ in causes(await client.post(POLICIES, json=policy(matchConditions=bad)))]
     assert webhook_causes == [(r, f"webhooks[0].{f}") for r, f in expected]
     assert policy_causes == [(r, f"spec.{f}") for r, f in expected]
+
+
+async def test_both_kinds_refuse_the_same_rules_with_the_same_causes(client: httpx.AsyncClient) -> None:
+    rule = {"operations": ["*", "CREATE"], "apiGroups": ["*", "apps"], "apiVersions": [""],
+            "resources": ["*/*", "pods/*", "pods/status"], "scope": "Everywhere"}
+    expected = [
+        ("FieldValueInvalid", "operations", 'Invalid value: []admissionregistration.OperationType{"*", "CREATE"}: '
+                                            "if '*' is present, must not specify other operations"),
+        ("FieldValueInvalid", "apiGroups", 'Invalid value: []string{"*", "apps"}: '
+                                           "if '*' is present, must not specify other API groups"),
+        ("FieldValueRequired", "apiVersions[0]", "Required value"),
+        ("FieldValueInvalid", "resources[1]", 'Invalid value: "pods/*": if \'*/*\' is present, '
+                                              "must not specify pods/*"),
+        ("FieldValueInvalid", "resources[2]", 'Invalid value: "pods/status": if \'pods/*\' is present, '
+                                              "must not specify pods/status"),
+        ("FieldValueInvalid", "resources", 'Invalid value: []string{"*/*", "pods/*", "pods/status"}: '
+                                           "if '*/*' is present, must not specify other resources"),
+        ("FieldValueNotSupported", "scope", 'Unsupported value: "Everywhere": supported values: "*", "Cluster", '
+                                            '"Namespaced"'),
+    ]
+    hook = webhook("rules.kubeloop.test", CLIENT)
+    hook["rules"] = [rule]
+    webhook_causes = causes(await client.post(WEBHOOKS, json=configuration("ValidatingWebhookConfiguration", "r", hook)))
+    assert webhook_causes == [(r, f"webhooks[0].rules[0].{f}", m) for r, f, m in expected]
+    policy_causes = causes(await client.post(POLICIES, json=policy(rule=rule)))
+    assert policy_causes == [(r, f"spec.matchConstraints.resourceRules[0].{f}", m) for r, f, m in expected]
