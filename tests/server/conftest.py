@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kubeloop.api import SystemClock
 from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
@@ -32,6 +33,13 @@ async def app(store: SqliteStore, clock: FakeClock) -> AsyncIterator[App]:
     await application.startup()
     yield application
     await application.shutdown()
+
+
+@pytest.fixture
+async def real_app(store: SqliteStore) -> App:
+    """For tests with real clients (kubectl, the kubernetes package), which time their requests with the wall
+    clock: the server uses it too. A module that needs other admission plugins defines its own."""
+    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 @pytest.fixture

@@ -18,9 +18,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from kubeloop.api import SystemClock
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
-from kubeloop.store import SqliteStore
+from kubeloop.server import App
 
 from ._uvicorn import serve
 from .test_quota_kubectl import Kubectl, write_kubeconfig
@@ -52,12 +50,6 @@ spec:
       matchLabels:
         environment: test
 """
-
-
-@pytest.fixture
-async def real_app(store: SqliteStore) -> App:
-    """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")

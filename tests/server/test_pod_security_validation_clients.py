@@ -18,9 +18,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from kubeloop.api import SystemClock
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
-from kubeloop.store import SqliteStore
+from kubeloop.server import App
 
 from ._uvicorn import serve
 
@@ -34,12 +32,6 @@ CAUSES = [
      f"Invalid value: {CONTAINER_CONTEXT}: cannot set `allowPrivilegeEscalation` to false and `privileged` to true"),
     ("spec.securityContext.runAsUser", "Invalid value: -1: must be between 0 and 2147483647, inclusive"),
 ]
-
-
-@pytest.fixture
-async def real_app(store: SqliteStore) -> App:
-    """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _create_with_kubernetes_client(url: str) -> dict[str, Any]:

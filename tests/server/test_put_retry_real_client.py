@@ -15,8 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.dynamic import DynamicClient
 
-from kubeloop.api import SystemClock
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
+from kubeloop.server import App
 from kubeloop.server._state import renderer
 
 from ._patchable import patchable_store
@@ -30,12 +29,6 @@ async def store(tmp_path: Path) -> AsyncIterator[Any]:
     """The app's real store, whose ``update`` the race replaces (see ``_patchable``)."""
     async with patchable_store(tmp_path) as s:
         yield s
-
-
-@pytest.fixture
-async def real_app(store: Any) -> App:
-    """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _replace_both(url: str) -> dict[str, bytes]:

@@ -22,19 +22,12 @@ from kubeloop.api import SystemClock
 from kubeloop.client import Client
 from kubeloop.controllers import add_builtin_controllers
 from kubeloop.runtime import Manager
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
-from kubeloop.store import SqliteStore
+from kubeloop.server import App
 from kubeloop.testing import eventually, resource
 
 from ._uvicorn import serve
 
 QUOTAS = resource("", "ResourceQuota")
-
-
-@pytest.fixture
-async def real_app(store: SqliteStore) -> App:
-    """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 @contextlib.asynccontextmanager

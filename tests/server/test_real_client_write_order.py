@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from kubeloop.api import ResourceInfo, SystemClock
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
+from kubeloop.api import ResourceInfo
+from kubeloop.server import App
 from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin
-from kubeloop.store import SqliteStore
 
 from ._uvicorn import serve
 
@@ -28,12 +26,6 @@ class LabelFixer(MutatingPlugin):
         labels = obj["metadata"].get("labels") or {}
         for key, value in labels.items():
             labels[key] = value.replace(" ", "-")
-
-
-@pytest.fixture
-async def real_app(store: SqliteStore) -> App:
-    """Real clients time their requests with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _flow(url: str) -> dict[str, Any]:

@@ -14,17 +14,9 @@ from lightkube.config.kubeconfig import KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 
-from kubeloop.api import SystemClock
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
-from kubeloop.store import SqliteStore
+from kubeloop.server import App
 
 from ._uvicorn import serve
-
-
-@pytest.fixture
-async def real_app(store: SqliteStore) -> App:
-    """Real clients time their watches with the wall clock, so the server uses it too."""
-    return create_app(store=store, clock=SystemClock(), disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)
 
 
 def _kubernetes_flow(url: str) -> dict[str, Any]:
