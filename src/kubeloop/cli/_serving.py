@@ -23,8 +23,12 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
   a turn that writes more than :data:`FLUSH_BYTES` hands its writes over at once, so the transport's
   flow control (``pause_writing``, which uvicorn's ``send`` waits on) sees them as it did uncorked;
   after the connection is lost, corked bytes are dropped (the transport would drop them too).
-- **Responses completed flush at once**: when a response's last byte is written, its corked writes go
-  to the transport then, without waiting for the end of the turn.
+- **Responses completed flush at once**: a response's last bytes go to the transport with the writes
+  corked before them, as one write (:meth:`CorkedTransport.write_last`), without waiting for the end of
+  the turn.
+- **TLS without Python wrappers** (:class:`DirectSSLObject`): the server's TLS context makes connection
+  objects whose ``read``, ``write`` and ``pending`` are the ``_ssl`` C methods, which the loop's TLS
+  protocol calls for every record (the same calls, the same records).
 - **Keep-alive without a timer per response.** uvicorn arms a ``call_later`` timer when a response
   completes and cancels it when the next request arrives: a libuv timer set up and torn down for every
   request. Here a completed response records the loop time instead, and one check per server, every
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import ssl
 import weakref
 from contextvars import copy_context
 from pathlib import Path
@@ -62,7 +67,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kubeloop.cli._serving_cycle import RequestCycle, run_requests
 
-__all__ = ["FLUSH_BYTES", "CorkedTransport", "HttpProtocol", "TurnFlush", "uvicorn_config"]
+__all__ = ["FLUSH_BYTES", "CorkedTransport", "DirectSSLObject", "HttpProtocol", "TurnFlush", "uvicorn_config"]
 
 # Corked bytes handed to the transport at once, whatever the turn: well below the TLS transport's write
 # high-water mark (512 KiB), so its flow control still engages as the bytes are written.
@@ -71,6 +76,9 @@ FLUSH_BYTES = 64 * 1024
 JOIN_BYTES = 16 * 1024
 # How often (at most) idle keep-alive connections are looked for.
 IDLE_CHECK_SECONDS = 1.0
+# The request headers on_header notes: ``expect`` (100-continue, as uvicorn) and the two that may set
+# llhttp's keep-alive flag (see on_headers_complete).
+_NOTED_HEADERS = frozenset((b"expect", b"connection", b"proxy-connection"))
 
 
 class CorkedTransport(asyncio.Transport):
@@ -102,6 +110,20 @@ class CorkedTransport(asyncio.Transport):
         elif not self.scheduled:
             self.scheduled = True
             self._turn.add(self)
+
+    def write_last(self, data: bytes) -> None:
+        """Write a response's last bytes: ``data`` and every write corked before it go to the transport
+        now, as one write (what write() and then flush() do, in one step)."""
+        pending = self.pending
+        if type(data) is not bytes or not data:
+            self.write(data)
+            self.flush()
+        elif not pending:
+            self._transport.write(data)
+        else:
+            pending.append(data)
+            self._pending_bytes += len(data)
+            self.flush()
 
     def writelines(self, list_of_data: Any) -> None:
         for data in list_of_data:
@@ -304,12 +326,14 @@ class HttpProtocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
-        if name == b"expect":
-            if value.lower() == b"100-continue":
-                self.expect_100_continue = True
-        elif name == b"connection" or name == b"proxy-connection":
-            self._connection_header = True
         self.headers.append((name, value))
+        # One set lookup for the usual header (uvicorn's two comparisons, and a third for ours).
+        if name in _NOTED_HEADERS:
+            if name == b"expect":
+                if value.lower() == b"100-continue":
+                    self.expect_100_continue = True
+            else:
+                self._connection_header = True
 
     def on_headers_complete(self) -> None:
         parser = self.parser
@@ -475,8 +499,10 @@ class HttpProtocol(HttpToolsProtocol):
             self.timeout_keep_alive_task = None
 
     def on_response_complete(self) -> None:
-        # The response is whole: send it now rather than at the end of the turn.
-        self.transport.flush()
+        # The response is whole: send it now rather than at the end of the turn (the cycle's last write
+        # usually did already: write_last).
+        if self.transport.pending:
+            self.transport.flush()
         idle = self._idle
         if idle is None:
             super().on_response_complete()
@@ -511,11 +537,43 @@ def split_target(url: bytes) -> tuple[bytes, bytes]:
     return parsed.path, parsed.query or b""
 
 
-def uvicorn_config(app: Any, *, cert: Path | str, key: Path | str) -> Any:
-    """The ``uvicorn.Config`` kubeloop serves with (and the benchmark's bare baseline)."""
+class DirectSSLObject(ssl.SSLObject):
+    """The TLS connection object of the server's TLS context: :class:`ssl.SSLObject` whose ``read``,
+    ``write`` and ``pending`` are the C methods themselves rather than Python methods that call them.
+
+    The loop's TLS protocol (uvloop's ``SSLProtocol``, or asyncio's) calls these three for every record it
+    decrypts or encrypts, always with the size (and a buffer) positional: the same calls, the same
+    bytes, without a Python frame each (three per request, about 1% of a create's instructions). A caller
+    that relies on ``read()``'s default size or passes ``buffer=None`` would need the Python method;
+    the loops do not."""
+
+    @classmethod
+    def _create(cls, *args: Any, **kwargs: Any) -> DirectSSLObject:
+        self: DirectSSLObject = super()._create(*args, **kwargs)  # type: ignore[misc]
+        sslobj = self._sslobj  # type: ignore[attr-defined]
+        self.read = sslobj.read  # type: ignore[method-assign]
+        self.write = sslobj.write  # type: ignore[method-assign]
+        self.pending = sslobj.pending  # type: ignore[method-assign]
+        return self
+
+
+def _config_class() -> Any:
     import uvicorn
 
-    return uvicorn.Config(
+    class Config(uvicorn.Config):
+        """uvicorn's Config, whose TLS context makes :class:`DirectSSLObject` connections."""
+
+        def load(self) -> None:
+            super().load()
+            if self.ssl is not None:
+                self.ssl.sslobject_class = DirectSSLObject
+
+    return Config
+
+
+def uvicorn_config(app: Any, *, cert: Path | str, key: Path | str) -> Any:
+    """The ``uvicorn.Config`` kubeloop serves with (and the benchmark's bare baseline)."""
+    return _config_class()(
         app,
         loop="none",
         http=HttpProtocol,

@@ -15,7 +15,9 @@ What it leaves out is work, not behaviour:
   every response, then lowers and joins it. Apps send the same headers response after response, so a
   bounded table (:func:`header_line`) keeps the line, checked, of each ``(name, value)`` tuple seen
   before; a header new to it, or refused, goes through uvicorn's own checks and raises uvicorn's
-  error. The server's default headers (``date``) are rendered and checked once per value.
+  error. The server's default headers (``date``) are rendered and checked once per value. A whole head
+  seen before (the same header list, in order) is one lookup (``_HEADS``): its lines joined and how they
+  frame the response, as uvicorn's per-header framing left them.
 """
 
 from __future__ import annotations
@@ -96,6 +98,28 @@ def header_line(header: Any) -> tuple[bytes, bytes | None, Any]:
     return known
 
 
+# Response heads seen before, by the app's header list as a tuple: the headers' lines joined and how they
+# frame a response from uvicorn's fresh state (the transfer encoding decided or not, the content length
+# expected, ``connection: close``). Apps answer with a few heads over and over (a content type, a cache
+# control, a handful of lengths), so most responses skip the per-header loop. Only lists of
+# ``(bytes, bytes)`` tuples whose lines are in _LINES are kept (every one checked as uvicorn checks it);
+# the table is emptied when full.
+_HEADS: dict[tuple[Any, ...], tuple[bytes, bool | None, int, bool]] = {}
+_HEADS_LIMIT = 1024
+
+
+def _remember_head(key: tuple[Any, ...], head: list[bytes], chunked_encoding: bool | None, content_length: int,
+                   has_connection_close: bool) -> None:
+    """Keep a head just rendered from uvicorn's fresh state (``head`` is the status line, the default
+    headers' lines, then one line per header of ``key``)."""
+    for header in key:
+        if type(header) is not tuple or header not in _LINES:  # not a kept (bytes, bytes) header
+            return
+    if len(_HEADS) >= _HEADS_LIMIT:
+        _HEADS.clear()
+    _HEADS[key] = (b"".join(head[2:]), chunked_encoding, content_length, has_connection_close)
+
+
 class RequestCycle:
     """One request's ASGI ``receive``/``send`` (see the module docstring)."""
 
@@ -121,7 +145,8 @@ class RequestCycle:
     def __init__(self, protocol: Any, scope: dict[str, Any], keep_alive: bool, expect_100_continue: bool) -> None:
         self.protocol = protocol
         self.scope = scope
-        self.transport: asyncio.Transport = protocol.transport
+        # The protocol's CorkedTransport (write_last: a response's last bytes go out with those before).
+        self.transport: Any = protocol.transport
         self.on_response: Callable[[], None] | None = protocol.on_response_complete
         # Connection state
         self.disconnected = False
@@ -203,22 +228,43 @@ class RequestCycle:
             defaults, default_framing = known_defaults[1], known_defaults[2]
         else:
             defaults, default_framing = default_head(default_headers)
-        head = [STATUS_LINE[status_code], defaults]
-        has_connection_close = False
-        # uvicorn's order: the default headers, then the app's, each checked and then framing.
-        for name, value in default_framing:
-            has_connection_close = self._frame(name, value) or has_connection_close
-        for header in message.get("headers", ()):
-            # header_line's table looked up here first: a header seen before costs no call.
+        headers = message.get("headers", ())
+        # A response head seen before (the same headers, in order, from uvicorn's fresh framing state)
+        # costs one lookup: its lines and how they frame the response, kept by _remember_head.
+        key: tuple[Any, ...] | None = None
+        known_head = None
+        if not default_framing and type(headers) is list:
             try:
-                known = _LINES.get(header)
-            except TypeError:  # not hashable: header_line renders it
-                known = None
-            # Not ``value``: the loop above types that bytes, which a compiled build would check.
-            line, framing, header_value = known if known is not None else header_line(header)
-            head.append(line)
-            if framing is not None:
-                has_connection_close = self._frame(framing, header_value) or has_connection_close
+                key = tuple(headers)
+                known_head = _HEADS.get(key)
+            except TypeError:  # a header that is not hashable: rendered one by one
+                key = None
+        if known_head is not None:
+            lines, chunked_encoding, content_length, has_connection_close = known_head
+            self.chunked_encoding = chunked_encoding
+            self.expected_content_length = content_length
+            if has_connection_close:
+                self.keep_alive = False
+            head = [STATUS_LINE[status_code], defaults, lines]
+        else:
+            head = [STATUS_LINE[status_code], defaults]
+            has_connection_close = False
+            # uvicorn's order: the default headers, then the app's, each checked and then framing.
+            for name, value in default_framing:
+                has_connection_close = self._frame(name, value) or has_connection_close
+            for header in headers:
+                # header_line's table looked up here first: a header seen before costs no call.
+                try:
+                    known = _LINES.get(header)
+                except TypeError:  # not hashable: header_line renders it
+                    known = None
+                # Not ``value``: the loop above types that bytes, which a compiled build would check.
+                line, framing, header_value = known if known is not None else header_line(header)
+                head.append(line)
+                if framing is not None:
+                    has_connection_close = self._frame(framing, header_value) or has_connection_close
+            if key is not None:
+                _remember_head(key, head, self.chunked_encoding, self.expected_content_length, has_connection_close)
         if not self.keep_alive and not has_connection_close:
             head.append(b"connection: close\r\n")
         if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
@@ -247,14 +293,19 @@ class RequestCycle:
             self.expected_content_length = 0
         elif self.chunked_encoding:
             content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
-            if not more_body:
+            if more_body:
+                self.transport.write(b"".join(content))
+            else:
                 content.append(b"0\r\n\r\n")
-            self.transport.write(b"".join(content))
+                self.transport.write_last(b"".join(content))
         else:
             if len(body) > self.expected_content_length:
                 raise RuntimeError("Response content longer than Content-Length")
             self.expected_content_length -= len(body)
-            self.transport.write(body)
+            if more_body or self.expected_content_length:
+                self.transport.write(body)
+            else:  # the response's last bytes: out with the head corked before them, in one write
+                self.transport.write_last(body)
         if not more_body:
             if self.expected_content_length != 0:
                 raise RuntimeError("Response content shorter than Content-Length")
