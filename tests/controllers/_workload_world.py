@@ -127,6 +127,8 @@ async def open_world(
         for name in controllers:
             ctrl = _CONTROLLERS[name](ctl, manager.informers, clock=world.clock, metrics=manager.metrics)
             manager.add_controller(ctrl.controller)
+            for extra in ctrl.extra_controllers():  # the Job controller's orphan pod worker
+                manager.add_controller(extra)
             manager.add(ctrl.events, needs_leader_election=False)
             world.controllers[name] = ctrl
         async with world.started():

@@ -129,12 +129,13 @@ async def test_failures_back_off_and_exceeding_the_limit_fails_the_job(tmp_path:
     async with open_world(tmp_path, "job") as world:
         await world.create(JOBS, job(backoffLimit=1))
         (first,) = await active_pods(world, 1)
+        failed_at = world.clock.now()
         await finish(world, first, "Failed")
-        await wait_job(world, lambda s: s.get("failed") == 1)
+        await wait_job(world, lambda s: s.get("failed") == 1)  # synced syncJobBatchPeriod (1 s) after the event
         await world.settle()
-        # 10 s backoff after the first failure: no replacement yet.
+        # 10 s backoff after the first failure (from the pod's finish time): no replacement yet.
         assert len(await job_pods(world)) == 1
-        await world.advance(9)
+        await world.advance(failed_at + 9 - world.clock.now())
         assert len(await job_pods(world)) == 1
         await world.advance(2)
         (second,) = await active_pods(world, 1)

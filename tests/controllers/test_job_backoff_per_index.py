@@ -47,15 +47,16 @@ async def test_an_index_retries_up_to_its_limit_alone_then_the_job_fails_with_fa
         running = await wait_job(world, lambda s: s.get("active") == 3)
         assert running["status"]["failedIndexes"] == ""  # written (empty) for such a Job
         zero = of_index(first, 0)
+        failed_at = world.clock.now()
         await finish(world, zero, "Failed")
-        await world.settle()
+        await world.advance(1)  # syncJobBatchPeriod: the pod event's sync
         # Index 0 backs off 10 s; its failed pod keeps the finalizer (uncounted) until the replacement
         # carries its failure count.
         assert len(await job_pods(world)) == 3
         assert (await current(world, zero))["metadata"]["finalizers"] == [FINALIZER]
         status = (await world.get(JOBS, "pi"))["status"]
         assert "failed" not in status and status["active"] == 2 and status["failedIndexes"] == ""
-        await world.advance(9)
+        await world.advance(failed_at + 9 - world.clock.now())
         assert len(await job_pods(world)) == 3
         await world.advance(2)
         retry = of_index(await active_pods(world, 3), 0)

@@ -37,6 +37,10 @@ async def test_meeting_a_succeeded_indexes_rule_stops_the_other_pods_and_complet
         assert [c["message"] for c in status["conditions"]] == ["Matched rules at index 0"] * 2
         assert (status["completedIndexes"], status["succeeded"]) == ("0", 1)
         # The stopped pods are neither failures nor active; Complete waited until none was terminating.
+        # Checked against upstream 1.32 (job_controller.go): the sync that sets SuccessCriteriaMet deletes
+        # them (deleteActivePods) and, in the same trackJobStatusAndRemoveFinalizers pass, takes their
+        # finalizers off (canRemoveFinalizer: a finished condition) without counting them: a pod not yet
+        # terminated counts failed only when that condition is not SuccessCriteriaMet.
         assert "failed" not in status and status.get("active") is None and status["terminating"] == 0
         assert status["uncountedTerminatedPods"] == {} and status.get("completionTime")
         await world.eventually(lambda: _gone(world, [of_index(pods, 1), of_index(pods, 2)]), step=0.01)

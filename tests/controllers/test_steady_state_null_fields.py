@@ -63,9 +63,10 @@ async def test_workloads_with_null_fields_in_their_stored_form_settle_without_wr
             return ((d.get("status") or {}).get("availableReplicas") == 2
                     and (ds.get("status") or {}).get("numberAvailable") == 2
                     and condition(pdb, "DisruptionAllowed").get("status") == "True"
-                    and (job.get("status") or {}).get("active") == 1)
+                    and (job.get("status") or {}).get("active") == 1 and (job.get("status") or {}).get("ready") == 1)
 
-        await world.eventually(settled)
+        # Fake time moves: the Job controller syncs syncJobBatchPeriod (1 s) after its pod's events.
+        await world.eventually(settled, step=0.1)
         before = await _versions(world)
         assert await world.quiet_writes() == 0, world.ctl.writes
         assert await _versions(world) == before

@@ -17,20 +17,16 @@ from ._kubectl import table
 
 pytestmark = pytest.mark.slow
 
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: done}
-spec:
-  completions: 2
-  parallelism: 2
-  template:
-    metadata:
-      annotations: {kubeloop.dev/fault: succeed-after, kubeloop.dev/fault-after-seconds: "1"}
-    spec:
-      restartPolicy: Never
-      containers: [{name: pi, image: busybox, command: [sh, -c, "exit 0"]}]
-"""
+def simulated_job(name: str, *, outcome: str = "succeed-after", completions: int = 2, parallelism: int = 2,
+                  **spec: Any) -> str:
+    """A Job manifest whose pods the simulated kubelet ends 1 s after they start: ``succeed-after`` (exit
+    0) or ``fail-after`` (exit 1), the pod fault profiles of docs/simulation.md. ``spec`` adds Job fields."""
+    code = 0 if outcome == "succeed-after" else 1
+    return json.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {
+        "completions": completions, "parallelism": parallelism, **spec, "template": {
+            "metadata": {"annotations": {"kubeloop.dev/fault": outcome, "kubeloop.dev/fault-after-seconds": "1"}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", f"exit {code}"]}]}}}})
 
 
 def _simulated(kubectl: Any) -> bool:
@@ -65,8 +61,8 @@ def test_kubectl_create_job_gets_a_generated_selector_and_shows_in_get_jobs(kube
 def test_a_job_whose_pods_succeed_completes_and_kubectl_wait_sees_it(kubectl: Any, namespace: str, tmp_path: Any) -> None:
     if not _simulated(kubectl):
         pytest.skip("this build's controller manager does not run the node simulator")
-    manifest = tmp_path / "job.yaml"
-    manifest.write_text(JOB)
+    manifest = tmp_path / "job.json"
+    manifest.write_text(simulated_job("done"))
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     kubectl("wait", "-n", namespace, "--for=condition=complete", "job/done", "--timeout=60s", timeout=90)
     # Applying the same manifest again changes nothing: the generated selector and labels are the
@@ -97,30 +93,12 @@ def test_ttl_seconds_after_finished_deletes_the_finished_job_and_its_pods(kubect
                                                                           tmp_path: Any) -> None:
     if not _simulated(kubectl):
         pytest.skip("this build's controller manager does not run the node simulator")
-    manifest = tmp_path / "ttl.yaml"
-    manifest.write_text(JOB.replace("name: done", "name: brief").replace("completions: 2", "ttlSecondsAfterFinished: 0\n  completions: 2"))
+    manifest = tmp_path / "ttl.json"
+    manifest.write_text(simulated_job("brief", ttlSecondsAfterFinished=0))
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     kubectl("wait", "-n", namespace, "--for=delete", "job/brief", "--timeout=60s", timeout=90)
     remaining = json.loads(kubectl("get", "pods", "-n", namespace, "-l", "job-name=brief", "-o", "json").stdout)["items"]
     assert remaining == []
-
-
-PER_INDEX = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: retries}
-spec:
-  completionMode: Indexed
-  completions: 2
-  parallelism: 2
-  backoffLimitPerIndex: 1
-  template:
-    metadata:
-      annotations: {kubeloop.dev/fault: fail-after, kubeloop.dev/fault-after-seconds: "1"}
-    spec:
-      restartPolicy: Never
-      containers: [{name: c, image: busybox, command: [sh, -c, "exit 1"]}]
-"""
 
 
 def test_an_indexed_job_with_backoff_limit_per_index_retries_each_index_then_fails(kubectl: Any, namespace: str,
@@ -129,8 +107,8 @@ def test_an_indexed_job_with_backoff_limit_per_index_retries_each_index_then_fai
     (backoffLimitPerIndex 1, its retry after 10 s), then both are failed indexes: reason FailedIndexes."""
     if not _simulated(kubectl):
         pytest.skip("this build's controller manager does not run the node simulator")
-    manifest = tmp_path / "retries.yaml"
-    manifest.write_text(PER_INDEX)
+    manifest = tmp_path / "retries.json"
+    manifest.write_text(simulated_job("retries", outcome="fail-after", completionMode="Indexed", backoffLimitPerIndex=1))
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     kubectl("wait", "-n", namespace, "--for=condition=failed", "job/retries", "--timeout=120s", timeout=150)
     job = json.loads(kubectl("get", "job", "retries", "-n", namespace, "-o", "json").stdout)
@@ -148,32 +126,14 @@ def test_an_indexed_job_with_backoff_limit_per_index_retries_each_index_then_fai
     assert "FailedIndexes" in described and "Job has failed indexes" in described
 
 
-SUCCESS_POLICY = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: leader}
-spec:
-  completionMode: Indexed
-  completions: 3
-  parallelism: 3
-  successPolicy:
-    rules: [{succeededCount: 1}]
-  template:
-    metadata:
-      annotations: {kubeloop.dev/fault: succeed-after, kubeloop.dev/fault-after-seconds: "1"}
-    spec:
-      restartPolicy: Never
-      containers: [{name: c, image: busybox, command: [sh, -c, "exit 0"]}]
-"""
-
-
 def test_a_success_policy_completes_an_indexed_job_and_kubectl_wait_sees_it(kubectl: Any, namespace: str,
                                                                            tmp_path: Any) -> None:
     """k/k 1.32 pkg/controller/job/success_policy.go: one succeeded index meets the rule."""
     if not _simulated(kubectl):
         pytest.skip("this build's controller manager does not run the node simulator")
-    manifest = tmp_path / "leader.yaml"
-    manifest.write_text(SUCCESS_POLICY)
+    manifest = tmp_path / "leader.json"
+    manifest.write_text(simulated_job("leader", completions=3, parallelism=3, completionMode="Indexed",
+                                      successPolicy={"rules": [{"succeededCount": 1}]}))
     kubectl("apply", "-n", namespace, "-f", str(manifest))
     kubectl("wait", "-n", namespace, "--for=condition=complete", "job/leader", "--timeout=60s", timeout=90)
     job = json.loads(kubectl("get", "job", "leader", "-n", namespace, "-o", "json").stdout)

@@ -39,6 +39,7 @@ from kubeloop.controllers._scheduler import Scheduler
 from kubeloop.controllers._service_accounts import ServiceAccountsController
 from kubeloop.controllers._service_registry import register_service_controllers
 from kubeloop.controllers._statefulset import StatefulSetController
+from kubeloop.controllers._taint_eviction_controller import TaintEvictionController
 from kubeloop.controllers._ttl_after_finished import TTLAfterFinishedController
 from kubeloop.controllers._volume import PersistentVolumeController
 from kubeloop.controllers._volume_protection import VolumeProtectionController
@@ -73,6 +74,7 @@ __all__ = [
     "SimulationOptions",
     "StatefulSetController",
     "TTLAfterFinishedController",
+    "TaintEvictionController",
     "ValidatingAdmissionPolicyStatusController",
     "VolumeProtectionController",
     "add_builtin_controllers",

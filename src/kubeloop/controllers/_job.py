@@ -39,10 +39,23 @@ JobManagedBy on, so terminal conditions are delayed). One sync:
 
 Writes are conditional on the cached resourceVersion, so a sync on a stale Job fails with a conflict
 and is retried rather than counting from an old status. Pods whose finalizer this controller removed
-are skipped until the cache shows it gone (upstream's finalizer expectations). Pods of a Job that no
-longer exists lose the finalizer too, so the garbage collector can finish deleting them. Steps 2 to 4
-are one :class:`._job_sync.JobSync`; this module holds the controller's wiring, its pod writes and its
-event handlers.
+are skipped until the cache shows it gone (upstream's finalizer expectations). Steps 2 to 4 are one
+:class:`._job_sync.JobSync`; this module holds the controller's wiring, its pod writes and its event
+handlers.
+
+When a Job is synced (``enqueueSyncJobBatched`` / ``enqueueSyncJobImmediately``): pod events, and
+Job updates that leave ``metadata.generation`` alone (its status writes), sync it
+:data:`SYNC_JOB_BATCH_PERIOD` (1 s, ``syncJobBatchPeriod``) later on the injected clock, through the
+queue's ``add_after``, which keeps the earliest due time, so the events of that second share one
+sync; a Job created, deleted or with a new spec is synced at once.
+
+Orphan pods (``syncOrphanPod``) have a queue of their own, keyed by pod (:attr:`JobController.orphans`,
+``job-orphan-pod``; run it beside :attr:`controller`, see :meth:`extra_controllers`): a pod with the
+tracking finalizer and no controller reference (``addPod``/``updatePod``), one being deleted whose
+Job is gone or finished (``deletePod``), and a deleted or finished Job's pods
+(``cleanupPodFinalizers``) go there, and the finalizer comes off unless the pod is (again)
+controlled by something other than a ``batch/v1`` Job, by a Job another controller manages, or by a
+live unfinished Job. The garbage collector can then finish deleting them.
 """
 
 from __future__ import annotations
@@ -89,13 +102,25 @@ from kubeloop.controllers._workload_pods import (
     pod_from_template,
     slow_start_batch,
 )
-from kubeloop.runtime import Event, InformerFactory, Request, Result, SharedInformer, Watch, object_key
+from kubeloop.runtime import (
+    OWNER_UID_INDEX,
+    Controller,
+    Event,
+    InformerFactory,
+    Request,
+    Result,
+    SharedInformer,
+    Watch,
+    object_key,
+)
 
-__all__ = ["JOB_CONTROLLER_NAME", "MAX_POD_CREATE_DELETE_PER_SYNC", "JobController"]
+__all__ = ["JOB_CONTROLLER_NAME", "MAX_POD_CREATE_DELETE_PER_SYNC", "SYNC_JOB_BATCH_PERIOD", "JobController"]
 
 log = logging.getLogger("kubeloop.controllers.job")
 
 JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # the managedBy value this controller answers to
+# syncJobBatchPeriod: pod events and status-only Job updates wait this long (injected clock) for a sync.
+SYNC_JOB_BATCH_PERIOD = 1.0
 _REMOVE_FINALIZER = {"metadata": {"$deleteFromPrimitiveList/finalizers": [JOB_TRACKING_FINALIZER]}}
 
 
@@ -117,6 +142,13 @@ class JobController(WorkloadController):
         self.expectations = Expectations(self.clock)
         self.backoff: dict[str, BackoffRecord] = {}  # by Job UID
         self.removing: dict[str, set[str]] = {}  # Job key -> pod UIDs whose finalizer we removed
+        self.sync_batch_period = SYNC_JOB_BATCH_PERIOD
+        # The orphan worker (upstream's orphanQueue and orphanWorker): one pod at a time.
+        self.orphans = Controller("job-orphan-pod", self.sync_orphan_pod, clock=self.clock,
+                                  metrics=options.get("metrics"))
+
+    def extra_controllers(self) -> list[Controller]:
+        return [self.orphans]
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.jobs: SharedInformer = informers.informer(JOBS)
@@ -131,7 +163,6 @@ class JobController(WorkloadController):
         if cached is None:
             self.expectations.delete(key)
             self.removing.pop(key, None)
-            await self._release_orphans(request.namespace)
             return None
         if (cached.get("spec") or {}).get("managedBy") not in (None, JOB_CONTROLLER_NAME):
             return None  # another controller's Job (JobManagedBy, beta and on in 1.32)
@@ -148,21 +179,37 @@ class JobController(WorkloadController):
             return None
         return await JobSync(self, key, job, pods).run()
 
-    async def _release_orphans(self, namespace: str) -> None:
-        """Pods with the tracking finalizer whose Job is gone (``syncOrphanPod``): finalizer off."""
-        for pod in self.pods.cache.list(namespace=namespace):
-            ref = controller_of(pod)
-            if not has_tracking_finalizer(pod) or (ref is not None and ref.get("kind") != "Job"):
-                continue
-            if ref is not None and self._job_by_uid(namespace, str(ref.get("uid"))) is not None:
-                continue
-            await self._patch_finalizer(pod)
+    async def sync_orphan_pod(self, request: Request) -> Result | None:
+        """``syncOrphanPod``: take the tracking finalizer off a pod no Job will count any more.
 
-    def _job_by_uid(self, namespace: str, uid: str) -> Mapping[str, Any] | None:
-        for job in self.jobs.cache.list(namespace=namespace):
-            if uid_of(job) == uid:
-                return job
+        A pod still controlled by something other than a ``batch/v1`` Job, by a Job another
+        controller manages, or by a live unfinished Job (it was adopted meanwhile) keeps it."""
+        pod = self.pods.cache.get(f"{request.namespace}/{request.name}")
+        if pod is None or not has_tracking_finalizer(pod):
+            return None
+        ref = controller_of(pod)
+        if ref is not None:
+            if ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+                return None
+            job = self.resolve(request.namespace, ref)
+            if job is not None and (job.get("spec") or {}).get("managedBy") not in (None, JOB_CONTROLLER_NAME):
+                return None
+            if job is not None and not _finished(job):
+                return None
+        await self._patch_finalizer(pod)
         return None
+
+    def enqueue_orphan_pod(self, pod: Mapping[str, Any]) -> None:
+        """``enqueueOrphanPod``: the orphan worker looks at the pod (its own queue, keyed by pod)."""
+        self.orphans.enqueue(Request.for_object(pod))
+
+    def cleanup_pod_finalizers(self, job: Mapping[str, Any]) -> None:
+        """``cleanupPodFinalizers``: a deleted (or finished) Job's pods still carrying the finalizer go
+        to the orphan worker."""
+        for pod in self.pods.cache.by_index(OWNER_UID_INDEX, uid_of(job)):
+            ref = controller_of(pod)
+            if ref is not None and ref.get("uid") == uid_of(job) and has_tracking_finalizer(pod):
+                self.enqueue_orphan_pod(pod)
 
     async def _patch_finalizer(self, pod: Mapping[str, Any]) -> None:
         """``removeTrackingFinalizerPatch``: a strategic merge patch deleting our finalizer (a pod that is
@@ -263,6 +310,11 @@ class JobController(WorkloadController):
             raise first
         return deleted
 
+    def enqueue_batched(self, job: Mapping[str, Any]) -> None:
+        """``enqueueSyncJobBatched``: sync the Job ``sync_batch_period`` from now, or sooner when a sync is
+        already due (the queue keeps the earlier time), so the events of that second share one sync."""
+        self.controller.queue.add_after(Request.for_object(job), self.sync_batch_period)
+
     def resolve(self, namespace: str, ref: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         if ref is None or ref.get("kind") != "Job":
             return None
@@ -270,7 +322,15 @@ class JobController(WorkloadController):
         return job if job is not None and uid_of(job) == ref.get("uid") else None
 
 
+def _generation(job: Mapping[str, Any]) -> object:
+    return (job.get("metadata") or {}).get("generation")
+
+
 class _JobEvents:
+    """Job events -> the Job's sync: at once for a create, a delete or a spec change, batched for an
+    update that leaves the generation alone (a status write, labels: ``addJob``/``deleteJob`` use
+    ``enqueueSyncJobImmediately``, ``updateJob`` one or the other by generation)."""
+
     def __init__(self, owner: JobController) -> None:
         self.owner = owner
 
@@ -278,6 +338,13 @@ class _JobEvents:
         if event.type == "delete":
             self.owner.expectations.delete(object_key(event.object))
             self.owner.backoff.pop(uid_of(event.object), None)
+            self.owner.cleanup_pod_finalizers(event.object)
+        elif event.type == "update" and _finished(event.object):
+            self.owner.cleanup_pod_finalizers(event.object)  # updateJob's backup for a finished Job
+        if event.type == "update" and event.old_object is not None and (
+                _generation(event.old_object) == _generation(event.object)):  # fmt: skip
+            self.owner.enqueue_batched(event.object)
+            return ()
         return (Request.for_object(event.object),)
 
 
@@ -292,12 +359,21 @@ class _PodEvents:
         ref = controller_of(pod)
         namespace = namespace_of(pod)
         job = self.owner.resolve(namespace, ref)
-        if job is None:
-            if ref is None:
-                return owners_selecting(self.owner.jobs.cache, pod) if event.type != "delete" else []
-            if ref.get("kind") == "Job" and has_tracking_finalizer(pod) and event.type != "delete":
-                # An orphan with our finalizer: the sync of its (gone) Job releases it.
-                return [Request(namespace, str(ref.get("name")))]
+        deleting = event.type == "delete" or is_being_deleted(pod)
+        if ref is None:
+            # An orphan: its finalizer goes (addPod/updatePod/deletePod), and a Job selecting it may adopt it.
+            if has_tracking_finalizer(pod):
+                self.owner.enqueue_orphan_pod(pod)
+            if not deleting:
+                for request in owners_selecting(self.owner.jobs.cache, pod):
+                    self.owner.controller.queue.add_after(request, self.owner.sync_batch_period)
+            self._old_owner(event)
+            return []
+        if job is None or (deleting and _finished(job)):
+            # deletePod: syncJob will not take the finalizer off a pod of a Job gone or finished.
+            if deleting and has_tracking_finalizer(pod):
+                self.owner.enqueue_orphan_pod(pod)
+            self._old_owner(event)
             return []
         key = object_key(job)
         removing = self.owner.removing.get(key)
@@ -307,4 +383,21 @@ class _PodEvents:
             self.owner.expectations.creation_observed(key)
         elif event.type == "delete" or is_being_deleted(pod):
             self.owner.expectations.deletion_observed(key, object_key(pod))
-        return [Request.for_object(job)]
+        self.owner.enqueue_batched(job)
+        self._old_owner(event)
+        return []
+
+    def _old_owner(self, event: Event) -> None:
+        """updatePod: when the controller reference changed, the Job it named syncs too."""
+        if event.type != "update" or event.old_object is None:
+            return
+        old_ref = controller_of(event.old_object)
+        if old_ref is None or old_ref == controller_of(event.object):
+            return
+        job = self.owner.resolve(namespace_of(event.object), old_ref)
+        if job is not None:
+            key = object_key(job)
+            removing = self.owner.removing.get(key)
+            if removing is not None and not has_tracking_finalizer(event.object):
+                removing.discard(uid_of(event.object))
+            self.owner.enqueue_batched(job)

@@ -7,8 +7,7 @@ conditions from the pod's fault profile) plus ``hostIP`` and a ``podIP`` from th
 writes it through ``/status`` only when it differs from what is stored, and sleeps until the next
 change on the injected clock. Status is only ever derived from that simulation, never from a spec.
 
-- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them (taint eviction below
-  still applies to them).
+- Terminal pods (Succeeded, Failed) are left alone, as a kubelet leaves them.
 - Graceful deletion: a pod with ``deletionTimestamp`` is stopped (containers terminated, not ready)
   and, once its grace period has run out on the clock (or ``termination_delay`` after the delete,
   when configured), removed with a final delete with ``gracePeriodSeconds=0`` and a UID precondition,
@@ -16,17 +15,9 @@ change on the injected clock. Status is only ever derived from that simulation, 
 - A NotReady node: its containers are not ready (the kubelet still runs and says so).
 - A node whose kubelet is stopped (fault ``kubelet-stopped``, :mod:`._nodes`): nothing is written for
   its pods (no status, no final delete: a pod deleted meanwhile stays Terminating until the kubelet
-  comes back), except the eviction below. Marking its pods not ready is the node lifecycle
-  controller's part (:mod:`._node_lifecycle`).
-- Taint-based eviction (the ``taint-eviction-controller``, ``pkg/controller/tainteviction``), for
-  every pod on a simulated node, terminal or Terminating ones included, as upstream: when each pod
-  goes is :class:`._taint_eviction.TaintEvictions`' part (at once for a taint it does not
-  tolerate, the shortest ``tolerationSeconds`` after the taint was first seen, never when tolerated
-  for ever; pending work cancelled with an Event when the taints go, the pod tolerates them for
-  ever, or the pod is deleted). When it is due, ``addConditionAndDeletePod``: the
-  ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``; written only when it changes,
-  its ``lastTransitionTime`` kept while its status stays True), a ``TaintManagerEviction`` Event
-  from ``taint-eviction-controller``, then the delete.
+  comes back). Marking its pods not ready is the node lifecycle controller's part
+  (:mod:`._node_lifecycle`), evicting them the taint-eviction controller's
+  (:mod:`._taint_eviction_controller`), as on any node.
 - Images (:mod:`._kubelet_images`): once a pod's container has started, its images are listed in the
   node's ``status.images`` (largest first, at most 50), which the scheduler's ImageLocality reads.
 - Events as a kubelet records them (``Pulling``, ``Pulled``, ``Created``, ``Started``, ``BackOff``,
@@ -42,7 +33,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api import NotFound, copy_json, format_time
+from kubeloop.api import NotFound
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._kubelet_events import kubelet_events
 from kubeloop.controllers._kubelet_images import NodeImages
@@ -57,10 +48,10 @@ from kubeloop.controllers._nodes import (
     node_name_of_pod,
 )
 from kubeloop.controllers._scheduler_resources import NODES, PODS
-from kubeloop.controllers._taint_eviction import TaintEvictions
+from kubeloop.controllers._taint_eviction_controller import disruption_target
 from kubeloop.runtime import Builder, EnqueueMapped, Event, Manager, Request, Result
 
-__all__ = ["NODE_NAME_INDEX", "KubeletSimulator", "disruption_target"]
+__all__ = ["NODE_NAME_INDEX", "KubeletSimulator", "disruption_target"]  # disruption_target: moved, re-exported
 
 log = logging.getLogger("kubeloop.controllers.kubelet")
 
@@ -70,30 +61,7 @@ def _readiness_changed(event: Event) -> bool:
         return True
     old, new = event.old_object, event.object
     return is_node_ready(old) != is_node_ready(new) or is_simulated(old) != is_simulated(new) or (
-        (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")) or (
         is_kubelet_stopped(old) != is_kubelet_stopped(new))
-
-
-def disruption_target(conditions: list[dict[str, Any]], now: float) -> tuple[list[dict[str, Any]], bool]:
-    """The pod's conditions with the taint manager's DisruptionTarget, and whether they changed.
-
-    ``UpdatePodCondition``: a new condition is appended; an existing one is replaced in place, keeping
-    its ``lastTransitionTime`` when its status was already True; nothing changes when it already says
-    the same."""
-    wanted = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-              "lastTransitionTime": format_time(now), "reason": "DeletionByTaintManager",
-              "message": "Taint manager: deleting due to NoExecute taint"}
-    out = [dict(c) for c in conditions]
-    index = next((i for i, c in enumerate(out) if c.get("type") == "DisruptionTarget"), None)
-    if index is None:
-        return [*out, wanted], True
-    old = out[index]
-    if old.get("status") == "True":
-        wanted["lastTransitionTime"] = old.get("lastTransitionTime")
-    if all(old.get(k) == v for k, v in wanted.items()):
-        return out, False
-    out[index] = wanted
-    return out, True
 
 
 class KubeletSimulator:
@@ -109,10 +77,7 @@ class KubeletSimulator:
         self.nodes = manager.informer(NODES)
         self.events = EventSink(self.client, component="kubelet", clock=self.clock)
         manager.add(self.events, needs_leader_election=False)
-        self.eviction_events = EventSink(self.client, component="taint-eviction-controller", clock=self.clock)
-        manager.add(self.eviction_events, needs_leader_election=False)
         self._reserved: dict[str, str] = {}  # pod IP -> pod uid, for IPs written but maybe not cached yet
-        self.taint_evictions = TaintEvictions(self.eviction_events, self.clock)
         self.images = NodeImages(self.client)
         self.controller = (
             Builder(manager).named("kubeloop-kubelet").for_(PODS)
@@ -127,7 +92,6 @@ class KubeletSimulator:
     async def reconcile(self, request: Request) -> Result | None:
         pod = self.pods.cache.get_by_name(request.name, request.namespace)
         if pod is None:
-            self.taint_evictions.forget(request.namespace or "", request.name)
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = self.nodes.cache.get_by_name(str(node_name)) if node_name else None
@@ -137,15 +101,11 @@ class KubeletSimulator:
         status = pod.get("status") or {}
         deleting = bool(meta.get("deletionTimestamp"))
         now = self.clock.now()
-        evict_at = self.taint_evictions.due_at(pod, node)
-        if evict_at is not None and now >= evict_at:
-            await self._evict(pod, str(node_name), now)
-            return None
         if status.get("phase") in ("Succeeded", "Failed") and not deleting:
-            return Result(requeue_after=max(0.001, evict_at - now)) if evict_at is not None else None
+            return None
         node_ready = is_node_ready(node)
         if is_kubelet_stopped(node):
-            return Result(requeue_after=max(0.001, evict_at - now)) if evict_at is not None else None
+            return None
         sim = simulate_pod(
             pod, now, node_ready=node_ready, host_ip=node_internal_ip(node), pod_ip=self._pod_ip(pod, node),
             start_delay=self.options.container_start_delay, ready_delay=self.options.readiness_delay,
@@ -166,30 +126,7 @@ class KubeletSimulator:
                 pass
             self._reserved.pop(str(sim.status.get("podIP") or ""), None)
             return None
-        wakes = [t for t in (sim.wake_at, evict_at) if t is not None]
-        return Result(requeue_after=max(0.001, min(wakes) - now)) if wakes else None
-
-    async def _evict(self, pod: dict[str, Any], node_name: str, now: float) -> None:
-        """``addConditionAndDeletePod``: the DisruptionTarget condition, an Event, then the delete."""
-        meta = pod["metadata"]
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        log.info("evicting %s/%s from node %s (NoExecute taint)", namespace, name, node_name)
-        status = copy_json(pod.get("status") or {})
-        conditions, changed = disruption_target(status.get("conditions") or [], now)
-        if changed:
-            try:
-                await self.client.update(PODS, {**pod, "status": {**status, "conditions": conditions}},
-                                         namespace=namespace, subresource="status")
-            except NotFound:
-                self.taint_evictions.forget(namespace, name)
-                return
-        self.taint_evictions.fired(namespace, name)
-        self.eviction_events.emit(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}",
-                                  api_version="v1", kind="Pod")
-        try:
-            await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": meta.get("uid")})
-        except NotFound:
-            pass
+        return Result(requeue_after=max(0.001, sim.wake_at - now)) if sim.wake_at is not None else None
 
     def _pod_ip(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         existing = (pod.get("status") or {}).get("podIP")

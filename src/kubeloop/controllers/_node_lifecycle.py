@@ -1,8 +1,9 @@
-"""The node lifecycle controller for simulated nodes: health from heartbeats, condition taints, pods not ready.
+"""The node lifecycle controller: health from heartbeats, condition taints, pods not ready, for every Node.
 
-Mirrors kube-controller-manager's ``nodelifecycle`` controller (``pkg/controller/nodelifecycle``)
-for every Node annotated ``kubeloop.dev/simulated: "true"`` (other nodes are left to whoever runs
-them):
+Mirrors kube-controller-manager's ``nodelifecycle`` controller (``pkg/controller/nodelifecycle``,
+``monitorNodeHealth``), which judges every Node, whoever runs its kubelet: the simulated kubelet
+(:mod:`._nodes`), a virtual kubelet, a test harness, or nobody (a Node applied by hand). All go
+through one code path; the one thing the simulation adds is below (a running simulated kubelet):
 
 - **Health** (``tryUpdateNodeHealth``): the controller remembers, per node, when it last saw the
   kubelet's heartbeat move (the Lease ``kube-node-lease/<node>``'s ``renewTime`` or the Ready
@@ -18,10 +19,11 @@ them):
   looked at again exactly when its grace period ends.
 
   A simulated kubelet misses heartbeats only when it is stopped (the node fault ``kubelet-stopped``,
-  :mod:`._nodes`), so only such a node is judged: a running one whose heartbeat looks late has been
-  outrun by a fake clock moved past several heartbeats at once, and declaring it Unknown would make
-  every large ``FakeClock.advance`` evict pods. The deadline still counts from the last heartbeat
-  seen, as upstream's does.
+  :mod:`._nodes`), so a simulated node whose kubelet runs is never declared Unknown: a heartbeat
+  of it that looks late has been outrun by a fake clock moved past several heartbeats at once, and
+  declaring it Unknown would make every large ``FakeClock.advance`` evict pods. Every other node
+  (not simulated, or simulated with its kubelet stopped) is judged on its heartbeats alone, as
+  upstream judges every node. The deadline counts from the last heartbeat seen, as upstream's does.
 - **NoSchedule taints** (``doNoScheduleTaintingPass``): Ready False -> ``node.kubernetes.io/not-ready``,
   Ready Unknown -> ``node.kubernetes.io/unreachable``, MemoryPressure/DiskPressure/PIDPressure/
   NetworkUnavailable True -> ``memory-pressure``/``disk-pressure``/``pid-pressure``/
@@ -39,7 +41,7 @@ them):
   kubelet posts is the kubelet's to report). Events come from ``node-controller``.
 
 Evicting pods once their tolerations of the NoExecute taints run out is the taint-eviction
-controller's part, which the simulated kubelet plays (:mod:`._kubelet`).
+controller's part (:mod:`._taint_eviction_controller`), on every node too.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def _readiness_changed(event: Event) -> bool:
 
 
 class NodeLifecycleController:
-    """Watches simulated nodes' heartbeats and keeps their health conditions and taints. Build it on a
+    """Watches every node's heartbeats and keeps its health conditions and taints. Build it on a
     manager before it runs."""
 
     def __init__(self, manager: Manager, *, grace_period: float = NODE_MONITOR_GRACE_PERIOD,
@@ -172,7 +174,7 @@ class NodeLifecycleController:
         self._probes: dict[str, tuple[tuple[str, str], float]] = {}
         self.controller = (
             Builder(manager).named("node-lifecycle-controller").for_(NODES)
-            .watches(NODES, EnqueueMapped(self._all_simulated), _readiness_changed)
+            .watches(NODES, EnqueueMapped(self._all_nodes), _readiness_changed)
             .watches(LEASES, EnqueueMapped(_lease_node))
             .watches(PODS, EnqueueMapped(self._unready_node_of)).build(self)
         )
@@ -181,22 +183,21 @@ class NodeLifecycleController:
         """A pod event matters only on a node that is not Ready (its Ready condition to mark False)."""
         names = node_name_of_pod(pod)
         node = self.nodes.cache.get_by_name(names[0]) if names else None
-        return [Request("", names[0])] if node is not None and is_simulated(node) and not is_node_ready(node) else []
+        return [Request("", names[0])] if node is not None and not is_node_ready(node) else []
 
-    def _all_simulated(self, _: Mapping[str, Any]) -> list[Request]:
-        return [Request("", str(n["metadata"]["name"])) for n in self.nodes.cache.list() if is_simulated(n)]
+    def _all_nodes(self, _: Mapping[str, Any]) -> list[Request]:
+        """Any node's readiness changing may start or end the all-nodes-down mode on every node."""
+        return [Request("", str(n["metadata"]["name"])) for n in self.nodes.cache.list()]
 
     async def reconcile(self, request: Request) -> Result | None:
         node = self.nodes.cache.get_by_name(request.name)
         if node is None:
             self._probes.pop(request.name, None)
             return None
-        if not is_simulated(node):
-            return None
         now = self.clock.now()
         was_ready = is_node_ready(node)
         deadline = self._deadline(node, now)
-        if not is_kubelet_stopped(node):
+        if is_simulated(node) and not is_kubelet_stopped(node):
             deadline = math.inf  # a running simulated kubelet heartbeats: a stale one is a fake-clock jump
         elif now >= deadline:
             node = await self._mark_unknown(node, now)

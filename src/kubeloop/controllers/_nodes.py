@@ -12,10 +12,11 @@
   ``node-initialize`` stage keeps given values the same way): ``capacity`` from the options (as
   :data:`SimulationOptions` sizes every simulated node), ``allocatable`` equal to the capacity (no
   reservations), ``addresses``, ``daemonEndpoints`` and ``nodeInfo``. Values the user gave are kept.
-  A Node without the annotation has no kubelet here: nothing writes its status, so it has no
-  conditions and no capacity (the scheduler places nothing on it), as a real Node object whose
-  kubelet never starts. Upstream's node lifecycle controller would turn it Ready Unknown after the
-  startup grace period; kubeloop's judges only simulated nodes (:mod:`._node_lifecycle`).
+  A Node without the annotation has no kubelet here: nothing but the node lifecycle controller
+  writes its status, so it has no capacity (the scheduler places nothing on it), as a real Node
+  object whose kubelet never starts: after the startup grace period that controller turns it Ready
+  Unknown and taints it, as upstream's does for every node (:mod:`._node_lifecycle`). Whoever posts
+  its status and renews its Lease instead (another kubelet, a test) keeps it Ready.
 - Heartbeats run on the injected clock: the Lease ``kube-node-lease/<node>`` (40 s duration) is
   renewed every ``lease_renew_interval`` (10 s); the status is written when a condition changes or
   when ``lastHeartbeatTime`` is older than ``status_report_interval`` (5 min,

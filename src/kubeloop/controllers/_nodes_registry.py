@@ -1,8 +1,8 @@
 """Registers the simulated cluster's controllers as built-ins, and builds them all at once.
 
 Names (kube-controller-manager's where one exists): ``node-simulator``, ``nodelifecycle``,
-``kubelet-simulator``, ``scheduler``, ``persistentvolume-binder``, ``storage-protection``, ``disruption``. Importing this
-module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`, so ``kubeloop
+``taint-eviction-controller``, ``kubelet-simulator``, ``scheduler``, ``persistentvolume-binder``,
+``storage-protection``, ``disruption``. Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`, so ``kubeloop
 controller-manager`` and ``kubeloop up`` run them. Each factory builds its controllers on the
 manager (which registers them there) and returns a :class:`Built` handle: it runs nothing itself
 and reports synced when the controllers it built have synced.
@@ -23,6 +23,7 @@ from kubeloop.controllers._nodes import NodeSimulator, SimulationOptions
 from kubeloop.controllers._pdb import DisruptionController
 from kubeloop.controllers._registry import register_builtin
 from kubeloop.controllers._scheduler import Scheduler
+from kubeloop.controllers._taint_eviction_controller import TaintEvictionController
 from kubeloop.controllers._volume import PersistentVolumeController
 from kubeloop.controllers._volume_protection import VolumeProtectionController
 from kubeloop.runtime import Controller, Manager
@@ -52,6 +53,7 @@ class Built:
 class SimulatedCluster:
     nodes: NodeSimulator
     lifecycle: NodeLifecycleController
+    taint_eviction: TaintEvictionController
     kubelet: KubeletSimulator
     scheduler: Scheduler
     volumes: PersistentVolumeController
@@ -64,7 +66,7 @@ def add_simulated_cluster(manager: Manager, options: SimulationOptions | None = 
     options = options or SimulationOptions()
     return SimulatedCluster(
         nodes=NodeSimulator(manager, options), lifecycle=NodeLifecycleController(manager),
-        kubelet=KubeletSimulator(manager, options),
+        taint_eviction=TaintEvictionController(manager), kubelet=KubeletSimulator(manager, options),
         scheduler=Scheduler(manager), volumes=PersistentVolumeController(manager),
         protection=VolumeProtectionController(manager), disruption=DisruptionController(manager),
     )
@@ -76,6 +78,10 @@ def _node_simulator(manager: Manager) -> Built:
 
 def _nodelifecycle(manager: Manager) -> Built:
     return Built(NodeLifecycleController(manager).controller)
+
+
+def _taint_eviction(manager: Manager) -> Built:
+    return Built(TaintEvictionController(manager).controller)
 
 
 def _kubelet_simulator(manager: Manager) -> Built:
@@ -103,6 +109,7 @@ def _disruption(manager: Manager) -> Built:
 FACTORIES: dict[str, Callable[[Manager], Built]] = {
     "node-simulator": _node_simulator,
     "nodelifecycle": _nodelifecycle,
+    "taint-eviction-controller": _taint_eviction,
     "kubelet-simulator": _kubelet_simulator,
     "scheduler": _scheduler,
     "persistentvolume-binder": _persistentvolume_binder,

@@ -1,10 +1,10 @@
-"""Taint-based eviction bookkeeping for pods on simulated nodes: when each pod is to be deleted.
+"""Taint-based eviction bookkeeping for pods on any node: when each pod is to be deleted.
 
 Mirrors kube-controller-manager's ``taint-eviction-controller`` (``pkg/controller/tainteviction``,
 ``processPodOnNode`` and its ``TimedWorkerQueue``). :class:`TaintEvictions` keeps one piece of
 scheduled work per pod and answers, for a pod and its node's NoExecute taints, when the pod is to be
-deleted. It is a single state machine; the simulated kubelet (:mod:`._kubelet`) calls it and does the
-deleting.
+deleted. It is a single state machine; the taint-eviction controller
+(:mod:`._taint_eviction_controller`) calls it and does the deleting.
 
 - A pod is (re)considered only when what upstream watches changes: the first time it is seen on a
   tainted node, or when the node's NoExecute taints or the pod's tolerations change. Other pod or

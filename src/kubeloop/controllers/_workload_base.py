@@ -75,9 +75,13 @@ class WorkloadController(ABC):
     @abstractmethod
     async def reconcile(self, request: Request) -> Result | None: ...
 
+    def extra_controllers(self) -> list[Controller]:
+        """Other queues this controller works (the Job controller's orphan pods); none by default."""
+        return []
+
     async def run(self) -> None:
-        """The controller and its Event writer (a manager runs them as two runnables instead)."""
-        await asyncio.gather(self.controller.run(), self.events.run())
+        """The controller, its other queues and its Event writer (a manager runs them as runnables instead)."""
+        await asyncio.gather(self.controller.run(), *(c.run() for c in self.extra_controllers()), self.events.run())
 
     def event(self, obj: Mapping[str, Any], event_type: Severity, reason: str, message: str) -> None:
         self.events.emit(obj, event_type, reason, message, api_version=self.api_version, kind=self.kind)

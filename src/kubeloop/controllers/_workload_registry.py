@@ -32,6 +32,8 @@ def _factory(cls: type[WorkloadController]) -> Callable[[Manager], Controller]:
     def build(manager: Manager) -> Controller:
         built = cls(manager.client, manager.informers, clock=manager.clock, metrics=manager.metrics)
         manager.add(built.events, needs_leader_election=False)
+        for extra in built.extra_controllers():
+            manager.add_controller(extra)
         return built.controller
 
     return build
