@@ -26,8 +26,8 @@ The first refusal is the answer: the message ``<resource> "<name>" is forbidden:
 (Invalid, 422, when the validation sets none or for an error; Forbidden 403, RequestEntityTooLarge 413)
 and one cause carrying the policy's message. ``dryRun`` requests are judged as any other.
 
-Policies and bindings are read through store watches polled on each request (as the Priority plugin's
-classes): a policy written before a request started is always
+Policies and bindings are kept by :class:`~kubeloop.server._prefix_changes.PrefixObjects` (store watches
+polled on each request, as the webhooks' configurations and the Priority plugin's classes): a policy written before a request started is always
 applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
 Params and namespaces are read from the store when a binding needs them. Expressions are compiled once per
 stored version of a policy, on the first request it judges (the CEL engine is imported then).
@@ -39,7 +39,6 @@ decides), cel-go's runtime cost budget, and the ``Warn`` header on DELETE.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +54,9 @@ from kubeloop.api import (
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin, forget_plans
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
+from kubeloop.server._prefix_changes import PrefixObjects
 from kubeloop.server._state import ServerState, collection_prefix, namespace_key, object_key
-from kubeloop.store import Compacted, StoreWatch
+from kubeloop.store import KeyValue
 
 if TYPE_CHECKING:
     from kubeloop.server._admission_policy_eval import CompiledPolicy, Decision
@@ -72,54 +72,16 @@ _ERRORS: dict[str, type[ApiError]] = {
 }
 
 
-class _Objects:
-    """The store's objects under one prefix by name, current at every :meth:`current`.
+Entry = tuple[int, dict[str, Any]]  # a stored policy or binding: (mod_revision, object)
 
-    A store watch opened just before the objects are read is polled on each call (a poll never blocks and
-    is never behind the store's revision: the ``Store`` contract), as :mod:`kubeloop.server._prefix_changes`
-    does; here without its revision check, since every write moves the revision and the poll of an empty
-    watch is the cheaper test (this runs on every write of every kind)."""
 
-    def __init__(self, state: ServerState, prefix: str) -> None:
-        self._store = state.store
-        self._prefix = prefix
-        self._watch: StoreWatch | None = None
-        self.by_name: dict[str, tuple[int, dict[str, Any]]] = {}
-        self._loading: asyncio.Lock | None = None
-
-    def current(self) -> dict[str, tuple[int, dict[str, Any]]] | None:
-        """The objects now, or ``None`` when they must be read first (:meth:`load`)."""
-        watch = self._watch
-        if watch is None:
-            return None
-        try:
-            events = watch.poll()
-        except Compacted:  # fell past the watch's buffer (the poll closed it): read them all again
-            self._watch = None
-            return None
-        for event in events:
-            name = event.kv.key[len(self._prefix):]
-            if event.type == "DELETE":
-                self.by_name.pop(name, None)
-            else:
-                self.by_name[name] = (event.kv.mod_revision, orjson.loads(event.kv.value))
-        return self.by_name
-
-    async def load(self) -> dict[str, tuple[int, dict[str, Any]]]:
-        """Read every object (once, however many callers wait) and follow their changes from then on."""
-        if self._loading is None:
-            self._loading = asyncio.Lock()
-        async with self._loading:
-            objects = self.current()
-            if objects is not None:
-                return objects
-            # Watch first, then read: a change committed in between is in both and applied twice, in order.
-            self._watch = self._store.watch(self._prefix, after=self._store.revision)
-            listed = await self._store.range(self._prefix)
-            self.by_name = {kv.key[len(self._prefix):]: (kv.mod_revision, orjson.loads(kv.value)) for kv in listed.items}
-            objects = self.current()
-            assert objects is not None
-            return objects
+def _entry(name: str, kv: KeyValue) -> Entry:
+    """A policy or binding as :class:`PrefixObjects` keeps it; the revision tells when to compile again."""
+    try:
+        obj = orjson.loads(kv.value)
+    except orjson.JSONDecodeError:
+        obj = {}
+    return kv.mod_revision, obj if isinstance(obj, dict) else {}
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -142,8 +104,8 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
-        self._policies = _Objects(state, f"/registry/{GROUP}/{POLICIES}/")
-        self._bindings = _Objects(state, f"/registry/{GROUP}/{BINDINGS}/")
+        self._policies = PrefixObjects(state.store, f"/registry/{GROUP}/{POLICIES}/", _entry)
+        self._bindings = PrefixObjects(state.store, f"/registry/{GROUP}/{BINDINGS}/", _entry)
         self._compiled: dict[str, tuple[int, CompiledPolicy]] = {}
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
