@@ -34,7 +34,8 @@ stored version of a policy, on the first request it judges (the CEL engine is im
 
 Not modelled: ``matchPolicy: Equivalent``'s other versions (kubeloop serves one version of each
 resource), the ``authorizer`` variable (an expression that reads it fails, and ``failurePolicy``
-decides), cel-go's runtime cost budget, and the ``Warn`` header on DELETE.
+decides) and cel-go's runtime cost budget. ``Warn`` reaches the ``Warning`` header on every verb, DELETE and
+deletecollection included, as upstream's request-scoped warning recorder.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from kubeloop.api import (
     RequestEntityTooLarge,
     ResourceInfo,
     Unauthorized,
+    not_found,
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin, forget_plans
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
@@ -153,7 +155,7 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                 by_policy.setdefault(policy_name, []).append((name, binding))
         if not by_policy:
             return
-        namespace = await self._namespace(attributes)
+        namespace, namespace_found = await self._namespace(attributes)
         request = _match_request(attributes, obj, old, namespace)
         denied: list[tuple[str, str | None, Decision]] = []
         for policy_name in sorted(by_policy):
@@ -185,6 +187,8 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                     if fail:
                         denied.append((policy_name, binding_name, _config_error(str(e), False)))
                     continue
+                if not namespace_found:  # dispatcher.go: GetNamespace's error is the answer, as it is
+                    raise not_found("namespaces", attributes.namespace)
                 for param in params:
                     activation = {"object": obj, "oldObject": old, "params": param,
                                   "request": _request(attributes, obj), "namespaceObject": _namespace_object(namespace)}
@@ -225,17 +229,20 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
 
     # -- inputs --------------------------------------------------------------------------------------
 
-    async def _namespace(self, attributes: AdmissionAttributes) -> dict[str, Any] | None:
+    async def _namespace(self, attributes: AdmissionAttributes) -> tuple[dict[str, Any] | None, bool]:
         """The request's namespace as stored (None for a cluster-scoped request, a Namespace's own
-        included). A missing one (NamespaceLifecycle refused creates and updates there already; a DELETE
-        may remain) reads as a namespace without labels, where upstream's lister answers 404."""
+        included), and whether it is stored. A missing one (NamespaceLifecycle refuses creates and updates
+        there; without it, or for what remains in a deleted namespace, a request may get here) matches
+        selectors as a namespace without labels, and a binding that applies answers 404 ``namespaces "NS"
+        not found``: upstream's ``matcher.GetNamespace`` (the lister, then a live GET) fails so, and the
+        dispatcher returns that error as it is (``validating/dispatcher.go``)."""
         if not attributes.namespace or not attributes.resource.namespaced:
-            return None
+            return None, True
         kv = await self._state.store.get(namespace_key(attributes.namespace))
         if kv is None:
-            return {"metadata": {"name": attributes.namespace}}
+            return {"metadata": {"name": attributes.namespace}}, False
         namespace: dict[str, Any] = orjson.loads(kv.value)
-        return namespace
+        return namespace, True
 
     async def _params(self, info: ResourceInfo | None, ref: Any, namespace: str) -> list[dict[str, Any] | None]:
         """generic.CollectParams: the params one binding evaluates with (``[None]``: none needed)."""
