@@ -122,3 +122,15 @@ async def test_a_create_admitted_again_after_its_namespace_changed_keeps_the_war
     assert r.status_code == 201, r.text
     assert plugin.calls == 2 and len(calls) == 2  # admitted twice: the webhook called twice
     assert r.headers.get_list("warning") == ['299 - "call 1"', '299 - "call 2"']
+
+
+async def test_audit_annotations_in_an_answer_change_nothing_for_the_client(
+        client: httpx.AsyncClient, tmp_path: Path) -> None:
+    # Upstream adds them to the audit event as "<webhook name>/<key>" (an invalid key is logged, not an
+    # error); kubeloop has no audit log, and the request goes on as if they were not there.
+    answer = {"allowed": True, "auditAnnotations": {"checked": "yes", "not a key!": "x"}}
+    async with webhook_server(tmp_path, lambda request: answer) as served:
+        await _install(client, "cfg", webhook("audit.example.com", served.client_config()))
+        r = await client.post(CM, json=_cm("x"))
+    assert r.status_code == 201, r.text
+    assert r.headers.get_list("warning") == []
