@@ -33,8 +33,8 @@ Params and namespaces are read from the store when a binding needs them. Express
 stored version of a policy, on the first request it judges (the CEL engine is imported then).
 
 Not modelled: ``matchPolicy: Equivalent``'s other versions (kubeloop serves one version of each
-resource), the ``authorizer`` variable (an expression that reads it fails, and ``failurePolicy``
-decides) and cel-go's runtime cost budget. ``Warn`` reaches the ``Warning`` header on every verb, DELETE and
+resource) and cel-go's runtime cost budget. ``authorizer`` answers with the server's RBAC
+(:mod:`kubeloop.server._admission_authorizer`). ``Warn`` reaches the ``Warning`` header on every verb, DELETE and
 deletecollection included, as upstream's request-scoped warning recorder.
 """
 
@@ -55,6 +55,7 @@ from kubeloop.api import (
     not_found,
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin, forget_plans
+from kubeloop.server._admission_authorizer import request_authorizer
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
 from kubeloop.server._prefix_changes import PrefixObjects
 from kubeloop.server._state import ServerState, collection_prefix, namespace_key, object_key
@@ -158,6 +159,7 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
         namespace, namespace_found = await self._namespace(attributes)
         request = _match_request(attributes, obj, old, namespace)
         denied: list[tuple[str, str | None, Decision]] = []
+        authorizer: tuple[dict[str, Any], dict[str, Any]] | None = None
         for policy_name in sorted(by_policy):
             revision, policy = policies[policy_name]
             spec = _spec(policy)
@@ -189,10 +191,17 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                     continue
                 if not namespace_found:  # dispatcher.go: GetNamespace's error is the answer, as it is
                     raise not_found("namespaces", attributes.namespace)
+                functions = None
+                if compiled.uses_authorizer:  # asked once per request: an RBAC snapshot read, if any
+                    if authorizer is None:
+                        authorizer = await request_authorizer(self._state, attributes.user, _request(attributes, obj))
+                    functions = authorizer[1]
                 for param in params:
                     activation = {"object": obj, "oldObject": old, "params": param,
                                   "request": _request(attributes, obj), "namespaceObject": _namespace_object(namespace)}
-                    for decision in compiled.decide(activation):
+                    if functions is not None and authorizer is not None:
+                        activation["authorizer"] = authorizer[0]
+                    for decision in compiled.decide(activation, functions):
                         if decision.action != "deny":
                             continue
                         if decision.direct:  # dispatcher.go: AuditAnnotationActionError denies outright

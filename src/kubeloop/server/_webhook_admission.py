@@ -42,6 +42,7 @@ from kubeloop.server._admission import (
     ValidatingPlugin,
     forget_plans,
 )
+from kubeloop.server._admission_authorizer import request_authorizer
 from kubeloop.server._scale import set_path
 from kubeloop.server._state import ServerState
 from kubeloop.server._webhook_calls import CallFailed, call_webhook
@@ -122,8 +123,12 @@ class _Dispatcher(ABC):
 
             request = review["request"]
             context = {k: v for k, v in request.items() if k not in ("object", "oldObject")}
+            authorizer, functions = None, None
+            if hook.reads_authorizer:
+                authorizer, functions = await request_authorizer(self._state, attributes.user, context)
             try:
-                if not conditions_match(hook.conditions, request["object"], request["oldObject"], context):
+                if not conditions_match(hook.conditions, request["object"], request["oldObject"], context,
+                                        authorizer=authorizer, functions=functions):
                     return None
             except ConditionError as exc:
                 if hook.failure_policy == "Ignore":

@@ -76,6 +76,13 @@ class Webhook:
     conditions: tuple[Mapping[str, Any], ...]
 
     @property
+    def reads_authorizer(self) -> bool:
+        """Whether a matchCondition reads ``authorizer`` (only then is one made for the call)."""
+        from kubeloop.api._cel_admission import uses_authorizer  # the CEL engine: only with conditions
+
+        return any(uses_authorizer(str(c.get("expression") or "")) for c in self.conditions)
+
+    @property
     def key(self) -> tuple[str, int]:
         """Which webhook this is across calls of one request (upstream's webhook UID)."""
         return self.configuration, self.index
