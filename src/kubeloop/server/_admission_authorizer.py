@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeloop.api._cel_admission import with_authorizer
-from kubeloop.api._cel_authorizer import authorizer_value
 from kubeloop.server._authn import ANONYMOUS, User
 from kubeloop.server._authz import Attributes
 from kubeloop.server._authz_rbac import RbacAuthorizer, decide
@@ -55,6 +53,11 @@ async def request_authorizer(state: ServerState, user: Any, request: Mapping[str
                              ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``authorizer`` for ``user`` (with ``requestResource`` from ``request``, an AdmissionRequest as
     unstructured JSON), and the CEL functions that answer its checks."""
+    # The CEL engine, imported only by a request whose expressions read ``authorizer`` (the API server
+    # starts without it: tests/cli/test_startup_imports.py).
+    from kubeloop.api._cel_admission import with_authorizer
+    from kubeloop.api._cel_authorizer import authorizer_value
+
     who = user if isinstance(user, User) else ANONYMOUS
     resource = request.get("resource") or {}
     value = authorizer_value(who.name, who.uid, who.groups, {k: list(v) for k, v in who.extra.items()},

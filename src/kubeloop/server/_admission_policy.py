@@ -27,15 +27,15 @@ The first refusal is the answer: the message ``<resource> "<name>" is forbidden:
 and one cause carrying the policy's message. ``dryRun`` requests are judged as any other.
 
 Policies and bindings are kept by :class:`~kubeloop.server._prefix_changes.PrefixObjects` (store watches
-polled on each request, as the webhooks' configurations and the Priority plugin's classes): a policy written before a request started is always
-applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
+polled on each request, as the webhooks' configurations and the Priority plugin's classes): a policy
+written before a request started is always applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
 Params and namespaces are read from the store when a binding needs them. Expressions are compiled once per
 stored version of a policy, on the first request it judges (the CEL engine is imported then).
 
 Not modelled: ``matchPolicy: Equivalent``'s other versions (kubeloop serves one version of each
 resource) and cel-go's runtime cost budget. ``authorizer`` answers with the server's RBAC
-(:mod:`kubeloop.server._admission_authorizer`). ``Warn`` reaches the ``Warning`` header on every verb, DELETE and
-deletecollection included, as upstream's request-scoped warning recorder.
+(:mod:`kubeloop.server._admission_authorizer`). ``Warn`` reaches the ``Warning`` header on every verb,
+DELETE and deletecollection included, as upstream's request-scoped warning recorder.
 """
 
 from __future__ import annotations
