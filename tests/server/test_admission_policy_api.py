@@ -218,6 +218,27 @@ async def test_audit_annotations_keys_are_qualified_under_the_policy_name(client
     assert found[1][2] == "Required value: valueExpression is not specified"
 
 
+async def test_audit_annotation_value_expressions_are_compiled_and_bounded_when_written(
+        client: httpx.AsyncClient) -> None:
+    # validation.go validateAuditAnnotation: at most 5 KiB (trimmed), and CompileCELExpression's error as an
+    # Invalid value (a syntax error, params without a paramKind); nothing is stored.
+    long = "'" + "x" * (5 * 1024) + "'"
+    body = policy(validations=[], auditAnnotations=[{"key": "a", "valueExpression": "object.metadata.name +"},
+                                                    {"key": "b", "valueExpression": "params.x"},
+                                                    {"key": "c", "valueExpression": long}])
+    found = causes(await client.post(POLICIES, json=body))
+    assert [(reason, field) for reason, field, _ in found] == [
+        ("FieldValueInvalid", "spec.auditAnnotations[0].valueExpression"),
+        ("FieldValueInvalid", "spec.auditAnnotations[1].valueExpression"),
+        ("FieldValueRequired", "spec.auditAnnotations[2].valueExpression")]
+    assert found[0][2].startswith('Invalid value: "object.metadata.name +": compilation failed: ERROR: <input>:1:23: '
+                                  "Syntax error: ")
+    assert found[1][2].startswith('Invalid value: "params.x": compilation failed: ERROR: <input>:1:1: undeclared '
+                                  "reference to 'params'")
+    assert found[2][2] == "Required value: must not exceed 5120 bytes in length"
+    assert (await client.get(f"{POLICIES}/p")).status_code == 404
+
+
 async def test_binding_rules_refused_with_upstreams_messages(client: httpx.AsyncClient) -> None:
     body = binding(policyName="Not_A_Name", validationActions=["Deny", "Warn", "Deny", "Block"],
                    paramRef={"name": "a/b", "selector": {}, "parameterNotFoundAction": "Maybe"},

@@ -139,3 +139,43 @@ async def test_the_kubernetes_client_writes_policies_and_sees_the_refusal(real_a
         "request: configmap orphan has no owner")
     assert invalid.status == 422
     assert json.loads(invalid.body)["details"]["causes"][0]["field"] == "spec.validations[0].expression"
+
+
+WARN_ON_DELETE = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: keep-config
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["DELETE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "false"
+    messageExpression: "'deleting ' + oldObject.metadata.name"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: keep-config
+spec:
+  policyName: keep-config
+  validationActions: [Warn]
+"""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_delete_prints_the_warn_actions_warning(real_app: App, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubectl = Kubectl(kubeconfig)
+    async with serve(real_app) as url:
+        write_kubeconfig(kubeconfig, url)
+        await kubectl.run("apply", "-f", "-", stdin=WARN_ON_DELETE.encode())
+        await kubectl.run("create", "configmap", "settings", "--from-literal=a=b")
+        _, out, err = await kubectl.run("delete", "configmap", "settings")
+        assert out.strip() == 'configmap "settings" deleted'
+        assert err.strip() == ("Warning: Validation failed for ValidatingAdmissionPolicy 'keep-config' with binding "
+                               "'keep-config': deleting settings")

@@ -18,8 +18,9 @@ a validation whose result is not ``true`` fails, as upstream's runtime does.
 
 :func:`evaluate` runs a program on an activation (a dict of the names above) and raises
 :class:`EvaluationError` with cel-go's text of the failure (``no such key: x``, ``division by zero``,
-``no such overload``). ``authorizer`` has no runtime value in kubeloop: an expression that reads it fails
-at admission (its policy's ``failurePolicy`` decides), though it compiles.
+``no such overload``). ``authorizer`` is the caller's (:mod:`kubeloop.api._cel_authorizer`, bound to the
+server's authorizer by :func:`with_authorizer`); without one in the activation, an expression that reads
+it fails (its policy's ``failurePolicy`` decides), though it compiles.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from typing import Any
 
 import cel
 
+from kubeloop.api._cel_authorizer import AUTHORIZER_FUNCTIONS, Decide, authorizer_functions
 from kubeloop.api._cel_compile import _blank_strings, _excerpt, compile_expression
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 
-__all__ = ["CompiledExpression", "EvaluationError", "compile_policy_expression", "evaluate", "variable_references"]
+__all__ = ["CompiledExpression", "EvaluationError", "compile_policy_expression", "evaluate", "uses_authorizer",
+           "variable_references", "with_authorizer"]
 
 logging.getLogger("cel").addHandler(logging.NullHandler())
 logging.getLogger("cel").propagate = False
@@ -81,7 +84,8 @@ def compile_policy_expression(
     known = frozenset(variables) if variables is not None else None
     if known is not None:
         declared.add("variables")
-    program, error = compile_expression(source, {}, root=False, variables=frozenset(declared))
+    program, error = compile_expression(source, {}, root=False, variables=frozenset(declared),
+                                        functions=AUTHORIZER_FUNCTIONS)
     if program is None:
         return None, "compilation failed: " + error
     used = variable_references(source)
@@ -94,14 +98,28 @@ def compile_policy_expression(
     return CompiledExpression(source, program, used), ""
 
 
-def evaluate(expression: CompiledExpression, activation: Mapping[str, Any]) -> Any:
-    """The value of ``expression`` on ``activation``, or :class:`EvaluationError`."""
+def evaluate(expression: CompiledExpression, activation: Mapping[str, Any],
+             functions: Mapping[str, Any] | None = None) -> Any:
+    """The value of ``expression`` on ``activation``, or :class:`EvaluationError`. ``functions``: the
+    functions to call instead of the CEL libraries' (:func:`with_authorizer`'s, for an ``authorizer``)."""
     try:
-        return expression.program.execute(cel.Context({**NAMESPACES, **activation}, FUNCTIONS))
+        return expression.program.execute(cel.Context({**NAMESPACES, **activation},
+                                                      FUNCTIONS if functions is None else dict(functions)))
     except Exception as e:  # the engine's errors: KeyError, TypeError, ZeroDivisionError, RuntimeError...
         raise EvaluationError(_error_text(e)) from None
 
 
+def with_authorizer(decide: Decide) -> dict[str, Any]:
+    """The CEL libraries' functions and the ``authorizer`` library's, its checks answered by ``decide``."""
+    return {**FUNCTIONS, **authorizer_functions(decide)}
+
+
+def uses_authorizer(source: str) -> bool:
+    """Whether ``source`` reads ``authorizer`` (string literals skipped): only then is one built."""
+    return _AUTHORIZER.search(_blank_strings(source)) is not None
+
+
+_AUTHORIZER = re.compile(r"(?<![A-Za-z0-9_.])authorizer(?![A-Za-z0-9_])")
 _FUNCTION_FAILED = re.compile(r"Python function call failed: \w+: (.*)\. Check function arguments", re.S)
 _UNDEFINED = re.compile(r"Undefined variable or function: '([^']*)'")
 

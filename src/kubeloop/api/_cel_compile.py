@@ -92,13 +92,14 @@ def _parse(source: str) -> tuple[cel.Program | None, str]:
         return None, text.replace("\n| ", "\n | ")
 
 
-def _undeclared(program: cel.Program, source: str, scanned: str, variables: frozenset[str]) -> str:
+def _undeclared(program: cel.Program, source: str, scanned: str, variables: frozenset[str],
+                functions: frozenset[str]) -> str:
     bound = set(_COMPREHENSION.findall(scanned)) | variables
     for name in program.variables():
         if name not in bound and name not in _TYPE_NAMES and not name.startswith("@"):
             return _reference_error(source, scanned, name)
     for name in program.functions():
-        if name[:1] in ("_", "@", "!") or name in _KNOWN_FUNCTIONS:
+        if name[:1] in ("_", "@", "!") or name in _KNOWN_FUNCTIONS or name in functions:
             continue
         return _reference_error(source, scanned, name)
     return ""
@@ -191,13 +192,15 @@ def _invalid_literal(source: str) -> str:
     return ""
 
 
-def compile_expression(source: str, schema: Schema, *, root: bool, variables: frozenset[str]) -> tuple[cel.Program | None, str]:
-    """The program of ``source``, or None and cel-go's error text (without ``compilation failed: ``)."""
+def compile_expression(source: str, schema: Schema, *, root: bool, variables: frozenset[str],
+                       functions: frozenset[str] = frozenset()) -> tuple[cel.Program | None, str]:
+    """The program of ``source``, or None and cel-go's error text (without ``compilation failed: ``).
+    ``functions``: more functions the environment declares (the admission ``authorizer`` library's)."""
     program, error = _parse(source)
     if program is None:
         return None, error
     scanned = _blank_strings(source)
-    error = (_undeclared(program, source, scanned, variables) or _undefined_field(source, scanned, schema, root)
+    error = (_undeclared(program, source, scanned, variables, functions) or _undefined_field(source, scanned, schema, root)
              or _invalid_literal(source))
     return (None, error) if error else (program, "")
 

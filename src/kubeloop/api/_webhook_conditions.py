@@ -8,8 +8,8 @@ As upstream (k8s.io/apiserver ``pkg/admission/plugin/webhook/matchconditions/mat
   others did; an error (a non-bool result included) with none ``false`` is :class:`ConditionError`:
   the webhook's failurePolicy decides (Ignore skips the webhook, Fail refuses the request).
 
-``authorizer`` is declared (an expression using it compiles, as upstream's) but kubeloop binds no
-authorizer to it: evaluating it is an error. Compiling reports what :mod:`kubeloop.api._cel_compile`
+``authorizer`` and ``authorizer.requestResource`` are upstream's authz library
+(:mod:`kubeloop.api._cel_authorizer`), bound by the caller to the server's authorizer. Compiling reports what :mod:`kubeloop.api._cel_compile`
 can tell without cel-go's type checker.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import cel
 
+from kubeloop.api._cel_authorizer import AUTHORIZER_FUNCTIONS
 from kubeloop.api._cel_compile import compile_expression
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 
@@ -36,15 +37,22 @@ class ConditionError(Exception):
 @lru_cache(maxsize=1024)
 def compile_condition(expression: str) -> tuple[cel.Program | None, str]:
     """The program, or None and the compile error (``compilation failed: ...``)."""
-    program, error = compile_expression(expression, {}, root=False, variables=_VARIABLES)
+    program, error = compile_expression(expression, {}, root=False, variables=_VARIABLES,
+                                        functions=AUTHORIZER_FUNCTIONS)
     return (program, "") if program is not None else (None, "compilation failed: " + error)
 
 
-def conditions_match(conditions: Sequence[Mapping[str, Any]], obj: Any, old: Any, request: Mapping[str, Any]) -> bool:
-    """Whether every condition holds; raises :class:`ConditionError` for an error with no false result."""
+def conditions_match(conditions: Sequence[Mapping[str, Any]], obj: Any, old: Any, request: Mapping[str, Any], *,
+                     authorizer: Mapping[str, Any] | None = None, functions: Mapping[str, Any] | None = None) -> bool:
+    """Whether every condition holds; raises :class:`ConditionError` for an error with no false result.
+    ``authorizer`` and ``functions``: the request's (:mod:`kubeloop.api._cel_authorizer`), when a condition
+    reads ``authorizer``."""
     if not conditions:
         return True
-    context = cel.Context({**NAMESPACES, "object": obj, "oldObject": old, "request": dict(request)}, FUNCTIONS)
+    activation = {**NAMESPACES, "object": obj, "oldObject": old, "request": dict(request)}
+    if authorizer is not None:
+        activation["authorizer"] = authorizer
+    context = cel.Context(activation, FUNCTIONS if functions is None else dict(functions))
     errors: list[str] = []
     for condition in conditions:
         name = str(condition.get("name") or "")

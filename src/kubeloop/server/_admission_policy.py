@@ -26,20 +26,20 @@ The first refusal is the answer: the message ``<resource> "<name>" is forbidden:
 (Invalid, 422, when the validation sets none or for an error; Forbidden 403, RequestEntityTooLarge 413)
 and one cause carrying the policy's message. ``dryRun`` requests are judged as any other.
 
-Policies and bindings are read through store watches polled on each request (as the Priority plugin's
-classes): a policy written before a request started is always
-applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
+Policies and bindings are kept by :class:`~kubeloop.server._prefix_changes.PrefixObjects` (store watches
+polled on each request, as the webhooks' configurations and the Priority plugin's classes): a policy
+written before a request started is always applied to it, where upstream's informers take a moment. Without any binding a request costs one poll.
 Params and namespaces are read from the store when a binding needs them. Expressions are compiled once per
 stored version of a policy, on the first request it judges (the CEL engine is imported then).
 
 Not modelled: ``matchPolicy: Equivalent``'s other versions (kubeloop serves one version of each
-resource), the ``authorizer`` variable (an expression that reads it fails, and ``failurePolicy``
-decides), cel-go's runtime cost budget, and the ``Warn`` header on DELETE.
+resource) and cel-go's runtime cost budget. ``authorizer`` answers with the server's RBAC
+(:mod:`kubeloop.server._admission_authorizer`). ``Warn`` reaches the ``Warning`` header on every verb,
+DELETE and deletecollection included, as upstream's request-scoped warning recorder.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,11 +52,14 @@ from kubeloop.api import (
     RequestEntityTooLarge,
     ResourceInfo,
     Unauthorized,
+    not_found,
 )
 from kubeloop.server._admission import AdmissionAttributes, Operation, ValidatingPlugin, forget_plans
+from kubeloop.server._admission_authorizer import request_authorizer
 from kubeloop.server._admission_policy_match import MatchRequest, matches, selector_of
+from kubeloop.server._prefix_changes import PrefixObjects
 from kubeloop.server._state import ServerState, collection_prefix, namespace_key, object_key
-from kubeloop.store import Compacted, StoreWatch
+from kubeloop.store import KeyValue
 
 if TYPE_CHECKING:
     from kubeloop.server._admission_policy_eval import CompiledPolicy, Decision
@@ -72,54 +75,16 @@ _ERRORS: dict[str, type[ApiError]] = {
 }
 
 
-class _Objects:
-    """The store's objects under one prefix by name, current at every :meth:`current`.
+Entry = tuple[int, dict[str, Any]]  # a stored policy or binding: (mod_revision, object)
 
-    A store watch opened just before the objects are read is polled on each call (a poll never blocks and
-    is never behind the store's revision: the ``Store`` contract), as :mod:`kubeloop.server._prefix_changes`
-    does; here without its revision check, since every write moves the revision and the poll of an empty
-    watch is the cheaper test (this runs on every write of every kind)."""
 
-    def __init__(self, state: ServerState, prefix: str) -> None:
-        self._store = state.store
-        self._prefix = prefix
-        self._watch: StoreWatch | None = None
-        self.by_name: dict[str, tuple[int, dict[str, Any]]] = {}
-        self._loading: asyncio.Lock | None = None
-
-    def current(self) -> dict[str, tuple[int, dict[str, Any]]] | None:
-        """The objects now, or ``None`` when they must be read first (:meth:`load`)."""
-        watch = self._watch
-        if watch is None:
-            return None
-        try:
-            events = watch.poll()
-        except Compacted:  # fell past the watch's buffer (the poll closed it): read them all again
-            self._watch = None
-            return None
-        for event in events:
-            name = event.kv.key[len(self._prefix):]
-            if event.type == "DELETE":
-                self.by_name.pop(name, None)
-            else:
-                self.by_name[name] = (event.kv.mod_revision, orjson.loads(event.kv.value))
-        return self.by_name
-
-    async def load(self) -> dict[str, tuple[int, dict[str, Any]]]:
-        """Read every object (once, however many callers wait) and follow their changes from then on."""
-        if self._loading is None:
-            self._loading = asyncio.Lock()
-        async with self._loading:
-            objects = self.current()
-            if objects is not None:
-                return objects
-            # Watch first, then read: a change committed in between is in both and applied twice, in order.
-            self._watch = self._store.watch(self._prefix, after=self._store.revision)
-            listed = await self._store.range(self._prefix)
-            self.by_name = {kv.key[len(self._prefix):]: (kv.mod_revision, orjson.loads(kv.value)) for kv in listed.items}
-            objects = self.current()
-            assert objects is not None
-            return objects
+def _entry(name: str, kv: KeyValue) -> Entry:
+    """A policy or binding as :class:`PrefixObjects` keeps it; the revision tells when to compile again."""
+    try:
+        obj = orjson.loads(kv.value)
+    except orjson.JSONDecodeError:
+        obj = {}
+    return kv.mod_revision, obj if isinstance(obj, dict) else {}
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -142,8 +107,8 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
-        self._policies = _Objects(state, f"/registry/{GROUP}/{POLICIES}/")
-        self._bindings = _Objects(state, f"/registry/{GROUP}/{BINDINGS}/")
+        self._policies = PrefixObjects(state.store, f"/registry/{GROUP}/{POLICIES}/", _entry)
+        self._bindings = PrefixObjects(state.store, f"/registry/{GROUP}/{BINDINGS}/", _entry)
         self._compiled: dict[str, tuple[int, CompiledPolicy]] = {}
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
@@ -191,9 +156,10 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                 by_policy.setdefault(policy_name, []).append((name, binding))
         if not by_policy:
             return
-        namespace = await self._namespace(attributes)
+        namespace, namespace_found = await self._namespace(attributes)
         request = _match_request(attributes, obj, old, namespace)
         denied: list[tuple[str, str | None, Decision]] = []
+        authorizer: tuple[dict[str, Any], dict[str, Any]] | None = None
         for policy_name in sorted(by_policy):
             revision, policy = policies[policy_name]
             spec = _spec(policy)
@@ -223,10 +189,19 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
                     if fail:
                         denied.append((policy_name, binding_name, _config_error(str(e), False)))
                     continue
+                if not namespace_found:  # dispatcher.go: GetNamespace's error is the answer, as it is
+                    raise not_found("namespaces", attributes.namespace)
+                functions = None
+                if compiled.uses_authorizer:  # asked once per request: an RBAC snapshot read, if any
+                    if authorizer is None:
+                        authorizer = await request_authorizer(self._state, attributes.user, _request(attributes, obj))
+                    functions = authorizer[1]
                 for param in params:
                     activation = {"object": obj, "oldObject": old, "params": param,
                                   "request": _request(attributes, obj), "namespaceObject": _namespace_object(namespace)}
-                    for decision in compiled.decide(activation):
+                    if functions is not None and authorizer is not None:
+                        activation["authorizer"] = authorizer[0]
+                    for decision in compiled.decide(activation, functions):
                         if decision.action != "deny":
                             continue
                         if decision.direct:  # dispatcher.go: AuditAnnotationActionError denies outright
@@ -263,17 +238,20 @@ class ValidatingAdmissionPolicy(ValidatingPlugin):
 
     # -- inputs --------------------------------------------------------------------------------------
 
-    async def _namespace(self, attributes: AdmissionAttributes) -> dict[str, Any] | None:
+    async def _namespace(self, attributes: AdmissionAttributes) -> tuple[dict[str, Any] | None, bool]:
         """The request's namespace as stored (None for a cluster-scoped request, a Namespace's own
-        included). A missing one (NamespaceLifecycle refused creates and updates there already; a DELETE
-        may remain) reads as a namespace without labels, where upstream's lister answers 404."""
+        included), and whether it is stored. A missing one (NamespaceLifecycle refuses creates and updates
+        there; without it, or for what remains in a deleted namespace, a request may get here) matches
+        selectors as a namespace without labels, and a binding that applies answers 404 ``namespaces "NS"
+        not found``: upstream's ``matcher.GetNamespace`` (the lister, then a live GET) fails so, and the
+        dispatcher returns that error as it is (``validating/dispatcher.go``)."""
         if not attributes.namespace or not attributes.resource.namespaced:
-            return None
+            return None, True
         kv = await self._state.store.get(namespace_key(attributes.namespace))
         if kv is None:
-            return {"metadata": {"name": attributes.namespace}}
+            return {"metadata": {"name": attributes.namespace}}, False
         namespace: dict[str, Any] = orjson.loads(kv.value)
-        return namespace
+        return namespace, True
 
     async def _params(self, info: ResourceInfo | None, ref: Any, namespace: str) -> list[dict[str, Any] | None]:
         """generic.CollectParams: the params one binding evaluates with (``[None]``: none needed)."""

@@ -33,6 +33,7 @@ from kubeloop.api._cel_admission import (
     EvaluationError,
     compile_policy_expression,
     evaluate,
+    uses_authorizer,
 )
 
 __all__ = ["CompiledPolicy", "Decision"]
@@ -101,11 +102,15 @@ class CompiledPolicy:
                                                            has_authorizer=True, variables=names), message_expression))
         self._annotations = [_compile(str(_dict(a).get("valueExpression") or "").strip(), has_params=has_params,
                                       has_authorizer=True, variables=names) for a in _list(spec.get("auditAnnotations"))]
+        expressions = [*self._conditions, *self._variables.values(), *(v[1] for v in self._validations),
+                       *self._annotations]
+        # Whether an expression reads ``authorizer``: only then does a request pay for one.
+        self.uses_authorizer = any(uses_authorizer(e.source) for e in expressions)
 
-    def decide(self, activation: Mapping[str, Any]) -> list[Decision]:
+    def decide(self, activation: Mapping[str, Any], functions: Mapping[str, Any] | None = None) -> list[Decision]:
         """The decisions for one request and param (``activation``: object, oldObject, params, request,
-        namespaceObject)."""
-        run = _Run(self._variables, activation)
+        namespaceObject, and ``authorizer`` with its ``functions`` when :attr:`uses_authorizer`)."""
+        run = _Run(self._variables, activation, functions)
         failed: list[str] = []
         for condition in self._conditions:
             try:
@@ -179,9 +184,11 @@ def _cel_type(value: Any) -> str:
 class _Run:
     """One evaluation: the activation and the variables computed so far."""
 
-    def __init__(self, variables: Mapping[str, _Expression], activation: Mapping[str, Any]) -> None:
+    def __init__(self, variables: Mapping[str, _Expression], activation: Mapping[str, Any],
+                 functions: Mapping[str, Any] | None = None) -> None:
         self._declared = variables
         self._activation = activation
+        self._functions = functions
         self._values: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
 
@@ -194,7 +201,7 @@ class _Run:
         except EvaluationError as e:
             raise EvaluationError(f"expression '{expression.source}' resulted in error: {e}") from None
         try:
-            return evaluate(expression.compiled, {**self._activation, **bound})
+            return evaluate(expression.compiled, {**self._activation, **bound}, self._functions)
         except EvaluationError as e:
             raise EvaluationError(f"expression '{expression.source}' resulted in error: {e}") from None
 
@@ -218,7 +225,8 @@ class _Run:
                 raise EvaluationError(f'composited variable "{name}" fails to compile: {expression.error}')
             for dependency in expression.compiled.variables:
                 self._compute(dependency)
-            self._values[name] = evaluate(expression.compiled, {**self._activation, "variables": dict(self._values)})
+            self._values[name] = evaluate(expression.compiled, {**self._activation, "variables": dict(self._values)},
+                                          self._functions)
         except EvaluationError as e:
             self._errors[name] = str(e)
             raise

@@ -47,6 +47,9 @@ class SecurityChain:
         self.tokens = dict(tokens)
         self.token_authenticator = token_authenticator
         self.authorizer = authorizer
+        state = getattr(app, "state", None)  # the app's admission expressions ask the same authorizer
+        if state is not None and getattr(state, "authorizer", False) is None:
+            state.authorizer = authorizer
         self._reviews = SelfReviewMiddleware(app, authorizer=authorizer)
         # Authorization header value -> (user, is a master): the spelling clients send.
         self._bearer: dict[str | None, tuple[User, bool]] = {

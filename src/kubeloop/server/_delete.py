@@ -233,9 +233,12 @@ async def delete_listed(
     *,
     user: Any = None,
     workers: int = COLLECTION_WORKERS,
+    warnings: list[str] | None = None,
 ) -> list[bytes]:
     """deletecollection of already listed objects (stored key-values): what each delete answered
-    (the object), in list order. ``workers`` deletes run at a time, each worker taking the next item."""
+    (the object), in list order. ``workers`` deletes run at a time, each worker taking the next item.
+    Every delete adds its admission warnings to ``warnings`` (the request's, one context for all of
+    upstream's DeleteCollection deletes)."""
     answers: list[bytes | None] = [None] * len(items)
     failures: list[BaseException] = []
     queue = iter(enumerate(items))
@@ -246,7 +249,8 @@ async def delete_listed(
             head, _, name = item.key.rpartition("/")
             namespace = head.rpartition("/")[2] if info.namespaced else ""
             try:
-                result = await delete_object(state, info, namespace, name, options, user=user, listed=item)
+                result = await delete_object(state, info, namespace, name, options, user=user, listed=item,
+                                             warnings=warnings)
             except NotFound:
                 continue
             except Exception as exc:  # the first other error is raised once every delete has finished

@@ -404,13 +404,17 @@ class ResourceHandlers:
         delete_options = parse_delete_options(request.query, body)
         list_options = parse_list_options(request.query, info, watch=False)
         listed = await list_objects(self.state, info, namespace, list_options)
+        # The warnings of every delete's admission go out with the answer, an error included.
+        warnings: list[str] = []
+        request.scope[WARNINGS_SCOPE_KEY] = warnings
         deleted = await delete_listed(self.state, info, listed.items, delete_options,
-                                      user=request.user)
+                                      user=request.user, warnings=warnings)
         # The deleted objects as a list, items as a list's are (store.go DeleteCollection).
         body_bytes = collection_body(info, {"resourceVersion": str(self.state.store.revision)}, deleted)
         if content_type != "application/json":
             body_bytes = encode_body(orjson.loads(body_bytes), content_type)
-        await send_body(send, request, 200, body_bytes, content_type=content_type)
+        await send_body(send, request, 200, body_bytes, content_type=content_type,
+                        headers=warning_headers(warnings) if warnings else None)
 
     # -- answers -----------------------------------------------------------------------------------------
     async def _watch(self, request: Request, info: ResourceInfo, namespace: str, options: Any, send: Send) -> None:

@@ -120,6 +120,9 @@ class ServerState:
     field_manager: Callable[[Any, dict[str, Any], dict[str, Any] | None, str, dict[str, Any] | None], None] | None = None
     # The openAPIV3Schema of a served custom kind (group, version, kind), for apply and managedFields.
     custom_schema: Callable[[str, str, str], Mapping[str, Any] | None] | None = None
+    # The authorizer of the security chain in front of the app (set by it), for admission expressions
+    # that ask what a user may do (``authorizer`` in CEL); None: every request is let through.
+    authorizer: Any = None
 
     # The last built-in kind schema() answered for, and its schema: a write asks twice (field
     # validation, managedFields) and writes come in runs of one kind. A built-in kind's schema never

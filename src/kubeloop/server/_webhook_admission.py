@@ -11,8 +11,8 @@ included:
   webhooks with ``reinvocationPolicy: IfNeeded`` called before it are called once more, in order, after
   the first round (the reinvocation round changes nothing more).
 - :class:`ValidatingWebhooks` (a validating plugin, after validation) calls the matching validating
-  webhooks concurrently and waits for all; when some refuse or fail, the first in webhook order is the
-  answer (upstream takes the first to arrive and logs the rest; this one is deterministic).
+  webhooks concurrently and waits for all; when some refuse or fail, the first failure to arrive is the
+  answer and the others are logged, as upstream's dispatcher takes the first error from its channel.
 - A webhook's ``warnings`` become the request's ``Warning`` headers; a denial is the webhook's Status
   (:func:`~kubeloop.server._webhook_review.rejection`).
 - A call that fails (connection, timeout, a bad answer, a matchCondition error) is skipped under
@@ -42,6 +42,7 @@ from kubeloop.server._admission import (
     ValidatingPlugin,
     forget_plans,
 )
+from kubeloop.server._admission_authorizer import request_authorizer
 from kubeloop.server._scale import set_path
 from kubeloop.server._state import ServerState
 from kubeloop.server._webhook_calls import CallFailed, call_webhook
@@ -122,8 +123,12 @@ class _Dispatcher(ABC):
 
             request = review["request"]
             context = {k: v for k, v in request.items() if k not in ("object", "oldObject")}
+            authorizer, functions = None, None
+            if hook.reads_authorizer:
+                authorizer, functions = await request_authorizer(self._state, attributes.user, context)
             try:
-                if not conditions_match(hook.conditions, request["object"], request["oldObject"], context):
+                if not conditions_match(hook.conditions, request["object"], request["oldObject"], context,
+                                        authorizer=authorizer, functions=functions):
                     return None
             except ConditionError as exc:
                 if hook.failure_policy == "Ignore":
@@ -250,13 +255,22 @@ class ValidatingWebhooks(_Dispatcher, ValidatingPlugin):
         candidates = [h for h in hooks if matching_resource(h, attributes, self._state.kinds) is not None]
         if not candidates:
             return
-        outcomes = await asyncio.gather(*(self._call(h, attributes, obj, old, mutating=False) for h in candidates),
-                                        return_exceptions=True)
-        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-        for error in errors:
-            if not isinstance(error, ApiError):
-                raise error
-        if errors:
-            for extra in errors[1:]:
+        # validating/dispatcher.go: every call sends its failure to one channel as it ends, the dispatcher
+        # waits for all, answers with the first failure received and logs the others (utilruntime.HandleError).
+        failures: list[ApiError] = []
+
+        async def call(hook: Webhook) -> None:
+            try:
+                await self._call(hook, attributes, obj, old, mutating=False)
+            except ApiError as error:
+                log.info('rejected by webhook "%s": %s', hook.name, error.message)
+                failures.append(error)
+
+        outcomes = await asyncio.gather(*(call(h) for h in candidates), return_exceptions=True)
+        for outcome in outcomes:  # a bug, not an answer: raised once every call has ended
+            if isinstance(outcome, BaseException):
+                raise outcome
+        if failures:
+            for extra in failures[1:]:
                 log.info("admission webhook refused the request too: %s", extra)
-            raise errors[0]
+            raise failures[0]

@@ -1,7 +1,7 @@
 """Which admission webhooks a request calls: the stored configurations, their rules and selectors.
 
 :class:`WebhookSource` keeps the webhooks of one configuration kind (Validating or Mutating) current with
-the store (:class:`~kubeloop.server._prefix_changes.PrefixChanges`: a request sees every configuration
+the store (:class:`~kubeloop.server._prefix_changes.PrefixObjects`: a request sees every configuration
 committed before it), in upstream's order: configurations sorted by name, then each configuration's
 webhooks in order (k8s.io/apiserver ``pkg/admission/configuration``: ``sort.Sort(...ByName)``).
 
@@ -26,7 +26,6 @@ never sent to webhooks (``IsExemptAdmissionConfigurationResource``).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +34,9 @@ import orjson
 
 from kubeloop.api import KindRegistry, LabelSelector, ResourceInfo, label_selector_from_dict, not_found
 from kubeloop.server._admission import AdmissionAttributes
-from kubeloop.server._prefix_changes import PrefixChanges
+from kubeloop.server._prefix_changes import PrefixObjects
 from kubeloop.server._state import namespace_key
-from kubeloop.store import Store, StoreEvent
+from kubeloop.store import KeyValue, Store
 
 __all__ = ["Webhook", "WebhookSource", "exempt", "matching_resource", "namespace_matches", "object_matches"]
 
@@ -77,6 +76,13 @@ class Webhook:
     conditions: tuple[Mapping[str, Any], ...]
 
     @property
+    def reads_authorizer(self) -> bool:
+        """Whether a matchCondition reads ``authorizer`` (only then is one made for the call)."""
+        from kubeloop.api._cel_admission import uses_authorizer  # the CEL engine: only with conditions
+
+        return any(uses_authorizer(str(c.get("expression") or "")) for c in self.conditions)
+
+    @property
     def key(self) -> tuple[str, int]:
         """Which webhook this is across calls of one request (upstream's webhook UID)."""
         return self.configuration, self.index
@@ -95,9 +101,9 @@ class Webhook:
         )  # fmt: skip
 
 
-def _parse(name: str, value: bytes) -> tuple[Webhook, ...]:
+def _parse(name: str, kv: KeyValue) -> tuple[Webhook, ...]:
     try:
-        obj = orjson.loads(value)
+        obj = orjson.loads(kv.value)
         hooks = obj.get("webhooks") or []
         return tuple(Webhook.parse(name, i, h) for i, h in enumerate(hooks) if isinstance(h, Mapping))
     except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
@@ -108,23 +114,16 @@ class WebhookSource:
     """The webhooks of one configuration kind, in call order, current at every :meth:`current`."""
 
     def __init__(self, store: Store, plural: str) -> None:
-        self._store = store
-        self._prefix = f"/registry/{GROUP}/{plural}/"
-        self._changes = PrefixChanges(store, self._prefix)
-        self._by_name: dict[str, tuple[Webhook, ...]] = {}
+        self._configurations = PrefixObjects(store, f"/registry/{GROUP}/{plural}/", _parse)
         self._ordered: tuple[Webhook, ...] = ()
-        self._loading: asyncio.Lock | None = None
+        self._generation = -1  # the configurations' generation _ordered was made from
 
     def current(self) -> tuple[Webhook, ...] | None:
         """The webhooks now, or ``None`` when they must be read first (:meth:`load`)."""
-        events = self._changes.poll()
-        if events is None:
+        configurations = self._configurations.current()
+        if configurations is None:
             return None
-        if events:
-            for event in events:
-                self._apply(event)
-            self._ordered = tuple(h for name in sorted(self._by_name) for h in self._by_name[name])
-        return self._ordered
+        return self._order(configurations)
 
     def configured(self) -> bool:
         """Whether a webhook may be stored: ``False`` only when the webhooks are known and there are none."""
@@ -132,27 +131,14 @@ class WebhookSource:
         return hooks is None or bool(hooks)
 
     async def load(self) -> tuple[Webhook, ...]:
-        if self._loading is None:
-            self._loading = asyncio.Lock()
-        async with self._loading:
-            hooks = self.current()
-            if hooks is not None:
-                return hooks
-            self._changes.start()  # watch first, then read (see PrefixChanges)
-            listed = await self._store.range(self._prefix)
-            self._by_name = {kv.key[len(self._prefix):]: _parse(kv.key[len(self._prefix):], kv.value)
-                             for kv in listed.items}
-            self._ordered = tuple(h for name in sorted(self._by_name) for h in self._by_name[name])
-            hooks = self.current()
-            assert hooks is not None
-            return hooks
+        return self._order(await self._configurations.load())
 
-    def _apply(self, event: StoreEvent) -> None:
-        name = event.kv.key[len(self._prefix):]
-        if event.type == "DELETE":
-            self._by_name.pop(name, None)
-        else:
-            self._by_name[name] = _parse(name, event.kv.value)
+    def _order(self, configurations: dict[str, tuple[Webhook, ...]]) -> tuple[Webhook, ...]:
+        generation = self._configurations.generation
+        if generation != self._generation:
+            self._ordered = tuple(h for name in sorted(configurations) for h in configurations[name])
+            self._generation = generation
+        return self._ordered
 
 
 def _any(values: Any, wanted: str) -> bool:
