@@ -53,6 +53,7 @@ from kubeloop.server._http import (
     send_parts,
     warning_headers,
 )
+from kubeloop.server._kubelet_connect import CONNECT_SUBRESOURCES, serve_connect
 from kubeloop.server._list import (
     ListResult,
     collection_body,
@@ -69,6 +70,7 @@ from kubeloop.server._options import (
 )
 from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._patching import PATCH_TYPES, patch_transform
+from kubeloop.server._pod_logs import serve_pod_log
 from kubeloop.server._requestinfo import RequestInfo, truthy
 from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
@@ -82,6 +84,7 @@ __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
 _NOT_FOUND = "the server could not find the requested resource"
+_CONNECT_NAMES = frozenset(sub for _, sub in CONNECT_SUBRESOURCES)
 
 
 # The kinds whose conversion to the internal version a create or update body goes through here.
@@ -186,7 +189,7 @@ class ResourceHandlers:
         info = self._kinds.get(ri.api_group, ri.api_version, ri.resource)
         parts = ri.parts
         depth = len(parts)  # resource [name [subresource]]
-        if info is None or depth > 3 or not depth:
+        if info is None or not depth or (depth > 3 and parts[2] != "proxy"):  # a proxy's path goes on
             raise _not_found()
         namespace = ri.namespace
         namespaced_path = namespace != "" and ri.resource != "namespaces"
@@ -206,6 +209,12 @@ class ResourceHandlers:
             return self._item(request, info, namespace, parts[1], method, send)
         sub = parts[2]
         if sub not in info.subresources or sub in ("eviction", "binding", "token"):
+            raise _not_found()
+        if sub == "log" and info.plural == "pods":
+            return serve_pod_log(self.state, info, request, namespace, parts[1], send)
+        if sub in _CONNECT_NAMES:
+            return serve_connect(self.state, info, request, namespace, parts[1], sub, send)
+        if depth > 3:
             raise _not_found()
         return self._subresource(request, info, namespace, parts[1], sub, method, send)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.server._openapi_connect import CONNECT_PATH_SUBRESOURCES, connect_paths
 from kubeloop.server._openapi_schemas import META
 
 __all__ = ["gv_path", "resource_paths", "subresource_schemas"]
@@ -277,6 +278,8 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
             one = _ONE_OPERATION.get(sub)
             if one is not None:
                 paths[f"{base}/{{name}}/{sub}"] = _one_operation_path(info, sub, one, name, kind_ref, gvk, ns)
+            elif sub in CONNECT_PATH_SUBRESOURCES:
+                connect_paths(info, sub, base, name, ns, paths)
             continue
         label = sub.capitalize()
         paths[f"{base}/{{name}}/{sub}"] = {
