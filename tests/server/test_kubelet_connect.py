@@ -71,7 +71,7 @@ async def test_proxies_answer_service_unavailable(client: httpx.AsyncClient) -> 
         assert status_of(await client.get(path)) == (
             503, "ServiceUnavailable", "error trying to reach service: nothing listens on 10.244.0.5:8080 "
                                        "(pod \"p\"): kubeloop's simulated containers run no process")
-    assert status_of(await client.get(f"{PODS}/ftp:p:1/proxy"))[:2] == (400, "BadRequest")
+    assert status_of(await client.get(f"{PODS}/ftp:p:1/proxy")) == (400, "BadRequest", 'invalid pod request "ftp:p:1"')
     assert status_of(await client.get(f"{PODS}/other/proxy/x"))[:2] == (404, "NotFound")
     r = await client.post("/api/v1/namespaces/default/services", json={
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
@@ -81,6 +81,8 @@ async def test_proxies_answer_service_unavailable(client: httpx.AsyncClient) -> 
         503, "ServiceUnavailable", 'error trying to reach service: nothing listens behind service "web": '
                                    "kubeloop's simulated containers run no process")
     assert status_of(await client.get("/api/v1/namespaces/default/services/nope/proxy"))[:2] == (404, "NotFound")
+    assert status_of(await client.get("/api/v1/namespaces/default/services/a:b:c:d/proxy")) == (
+        400, "BadRequest", 'invalid service request "a:b:c:d"')
     assert status_of(await client.get("/api/v1/nodes/n1/proxy/metrics")) == (
         503, "ServiceUnavailable", 'error trying to reach service: kubeloop\'s simulated kubelet on node "n1" '
                                    "serves no HTTP endpoints")

@@ -53,7 +53,6 @@ from kubeloop.server._http import (
     send_parts,
     warning_headers,
 )
-from kubeloop.server._kubelet_connect import CONNECT_SUBRESOURCES, serve_connect
 from kubeloop.server._list import (
     ListResult,
     collection_body,
@@ -70,7 +69,6 @@ from kubeloop.server._options import (
 )
 from kubeloop.server._owner_references import dedup_owner_references
 from kubeloop.server._patching import PATCH_TYPES, patch_transform
-from kubeloop.server._pod_logs import serve_pod_log
 from kubeloop.server._requestinfo import RequestInfo, truthy
 from kubeloop.server._rest import Current, WriteRequest, create_object, get_object, update_object
 from kubeloop.server._scale import scale_get, scale_update
@@ -84,7 +82,9 @@ __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
 _NOT_FOUND = "the server could not find the requested resource"
-_CONNECT_NAMES = frozenset(sub for _, sub in CONNECT_SUBRESOURCES)
+# The subresources served by :mod:`._kubelet_connect` (pods' exec, attach, portforward, proxy; services'
+# and nodes' proxy). It and :mod:`._pod_logs` are imported on their first request: start-up needs neither.
+_CONNECT_NAMES = ("exec", "attach", "portforward", "proxy")
 
 
 # The kinds whose conversion to the internal version a create or update body goes through here.
@@ -211,8 +211,12 @@ class ResourceHandlers:
         if sub not in info.subresources or sub in ("eviction", "binding", "token"):
             raise _not_found()
         if sub == "log" and info.plural == "pods":
+            from kubeloop.server._pod_logs import serve_pod_log
+
             return serve_pod_log(self.state, info, request, namespace, parts[1], send)
         if sub in _CONNECT_NAMES:
+            from kubeloop.server._kubelet_connect import serve_connect
+
             return serve_connect(self.state, info, request, namespace, parts[1], sub, send)
         if depth > 3:
             raise _not_found()

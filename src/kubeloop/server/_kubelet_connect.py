@@ -24,9 +24,8 @@ there is nothing to reach (never a 404, which would read as an API kubeloop does
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
-from kubeloop.api import BadRequest, ResourceInfo, ServiceUnavailable
+from kubeloop.api import ApiError, BadRequest, ResourceInfo, ServiceUnavailable
 from kubeloop.server._http import Request, Send
 from kubeloop.server._kubelet_access import (
     kubelet_of,
@@ -55,8 +54,9 @@ _NO_PROCESS = "simulated containers run no process"
 _VALID_SCHEMES = ("", "http", "https")
 
 
-def _split_scheme_name_port(id_: str) -> tuple[str, str, str]:
-    """apimachinery ``SplitSchemeNamePort``: ``name``, ``name:port`` or ``scheme:name:port``."""
+def _split_scheme_name_port(id_: str, kind: str) -> tuple[str, str, str]:
+    """apimachinery ``SplitSchemeNamePort``: ``name``, ``name:port`` or ``scheme:name:port``; anything else
+    is 400 ``invalid <kind> request "id"`` (each registry's ``ResourceLocation``)."""
     parts = id_.split(":")
     if len(parts) == 1:
         scheme, name, port = "", parts[0], ""
@@ -65,9 +65,9 @@ def _split_scheme_name_port(id_: str) -> tuple[str, str, str]:
     elif len(parts) == 3:
         scheme, name, port = parts
     else:
-        raise BadRequest(f'invalid pod request "{id_}"')
+        raise BadRequest(f'invalid {kind} request "{id_}"')
     if not name or scheme not in _VALID_SCHEMES:
-        raise BadRequest(f'invalid pod request "{id_}"')
+        raise BadRequest(f'invalid {kind} request "{id_}"')
     return scheme, name, port
 
 
@@ -100,7 +100,7 @@ async def _stream(state: ServerState, namespace: str, name: str, sub: str, conta
 
 
 async def _pod_proxy(state: ServerState, namespace: str, id_: str) -> ServiceUnavailable:
-    _, name, port = _split_scheme_name_port(id_)
+    _, name, port = _split_scheme_name_port(id_, "pod")
     pod = await read_pod(state, namespace, name)
     ips = (pod.get("status") or {}).get("podIPs") or []
     ip = str(ips[0].get("ip") or "") if ips and isinstance(ips[0], dict) else ""
@@ -115,14 +115,14 @@ async def _pod_proxy(state: ServerState, namespace: str, id_: str) -> ServiceUna
 
 
 async def _service_proxy(state: ServerState, namespace: str, id_: str) -> ServiceUnavailable:
-    _, name, _ = _split_scheme_name_port(id_)
+    _, name, _ = _split_scheme_name_port(id_, "service")
     await get_object(state, resource(state, "", "services"), namespace, name)
     return ServiceUnavailable(f'error trying to reach service: nothing listens behind service "{name}": '
                               f"kubeloop's {_NO_PROCESS}")
 
 
 async def _node_proxy(state: ServerState, id_: str) -> ServiceUnavailable:
-    _, name, _ = _split_scheme_name_port(id_)
+    _, name, _ = _split_scheme_name_port(id_, "node")
     kubelet = await kubelet_of(state, name)
     if not kubelet.answers:
         return ServiceUnavailable(f"error trying to reach service: dial tcp {kubelet.address}: connect: "
@@ -137,7 +137,7 @@ async def serve_connect(state: ServerState, info: ResourceInfo, request: Request
     methods = CONNECT_SUBRESOURCES.get((info.plural, sub))
     if methods is None or request.method not in methods:
         raise method_not_allowed()
-    error: Any
+    error: ApiError
     if sub in ("exec", "attach", "portforward"):
         error = await _stream(state, namespace, name, sub, request.param("container") or "")
     elif info.plural == "pods":

@@ -17,12 +17,11 @@ from typing import Any
 
 from kubeloop.api import ResourceInfo
 
-__all__ = ["CONNECT_PATH_SUBRESOURCES", "connect_paths"]
+__all__ = ["connect_paths"]
 
 _CONNECT_KINDS = {("pods", "exec"): "PodExecOptions", ("pods", "attach"): "PodAttachOptions",
                   ("pods", "portforward"): "PodPortForwardOptions", ("pods", "proxy"): "PodProxyOptions",
                   ("services", "proxy"): "ServiceProxyOptions", ("nodes", "proxy"): "NodeProxyOptions"}
-CONNECT_PATH_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 _STREAMS = [("stderr", "boolean", "redirect the standard error stream of the process"),
             ("stdin", "boolean", "redirect the standard input stream of the process"),
             ("stdout", "boolean", "redirect the standard output stream of the process"),

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeloop.api import ResourceInfo
-from kubeloop.server._openapi_connect import CONNECT_PATH_SUBRESOURCES, connect_paths
 from kubeloop.server._openapi_schemas import META
 
 __all__ = ["gv_path", "resource_paths", "subresource_schemas"]
@@ -58,6 +57,10 @@ _ONE_OPERATION = {
     ),
     "finalize": _OneOperation("put", None, None),
 }
+
+
+# The subresources whose paths :mod:`._openapi_connect` adds.
+_CONNECT = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 
 
 def subresource_schemas(info: ResourceInfo) -> list[str]:
@@ -278,7 +281,9 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
             one = _ONE_OPERATION.get(sub)
             if one is not None:
                 paths[f"{base}/{{name}}/{sub}"] = _one_operation_path(info, sub, one, name, kind_ref, gvk, ns)
-            elif sub in CONNECT_PATH_SUBRESOURCES:
+            elif sub in _CONNECT:
+                from kubeloop.server._openapi_connect import connect_paths  # built on the first request
+
                 connect_paths(info, sub, base, name, ns, paths)
             continue
         label = sub.capitalize()
