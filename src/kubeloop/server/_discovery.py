@@ -19,6 +19,7 @@ from typing import Any
 from kubeloop.api import KindRegistry, ResourceInfo
 
 __all__ = [
+    "CONNECT_KINDS",
     "VERSION_INFO",
     "api_group",
     "api_group_list",
@@ -50,7 +51,7 @@ _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "pa
                       "portforward": ["create", "get"], "proxy": _PROXY_VERBS}
 _SUBRESOURCE_KINDS = {"eviction": ("policy", "v1", "Eviction"), "binding": ("", "v1", "Binding"),
                       "token": ("authentication.k8s.io", "v1", "TokenRequest")}
-_CONNECT_KINDS = {("pods", "exec"): "PodExecOptions", ("pods", "attach"): "PodAttachOptions",
+CONNECT_KINDS = {("pods", "exec"): "PodExecOptions", ("pods", "attach"): "PodAttachOptions",
                   ("pods", "portforward"): "PodPortForwardOptions", ("pods", "proxy"): "PodProxyOptions",
                   ("services", "proxy"): "ServiceProxyOptions", ("nodes", "proxy"): "NodeProxyOptions"}
 
@@ -134,8 +135,8 @@ def _subresource_entry(info: ResourceInfo, sub: str) -> dict[str, Any]:
     elif sub in _SUBRESOURCE_KINDS:
         group, version, kind = _SUBRESOURCE_KINDS[sub]
         entry.update(group=group, version=version, kind=kind)
-    elif (info.plural, sub) in _CONNECT_KINDS:
-        entry["kind"] = _CONNECT_KINDS[(info.plural, sub)]
+    elif (info.plural, sub) in CONNECT_KINDS:
+        entry["kind"] = CONNECT_KINDS[(info.plural, sub)]
     return entry
 
 

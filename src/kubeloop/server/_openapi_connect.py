@@ -16,12 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubeloop.api import ResourceInfo
+from kubeloop.server._discovery import CONNECT_KINDS
 
 __all__ = ["connect_paths"]
 
-_CONNECT_KINDS = {("pods", "exec"): "PodExecOptions", ("pods", "attach"): "PodAttachOptions",
-                  ("pods", "portforward"): "PodPortForwardOptions", ("pods", "proxy"): "PodProxyOptions",
-                  ("services", "proxy"): "ServiceProxyOptions", ("nodes", "proxy"): "NodeProxyOptions"}
 _STREAMS = [("stderr", "boolean", "redirect the standard error stream of the process"),
             ("stdin", "boolean", "redirect the standard input stream of the process"),
             ("stdout", "boolean", "redirect the standard output stream of the process"),
@@ -74,7 +72,7 @@ def connect_paths(info: ResourceInfo, sub: str, base: str, name: str, ns: list[d
                     "x-kubernetes-action": "get", "x-kubernetes-group-version-kind": gvk},
         }
         return
-    options_kind = _CONNECT_KINDS.get((info.plural, sub))
+    options_kind = CONNECT_KINDS.get((info.plural, sub))
     if options_kind is None:
         return
     options_gvk = {**gvk, "kind": options_kind}
