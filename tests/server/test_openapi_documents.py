@@ -61,7 +61,8 @@ def patch_ops(doc: dict[str, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path, item in doc["paths"].items():
         patch = item.get("patch")
-        if patch and not path.endswith(("/status", "/scale")):
+        # Not a subresource's (a proxy's PATCH is a connect operation with its parameters on the path).
+        if patch and not path.endswith(("/status", "/scale", "/proxy", "/proxy/{path}")):
             out[patch["x-kubernetes-group-version-kind"]["kind"]] = [p["name"] for p in patch["parameters"]]
     return out
 

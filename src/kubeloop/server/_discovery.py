@@ -5,7 +5,9 @@
 categories, then ``plural/status`` and ``plural/scale`` entries; scale is ``autoscaling/v1`` kind
 ``Scale``) as apimachinery reference section 2.1 lists. Create-only subresources name their own kind:
 ``pods/eviction`` (policy/v1 Eviction), ``pods/binding`` (v1 Binding) and ``serviceaccounts/token``
-(authentication.k8s.io/v1 TokenRequest, served by :mod:`kubeloop.server._service_account_tokens`). Custom kinds appear as soon as the CRD
+(authentication.k8s.io/v1 TokenRequest, served by :mod:`kubeloop.server._service_account_tokens`); the
+connect subresources (``pods/exec``, ``attach``, ``portforward``, ``proxy``, ``services/proxy``,
+``nodes/proxy``) their options kind, and ``pods/log`` the Pod kind. Custom kinds appear as soon as the CRD
 helper registers them, so discovery always matches routing.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from kubeloop.api import KindRegistry, ResourceInfo
 
 __all__ = [
+    "CONNECT_KINDS",
     "VERSION_INFO",
     "api_group",
     "api_group_list",
@@ -38,10 +41,19 @@ VERSION_INFO: dict[str, str] = {
     "platform": "linux/amd64",
 }
 
+# The connect subresources (a Connecter's methods as discovery verbs: GET get, POST create, PUT update,
+# PATCH patch, DELETE delete) answer with their options kind, in the parent's group and version; pods/log
+# is a getter of the Pod kind (upstream 1.32 ``/api/v1``).
+_PROXY_VERBS = ["create", "delete", "get", "patch", "update"]
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "finalize": ["update"], "eviction": ["create"], "binding": ["create"], "token": ["create"]}
+                      "finalize": ["update"], "eviction": ["create"], "binding": ["create"], "token": ["create"],
+                      "log": ["get"], "exec": ["create", "get"], "attach": ["create", "get"],
+                      "portforward": ["create", "get"], "proxy": _PROXY_VERBS}
 _SUBRESOURCE_KINDS = {"eviction": ("policy", "v1", "Eviction"), "binding": ("", "v1", "Binding"),
                       "token": ("authentication.k8s.io", "v1", "TokenRequest")}
+CONNECT_KINDS = {("pods", "exec"): "PodExecOptions", ("pods", "attach"): "PodAttachOptions",
+                  ("pods", "portforward"): "PodPortForwardOptions", ("pods", "proxy"): "PodProxyOptions",
+                  ("services", "proxy"): "ServiceProxyOptions", ("nodes", "proxy"): "NodeProxyOptions"}
 
 
 def api_versions(server_address: str) -> dict[str, Any]:
@@ -123,6 +135,8 @@ def _subresource_entry(info: ResourceInfo, sub: str) -> dict[str, Any]:
     elif sub in _SUBRESOURCE_KINDS:
         group, version, kind = _SUBRESOURCE_KINDS[sub]
         entry.update(group=group, version=version, kind=kind)
+    elif (info.plural, sub) in CONNECT_KINDS:
+        entry["kind"] = CONNECT_KINDS[(info.plural, sub)]
     return entry
 
 

@@ -82,6 +82,9 @@ __all__ = ["BodyDecoder", "ResourceHandlers"]
 
 BodyDecoder = Callable[[bytes, ResourceInfo], Any]
 _NOT_FOUND = "the server could not find the requested resource"
+# The subresources served by :mod:`._kubelet_connect` (pods' exec, attach, portforward, proxy; services'
+# and nodes' proxy). It and :mod:`._pod_logs` are imported on their first request: start-up needs neither.
+_CONNECT_NAMES = ("exec", "attach", "portforward", "proxy")
 
 
 # The kinds whose conversion to the internal version a create or update body goes through here.
@@ -186,7 +189,7 @@ class ResourceHandlers:
         info = self._kinds.get(ri.api_group, ri.api_version, ri.resource)
         parts = ri.parts
         depth = len(parts)  # resource [name [subresource]]
-        if info is None or depth > 3 or not depth:
+        if info is None or not depth or (depth > 3 and parts[2] != "proxy"):  # a proxy's path goes on
             raise _not_found()
         namespace = ri.namespace
         namespaced_path = namespace != "" and ri.resource != "namespaces"
@@ -206,6 +209,16 @@ class ResourceHandlers:
             return self._item(request, info, namespace, parts[1], method, send)
         sub = parts[2]
         if sub not in info.subresources or sub in ("eviction", "binding", "token"):
+            raise _not_found()
+        if sub == "log" and info.plural == "pods":
+            from kubeloop.server._pod_logs import serve_pod_log
+
+            return serve_pod_log(self.state, info, request, namespace, parts[1], send)
+        if sub in _CONNECT_NAMES:
+            from kubeloop.server._kubelet_connect import serve_connect
+
+            return serve_connect(self.state, info, request, namespace, parts[1], sub, send)
+        if depth > 3:
             raise _not_found()
         return self._subresource(request, info, namespace, parts[1], sub, method, send)
 

@@ -59,6 +59,10 @@ _ONE_OPERATION = {
 }
 
 
+# The subresources whose paths :mod:`._openapi_connect` adds.
+_CONNECT = frozenset({"log", "exec", "attach", "portforward", "proxy"})
+
+
 def subresource_schemas(info: ResourceInfo) -> list[str]:
     """The definitions the one-operation subresources of ``info`` reference (for ``components``)."""
     return [op.schema for sub in info.subresources if (op := _ONE_OPERATION.get(sub)) and op.schema]
@@ -277,6 +281,10 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
             one = _ONE_OPERATION.get(sub)
             if one is not None:
                 paths[f"{base}/{{name}}/{sub}"] = _one_operation_path(info, sub, one, name, kind_ref, gvk, ns)
+            elif sub in _CONNECT:
+                from kubeloop.server._openapi_connect import connect_paths  # built on the first request
+
+                connect_paths(info, sub, base, name, ns, paths)
             continue
         label = sub.capitalize()
         paths[f"{base}/{{name}}/{sub}"] = {

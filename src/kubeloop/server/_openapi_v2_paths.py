@@ -24,7 +24,7 @@ from kubeloop.server._openapi_schemas import DEFINITIONS
 __all__ = ["swagger2_paths"]
 
 _COMPONENTS = "#/components/schemas/"
-_METHODS = ("get", "put", "post", "delete", "patch")
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch")
 
 
 def _ref(schema: Mapping[str, Any]) -> dict[str, Any]:
