@@ -101,3 +101,23 @@ def test_each_shared_import_is_one_both_processes_make(process: str) -> None:
     code = (f"import sys; {process}; from kubeloop.cli._child import SHARED_IMPORTS;"
             "missing = [m for m in SHARED_IMPORTS if m not in sys.modules]; assert not missing, missing")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_building_the_controller_managers_controllers_loads_no_zone_database() -> None:
+    # The CronJob controller finds its local zone (Go's time.Local) on first use, and the queues' and
+    # controllers' metric series are made on first use or collection (start-up round 8): building the
+    # manager and its controllers, on both starts' critical path, does neither.
+    code = """
+import asyncio, sys
+from kubeloop.cli._controller_manager import _builtin_controllers, skip_unused_imports
+skip_unused_imports()
+from kubeloop.client import Client
+
+async def build():
+    manager, controllers = _builtin_controllers(Client.from_url("https://127.0.0.1:1", token="t"), 5.0)
+    assert len(controllers) > 20 and manager.metrics.pending.pending
+
+asyncio.run(build())
+assert "zoneinfo" not in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -117,3 +117,17 @@ async def test_with_tz_set_a_cronjob_without_time_zone_runs_at_nine_local_time(
             seen = await asyncio.to_thread(kubectl_json, url, tmp_path, "get", "cronjob", "morning", "-n", "ns")
         status = seen["status"]
         assert isinstance(status, dict) and status["lastScheduleTime"] == "2023-11-15T00:00:00Z"
+
+
+async def test_the_local_zone_is_found_on_first_use_as_gos_time_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Go's time.Local is initialised once, on first use (time/zoneinfo.go: localLoc.get runs initLocal under
+    # localOnce), not when the controller is built: kubeloop's controller manager builds its controllers
+    # before its first request without loading the zone database. The zone in force at the first schedule
+    # counts (the autouse fixture's UTC was the zone when the controller was built).
+    async with open_world(tmp_path, "cronjob") as world:
+        monkeypatch.setenv("TZ", "Asia/Tokyo")
+        await world.create(CRONJOBS, cronjob("morning", "0 9 * * *"))
+        await world.advance(6400 - 1)
+        assert await job_names(world) == []
+        await world.advance(1.2)
+        await until_jobs(world, f"morning-{TOKYO_NINE // 60}")

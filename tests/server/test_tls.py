@@ -13,7 +13,7 @@ from cryptography import x509
 from kubeloop import _files
 from kubeloop.api import InternalError
 from kubeloop.server import _tls
-from kubeloop.server._tls import ensure_tls, server_ssl_context
+from kubeloop.server._tls import ensure_ca, ensure_tls, server_ssl_context
 
 
 def _sans(path: Path) -> list[str]:
@@ -116,3 +116,32 @@ def test_a_new_ca_never_finds_the_old_serving_certificate(tmp_path: Path, monkey
     again = ensure_tls(tmp_path)
     assert again.ca_pem != first.ca_pem
     assert _verifies(again.ca_pem, again.cert)
+
+
+def test_ensure_ca_makes_only_the_ca_and_ensure_tls_then_signs_with_it(tmp_path: Path) -> None:
+    # kubeloop up writes its kubeconfigs (which need only the CA) while the serving certificate is made.
+    ca_pem = _tls.ensure_ca(tmp_path)
+    pki = tmp_path / "pki"
+    assert ca_pem == (pki / "ca.crt").read_bytes()
+    assert not (pki / "apiserver.crt").exists() and not (pki / "apiserver.key").exists()
+    assert _tls.ensure_ca(tmp_path) == ca_pem  # made once, then read
+    material = ensure_tls(tmp_path)
+    assert material.ca_pem == ca_pem
+    issuer = x509.load_pem_x509_certificate(ca_pem)
+    x509.load_pem_x509_certificate(material.cert.read_bytes()).verify_directly_issued_by(issuer)
+
+
+def test_a_new_ca_from_ensure_ca_never_finds_the_old_serving_certificate(tmp_path: Path) -> None:
+    first = ensure_tls(tmp_path)
+    first.ca_cert.unlink()
+    ensure_ca(tmp_path)
+    assert not first.cert.exists()  # removed before the new CA was made: the next ensure_tls issues one
+    second = ensure_tls(tmp_path)
+    issuer = x509.load_pem_x509_certificate(second.ca_pem)
+    x509.load_pem_x509_certificate(second.cert.read_bytes()).verify_directly_issued_by(issuer)
+
+
+def test_ensure_ca_reports_an_unwritable_directory_as_an_internal_error(tmp_path: Path) -> None:
+    (tmp_path / "pki").write_text("not a directory")
+    with pytest.raises(InternalError, match="cannot prepare TLS material"):
+        ensure_ca(tmp_path)

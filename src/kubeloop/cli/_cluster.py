@@ -7,16 +7,18 @@ Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 2. fork the controller manager process before this one starts its event loop (``_child``: it
    starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
    server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
-3. on a worker thread, the server's modules (``kubeloop.server``), then the TLS material, the token file
-   and the kubeconfig files (``DIR/controller-manager.kubeconfig`` first, which the controller manager
-   waits for, then ``DIR/kubeconfig`` for the admin): all written before anything reports ready (each
-   file is fsynced before its rename and its directory after: milliseconds each on a disk), while this
-   thread goes on with step 4, so that the waits of either thread overlap the CPU work of the other;
-   waited for before the app is built;
+3. on a worker thread, the server's modules (``kubeloop.server``), then the files: the token file (on a
+   second thread) while the CA is made, then the kubeconfig files, which need only those two
+   (``DIR/controller-manager.kubeconfig`` first, which the controller manager waits for, then
+   ``DIR/kubeconfig`` for the admin; on the second thread), while the serving certificate is made. Each
+   file is fsynced before its rename and its directory after (milliseconds each on a disk): these
+   threads' waits overlap the CPU work of the others and of step 4. Everything is written before the
+   first request is served and anything reports ready;
 4. open the SQLite store (importing uvicorn and the HTTP protocol meanwhile, while the store's
-   thread waits on SQLite's fsyncs), build the API app behind authentication, impersonation and RBAC
-   (with escalation prevention), and create the bootstrap objects (system namespaces, default RBAC)
-   through the app itself;
+   thread waits on SQLite's fsyncs), build the API app, and create the bootstrap objects (system
+   namespaces, default RBAC) through the app itself, while step 3 makes the TLS material (a first start's
+   certificates and the bootstrap's commits are both disk-bound); once the token file is written, put
+   the app behind authentication, impersonation and RBAC (with escalation prevention);
 5. tune the garbage collector for serving (:func:`_tune_gc`), then serve HTTPS with uvicorn
    (uvloop, httptools) on the bound socket.
 
@@ -42,7 +44,8 @@ import fcntl
 import gc
 import signal
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -187,24 +190,41 @@ async def _serve_locked(
     url = server_url(options.address, sock.getsockname()[1])
     kubeconfig = data_dir / KUBECONFIG
 
-    def prepare_files() -> TlsMaterial:
-        """The server's modules, then the TLS material, the token file and both kubeconfigs, on a worker
-        thread: each file is fsynced before its rename and its directory after (about 30 ms of fsyncs on a
-        first start), and those waits, like the store's, overlap the CPU work of the other thread (this
-        one's imports and a first start's certificates, or the main thread's store and serving imports),
-        instead of following every import (step 4)."""
-        from kubeloop.server import ADMIN_USER, CONTROLLER_MANAGER_USER, ensure_tls, ensure_token_file
+    loop = asyncio.get_running_loop()
+    tokens_written: asyncio.Future[None] = loop.create_future()
 
-        tls = ensure_tls(data_dir, address=options.address)
-        tokens = ensure_token_file(data_dir / "tokens.csv")
-        write_kubeconfig(
-            data_dir / CM_KUBECONFIG,
-            server=url,
-            ca_pem=tls.ca_pem,
-            user=CONTROLLER_MANAGER_USER,
-            token=tokens[CONTROLLER_MANAGER_USER],
+    def prepare_files() -> TlsMaterial:
+        """The server's modules, then the token file, the TLS material and both kubeconfigs, on worker
+        threads: each file is fsynced before its rename and its directory after (milliseconds each on a
+        disk), and those waits, like the store's, overlap the CPU work of the other threads (a first
+        start's certificates, the main thread's store, serving imports, app and bootstrap), instead of
+        following every import (step 3). A second thread writes the token file while this one makes the
+        CA, then the kubeconfigs (the controller manager's first, which it waits for), which need only
+        the CA and the tokens, while this one makes the serving certificate."""
+        from kubeloop.server import (
+            ADMIN_USER,
+            CONTROLLER_MANAGER_USER,
+            ensure_ca,
+            ensure_tls,
+            ensure_token_file,
         )
-        write_kubeconfig(kubeconfig, server=url, ca_pem=tls.ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
+
+        def write_tokens() -> dict[str, str]:
+            written = ensure_token_file(data_dir / "tokens.csv")
+            loop.call_soon_threadsafe(_resolve, tokens_written)
+            return written
+
+        def write_kubeconfigs(ca_pem: bytes, tokens: Mapping[str, str]) -> None:
+            write_kubeconfig(data_dir / CM_KUBECONFIG, server=url, ca_pem=ca_pem, user=CONTROLLER_MANAGER_USER,
+                             token=tokens[CONTROLLER_MANAGER_USER])
+            write_kubeconfig(kubeconfig, server=url, ca_pem=ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-files") as pool:
+            tokens = pool.submit(write_tokens)
+            ca_pem = ensure_ca(data_dir)
+            kubeconfigs = pool.submit(write_kubeconfigs, ca_pem, tokens.result())
+            tls = ensure_tls(data_dir, address=options.address)  # the CA is there: the serving certificate
+            kubeconfigs.result()
         return tls
 
     writing = asyncio.ensure_future(asyncio.to_thread(prepare_files))
@@ -215,22 +235,31 @@ async def _serve_locked(
         raise
     core: App | None = None
     try:
-        try:
-            tls = await writing  # every file in place before the app is built and the first request answered
-        except ApiError as exc:
-            raise StartupError(exc.message) from None
-        from kubeloop.server import load_token_file
+
+        async def load_tokens() -> Mapping[str, User]:
+            either: set[asyncio.Future[Any]] = {tokens_written, writing}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not tokens_written.done():
+                await writing  # the writer failed before the token file was in place: its error
+            from kubeloop.server import load_token_file
+
+            return load_token_file(data_dir / "tokens.csv")
 
         try:
+            # The app is built and bootstrapped while the writer makes the TLS material and kubeconfigs;
+            # nothing is served before both are done.
             core, app = await _build_app(
                 store,
-                tokens=load_token_file(data_dir / "tokens.csv"),
+                tokens=load_tokens,
                 readiness=readiness,
                 server_address=url.removeprefix("https://"),
                 controllers=options.controllers,
                 service_account_key_file=data_dir / "pki" / "sa.key",
             )
-        except (RuntimeError, ApiError) as exc:
+            tls = await writing  # every file in place before the first request is answered
+        except ApiError as exc:
+            raise StartupError(exc.message) from None
+        except RuntimeError as exc:
             raise StartupError(str(exc)) from None
         _tune_gc()
         server = _uvicorn_server(app, tls.cert, tls.key)
@@ -255,9 +284,15 @@ async def _serve_locked(
         await _shutdown(server, serving, store)
     finally:
         await asyncio.gather(writing, return_exceptions=True)  # a start-up that failed leaves no writer behind
+        tokens_written.cancel()
         if core is not None:
             await core.shutdown()
         await store.close()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def _open_store(path: Path) -> Store:
@@ -374,13 +409,14 @@ def _uvicorn_server(app: Any, cert: Path, key: Path) -> Any:
 async def _build_app(
     store: Store,
     *,
-    tokens: Mapping[str, User],
+    tokens: Callable[[], Awaitable[Mapping[str, User]]],
     readiness: _Readiness,
     server_address: str,
     controllers: bool = True,
     service_account_key_file: Path | None = None,
 ) -> tuple[App, ASGIApp]:
-    """The API app (its ``/readyz`` follows ``readiness``), bootstrapped, behind the security chain."""
+    """The API app (its ``/readyz`` follows ``readiness``), bootstrapped, behind the security chain, which
+    authenticates the bearer tokens ``tokens()`` gives (awaited once the bootstrap is done)."""
     from kubeloop.api import SystemClock
     from kubeloop.cli._bootstrap import bootstrap
     from kubeloop.server import (
@@ -407,4 +443,4 @@ async def _build_app(
     # a ServiceAccount token's ES256 signature and bound-object reads are paid once per token per 10 s.
     accounts = core.service_account_tokens
     cached = CachedTokenAuthenticator(accounts.authenticate, audiences=accounts.audiences, clock=core.state.clock)
-    return core, secure(core, tokens=tokens, authorizer=authorizer, token_authenticator=cached)
+    return core, secure(core, tokens=await tokens(), authorizer=authorizer, token_authenticator=cached)

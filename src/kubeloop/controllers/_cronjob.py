@@ -177,10 +177,24 @@ class CronJobController(WorkloadController):
         local_zone: tzinfo | None = None,
     ) -> None:
         # A schedule without timeZone runs in the controller manager's local zone (Go's time.Local: TZ,
-        # else /etc/localtime), as upstream's.
-        self.local_zone: tzinfo = local_zone if local_zone is not None else local_location()
+        # else /etc/localtime), as upstream's; see local_zone.
+        self._local_zone = local_zone
         super().__init__(client, informers, clock=clock, metrics=metrics, workers=workers, field_manager=field_manager)
         self.skew = CronJobMetrics.of(self.controller.metrics.registry).skew
+
+    @property
+    def local_zone(self) -> tzinfo:
+        """The zone of schedules without ``timeZone``: the one given, else this process's ``time.Local``,
+        found when first needed, as Go's is (``time/zoneinfo.go``: ``localLoc.get`` runs ``initLocal`` once,
+        on first use): building the controller (``kubeloop up``'s controller manager, before its first
+        request) does not load the zone database."""
+        if self._local_zone is None:
+            self._local_zone = local_location()
+        return self._local_zone
+
+    @local_zone.setter
+    def local_zone(self, zone: tzinfo) -> None:
+        self._local_zone = zone
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.cronjobs: SharedInformer = informers.informer(CRONJOBS)

@@ -12,6 +12,12 @@ Guarantees:
   are computed at scrape time from the queue's own clock, so they are exact rather than sampled.
 - Reconcile result series are pre-initialised to 0 per controller (as controller-runtime's
   ``initMetrics`` does): an absent series never has to mean "never happened".
+- The labelled series of a queue or a controller are created when first used or first collected,
+  whichever comes first, not when the queue or controller is made: a collection (``exposition``,
+  ``sample``, anything that collects the registry) sees every series of every queue and controller made
+  so far, exactly as if they had been created then. (Creating them is most of the cost of building a
+  manager's controllers: a histogram's child makes a value and a label string per bucket; ``kubeloop up``'s
+  controller manager builds some thirty of each before it can send its first request.)
 
 kubeloop adds series of its own: ``workqueue_depth_limit_exceeded_total`` counts adds that found the
 queue above its configured depth bound; ``kubeloop_circuit_breaker_state{name,state}`` (one-hot),
@@ -41,12 +47,33 @@ RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
 BREAKER_STATES = ("closed", "open", "half-open")
 
 
+class _PendingSeries:
+    """Registered in a registry before the families: collecting the registry collects this first, which
+    yields nothing but creates the labelled series still pending, so the families collected next hold them."""
+
+    def __init__(self) -> None:
+        self.pending: list[Callable[[], None]] = []
+
+    def add(self, create: Callable[[], None]) -> None:
+        self.pending.append(create)
+
+    def collect(self) -> list[Any]:
+        self.flush()
+        return []
+
+    def flush(self) -> None:
+        while self.pending:
+            self.pending.pop(0)()
+
+
 class Metrics:
     """All runtime metric families, registered in one private registry."""
 
     def __init__(self, *, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        self.pending = _PendingSeries()
+        r.register(self.pending)  # a collector without describe(): it claims no names
         q = ("controller", "name")
         self.wq_depth = Gauge("workqueue_depth", "Current depth of the workqueue.", q, registry=r)
         self.wq_adds = Counter(
@@ -161,84 +188,120 @@ class Metrics:
 class QueueMetrics:
     """The workqueue series of one queue (labels ``controller`` and ``name``).
 
-    The labelled children are looked up once here, not on every add/get/done (a hot path).
+    The labelled children are looked up once (on first use or first collection, see the module
+    docstring), not on every add/get/done (a hot path).
     """
 
     metrics: Metrics
     controller: str
     name: str
-    _depth: Any = field(init=False, repr=False)
-    _adds: Any = field(init=False, repr=False)
-    _retries: Any = field(init=False, repr=False)
-    _exceeded: Any = field(init=False, repr=False)
-    _queue_duration: Any = field(init=False, repr=False)
-    _work_duration: Any = field(init=False, repr=False)
+    _depth: Any = field(init=False, repr=False, default=None)
+    _adds: Any = field(init=False, repr=False, default=None)
+    _retries: Any = field(init=False, repr=False, default=None)
+    _exceeded: Any = field(init=False, repr=False, default=None)
+    _queue_duration: Any = field(init=False, repr=False, default=None)
+    _work_duration: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
+        self.metrics.pending.add(self._create)
+
+    def _create(self) -> None:
+        if self._depth is not None:
+            return
         m, lv = self.metrics, (self.controller, self.name)
-        self._depth = m.wq_depth.labels(*lv)
-        self._depth.set(0)
         self._adds = m.wq_adds.labels(*lv)
         self._retries = m.wq_retries.labels(*lv)
         self._exceeded = m.wq_depth_exceeded.labels(*lv)
         self._queue_duration = m.wq_queue_duration.labels(*lv)
         self._work_duration = m.wq_work_duration.labels(*lv)
+        depth = m.wq_depth.labels(*lv)
+        depth.set(0)
+        self._depth = depth  # last: the others are in place once this is set
 
     def added(self) -> None:
+        if self._depth is None:
+            self._create()
         self._adds.inc()
         self._depth.inc()
 
     def got(self, waited_seconds: float) -> None:
+        if self._depth is None:
+            self._create()
         self._depth.dec()
         self._queue_duration.observe(max(0.0, waited_seconds))
 
     def done(self, worked_seconds: float) -> None:
+        if self._depth is None:
+            self._create()
         self._work_duration.observe(max(0.0, worked_seconds))
 
     def retried(self) -> None:
+        if self._depth is None:
+            self._create()
         self._retries.inc()
 
     def depth_exceeded(self) -> None:
+        if self._depth is None:
+            self._create()
         self._exceeded.inc()
 
     def track_in_flight(self, unfinished: Callable[[], float], longest: Callable[[], float]) -> None:
         """Compute the two in-flight gauges at scrape time from the queue's processing state."""
         lv = (self.controller, self.name)
-        self.metrics.wq_unfinished.labels(*lv).set_function(unfinished)
-        self.metrics.wq_longest.labels(*lv).set_function(longest)
+
+        def create() -> None:
+            self.metrics.wq_unfinished.labels(*lv).set_function(unfinished)
+            self.metrics.wq_longest.labels(*lv).set_function(longest)
+
+        self.metrics.pending.add(create)
 
 
 @dataclass(slots=True)
 class ControllerMetrics:
-    """The controller_runtime_* series of one controller, pre-initialised to 0 (children looked up once)."""
+    """The controller_runtime_* series of one controller, pre-initialised to 0 (children looked up once,
+    on first use or first collection, see the module docstring)."""
 
     metrics: Metrics
     controller: str
-    _totals: dict[str, Any] = field(init=False, repr=False)
-    _time: Any = field(init=False, repr=False)
-    _errors: Any = field(init=False, repr=False)
-    _terminal: Any = field(init=False, repr=False)
-    _active: Any = field(init=False, repr=False)
+    _totals: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
+    _time: Any = field(init=False, repr=False, default=None)
+    _errors: Any = field(init=False, repr=False, default=None)
+    _terminal: Any = field(init=False, repr=False, default=None)
+    _active: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
+        self.metrics.pending.add(self._create)
+
+    def _create(self) -> None:
+        if self._active is not None:
+            return
         m = self.metrics
-        self._totals = {result: m.reconcile_total.labels(self.controller, result) for result in RECONCILE_RESULTS}
+        for result in RECONCILE_RESULTS:
+            if result not in self._totals:
+                self._totals[result] = m.reconcile_total.labels(self.controller, result)
         self._time = m.reconcile_time.labels(self.controller)
         self._errors = m.reconcile_errors.labels(self.controller)
         self._terminal = m.terminal_errors.labels(self.controller)
-        self._active = m.active_workers.labels(self.controller)
-        self._active.set(0)
+        active = m.active_workers.labels(self.controller)
+        active.set(0)
+        self._active = active  # last: the others are in place once this is set
 
     def set_max_concurrent(self, n: int) -> None:
-        self.metrics.max_concurrent.labels(self.controller).set(n)
+        self.metrics.pending.add(lambda: self.metrics.max_concurrent.labels(self.controller).set(n))
 
     def worker_started(self) -> None:
+        if self._active is None:
+            self._create()
         self._active.inc()
 
     def worker_finished(self) -> None:
+        if self._active is None:
+            self._create()
         self._active.dec()
 
     def observe(self, result: str, seconds: float, *, error: bool = False, terminal: bool = False) -> None:
+        if self._active is None:
+            self._create()
         total = self._totals.get(result)
         if total is None:
             total = self._totals[result] = self.metrics.reconcile_total.labels(self.controller, result)

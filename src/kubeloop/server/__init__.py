@@ -51,7 +51,7 @@ from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._state import ServerState, collection_prefix, object_key
-from kubeloop.server._tls import TlsMaterial, ensure_tls, server_ssl_context
+from kubeloop.server._tls import TlsMaterial, ensure_ca, ensure_tls, server_ssl_context
 from kubeloop.server._token_cache import CachedTokenAuthenticator
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "collection_prefix",
     "create_app",
     "deletion_refusal",
+    "ensure_ca",
     "ensure_tls",
     "ensure_token_file",
     "forbidden_error",

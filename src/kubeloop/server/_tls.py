@@ -4,6 +4,8 @@ Guarantees:
 
 - :func:`ensure_tls` creates ``DIR/pki/ca.{crt,key}`` and ``DIR/pki/apiserver.{crt,key}`` on first
   use and reuses them afterwards, so a kubeconfig written on first start stays valid across restarts.
+  :func:`ensure_ca` is its first half alone (the CA, made if missing; its PEM returned): a kubeconfig
+  needs only the CA, so ``kubeloop up`` writes its kubeconfigs while the serving certificate is made.
 - The serving certificate names ``localhost``, ``127.0.0.1``, ``::1`` and the bind address (plus the
   host name when bound to a wildcard address). If a later start binds an address the certificate
   does not name, only the serving certificate is re-issued, by the same CA.
@@ -34,7 +36,7 @@ if TYPE_CHECKING:  # cryptography is imported only when material is made (see th
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
 
-__all__ = ["TlsMaterial", "ensure_tls", "server_ssl_context"]
+__all__ = ["TlsMaterial", "ensure_ca", "ensure_tls", "server_ssl_context"]
 
 _CA_NAME = "kubeloop-ca"
 _VALID_DAYS = 3650
@@ -62,6 +64,26 @@ def serving_sans(address: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def ensure_ca(data_dir: Path) -> bytes:
+    """The CA certificate (PEM) under ``data_dir``, the CA made first if it is missing."""
+    pki = data_dir / "pki"
+    try:
+        _ensure_ca(pki)
+        return (pki / "ca.crt").read_bytes()
+    except (OSError, ValueError) as exc:
+        raise InternalError(f"Internal error occurred: cannot prepare TLS material in {pki}: {exc}") from exc
+
+
+def _ensure_ca(pki: Path) -> None:
+    ca_cert, ca_key = pki / "ca.crt", pki / "ca.key"
+    make_directory(pki)
+    if not (ca_cert.exists() and ca_key.exists()):
+        # The old serving certificate goes first: a start killed after the new CA is written must
+        # not find a certificate that CA did not sign.
+        _remove(pki / "apiserver.crt")
+        _make_ca(ca_cert, ca_key)
+
+
 def ensure_tls(data_dir: Path, *, address: str = "127.0.0.1") -> TlsMaterial:
     """Load the CA and serving certificate under ``data_dir``, creating what is missing."""
     pki = data_dir / "pki"
@@ -69,12 +91,7 @@ def ensure_tls(data_dir: Path, *, address: str = "127.0.0.1") -> TlsMaterial:
     cert, key, sans_file = pki / "apiserver.crt", pki / "apiserver.key", pki / "apiserver.sans"
     wanted = serving_sans(address)
     try:
-        make_directory(pki)
-        if not (ca_cert.exists() and ca_key.exists()):
-            # The old serving certificate goes first: a start killed after the new CA is written must
-            # not find a certificate that CA did not sign.
-            _remove(cert)
-            _make_ca(ca_cert, ca_key)
+        _ensure_ca(pki)
         have = tuple(sans_file.read_text().split()) if sans_file.exists() else ()
         if not (cert.exists() and key.exists()) or not set(wanted) <= set(have):
             # The SAN list goes first, and comes back last: a start killed between the new key and the
