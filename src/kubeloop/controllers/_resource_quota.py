@@ -14,10 +14,19 @@ plugin does (:mod:`kubeloop.api._quota_evaluators`, upstream's ``quota.Calculate
 - **When**: a quota is added, or its ``spec.hard`` changes (a status write alone wakes nothing); an
   object is deleted, a pod becomes terminal (``QuotaV1Pod`` turns false), a service changes type, a
   claim's storage request changes: every quota of that namespace that tracks the kind is synced again
-  (the monitors' replenishment), for pods, services, claims, ConfigMaps and Secrets; and every quota is
-  recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m), on the
-  manager's clock, which is what catches everything else (``count/`` of other kinds, objects whose
-  charge was left by a write that failed after admission).
+  (the monitors' replenishment, ``resource_quota_monitor.go`` ``controllerFor``: updates of pods,
+  services and claims only, deletes of every kind). Upstream monitors every quotable resource
+  discovery lists (``GetQuotableResources``: namespaced, with create, list, watch and delete), and
+  replenishment only ever syncs a quota whose ``status.hard`` the kind's evaluator tracks
+  (``replenishQuota``), so a kind no quota tracks is never looked at. Here pods, services, claims,
+  ConfigMaps, Secrets, ReplicationControllers and ResourceQuotas (a deleted quota replenishes the
+  namespace's ``resourcequotas`` count) are watched from the start, and the kind of any other
+  ``count/<resource>[.<group>]`` a quota tracks (a Deployment, a Job, a custom resource) from that
+  quota's first sync on, through the manager's shared informers (one list and watch per kind). A sync
+  that starts such a monitor is repeated :data:`MONITOR_SYNC_RETRY` seconds later while the monitor
+  has not listed yet, so a delete between the count and the monitor's list is not missed. Every quota
+  is also recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m),
+  on the manager's clock, which catches a charge left by a write that failed after admission.
 """
 
 from __future__ import annotations
@@ -42,13 +51,15 @@ from kubeloop.runtime import (
     Watch,
 )
 
-__all__ = ["QUOTAS", "RESYNC_PERIOD", "ResourceQuotaController", "resources_to_count"]
+__all__ = ["MONITOR_SYNC_RETRY", "QUOTAS", "RESYNC_PERIOD", "ResourceQuotaController", "resources_to_count"]
 
 QUOTAS = builtin("", "resourcequotas")
 RESYNC_PERIOD = 300.0  # kube-controller-manager --resource-quota-sync-period (5m0s)
+MONITOR_SYNC_RETRY = 1.0  # a sync that started a monitor is redone this soon, until the monitor has listed
 FIELD_MANAGER = "resourcequota-controller"
-# The kinds whose changes replenish quota at once (upstream monitors every quotable kind; the periodic
-# recount covers the others).
+# The kinds watched from the start (the evaluators of registry.go, the legacy object-count aliases, and
+# the quotas themselves, whose own watch also enqueues them); any other kind a quota counts is watched
+# from that quota's first sync on (_monitor).
 _REPLENISHED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), ("", "configmaps"), ("", "secrets"),
                ("", "replicationcontrollers"))
 _ALIASES = {"configmaps": ("", "configmaps"), "secrets": ("", "secrets"), "resourcequotas": ("", "resourcequotas"),
@@ -98,6 +109,11 @@ class ResourceQuotaController:
         for group, plural in _REPLENISHED:
             info = builtin(group, plural)
             watches.append(Watch(manager.informer(info), _Replenish(self, info)))
+        # A deleted quota frees a unit of the namespace's "resourcequotas" count (registry.go's alias).
+        watches.append(Watch(self.quotas, _Replenish(self, QUOTAS)))
+        self._informers = manager.informers
+        self._monitors: dict[tuple[str, str], SharedInformer] = {
+            key: manager.informer(builtin(*key)) for key in (*_REPLENISHED, ("", "resourcequotas"))}
         self._served: dict[tuple[str, str], ResourceInfo] = {(i.group, i.plural): i for i in BUILTIN_RESOURCES}
         self.controller = Controller(self.name, self.reconcile, watches=watches, clock=manager.clock,
                                      metrics=manager.metrics)
@@ -128,6 +144,7 @@ class ResourceQuotaController:
         spec_hard = parse_list((quota.get("spec") or {}).get("hard"))
         status = quota.get("status") or {}
         previous = parse_list(status.get("used"))
+        listing = [self._monitor(info) for info in await self._counted_kinds(list(spec_hard))]
         counted = await self._usage(request.namespace, quota, list(spec_hard))
         used = mask({**previous, **counted}, spec_hard)
         dirty = not equals(spec_hard, parse_list(status.get("hard"))) or not equals(used, previous)
@@ -140,7 +157,35 @@ class ResourceQuotaController:
                 return None
             except Conflict as error:
                 raise TransientError(f"{request} changed meanwhile: {error}") from error
-        return Result(requeue_after=RESYNC_PERIOD)
+        # A monitor that has not listed yet may miss a delete that came after the count: count again soon.
+        pending = any(not informer.has_synced() for informer in listing)
+        return Result(requeue_after=MONITOR_SYNC_RETRY if pending else RESYNC_PERIOD)
+
+    async def _counted_kinds(self, hard: list[str]) -> list[ResourceInfo]:
+        """The served, namespaced kinds whose evaluators track some of ``hard``."""
+        kinds = []
+        for group, plural in resources_to_count(hard):
+            info = await self._resource(group, plural)
+            if info is not None:
+                kinds.append(info)
+        return kinds
+
+    def _monitor(self, info: ResourceInfo) -> SharedInformer:
+        """The kind's monitor (``QuotaMonitor.controllerFor``): the manager's shared informer for it, with a
+        handler that replenishes on deletes; made on first use."""
+        key = (info.group, info.plural)
+        informer = self._monitors.get(key)
+        if informer is None:
+            informer = self._informers.informer(info)
+            replenish = _Replenish(self, info)
+
+            def on_delete(obj: dict[str, Any]) -> None:
+                for request in replenish.requests(Event("delete", obj)):
+                    self.controller.queue.add(request)
+
+            informer.add_handler(on_delete=on_delete)
+            self._monitors[key] = informer
+        return informer
 
     async def _usage(self, namespace: str, quota: Obj, hard: list[str]) -> ResourceList:
         """CalculateUsage: for each kind that tracks some of ``hard``, the sum over its matching objects."""
