@@ -22,15 +22,15 @@ plugin does (:mod:`kubeloop.api._quota_evaluators`, upstream's ``quota.Calculate
   ConfigMaps, Secrets, ReplicationControllers and ResourceQuotas (a deleted quota replenishes the
   namespace's ``resourcequotas`` count) are watched from the start, and the kind of any other
   ``count/<resource>[.<group>]`` a quota tracks (a Deployment, a Job, a custom resource) from that
-  quota's first sync on, through the manager's shared informers (one list and watch per kind). A sync
-  that starts such a monitor is repeated :data:`MONITOR_SYNC_RETRY` seconds later while the monitor
-  has not listed yet, so a delete between the count and the monitor's list is not missed. Every quota
-  is also recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m),
+  quota's first sync on (:mod:`kubeloop.controllers._quota_monitors`). A sync is repeated
+  :data:`MONITOR_SYNC_RETRY` seconds later while a monitor it started has not listed yet, so a delete
+  between the count and the monitor's list is not missed. Every quota is also recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m),
   on the manager's clock, which catches a charge left by a write that failed after admission.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,6 +38,7 @@ from kubeloop.api import BUILTIN_RESOURCES, Conflict, NotFound, ResourceInfo
 from kubeloop.api._quota_evaluators import matching_resources, pod_is_counted, scopes_match, usage
 from kubeloop.api._quota_math import ZERO, ResourceList, add, equals, mask, parse_list, render
 from kubeloop.client import discover_resources
+from kubeloop.controllers._quota_monitors import QuotaMonitors
 from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.runtime import (
     Controller,
@@ -111,9 +112,10 @@ class ResourceQuotaController:
             watches.append(Watch(manager.informer(info), _Replenish(self, info)))
         # A deleted quota frees a unit of the namespace's "resourcequotas" count (registry.go's alias).
         watches.append(Watch(self.quotas, _Replenish(self, QUOTAS)))
-        self._informers = manager.informers
-        self._monitors: dict[tuple[str, str], SharedInformer] = {
-            key: manager.informer(builtin(*key)) for key in (*_REPLENISHED, ("", "resourcequotas"))}
+        self._watched = frozenset((*_REPLENISHED, ("", "resourcequotas")))
+        self.monitors = QuotaMonitors(manager.client, manager.informers, clock=manager.clock,
+                                      rng=random.Random(manager.rng.random()))
+        manager.add(self.monitors, needs_leader_election=True)
         self._served: dict[tuple[str, str], ResourceInfo] = {(i.group, i.plural): i for i in BUILTIN_RESOURCES}
         self.controller = Controller(self.name, self.reconcile, watches=watches, clock=manager.clock,
                                      metrics=manager.metrics)
@@ -144,7 +146,9 @@ class ResourceQuotaController:
         spec_hard = parse_list((quota.get("spec") or {}).get("hard"))
         status = quota.get("status") or {}
         previous = parse_list(status.get("used"))
-        listing = [self._monitor(info) for info in await self._counted_kinds(list(spec_hard))]
+        counted_kinds = await self._counted_kinds(list(spec_hard))
+        for info in counted_kinds:
+            self._monitor(info)
         counted = await self._usage(request.namespace, quota, list(spec_hard))
         used = mask({**previous, **counted}, spec_hard)
         dirty = not equals(spec_hard, parse_list(status.get("hard"))) or not equals(used, previous)
@@ -158,7 +162,7 @@ class ResourceQuotaController:
             except Conflict as error:
                 raise TransientError(f"{request} changed meanwhile: {error}") from error
         # A monitor that has not listed yet may miss a delete that came after the count: count again soon.
-        pending = any(not informer.has_synced() for informer in listing)
+        pending = any(self.monitors.listing(info) for info in counted_kinds)
         return Result(requeue_after=MONITOR_SYNC_RETRY if pending else RESYNC_PERIOD)
 
     async def _counted_kinds(self, hard: list[str]) -> list[ResourceInfo]:
@@ -170,22 +174,17 @@ class ResourceQuotaController:
                 kinds.append(info)
         return kinds
 
-    def _monitor(self, info: ResourceInfo) -> SharedInformer:
-        """The kind's monitor (``QuotaMonitor.controllerFor``): the manager's shared informer for it, with a
-        handler that replenishes on deletes; made on first use."""
-        key = (info.group, info.plural)
-        informer = self._monitors.get(key)
-        if informer is None:
-            informer = self._informers.informer(info)
-            replenish = _Replenish(self, info)
+    def _monitor(self, info: ResourceInfo) -> None:
+        """Replenish on deletes of a counted kind not watched from the start (``QuotaMonitor.controllerFor``)."""
+        if (info.group, info.plural) in self._watched:
+            return
+        replenish = _Replenish(self, info)
 
-            def on_delete(obj: dict[str, Any]) -> None:
-                for request in replenish.requests(Event("delete", obj)):
-                    self.controller.queue.add(request)
+        def on_delete(obj: dict[str, Any]) -> None:
+            for request in replenish.requests(Event("delete", obj)):
+                self.controller.queue.add(request)
 
-            informer.add_handler(on_delete=on_delete)
-            self._monitors[key] = informer
-        return informer
+        self.monitors.monitor(info, on_delete)
 
     async def _usage(self, namespace: str, quota: Obj, hard: list[str]) -> ResourceList:
         """CalculateUsage: for each kind that tracks some of ``hard``, the sum over its matching objects."""
