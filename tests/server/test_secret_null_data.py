@@ -88,3 +88,17 @@ async def test_a_null_binary_data_value_of_a_configmap_is_read_back_empty(client
 async def test_a_null_data_map_leaves_no_data(client: httpx.AsyncClient) -> None:
     r = await client.post(SECRETS, json=secret(data=None))
     assert r.status_code == 201 and "data" not in r.json(), r.text
+
+
+async def test_an_applied_null_over_another_managers_key_is_a_conflict(client: httpx.AsyncClient) -> None:
+    """The applied null stays in the merged object (smd ``ruleKeepRHS``), so it modifies the key: a conflict with
+    the manager that owns it unless forced; forced, the key is emptied and changes owner."""
+    await client.post(f"{SECRETS}?fieldManager=creator", json=secret(data={"k": X}))
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    r = await client.patch(f"{SECRETS}/s?fieldManager=applier", json=secret(data={"k": None}), headers=apply)
+    assert r.status_code == 409, r.text
+    assert r.json()["message"] == 'Apply failed with 1 conflict: conflict with "creator" using v1: .data.k'
+    r = await client.patch(f"{SECRETS}/s?fieldManager=applier&force=true", json=secret(data={"k": None}), headers=apply)
+    assert r.status_code == 200 and r.json()["data"] == {"k": ""}, r.text
+    owners = {e["manager"]: e["fieldsV1"] for e in r.json()["metadata"]["managedFields"]}
+    assert owners["applier"] == {"f:data": {"f:k": {}}} and "f:k" not in owners["creator"].get("f:data", {})
