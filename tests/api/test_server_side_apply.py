@@ -310,3 +310,20 @@ def test_a_dropped_container_keeps_what_another_manager_owns_and_its_key() -> No
     obj = record_update(obj, edited, manager="editor", now=T1, api_version="apps/v1", schema=DEPLOY)
     obj = _apply_deploy(obj, _deployment([{"name": "app", "image": "a"}]), "kubectl")
     assert obj["spec"]["template"]["spec"]["containers"][1] == {"name": "extra", "args": ["--x"]}
+
+
+def test_a_typed_apply_keeps_an_applied_null_map_entry_and_an_untyped_one_drops_it() -> None:
+    """smd ``typed/merge.go``: ``ruleKeepRHS`` takes the applied value, ``null`` included, so the merged object
+    keeps the key; a built-in kind's conversion then makes it the element's zero value (the caller's part).
+    A struct field's null is still dropped (the conversion leaves an omitempty field out)."""
+    live = _apply_cm(None, _cm({"a": "1", "b": "2"}), "first")
+    config = _cm({"a": None, "c": None}, labels={"x": None})
+    typed = server_side_apply(live, config, manager="second", force=True, schema=CM, now=T1, api_version="v1",
+                              typed=True)
+    assert typed["data"] == {"a": None, "b": "2", "c": None}
+    assert typed["metadata"]["labels"] == {"x": None}
+    assert live["data"] == {"a": "1", "b": "2"} and "labels" not in live["metadata"], "live is not changed"
+    untyped = server_side_apply(live, config, manager="second", force=True, schema=CM, now=T1, api_version="v1")
+    assert untyped["data"] == {"b": "2"} and untyped["metadata"]["labels"] == {}
+    owned = {e["manager"]: e["fieldsV1"] for e in typed["metadata"]["managedFields"]}
+    assert owned["second"] == {"f:data": {"f:a": {}, "f:c": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}

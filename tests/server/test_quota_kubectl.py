@@ -13,6 +13,7 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -153,3 +154,32 @@ async def test_the_kubernetes_client_reads_quotas_and_sees_the_403(real_app: App
     assert json.loads(error.body)["message"] == (
         'configmaps "cm" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=0, '
         "limited: count/configmaps=0")
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_deleted_deployment_frees_its_object_count_at_once(real_app: App, tmp_path: Path) -> None:
+    """``count/deployments.apps``: upstream's QuotaMonitor watches every quotable resource
+    (``resource_quota_monitor.go``), so a deleted Deployment replenishes the quota without the 5-minute
+    recount, and kubectl can create one again."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubectl = Kubectl(kubeconfig)
+    async with serve(real_app) as url, quota_controller(real_app) as admin:
+        write_kubeconfig(kubeconfig, url)
+        await kubectl.run("create", "quota", "q", "--hard=count/deployments.apps=1")
+
+        def used_becomes(value: str) -> Any:
+            async def check() -> bool:
+                status = (await admin.get(QUOTAS, "q", namespace="default")).get("status") or {}
+                return status.get("used") == {"count/deployments.apps": value}
+            return check
+
+        await eventually(used_becomes("0"), interval=0.05, tries=600)
+        await kubectl.run("create", "deployment", "web", "--image=nginx")
+        code, _, err = await kubectl.run("create", "deployment", "api", "--image=nginx", ok=False)
+        assert code == 1
+        assert err.strip() == ('error: failed to create deployment: deployments.apps "api" is forbidden: exceeded '
+                               "quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=1, "
+                               "limited: count/deployments.apps=1")
+        await kubectl.run("delete", "deployment", "web")
+        await eventually(used_becomes("0"), interval=0.05, tries=600)
+        await kubectl.run("create", "deployment", "api", "--image=nginx")

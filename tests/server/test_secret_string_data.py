@@ -92,3 +92,36 @@ async def test_a_server_side_apply_with_string_data_stores_data_only(client: htt
                            headers={"Content-Type": "application/apply-patch+yaml"})  # fmt: skip
     assert r.status_code == 200 and r.json()["data"] == {"password": b64("x")} and "stringData" not in r.json()
     assert (await client.get(f"{SECRETS}/a")).json()["data"] == {"password": b64("p4ss")}
+
+
+async def test_a_server_side_apply_of_string_data_owns_f_string_data_not_f_data(client: httpx.AsyncClient) -> None:
+    """The apply's field set is the applied configuration's (structured-merge-diff ``Updater.Apply``:
+    ``configObject.ToFieldSet()``), computed before the merged object is converted to the internal Secret
+    (managedfields ``structuredmerge.go`` ``Apply``: ``TypedToObject`` then ``toUnversioned``, where
+    ``Convert_v1_Secret_To_core_Secret`` folds stringData): the applier owns ``f:stringData`` keys. So a key
+    left out of a later apply is pruned from ``stringData`` (which holds nothing) and stays in ``data``
+    (kubernetes/kubernetes#108008, a known upstream behaviour)."""
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    r = await client.patch(f"{SECRETS}/a?fieldManager=applier", headers=apply,
+                           json=secret("a", stringData={"password": "p4ss", "user": "admin"}))
+    assert r.status_code == 201, r.text
+    entry = r.json()["metadata"]["managedFields"][0]
+    assert (entry["manager"], entry["operation"]) == ("applier", "Apply")
+    assert entry["fieldsV1"] == {"f:stringData": {"f:password": {}, "f:user": {}}}
+    assert r.json()["data"] == {"password": b64("p4ss"), "user": b64("admin")}
+    r = await client.patch(f"{SECRETS}/a?fieldManager=applier", headers=apply,
+                           json=secret("a", stringData={"password": "p4ss"}))
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"]["managedFields"][0]["fieldsV1"] == {"f:stringData": {"f:password": {}}}
+    after = (await client.get(f"{SECRETS}/a")).json()
+    assert after["data"] == {"password": b64("p4ss"), "user": b64("admin")} and "stringData" not in after
+    # Another manager's data key is no field of the applier's: overwriting it through stringData is no conflict.
+    await client.patch(f"{SECRETS}/a?fieldManager=editor", json={"data": {"token": b64("t")}},
+                       headers={"Content-Type": "application/merge-patch+json"})
+    r = await client.patch(f"{SECRETS}/a?fieldManager=applier", headers=apply,
+                           json=secret("a", stringData={"password": "p4ss", "token": "new"}))
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["token"] == b64("new")
+    owners = {e["manager"]: e["fieldsV1"] for e in r.json()["metadata"]["managedFields"]}
+    assert owners["editor"] == {"f:data": {"f:token": {}}}
+    assert owners["applier"] == {"f:stringData": {"f:password": {}, "f:token": {}}}

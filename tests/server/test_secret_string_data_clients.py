@@ -89,3 +89,67 @@ async def test_kubernetes_client_reads_string_data_back_as_data(real_app: App) -
     assert answered == {"data": {"token": base64.b64encode(b"abc").decode()}, "string_data": None}
     assert (status, message) == (
         400, 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3')
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_server_side_apply_of_string_data_owns_string_data_keys(real_app: App, tmp_path: Path) -> None:
+    """``kubectl apply --server-side``: the applier owns ``f:stringData`` keys (structuredmerge.go computes the
+    field set before the conversion folds stringData into data), and a key dropped from the manifest stays in
+    ``data`` (kubernetes/kubernetes#108008)."""
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(MANIFEST)
+    second.write_text(MANIFEST.replace("  user: admin\n", ""))
+    kubeconfig = tmp_path / "kubeconfig"
+
+    async def kubectl(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await process.communicate()
+        assert process.returncode == 0, err
+        return out.decode()
+
+    async with serve(real_app) as url:
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "k",
+            "clusters": [{"name": "k", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+        assert (await kubectl("apply", "--server-side", "-f", str(first))).strip() == "secret/db serverside-applied"
+        applied = json.loads(await kubectl("get", "secret", "db", "-o", "json", "--show-managed-fields"))
+        await kubectl("apply", "--server-side", "-f", str(second))
+        after = json.loads(await kubectl("get", "secret", "db", "-o", "json", "--show-managed-fields"))
+    owned = {e["manager"]: e["fieldsV1"] for e in applied["metadata"]["managedFields"]}
+    assert owned == {"kubectl": {"f:stringData": {"f:password": {}, "f:user": {}}}}
+    assert applied["data"] == {"password": base64.b64encode(b"s3cr3t pass").decode(),
+                               "user": base64.b64encode(b"admin").decode()}
+    assert after["data"] == applied["data"] and "stringData" not in after
+    assert {e["manager"]: e["fieldsV1"] for e in after["metadata"]["managedFields"]} == {
+        "kubectl": {"f:stringData": {"f:password": {}}}}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_create_of_a_null_data_value_reads_it_back_empty(real_app: App, tmp_path: Path) -> None:
+    """``data: {a: null}`` sent by ``kubectl create -f``: upstream's protobuf storage reads the nil ``[]byte``
+    back as an empty one, ``""`` (see test_secret_null_data.py)."""
+    manifest = tmp_path / "nulls.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: nulls\ndata:\n  a: null\n  b: eA==\n")
+    kubeconfig = tmp_path / "kubeconfig"
+
+    async def kubectl(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await process.communicate()
+        assert process.returncode == 0, err
+        return out.decode()
+
+    async with serve(real_app) as url:
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "k",
+            "clusters": [{"name": "k", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+        created = json.loads(await kubectl("create", "-f", str(manifest), "-o", "json"))
+        read = json.loads(await kubectl("get", "secret", "nulls", "-o", "json"))
+    assert created["data"] == read["data"] == {"a": "", "b": "eA=="}

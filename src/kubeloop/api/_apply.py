@@ -44,7 +44,7 @@ from kubeloop.api._fieldpath import (
     unowned_tree,
 )
 from kubeloop.api._flat_entry import FlatPlan, flat_plan
-from kubeloop.api._ssa_merge import merge_applied, remove_paths
+from kubeloop.api._ssa_merge import keep_map_nulls, merge_applied, remove_paths
 from kubeloop.api._strategic import deep_copy_json
 
 __all__ = [
@@ -477,8 +477,13 @@ def server_side_apply(
     api_version: str,
     subresource: str | None = None,
     status_subresource: bool = True,
+    typed: bool = False,
 ) -> dict[str, Any]:
     """The object after ``manager`` applies ``applied`` to ``live`` (``None``: the object is created).
+
+    ``typed``: the object is a built-in kind's, converted into its Go struct after the merge; a ``null``
+    map entry of ``applied`` then stays in the result (:func:`~kubeloop.api._ssa_merge.keep_map_nulls`), for
+    the caller to make it the element's zero value, as the conversion does.
 
     Neither input is changed; the result may share unchanged subtrees with ``live`` (copy before
     changing one of them in place)."""
@@ -507,6 +512,8 @@ def server_side_apply(
     merged = merge_applied(live_body, config, schema)
     if stale_paths:
         merged = remove_paths(merged, stale_paths, schema)
+    if typed:
+        merged = keep_map_nulls(merged, config, schema)
     comparison = compare(live_body, merged, schema)
     changed = _clean_set(comparison.added | comparison.modified, reset)
     removed = frozenset(comparison.removed)

@@ -9,7 +9,8 @@ kind's OpenAPI schema and a few tables:
   null sets a map, slice, pointer or interface to nil and leaves anything else as it was). A field
   Go always writes then shows that zero value (see below); any other field is gone. A ``null`` map
   value or list item becomes the element's zero value (``{"a": null}`` labels read ``{"a": ""}``, a
-  ResourceList's ``{"cpu": null}`` reads ``{"cpu": "0"}``).
+  ResourceList's ``{"cpu": null}`` reads ``{"cpu": "0"}``); a ``[]byte`` element's nil is read back from
+  the protobuf storage as an empty slice, ``""`` (a Secret's ``data``, a ConfigMap's ``binaryData``).
 - :func:`fill_zero_fields`: ``encoding/json`` writes every field without ``omitempty`` (at its zero
   value: ``""``, ``0``, ``false``, or ``null`` for a nil slice, map or pointer) and every struct-typed
   value field even with ``omitempty``, which never drops a struct: ``{}`` with the struct's own
@@ -289,6 +290,11 @@ def _build(enc: GoEncoding, *, root: bool) -> None:
                 enc.nested[key] = (shape, _child(elem_ref))
             elif isinstance(elem, Mapping):
                 plain, zero = _scalar_zero(elem)
+                if elem.get("format") == "byte":
+                    # A null []byte element decodes to nil, which the protobuf storage reads back as an
+                    # empty slice (gogo's Unmarshal starts a map<string, bytes> value at ``[]byte{}``):
+                    # ``""`` (a Secret's ``data: {a: null}`` reads ``{a: ""}``).
+                    zero = ""
                 # A null item is the element's zero: a scalar's, a time's (null), a quantity's ("0");
                 # anything else (raw JSON) stays as it is.
                 enc.scalars[key] = (shape, zero if plain or elem_ref in _TIMES else "0" if elem_ref == _QUANTITY

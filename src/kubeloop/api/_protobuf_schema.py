@@ -385,7 +385,8 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
 # share a message name here, so one flat message namespace is enough.
 KINDS: dict[tuple[str, str], str] = {
     **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding",
-                                              "LimitRange", "ResourceQuota")},
+                                              "LimitRange", "ResourceQuota", "ReplicationController",
+                                              "PodTemplate")},
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "DaemonSet"): "DaemonSet",
     ("batch/v1", "Job"): "Job",

@@ -4,8 +4,9 @@ Each message maps a field number to ``(JSON name, kind)``; the kind mini-languag
 :mod:`kubeloop.api._protobuf_schema`. Presence markers follow the Go types' JSON tags: ``?`` for a
 pointer field (kept when sent, even if zero), ``!`` for a field without ``omitempty``, neither for
 an ``omitempty`` value field (dropped when zero). Only the messages reachable from the kinds kubectl
-sends as protobuf are listed; in-tree cloud volume sources (gcePersistentDisk, awsElasticBlockStore,
-rbd, cinder, ...) are left out and, like any unknown field, skipped.
+or a client-go typed client (ReplicationControllers, PodTemplates) sends as protobuf are listed; in-tree
+cloud volume sources (gcePersistentDisk, awsElasticBlockStore, rbd, cinder, ...) are left out and, like
+any unknown field, skipped.
 """
 
 from __future__ import annotations
@@ -485,4 +486,35 @@ CORE_V1: dict[str, dict[int, tuple[str, str]]] = {
     "ScopeSelector": {1: ("matchExpressions", "*m:ScopedResourceSelectorRequirement")},
     "ScopedResourceSelectorRequirement": {1: ("scopeName", "s!"), 2: ("operator", "s!"), 3: ("values", "*s")},
     "ResourceQuotaStatus": {1: ("hard", "{q"), 2: ("used", "{q")},
+    # ReplicationController and PodTemplate (client-go's typed clients, e.g. kube-controller-manager's
+    # replication manager and kubectl's rolling tools, send them as protobuf). Go types in k8s.io/api
+    # core/v1 types.go: the RC's template is a *PodTemplateSpec, the PodTemplate's a value struct;
+    # status.replicas has no omitempty; a condition's lastTransitionTime is a value metav1.Time.
+    "ReplicationController": {
+        1: ("metadata", "m:ObjectMeta"),
+        2: ("spec", "m:ReplicationControllerSpec"),
+        3: ("status", "m:ReplicationControllerStatus"),
+    },
+    "ReplicationControllerSpec": {
+        1: ("replicas", "i?"),
+        4: ("minReadySeconds", "i"),
+        2: ("selector", "{s"),
+        3: ("template", "m?:PodTemplateSpec"),
+    },
+    "ReplicationControllerStatus": {
+        1: ("replicas", "i!"),
+        2: ("fullyLabeledReplicas", "i"),
+        4: ("readyReplicas", "i"),
+        5: ("availableReplicas", "i"),
+        3: ("observedGeneration", "l"),
+        6: ("conditions", "*m:ReplicationControllerCondition"),
+    },
+    "ReplicationControllerCondition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        3: ("lastTransitionTime", "t"),
+        4: ("reason", "s"),
+        5: ("message", "s"),
+    },
+    "PodTemplate": {1: ("metadata", "m:ObjectMeta"), 2: ("template", "m:PodTemplateSpec")},
 }

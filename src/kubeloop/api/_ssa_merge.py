@@ -5,6 +5,9 @@ structs merge key by key, ``listType=map`` lists merge item by item on their key
 lists take the union, atomic lists and maps and scalars take the applied value. Item order
 follows smd: the applied order for items it names, live-only items kept where they were.
 ``null`` in the configuration removes the field (a typed decode would drop it).
+:func:`keep_map_nulls` puts back the ``null`` values of map entries (``data: {a: null}``): smd keeps a
+null as the entry's value, and a built-in kind's conversion from unstructured makes it the element's Go
+zero value (``runtime/converter.go`` ``fromUnstructured``), so the key stays.
 
 :func:`remove_paths` deletes fields and list items named by field paths (smd ``RemoveItems``),
 used to prune what an applier stopped applying. Neither function mutates its inputs' callers'
@@ -20,7 +23,7 @@ from kubeloop.api._errors import BadRequest
 from kubeloop.api._fieldpath import Path, is_atomic_map, item_element, list_semantics
 from kubeloop.api._schemas import items_schema, property_schema, resolve
 
-__all__ = ["merge_applied", "remove_paths"]
+__all__ = ["keep_map_nulls", "merge_applied", "remove_paths"]
 
 Schema = Mapping[str, Any] | None
 
@@ -46,6 +49,38 @@ def _merge(live: Any, config: Any, schema: Schema) -> Any:
         if semantics != "atomic":
             return _merge_list(live, config, semantics, keys, items_schema(schema))
     return _drop_nulls(config)
+
+
+def keep_map_nulls(merged: dict[str, Any], config: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
+    """``merged`` with every ``null`` value that ``config`` gives a map entry (along struct and map fields,
+    not inside lists) set again; the dicts on the way are copied, so ``merged`` may share with live."""
+    resolved = resolve(schema)
+    out = merged
+    for key, value in config.items():
+        if type(value) is not dict or not value:
+            continue
+        child = property_schema(resolved, key)
+        if child is None:
+            continue
+        target = out.get(key)
+        if _is_map(child) and not is_atomic_map(child):
+            nulls = [k for k, v in value.items() if v is None]
+            if nulls:
+                entries = dict(target) if isinstance(target, dict) else {}
+                for name in nulls:
+                    entries[name] = None
+                target = entries
+        if isinstance(target, dict):
+            target = keep_map_nulls(target, value, child)
+        if target is not out.get(key):
+            if out is merged:
+                out = dict(merged)
+            out[key] = target
+    return out
+
+
+def _is_map(schema: Schema) -> bool:
+    return schema is not None and not schema.get("properties") and isinstance(schema.get("additionalProperties"), Mapping)
 
 
 def _drop_nulls(value: Any) -> Any:

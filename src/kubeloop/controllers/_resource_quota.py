@@ -14,14 +14,23 @@ plugin does (:mod:`kubeloop.api._quota_evaluators`, upstream's ``quota.Calculate
 - **When**: a quota is added, or its ``spec.hard`` changes (a status write alone wakes nothing); an
   object is deleted, a pod becomes terminal (``QuotaV1Pod`` turns false), a service changes type, a
   claim's storage request changes: every quota of that namespace that tracks the kind is synced again
-  (the monitors' replenishment), for pods, services, claims, ConfigMaps and Secrets; and every quota is
-  recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m), on the
-  manager's clock, which is what catches everything else (``count/`` of other kinds, objects whose
-  charge was left by a write that failed after admission).
+  (the monitors' replenishment, ``resource_quota_monitor.go`` ``controllerFor``: updates of pods,
+  services and claims only, deletes of every kind). Upstream monitors every quotable resource
+  discovery lists (``GetQuotableResources``: namespaced, with create, list, watch and delete), and
+  replenishment only ever syncs a quota whose ``status.hard`` the kind's evaluator tracks
+  (``replenishQuota``), so a kind no quota tracks is never looked at. Here pods, services, claims,
+  ConfigMaps, Secrets, ReplicationControllers and ResourceQuotas (a deleted quota replenishes the
+  namespace's ``resourcequotas`` count) are watched from the start, and the kind of any other
+  ``count/<resource>[.<group>]`` a quota tracks (a Deployment, a Job, a custom resource) from that
+  quota's first sync on (:mod:`kubeloop.controllers._quota_monitors`). A sync is repeated
+  :data:`MONITOR_SYNC_RETRY` seconds later while a monitor it started has not listed yet, so a delete
+  between the count and the monitor's list is not missed. Every quota is also recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m),
+  on the manager's clock, which catches a charge left by a write that failed after admission.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,6 +38,7 @@ from kubeloop.api import BUILTIN_RESOURCES, Conflict, NotFound, ResourceInfo
 from kubeloop.api._quota_evaluators import matching_resources, pod_is_counted, scopes_match, usage
 from kubeloop.api._quota_math import ZERO, ResourceList, add, equals, mask, parse_list, render
 from kubeloop.client import discover_resources
+from kubeloop.controllers._quota_monitors import QuotaMonitors
 from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.runtime import (
     Controller,
@@ -42,13 +52,15 @@ from kubeloop.runtime import (
     Watch,
 )
 
-__all__ = ["QUOTAS", "RESYNC_PERIOD", "ResourceQuotaController", "resources_to_count"]
+__all__ = ["MONITOR_SYNC_RETRY", "QUOTAS", "RESYNC_PERIOD", "ResourceQuotaController", "resources_to_count"]
 
 QUOTAS = builtin("", "resourcequotas")
 RESYNC_PERIOD = 300.0  # kube-controller-manager --resource-quota-sync-period (5m0s)
+MONITOR_SYNC_RETRY = 1.0  # a sync that started a monitor is redone this soon, until the monitor has listed
 FIELD_MANAGER = "resourcequota-controller"
-# The kinds whose changes replenish quota at once (upstream monitors every quotable kind; the periodic
-# recount covers the others).
+# The kinds watched from the start (the evaluators of registry.go, the legacy object-count aliases, and
+# the quotas themselves, whose own watch also enqueues them); any other kind a quota counts is watched
+# from that quota's first sync on (_monitor).
 _REPLENISHED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), ("", "configmaps"), ("", "secrets"),
                ("", "replicationcontrollers"))
 _ALIASES = {"configmaps": ("", "configmaps"), "secrets": ("", "secrets"), "resourcequotas": ("", "resourcequotas"),
@@ -98,6 +110,12 @@ class ResourceQuotaController:
         for group, plural in _REPLENISHED:
             info = builtin(group, plural)
             watches.append(Watch(manager.informer(info), _Replenish(self, info)))
+        # A deleted quota frees a unit of the namespace's "resourcequotas" count (registry.go's alias).
+        watches.append(Watch(self.quotas, _Replenish(self, QUOTAS)))
+        self._watched = frozenset((*_REPLENISHED, ("", "resourcequotas")))
+        self.monitors = QuotaMonitors(manager.client, manager.informers, clock=manager.clock,
+                                      rng=random.Random(manager.rng.random()))
+        manager.add(self.monitors, needs_leader_election=True)
         self._served: dict[tuple[str, str], ResourceInfo] = {(i.group, i.plural): i for i in BUILTIN_RESOURCES}
         self.controller = Controller(self.name, self.reconcile, watches=watches, clock=manager.clock,
                                      metrics=manager.metrics)
@@ -128,6 +146,9 @@ class ResourceQuotaController:
         spec_hard = parse_list((quota.get("spec") or {}).get("hard"))
         status = quota.get("status") or {}
         previous = parse_list(status.get("used"))
+        counted_kinds = await self._counted_kinds(list(spec_hard))
+        for info in counted_kinds:
+            self._monitor(info)
         counted = await self._usage(request.namespace, quota, list(spec_hard))
         used = mask({**previous, **counted}, spec_hard)
         dirty = not equals(spec_hard, parse_list(status.get("hard"))) or not equals(used, previous)
@@ -140,7 +161,30 @@ class ResourceQuotaController:
                 return None
             except Conflict as error:
                 raise TransientError(f"{request} changed meanwhile: {error}") from error
-        return Result(requeue_after=RESYNC_PERIOD)
+        # A monitor that has not listed yet may miss a delete that came after the count: count again soon.
+        pending = any(self.monitors.listing(info) for info in counted_kinds)
+        return Result(requeue_after=MONITOR_SYNC_RETRY if pending else RESYNC_PERIOD)
+
+    async def _counted_kinds(self, hard: list[str]) -> list[ResourceInfo]:
+        """The served, namespaced kinds whose evaluators track some of ``hard``."""
+        kinds = []
+        for group, plural in resources_to_count(hard):
+            info = await self._resource(group, plural)
+            if info is not None:
+                kinds.append(info)
+        return kinds
+
+    def _monitor(self, info: ResourceInfo) -> None:
+        """Replenish on deletes of a counted kind not watched from the start (``QuotaMonitor.controllerFor``)."""
+        if (info.group, info.plural) in self._watched:
+            return
+        replenish = _Replenish(self, info)
+
+        def on_delete(obj: dict[str, Any]) -> None:
+            for request in replenish.requests(Event("delete", obj)):
+                self.controller.queue.add(request)
+
+        self.monitors.monitor(info, on_delete)
 
     async def _usage(self, namespace: str, quota: Obj, hard: list[str]) -> ResourceList:
         """CalculateUsage: for each kind that tracks some of ``hard``, the sum over its matching objects."""

@@ -86,13 +86,19 @@ async def patch_transform(state: ServerState, req: WriteRequest, patch_type: str
         _refuse_duplicate_entries(state, info, applied)
         req = replace(req, operation="Apply")
         manager = req.options.field_manager
+        typed_nulls = not info.custom and _holds_null(applied)
 
         async def transform(current: Current) -> dict[str, Any]:
             result = server_side_apply(
                 current() or None, applied, manager=manager, force=bool(req.options.force),
                 schema=state.schema(info), now=format_time(state.clock.now()), api_version=info.api_version,
                 subresource=req.subresource or None, status_subresource=info.status_subresource,
+                typed=typed_nulls,
             )
+            # smd keeps an applied null map entry; the conversion into the Go struct makes it the element's
+            # zero value (structuredmerge.go Apply: TypedToObject, then toVersioned/toUnversioned).
+            if typed_nulls and isinstance(result, dict):
+                drop_go_nulls(info, result)
             # The merged object is converted into the kind's Go struct (structuredmerge.go Apply, then the
             # update): a value scalar's zero is gone from what is stored, though the applier owns the field
             # (its applied configuration's field set holds it).
@@ -197,6 +203,15 @@ def _refuse_duplicate_entries(state: ServerState, info: ResourceInfo, applied: d
 
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def _holds_null(value: Any) -> bool:
+    """Whether a ``null`` stands anywhere in ``value`` (an applied configuration: most have none)."""
+    if type(value) is dict:
+        return any(v is None or _holds_null(v) for v in value.values())
+    if type(value) is list:
+        return any(v is None or _holds_null(v) for v in value)
+    return False
 
 
 def _is_secret(info: ResourceInfo) -> bool:
