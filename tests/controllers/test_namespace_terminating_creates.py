@@ -16,7 +16,7 @@ import pytest
 from kubeloop.controllers._scheduler_resources import builtin
 from kubeloop.controllers._workload_kinds import CRONJOBS, JOBS
 
-from ._workload_world import NS, REPLICASETS, World, open_world, template
+from ._workload_world import DEPLOYMENTS, NS, REPLICASETS, World, open_world, template
 
 NAMESPACES = builtin("", "namespaces")
 
@@ -53,6 +53,32 @@ async def test_a_replicaset_scaled_up_in_a_terminating_namespace_neither_retries
         assert [w for w in world.ctl.writes if w.resource == "events"] == []
         status = (await world.get(REPLICASETS, "web")).get("status") or {}
         assert not [c for c in status.get("conditions") or () if c.get("type") == "ReplicaFailure"]
+
+
+async def test_a_deployment_rolled_out_in_a_terminating_namespace_is_not_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # deployment_controller.go handleErr: an error with the NamespaceTerminating cause forgets the key.
+    async with open_world(tmp_path, "deployment") as world:
+        d = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template()}}
+        await world.create(DEPLOYMENTS, d)
+        await world.eventually(lambda: _replicasets_are(world, 1))
+        await _terminate_namespace(world)
+        new_template = template(image="nginx:1.27")
+        await world.client.patch(DEPLOYMENTS, "web", {"spec": {"template": new_template}}, namespace=NS)
+        await _refused_creates(world, "replicasets", 1)
+
+        def tried() -> list[str]:
+            return [w.outcome for w in world.ctl.writes if w.verb == "create" and w.resource == "replicasets"]
+
+        # Every sync an event brings tries the create again, as upstream's getNewReplicaSet does; none is a
+        # retry of a failed sync: once the events have settled, five more minutes try nothing (a rate-limited
+        # retry would come back at 82 s, 164 s, 328 s ... of backoff).
+        settled = tried()
+        await world.advance(300)
+        assert tried() == settled and set(settled) == {"error:403"}
+        assert "reconcile of ns/web failed" not in caplog.text
 
 
 async def test_a_job_resumed_in_a_terminating_namespace_neither_retries_nor_reports(
@@ -92,6 +118,10 @@ async def test_a_cronjob_in_a_terminating_namespace_records_no_failed_create(tmp
 
 async def _pods_are(world: World, count: int) -> bool:
     return len(await world.pods()) == count
+
+
+async def _replicasets_are(world: World, count: int) -> bool:
+    return len((await world.client.list(REPLICASETS, namespace=NS))["items"]) == count
 
 
 async def _job_synced(world: World) -> bool:

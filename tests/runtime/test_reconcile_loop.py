@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
 import pytest
 
+from kubeloop.api import Conflict
 from kubeloop.runtime import (
     CacheSyncTimeout,
     Controller,
@@ -107,6 +109,60 @@ async def test_an_exception_is_a_rate_limited_retry_with_growing_backoff() -> No
     assert total(metrics, "error") == 3
     assert metrics.sample("controller_runtime_reconcile_errors_total", {"controller": "c"}) == 3
     c.stop()
+
+
+async def test_max_retries_logs_api_errors_at_debug_below_the_limit_and_drops_the_key_at_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # kube-controller-manager's Deployment controller (deployment_controller.go handleErr, maxRetries):
+    # "Error syncing deployment" at V(2) while NumRequeues < maxRetries, then HandleError and Forget.
+    clock, calls = FakeClock(), []
+
+    async def reconcile(req: Request) -> None:
+        calls.append(clock.monotonic())
+        raise Conflict('Operation cannot be fulfilled on deployments.apps "a": the object has been modified')
+
+    c = Controller("c", reconcile, clock=clock, rate_limiter=ItemExponential(0.005, 1000), max_retries=2)
+    with caplog.at_level(logging.DEBUG, logger="kubeloop.runtime.controller"):
+        c.enqueue(A)
+        await c.process_next()  # no requeue yet: retried
+        await clock.advance(0.005)
+        await c.process_next()  # one requeue: retried
+        await clock.advance(0.010)
+        await c.process_next()  # two requeues, the limit: dropped
+        await clock.advance(1000)
+        assert calls == pytest.approx([0.0, 0.005, 0.015], abs=1e-6)
+        assert len(c.queue) == 0 and c.queue.waiting == 0 and c.queue.num_requeues(A) == 0
+        assert [(r.levelno, "dropping" in r.getMessage()) for r in caplog.records] == [
+            (logging.DEBUG, False), (logging.DEBUG, False), (logging.ERROR, True)]
+        assert "failed 3 times" in caplog.records[-1].getMessage() and "409 Conflict" in caplog.records[-1].getMessage()
+        c.enqueue(A)  # the key's next event: a fresh count
+        await c.process_next()
+        assert caplog.records[-1].levelno == logging.DEBUG and c.queue.waiting == 1
+    c.stop()
+
+
+async def test_max_retries_keeps_a_bug_an_error_line_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+
+    async def reconcile(req: Request) -> None:
+        raise RuntimeError("boom")
+
+    c = Controller("c", reconcile, clock=clock, max_retries=15)
+    with caplog.at_level(logging.DEBUG, logger="kubeloop.runtime.controller"):
+        c.enqueue(A)
+        await c.process_next()
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    assert caplog.records[0].exc_info is not None and c.queue.waiting == 1
+    c.stop()
+
+
+def test_max_retries_must_not_be_negative() -> None:
+    async def reconcile(req: Request) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="max_retries"):
+        Controller("c", reconcile, max_retries=-1)
 
 
 async def test_a_permanent_error_is_recorded_and_not_retried() -> None:

@@ -44,6 +44,7 @@ from kubeloop.api import (
     uid_of,
 )
 from kubeloop.controllers import _deployment_util as du
+from kubeloop.controllers._status_causes import is_namespace_terminating_error
 from kubeloop.controllers._workload_base import WorkloadController
 from kubeloop.controllers._workload_claim import (
     add_orphan_index,
@@ -80,6 +81,9 @@ class DeploymentController(WorkloadController):
     name = "deployment"
     kind = "Deployment"
     resource = DEPLOYMENTS
+    # pkg/controller/deployment/deployment_controller.go: maxRetries = 15; handleErr logs "Error syncing
+    # deployment" at V(2) below it (a routine 409 is not an error line), drops the key at it.
+    max_retries = 15
 
     def watches(self, informers: InformerFactory) -> list[Watch]:
         self.deployments: SharedInformer = informers.informer(DEPLOYMENTS)
@@ -94,6 +98,16 @@ class DeploymentController(WorkloadController):
     # -- sync ------------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
+        try:
+            return await self._sync(request)
+        except ApiError as err:
+            # handleErr: HasStatusCause(err, v1.NamespaceTerminatingCause) forgets the key, as success does:
+            # a new ReplicaSet cannot be created in a namespace being deleted, and retrying changes nothing.
+            if is_namespace_terminating_error(err):
+                return None
+            raise
+
+    async def _sync(self, request: Request) -> Result | None:
         from kubeloop.controllers import _deployment_rollout as rollout
 
         cached = self.deployments.cache.get_by_name(request.name, request.namespace)

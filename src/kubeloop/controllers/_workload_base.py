@@ -47,6 +47,9 @@ class WorkloadController(ABC):
     component: ClassVar[str | None] = None  # the Events' source component when it is not ``<name>-controller``
     kind: ClassVar[str]  # the kind reconciled (the subject of its Events)
     api_version: ClassVar[str] = "apps/v1"
+    # Requeues before a failing key is dropped until its next event, its failures logged at debug level
+    # until then (the runtime Controller's ``max_retries``); None: retried for ever, every failure an error.
+    max_retries: ClassVar[int | None] = None
     resource: ClassVar[ResourceInfo]
 
     def __init__(
@@ -65,7 +68,7 @@ class WorkloadController(ABC):
         self.events = EventSink(client, component=self.component or f"{self.name}-controller", clock=self.clock)
         self.controller = Controller(
             self.name, self, clock=self.clock, metrics=metrics, max_concurrent_reconciles=workers,
-            watches=self.watches(informers),
+            watches=self.watches(informers), max_retries=self.max_retries,
         )  # fmt: skip
 
     @abstractmethod

@@ -20,6 +20,13 @@ Guarantees:
   answer, such as the routine 409 Conflict) as one line with its code, reason and message and no
   traceback, so a routine conflict costs one line per failed attempt; any other exception (a bug in
   the reconciler) with its traceback. Either way the key is retried with the same rate-limited backoff.
+- With ``max_retries`` set (kube-controller-manager's Deployment controller, ``maxRetries = 15`` in
+  ``pkg/controller/deployment/deployment_controller.go`` ``handleErr``), a key that has been requeued fewer
+  than ``max_retries`` times since it last succeeded logs its failure at debug level (upstream's
+  ``V(2)``; an exception that is not the server's answer, a bug, keeps its error line and traceback)
+  and is retried; at the limit the failure is logged at error level and the key is dropped
+  (``Forget``) until its next event. Without it (controller-runtime's and the other workload
+  controllers' behaviour) every key is retried for ever.
 - Workers start only after every source has synced (``cache_sync_timeout``, default 2 min as upstream),
   so a reconciler never acts on a half-filled cache.
 - :meth:`Controller.stop` lets each worker finish its current reconcile and take no more.
@@ -108,10 +115,14 @@ class Controller:
         rate_limiter: RateLimiter | None = None,
         max_queue_depth: int | None = None,
         cache_sync_timeout: float = 120.0,
+        max_retries: int | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
+        if max_retries is not None and max_retries < 0:
+            raise ValueError("max_retries must not be negative")
         self.name = name
+        self.max_retries = max_retries
         self._reconcile: ReconcileFunc = (
             reconciler.reconcile if isinstance(reconciler, Reconciler) else reconciler
         )
@@ -229,6 +240,19 @@ class Controller:
             return
         except Exception as err:  # any other failure is a retry with backoff; the worker lives on
             self._metrics.observe("error", self._clock.monotonic() - started, error=True)
+            if self.max_retries is not None:
+                if self.queue.num_requeues(request) >= self.max_retries:
+                    self.queue.forget(request)
+                    detail = _status_line(err) if isinstance(err, ApiError) else repr(err)
+                    log.error("controller %r: reconcile of %s failed %d times, dropping it until its next "
+                              "event: %s", self.name, request, self.max_retries + 1, detail,
+                              exc_info=None if isinstance(err, ApiError) else err)  # fmt: skip
+                    return
+                if isinstance(err, ApiError):  # upstream's "Error syncing deployment", at V(2)
+                    self.queue.add_rate_limited(request)
+                    log.debug("controller %r: reconcile of %s failed, retrying: %s", self.name, request,
+                              _status_line(err))  # fmt: skip
+                    return
             self.queue.add_rate_limited(request)
             if isinstance(err, ApiError):
                 # The API server's answer (a 409 Conflict is routine): one line, as controller-runtime's
