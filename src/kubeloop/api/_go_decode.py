@@ -260,8 +260,9 @@ class Decoded:
         self.nulls = False
         # What a create's managedFields entry owns of the body as the walk leaves it, given a
         # :class:`~kubeloop.api._flat_entry.FlatPlan` (FieldsV1, ``{}`` for nothing); ``None`` when
-        # the body is not flat, or holds an error, a null, an empty list or map, an unknown field or a
-        # value scalar at its zero.
+        # the body is not flat, or holds an error, a null other than the plan's harmless ones
+        # (:attr:`FlatPlan.nulls`: ``metadata.creationTimestamp`` ...), an empty list or map, an unknown
+        # field or a value scalar at its zero. A body with nulls still has them replaced before the hook.
         self.owned: dict[str, Any] | None = None
         self._drops: list[tuple[dict[str, Any], str]] | None = None  # built on the first unknown field
         # The value scalars with ``omitempty`` at their zero (``false``, ``0``, ``""``), as (parent, key):
@@ -298,7 +299,7 @@ def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> 
         owned = None
     if found.error is not None:
         found.exact = False
-    elif owned is not None and not (found.nulls or found.empties or found.unknown or found.zeros):
+    elif owned is not None and not (found.empties or found.unknown or found.zeros):  # nulls: the walk's own check
         found.owned = {element: owned[element] for element in sorted(owned)} if len(owned) > 1 else owned
     return found
 
@@ -322,7 +323,7 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
         plan = _NO_PLAN  # read only where ``owned`` is a map
     else:
         owned = {}
-    dropped, maps, meta = plan.dropped, plan.maps, plan.meta
+    dropped, maps, meta, nulls = plan.dropped, plan.maps, plan.meta, plan.nulls
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:
@@ -343,6 +344,9 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
             found.nulls = True
             if key in _TYPE_META:  # see below
                 found.exact = False
+                owned = None
+            elif owned is not None and key not in nulls:  # a null the entry would see as a zero
+                owned = None
             continue
         if vtype is dict:
             if field.kind == _STRUCT:
@@ -350,7 +354,9 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
                 if owned is not None:
                     if meta is None or key != "metadata":
                         owned = None
-                    elif not meta.dropped.issuperset(value):  # else only the server's fields (a name): none owned
+                    # Else metadata of only the server's fields (a name) owns nothing; with a null seen so far
+                    # (client-go's creationTimestamp), flat_children passes by the harmless ones, or gives up.
+                    elif found.nulls or not meta.dropped.issuperset(value):
                         node = flat_children(value, meta)
                         if node is None:
                             owned = None

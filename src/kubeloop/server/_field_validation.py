@@ -29,6 +29,7 @@ from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_
 from kubeloop.api._apply import flat_create_plan
 from kubeloop.api._flat_entry import FlatPlan
 from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct
+from kubeloop.api._go_encode import go_encoding
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -185,7 +186,8 @@ def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None, Fl
     defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
     plan = None
     if defname is not None and create_keeps_decoded_body(info):
-        plan = flat_create_plan(builtin_schema(info.group, info.version, info.kind), info.status_subresource)
+        plan = flat_create_plan(builtin_schema(info.group, info.version, info.kind), info.status_subresource,
+                                go_encoding(defname))
     hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname), plan)
     return hit
 
