@@ -22,7 +22,10 @@ Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 51
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
 ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race), or ``PATCH`` of
 its own ConfigMap (``--verb patch``: a merge patch setting a new value, as ``kubectl patch --type merge`` sends
-it, with ``fieldValidation=Strict`` as kubectl asks). Each is made by
+it, with ``fieldValidation=Strict`` as kubectl asks). Named with ``--verb`` only, the bodies real clients send: ``create-kubectl`` (``kubectl create
+configmap``'s body, ``creationTimestamp: null`` and kubectl's query string) and ``update-kubectl`` (the object
+as read back, managedFields and all, with a new value and without its resourceVersion, under ``kubectl
+replace``'s query string). Each is made by
 the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
 service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
 ``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
@@ -55,6 +58,14 @@ RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
 VERBS = ("create", "get", "update", "patch")
+# Measured only when asked (``--verb``): the bodies and query strings real clients send. kubectl 1.32's
+# ``create configmap`` posts ``metadata.creationTimestamp: null`` (client-go encodes a zero metav1.Time as
+# null; omitempty does not omit a struct) with ``?fieldManager=kubectl-create&fieldValidation=Strict``;
+# ``kubectl replace`` and client-go's Update put back what they read (uid, resourceVersion,
+# creationTimestamp, managedFields) with a new value.
+CLIENT_VERBS = ("create-kubectl", "update-kubectl")
+KUBECTL_CREATE_QUERY = b"fieldManager=kubectl-create&fieldValidation=Strict"
+KUBECTL_REPLACE_QUERY = b"fieldManager=kubectl-replace&fieldValidation=Strict"
 
 
 def configmap(name: str, serial: int | None = None) -> bytes:
@@ -62,6 +73,14 @@ def configmap(name: str, serial: int | None = None) -> bytes:
 
     data = {"k": "v" * 512} if serial is None else {"k": "v" * 512, "serial": str(serial)}
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+
+
+def kubectl_configmap(name: str) -> bytes:
+    """``kubectl create configmap NAME --from-literal=k=<512 v>``'s body, key order included."""
+    import orjson
+
+    return orjson.dumps({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "creationTimestamp": None},
+                         "data": {"k": "v" * 512}})
 
 
 def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
@@ -95,6 +114,25 @@ def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
             "kind": "RoleBinding", "metadata": {"name": "bench", "namespace": "default"},
             "roleRef": ref | {"kind": "Role", "name": "bench"}, "subjects": subject}),
     ]
+
+
+async def _read(app: Any, path: str, token: bytes) -> dict[str, Any]:
+    import orjson
+
+    out: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", token)]}
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body")
+    result: dict[str, Any] = orjson.loads(body)
+    return result
 
 
 async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None:
@@ -139,8 +177,11 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     for path, obj in rbac_objects():
         assert await call("POST", path, orjson.dumps(obj), auth=b"Bearer t") == 201
     assert await call("POST", collection, configmap("get-me")) == 201
+    read_back: list[dict[str, Any]] = []
     for i in range(CALLERS):
         assert await call("POST", collection, configmap(f"u{i}")) == 201
+        if verb == "update-kubectl":  # what kubectl replace read: the object as stored, managedFields included
+            read_back.append(await _read(app, f"{collection}/u{i}", token))
 
     async def one(i: int) -> None:
         if verb == "create":
@@ -148,6 +189,15 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
             assert status == 201, status
         elif verb == "update":
             status = await call("PUT", f"{collection}/u{i}", configmap(f"u{i}", next(serials)))
+            assert status == 200, status
+        elif verb == "create-kubectl":
+            status = await call("POST", collection, kubectl_configmap(f"c{next(names)}"), query=KUBECTL_CREATE_QUERY)
+            assert status == 201, status
+        elif verb == "update-kubectl":
+            sent = dict(read_back[i], data={"k": "v" * 512, "serial": str(next(serials))})
+            sent["metadata"] = {**read_back[i]["metadata"]}
+            sent["metadata"].pop("resourceVersion")  # unconditional, as the benchmark's PUT (no lost race)
+            status = await call("PUT", f"{collection}/u{i}", orjson.dumps(sent), query=KUBECTL_REPLACE_QUERY)
             assert status == 200, status
         elif verb == "patch":
             patch = orjson.dumps({"data": {"serial": str(next(serials))}})
@@ -217,7 +267,8 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append",
                         help="a checkout to measure (its src/ first on the path); repeat to compare trees")
     parser.add_argument("--requests", type=int, default=REQUESTS, help=f"N (a multiple of {CALLERS})")
-    parser.add_argument("--verb", choices=VERBS, action="append", help="measure only these (repeatable)")
+    parser.add_argument("--verb", choices=VERBS + CLIENT_VERBS, action="append",
+                        help="measure only these (repeatable); the client-shaped ones only when named")
     parser.add_argument("--user", choices=(*USERS, "both"), default="admin",
                         help="who makes the requests: the admin (system:masters), a service account under RBAC, or both")
     args = parser.parse_args()
@@ -226,8 +277,9 @@ def main() -> None:
     n = max(CALLERS, args.requests // CALLERS * CALLERS)
     trees: list[Path | None] = list(args.tree) if args.tree else [None]
     users = USERS if args.user == "both" else (args.user,)
-    verbs = [verb for verb in VERBS if not args.verb or verb in args.verb]
-    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH"}
+    verbs = [verb for verb in VERBS + CLIENT_VERBS if verb in (args.verb or VERBS)]
+    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH",
+              "create-kubectl": "kubectl create", "update-kubectl": "kubectl replace"}
     print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
         with frozen_src(tree) as frozen:
