@@ -45,10 +45,12 @@ class FlatPlan:
     """One map of the body (the root, or its metadata): the scalar fields left out (``dropped``), by
     field name how a non-empty map of strings there is owned (``maps``; a field it lacks, or any other
     non-scalar value, makes the walk give up), the fields where a ``null`` changes nothing the entry owns
-    (``nulls``: the walk passes them by; a null elsewhere makes it give up), and the plan of its
-    ``metadata`` (``meta``: the root's only; ``None`` where metadata makes the walk give up)."""
+    (``nulls``: the walk passes them by; a null elsewhere makes it give up), those of them whose null the
+    typed decode's replacement leaves as it is (``kept``: a ``metav1.Time`` struct field, whose zero encodes
+    as ``null``), and the plan of its ``metadata`` (``meta``: the root's only; ``None`` where metadata makes
+    the walk give up)."""
 
-    __slots__ = ("dropped", "maps", "meta", "nulls")
+    __slots__ = ("dropped", "kept", "maps", "meta", "nulls")
 
     def __init__(self, dropped: frozenset[str], maps: dict[str, int], meta: FlatPlan | None = None,
                  nulls: frozenset[str] = frozenset()) -> None:
@@ -56,6 +58,7 @@ class FlatPlan:
         self.maps = maps
         self.meta = meta
         self.nulls = nulls
+        self.kept: frozenset[str] = frozenset()
 
 
 def flat_plan(schema: Any, tree: _Unowned, enc: GoEncoding | None = None) -> FlatPlan | None:
@@ -76,6 +79,9 @@ def flat_plan(schema: Any, tree: _Unowned, enc: GoEncoding | None = None) -> Fla
             if walk is not None and walk[1] is not None:
                 # Any null among the server's fields, which no entry holds, and the ones the decode deletes.
                 meta.nulls = _deleted(walk[1], meta_shape) | meta.dropped
+                # Written at its zero, and that zero is null (creationTimestamp): nothing to replace.
+                meta.kept = frozenset(key for key, zero in walk[1].always.items()
+                                      if zero is None and key in meta.nulls)
     plan = _level(shape, tree, meta)
     if enc is not None:
         # Not the fields read before the decode (apiVersion, kind: check_body's) nor metadata itself.

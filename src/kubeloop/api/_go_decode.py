@@ -256,7 +256,8 @@ class Decoded:
         # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
         self.empties = False
         # The body may hold a ``null`` the typed decode replaces: the walk saw one, or passed by a value
-        # it does not look into (``RawExtension``, a map of quantities ...). False: nothing to replace.
+        # it does not look into (``RawExtension``, a map of quantities ...). False: nothing to replace (with a
+        # plan, also when its only nulls are ones the replacement leaves null: :attr:`FlatPlan.kept`).
         self.nulls = False
         # What a create's managedFields entry owns of the body as the walk leaves it, given a
         # :class:`~kubeloop.api._flat_entry.FlatPlan` (FieldsV1, ``{}`` for nothing); ``None`` when
@@ -301,7 +302,24 @@ def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> 
         found.exact = False
     elif owned is not None and not (found.empties or found.unknown or found.zeros):  # nulls: the walk's own check
         found.owned = {element: owned[element] for element in sorted(owned)} if len(owned) > 1 else owned
+        if found.nulls and plan is not None and _all_kept(obj, plan):
+            found.nulls = False  # client-go's creationTimestamp: null, which the replacement leaves null
     return found
+
+
+def _all_kept(obj: dict[str, Any], plan: FlatPlan) -> bool:
+    """Whether the nulls of a body the walk answered for, which lie only at ``plan.nulls`` and metadata's
+    ``nulls``, are all ones the typed decode's replacement leaves as they are (metadata's ``kept``)."""
+    if None in obj.values():  # a top-level null: deleted (FlatPlan.nulls holds no kept field there)
+        return False
+    meta, level = obj.get("metadata"), plan.meta
+    if type(meta) is not dict or level is None:
+        return False
+    kept = level.kept
+    for key, value in meta.items():  # noqa: SIM110 - cheaper than a generator
+        if value is None and key not in kept:
+            return False
+    return True
 
 
 def _message(value: Any, go: _Go, struct: str, path: str) -> str:
@@ -354,9 +372,11 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
                 if owned is not None:
                     if meta is None or key != "metadata":
                         owned = None
-                    # Else metadata of only the server's fields (a name) owns nothing; with a null seen so far
-                    # (client-go's creationTimestamp), flat_children passes by the harmless ones, or gives up.
-                    elif found.nulls or not meta.dropped.issuperset(value):
+                    # Else metadata of only the server's fields (a name, client-go's creationTimestamp: null)
+                    # owns nothing; flat_children passes by the harmless nulls, or gives up.
+                    # The server's fields hold scalars (or fail the decode), but managedFields a list, which
+                    # may hold a null anywhere: flat_children gives up at the list.
+                    elif not meta.dropped.issuperset(value) or (found.nulls and "managedFields" in value):
                         node = flat_children(value, meta)
                         if node is None:
                             owned = None
