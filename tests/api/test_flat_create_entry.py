@@ -317,6 +317,22 @@ def test_the_walk_reports_every_null_it_passes(body: dict[str, Any]) -> None:
     assert decode(body, go_struct(defname)).nulls
 
 
+def test_a_managed_fields_entrys_fields_v1_holds_no_null_to_replace() -> None:
+    # What client-go's Update and kubectl replace send back: the managedFields they read. A FieldsV1 keeps its
+    # bytes as sent (apimachinery FieldsV1.UnmarshalJSON), nulls included, and the replacement leaves it alone.
+    defname = definition_name_for("", "v1", "ConfigMap")
+    assert defname is not None
+    entry = {"manager": "m", "operation": "Update", "apiVersion": "v1", "time": "2024-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": None}}}
+    body = {"metadata": {"name": "x", "managedFields": [entry]}, "data": {"a": "1"}}
+    assert not decode(copy.deepcopy(body), go_struct(defname)).nulls
+    replaced = copy.deepcopy(body)
+    drop_go_nulls(KINDS["ConfigMap"], replaced)
+    assert replaced == body
+    body["metadata"]["managedFields"][0]["time"] = None  # a null at the entry's own field is one to replace
+    assert decode(copy.deepcopy(body), go_struct(defname)).nulls
+
+
 def test_a_value_the_walk_does_not_look_into_may_hold_a_null() -> None:
     defname = definition_name_for("", "v1", "Pod")
     assert defname is not None

@@ -178,6 +178,13 @@ def _value_zeros(defname: str, short: str, node: Mapping[str, Any], fields: dict
 
 _SCALARS = {"string": (_STR, "string"), "boolean": (_BOOL, "bool"), "number": (_FLOAT, "float64")}
 _ANY_GO = _Go(_ANY, "")
+# A managedFields entry's FieldsV1, not looked into either, but known to hold no null the typed decode replaces:
+# its UnmarshalJSON keeps the raw bytes as sent (apimachinery pkg/apis/meta/v1/helpers.go), and the null
+# replacement (:func:`kubeloop.api._go_encode.drop_nulls`) does not look into it. Every client-go Update and
+# kubectl replace sends the managedFields it read.
+_FIELDS_V1 = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
+_FIELDS_GO = _Go(_ANY, "")
+_FIELDS_GO.exact = dict  # a map settles it at once (anything else is not looked into either)
 
 
 def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
@@ -185,7 +192,7 @@ def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
     if isinstance(ref, str) and ref.startswith(_REF):
         defname = ref[len(_REF):]
         if defname in _EXEMPT:
-            return _ANY_GO
+            return _FIELDS_GO if defname == _FIELDS_V1 else _ANY_GO
         if defname in _SCHEMA_OR_DEFS:
             return _Go(_SCHEMA_OR, "", elem=_struct(_SCHEMA_PROPS))
         if defname in _TIMES:
@@ -256,7 +263,8 @@ class Decoded:
         # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
         self.empties = False
         # The body may hold a ``null`` the typed decode replaces: the walk saw one, or passed by a value
-        # it does not look into (``RawExtension``, a map of quantities ...). False: nothing to replace (with a
+        # it does not look into (``RawExtension``, a map of quantities ...; not a ``FieldsV1``, whose nulls
+        # stay as sent). False: nothing to replace (with a
         # plan, also when its only nulls are ones the replacement leaves null: :attr:`FlatPlan.kept`).
         self.nulls = False
         # What a create's managedFields entry owns of the body as the walk leaves it, given a
@@ -315,11 +323,11 @@ def _all_kept(obj: dict[str, Any], plan: FlatPlan) -> bool:
     meta, level = obj.get("metadata"), plan.meta
     if type(meta) is not dict or level is None:
         return False
-    kept = level.kept
-    for key, value in meta.items():  # noqa: SIM110 - cheaper than a generator
-        if value is None and key not in kept:
-            return False
-    return True
+    nulls = list(meta.values()).count(None)  # in C: metadata's nulls, then the kept ones among them
+    for key in level.kept:  # creationTimestamp
+        if meta.get(key, 0) is None:
+            nulls -= 1
+    return not nulls
 
 
 def _message(value: Any, go: _Go, struct: str, path: str) -> str:
@@ -464,8 +472,8 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
     if value is None:
         found.nulls = True
         return
-    if kind == _ANY:  # not looked into: it may hold a null
-        if type(value) in (dict, list):
+    if kind == _ANY:  # not looked into: it may hold a null (not a FieldsV1's: kept as sent)
+        if type(value) in (dict, list) and go is not _FIELDS_GO:
             found.nulls = True
         return
     if kind == _STR:
