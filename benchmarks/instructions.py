@@ -24,8 +24,8 @@ ConfigMap (unconditional, a new value each time: every PUT is a real update, non
 its own ConfigMap (``--verb patch``: a merge patch setting a new value, as ``kubectl patch --type merge`` sends
 it, with ``fieldValidation=Strict`` as kubectl asks). Named with ``--verb`` only, the bodies real clients send: ``create-kubectl`` (``kubectl create
 configmap``'s body, ``creationTimestamp: null`` and kubectl's query string) and ``update-kubectl`` (the object
-as read back, managedFields and all, with a new value and without its resourceVersion, under ``kubectl
-replace``'s query string). Each is made by
+as read back, managedFields and all, with a new value and its resourceVersion, under ``kubectl replace``'s
+query string; each PUT sends the previous one's answer, as an update loop does). Each is made by
 the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
 service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
 ``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
@@ -62,7 +62,7 @@ VERBS = ("create", "get", "update", "patch")
 # ``create configmap`` posts ``metadata.creationTimestamp: null`` (client-go encodes a zero metav1.Time as
 # null; omitempty does not omit a struct) with ``?fieldManager=kubectl-create&fieldValidation=Strict``;
 # ``kubectl replace`` and client-go's Update put back what they read (uid, resourceVersion,
-# creationTimestamp, managedFields) with a new value.
+# creationTimestamp, managedFields) with a new value; the update loop here sends each answer back.
 CLIENT_VERBS = ("create-kubectl", "update-kubectl")
 KUBECTL_CREATE_QUERY = b"fieldManager=kubectl-create&fieldValidation=Strict"
 KUBECTL_REPLACE_QUERY = b"fieldManager=kubectl-replace&fieldValidation=Strict"
@@ -156,8 +156,10 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     token = b"Bearer t" if user == "admin" else b"Bearer s"
 
     async def call(method: str, path: str, body: bytes = b"", auth: bytes = token,
-                   media: bytes = b"application/json", query: bytes = b"") -> int:
-        out: list[dict[str, Any]] = []
+                   media: bytes = b"application/json", query: bytes = b"",
+                   out: list[dict[str, Any]] | None = None) -> int:
+        if out is None:
+            out = []
 
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": body, "more_body": False}
@@ -194,11 +196,13 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
             status = await call("POST", collection, kubectl_configmap(f"c{next(names)}"), query=KUBECTL_CREATE_QUERY)
             assert status == 201, status
         elif verb == "update-kubectl":
+            # What an update loop sends (obj = Update(obj)): the last answer with a new value, its
+            # resourceVersion a precondition (each caller writes its own object: no lost race).
             sent = dict(read_back[i], data={"k": "v" * 512, "serial": str(next(serials))})
-            sent["metadata"] = {**read_back[i]["metadata"]}
-            sent["metadata"].pop("resourceVersion")  # unconditional, as the benchmark's PUT (no lost race)
-            status = await call("PUT", f"{collection}/u{i}", orjson.dumps(sent), query=KUBECTL_REPLACE_QUERY)
+            answer: list[dict[str, Any]] = []
+            status = await call("PUT", f"{collection}/u{i}", orjson.dumps(sent), query=KUBECTL_REPLACE_QUERY, out=answer)
             assert status == 200, status
+            read_back[i] = orjson.loads(b"".join(m.get("body", b"") for m in answer if m["type"] == "http.response.body"))
         elif verb == "patch":
             patch = orjson.dumps({"data": {"serial": str(next(serials))}})
             status = await call("PATCH", f"{collection}/u{i}", patch, media=b"application/merge-patch+json",
