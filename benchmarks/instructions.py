@@ -22,10 +22,11 @@ Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 51
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
 ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race), or ``PATCH`` of
 its own ConfigMap (``--verb patch``: a merge patch setting a new value, as ``kubectl patch --type merge`` sends
-it, with ``fieldValidation=Strict`` as kubectl asks). Named with ``--verb`` only, the bodies real clients send: ``create-kubectl`` (``kubectl create
-configmap``'s body, ``creationTimestamp: null`` and kubectl's query string) and ``update-kubectl`` (the object
-as read back, managedFields and all, with a new value and its resourceVersion, under ``kubectl replace``'s
-query string; each PUT sends the previous one's answer, as an update loop does). Each is made by
+it, with ``fieldValidation=Strict`` as kubectl asks). Named with ``--verb`` only, the JSON bodies client-go writes (a newline at the end):
+``create-clientgo`` (the ConfigMap with ``creationTimestamp: null``, under ``kubectl create``'s query string)
+and ``update-clientgo`` (the object as read back, managedFields and all, with a new value and its
+resourceVersion, under ``kubectl replace``'s query string; each PUT sends the previous one's answer, as an
+update loop does). Each is made by
 the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
 service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
 ``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
@@ -58,12 +59,14 @@ RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
 VERBS = ("create", "get", "update", "patch")
-# Measured only when asked (``--verb``): the bodies and query strings real clients send. kubectl 1.32's
-# ``create configmap`` posts ``metadata.creationTimestamp: null`` (client-go encodes a zero metav1.Time as
-# null; omitempty does not omit a struct) with ``?fieldManager=kubectl-create&fieldValidation=Strict``;
-# ``kubectl replace`` and client-go's Update put back what they read (uid, resourceVersion,
-# creationTimestamp, managedFields) with a new value; the update loop here sends each answer back.
-CLIENT_VERBS = ("create-kubectl", "update-kubectl")
+# Measured only when asked (``--verb``): the JSON bodies client-go writes, with kubectl's query strings.
+# client-go's JSON serializer ends every body with a newline (json.Encoder.Encode) and writes a zero
+# metav1.Time as null (omitempty does not omit a struct): ``metadata.creationTimestamp: null`` in every create
+# (kubectl 1.32's own ``create configmap`` sends protobuf, which kubeloop decodes to the same object);
+# ``kubectl replace`` (JSON, newline included) and client-go's Update put back what they read (uid,
+# resourceVersion, creationTimestamp, managedFields) with a new value; the update loop here sends each
+# answer back.
+CLIENT_VERBS = ("create-clientgo", "update-clientgo")
 KUBECTL_CREATE_QUERY = b"fieldManager=kubectl-create&fieldValidation=Strict"
 KUBECTL_REPLACE_QUERY = b"fieldManager=kubectl-replace&fieldValidation=Strict"
 
@@ -75,12 +78,13 @@ def configmap(name: str, serial: int | None = None) -> bytes:
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 
 
-def kubectl_configmap(name: str) -> bytes:
-    """``kubectl create configmap NAME --from-literal=k=<512 v>``'s body, key order included."""
+def clientgo_configmap(name: str) -> bytes:
+    """client-go's JSON body for ``kubectl create configmap NAME --from-literal=k=<512 v>``'s object, key order
+    and newline included."""
     import orjson
 
     return orjson.dumps({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "creationTimestamp": None},
-                         "data": {"k": "v" * 512}})
+                         "data": {"k": "v" * 512}}) + b"\n"
 
 
 def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
@@ -182,7 +186,7 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     read_back: list[dict[str, Any]] = []
     for i in range(CALLERS):
         assert await call("POST", collection, configmap(f"u{i}")) == 201
-        if verb == "update-kubectl":  # what kubectl replace read: the object as stored, managedFields included
+        if verb == "update-clientgo":  # what kubectl replace read: the object as stored, managedFields included
             read_back.append(await _read(app, f"{collection}/u{i}", token))
 
     async def one(i: int) -> None:
@@ -192,15 +196,16 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
         elif verb == "update":
             status = await call("PUT", f"{collection}/u{i}", configmap(f"u{i}", next(serials)))
             assert status == 200, status
-        elif verb == "create-kubectl":
-            status = await call("POST", collection, kubectl_configmap(f"c{next(names)}"), query=KUBECTL_CREATE_QUERY)
+        elif verb == "create-clientgo":
+            status = await call("POST", collection, clientgo_configmap(f"c{next(names)}"), query=KUBECTL_CREATE_QUERY)
             assert status == 201, status
-        elif verb == "update-kubectl":
+        elif verb == "update-clientgo":
             # What an update loop sends (obj = Update(obj)): the last answer with a new value, its
             # resourceVersion a precondition (each caller writes its own object: no lost race).
             sent = dict(read_back[i], data={"k": "v" * 512, "serial": str(next(serials))})
             answer: list[dict[str, Any]] = []
-            status = await call("PUT", f"{collection}/u{i}", orjson.dumps(sent), query=KUBECTL_REPLACE_QUERY, out=answer)
+            body = orjson.dumps(sent) + b"\n"
+            status = await call("PUT", f"{collection}/u{i}", body, query=KUBECTL_REPLACE_QUERY, out=answer)
             assert status == 200, status
             read_back[i] = orjson.loads(b"".join(m.get("body", b"") for m in answer if m["type"] == "http.response.body"))
         elif verb == "patch":
@@ -283,7 +288,7 @@ def main() -> None:
     users = USERS if args.user == "both" else (args.user,)
     verbs = [verb for verb in VERBS + CLIENT_VERBS if verb in (args.verb or VERBS)]
     titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH",
-              "create-kubectl": "kubectl create", "update-kubectl": "kubectl replace"}
+              "create-clientgo": "client-go POST", "update-clientgo": "client-go PUT"}
     print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
         with frozen_src(tree) as frozen:
