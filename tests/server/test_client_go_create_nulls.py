@@ -172,7 +172,8 @@ def test_client_go_shaped_creates_answer_what_the_general_path_answers(
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
 async def test_kubectl_create_takes_the_walks_entry_and_gets_the_general_paths(
         real_app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``kubectl create configmap`` and ``create serviceaccount`` send ``creationTimestamp: null`` and
+    """``kubectl create configmap`` and ``create serviceaccount`` (1.32) send protobuf, whose ObjectMeta holds an
+    empty ``creationTimestamp`` (decoded as ``creationTimestamp: null``, as client-go's JSON has it), under
     ``?fieldManager=kubectl-create&fieldValidation=Strict``: the create builds its entry without the field
     manager's own walk, and kubectl reads back what the general path stores."""
     kubeconfig = tmp_path / "kubeconfig"
