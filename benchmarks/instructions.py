@@ -22,7 +22,11 @@ Requests: 64 concurrent callers, each looping over ``POST`` of a ConfigMap (a 51
 of one ConfigMap, as the two first parts of ``benchmarks/apiserver.py`` do over HTTPS, or ``PUT`` of its own
 ConfigMap (unconditional, a new value each time: every PUT is a real update, none a lost race), or ``PATCH`` of
 its own ConfigMap (``--verb patch``: a merge patch setting a new value, as ``kubectl patch --type merge`` sends
-it, with ``fieldValidation=Strict`` as kubectl asks). Each is made by
+it, with ``fieldValidation=Strict`` as kubectl asks). Named with ``--verb`` only, the JSON bodies client-go writes (a newline at the end):
+``create-clientgo`` (the ConfigMap with ``creationTimestamp: null``, under ``kubectl create``'s query string)
+and ``update-clientgo`` (the object as read back, managedFields and all, with a new value and its
+resourceVersion, under ``kubectl replace``'s query string; each PUT sends the previous one's answer, as an
+update loop does). Each is made by
 the admin (``system:masters``: no RBAC evaluation) and, with ``--user serviceaccount`` (or ``both``), by a
 service account that is not a master: ``system:serviceaccount:default:bench``, allowed by a Role of
 ``default`` through a RoleBinding (create, get and update ConfigMaps) next to a ``view``-like ClusterRole bound by a
@@ -55,6 +59,16 @@ RBAC_V1 = "/apis/rbac.authorization.k8s.io/v1"
 
 
 VERBS = ("create", "get", "update", "patch")
+# Measured only when asked (``--verb``): the JSON bodies client-go writes, with kubectl's query strings.
+# client-go's JSON serializer ends every body with a newline (json.Encoder.Encode) and writes a zero
+# metav1.Time as null (omitempty does not omit a struct): ``metadata.creationTimestamp: null`` in every create
+# (kubectl 1.32's own ``create configmap`` sends protobuf, which kubeloop decodes to the same object);
+# ``kubectl replace`` (JSON, newline included) and client-go's Update put back what they read (uid,
+# resourceVersion, creationTimestamp, managedFields) with a new value; the update loop here sends each
+# answer back.
+CLIENT_VERBS = ("create-clientgo", "update-clientgo")
+KUBECTL_CREATE_QUERY = b"fieldManager=kubectl-create&fieldValidation=Strict"
+KUBECTL_REPLACE_QUERY = b"fieldManager=kubectl-replace&fieldValidation=Strict"
 
 
 def configmap(name: str, serial: int | None = None) -> bytes:
@@ -62,6 +76,15 @@ def configmap(name: str, serial: int | None = None) -> bytes:
 
     data = {"k": "v" * 512} if serial is None else {"k": "v" * 512, "serial": str(serial)}
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+
+
+def clientgo_configmap(name: str) -> bytes:
+    """client-go's JSON body for ``kubectl create configmap NAME --from-literal=k=<512 v>``'s object, key order
+    and newline included."""
+    import orjson
+
+    return orjson.dumps({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "creationTimestamp": None},
+                         "data": {"k": "v" * 512}}) + b"\n"
 
 
 def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
@@ -97,6 +120,25 @@ def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+async def _read(app: Any, path: str, token: bytes) -> dict[str, Any]:
+    import orjson
+
+    out: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", token)]}
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body")
+    result: dict[str, Any] = orjson.loads(body)
+    return result
+
+
 async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None:
     """Build the app as ``kubeloop apiserver`` does and run ``n`` requests as ``user`` (after a warm-up)."""
     import orjson
@@ -118,8 +160,10 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     token = b"Bearer t" if user == "admin" else b"Bearer s"
 
     async def call(method: str, path: str, body: bytes = b"", auth: bytes = token,
-                   media: bytes = b"application/json", query: bytes = b"") -> int:
-        out: list[dict[str, Any]] = []
+                   media: bytes = b"application/json", query: bytes = b"",
+                   out: list[dict[str, Any]] | None = None) -> int:
+        if out is None:
+            out = []
 
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": body, "more_body": False}
@@ -139,8 +183,11 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     for path, obj in rbac_objects():
         assert await call("POST", path, orjson.dumps(obj), auth=b"Bearer t") == 201
     assert await call("POST", collection, configmap("get-me")) == 201
+    read_back: list[dict[str, Any]] = []
     for i in range(CALLERS):
         assert await call("POST", collection, configmap(f"u{i}")) == 201
+        if verb == "update-clientgo":  # what kubectl replace read: the object as stored, managedFields included
+            read_back.append(await _read(app, f"{collection}/u{i}", token))
 
     async def one(i: int) -> None:
         if verb == "create":
@@ -149,6 +196,18 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
         elif verb == "update":
             status = await call("PUT", f"{collection}/u{i}", configmap(f"u{i}", next(serials)))
             assert status == 200, status
+        elif verb == "create-clientgo":
+            status = await call("POST", collection, clientgo_configmap(f"c{next(names)}"), query=KUBECTL_CREATE_QUERY)
+            assert status == 201, status
+        elif verb == "update-clientgo":
+            # What an update loop sends (obj = Update(obj)): the last answer with a new value, its
+            # resourceVersion a precondition (each caller writes its own object: no lost race).
+            sent = dict(read_back[i], data={"k": "v" * 512, "serial": str(next(serials))})
+            answer: list[dict[str, Any]] = []
+            body = orjson.dumps(sent) + b"\n"
+            status = await call("PUT", f"{collection}/u{i}", body, query=KUBECTL_REPLACE_QUERY, out=answer)
+            assert status == 200, status
+            read_back[i] = orjson.loads(b"".join(m.get("body", b"") for m in answer if m["type"] == "http.response.body"))
         elif verb == "patch":
             patch = orjson.dumps({"data": {"serial": str(next(serials))}})
             status = await call("PATCH", f"{collection}/u{i}", patch, media=b"application/merge-patch+json",
@@ -217,7 +276,8 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append",
                         help="a checkout to measure (its src/ first on the path); repeat to compare trees")
     parser.add_argument("--requests", type=int, default=REQUESTS, help=f"N (a multiple of {CALLERS})")
-    parser.add_argument("--verb", choices=VERBS, action="append", help="measure only these (repeatable)")
+    parser.add_argument("--verb", choices=VERBS + CLIENT_VERBS, action="append",
+                        help="measure only these (repeatable); the client-shaped ones only when named")
     parser.add_argument("--user", choices=(*USERS, "both"), default="admin",
                         help="who makes the requests: the admin (system:masters), a service account under RBAC, or both")
     args = parser.parse_args()
@@ -226,8 +286,9 @@ def main() -> None:
     n = max(CALLERS, args.requests // CALLERS * CALLERS)
     trees: list[Path | None] = list(args.tree) if args.tree else [None]
     users = USERS if args.user == "both" else (args.user,)
-    verbs = [verb for verb in VERBS if not args.verb or verb in args.verb]
-    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH"}
+    verbs = [verb for verb in VERBS + CLIENT_VERBS if verb in (args.verb or VERBS)]
+    titles = {"create": "Ir per create", "get": "Ir per GET", "update": "Ir per PUT", "patch": "Ir per PATCH",
+              "create-clientgo": "client-go POST", "update-clientgo": "client-go PUT"}
     print(" | ".join([f"{'tree':<40}", f"{'user':<14}", *(f"{titles[verb]:>14}" for verb in verbs)]))
     for tree in trees:
         with frozen_src(tree) as frozen:

@@ -259,6 +259,45 @@ async def test_an_entry_added_in_place_that_does_not_decode_is_dropped(app: App,
     assert [e["manager"] for e in r.json()["metadata"]["managedFields"]] == ["creator"]
 
 
+class BreakEntryInPlace(MutatingPlugin):
+    """On update, sets a field of the writer's one entry in place (the list and the entry stay the same objects)."""
+
+    def __init__(self, key: str, value: Any) -> None:
+        self.key, self.value = key, value
+
+    def handles(self, operation: str, resource: ResourceInfo) -> bool:
+        return operation == "UPDATE" and resource.plural == "configmaps"
+
+    def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: Any) -> None:
+        assert obj is not None
+        (only,) = obj["metadata"]["managedFields"]
+        only[self.key] = self.value
+
+
+async def test_the_writers_one_entry_changed_in_place_on_update_is_still_checked(
+        app: App, client: httpx.AsyncClient) -> None:
+    # The update path skips the check for the field manager's one entry left as it was, only while the fields
+    # the check reads are still valid (a plugin may change the very entry it was given).
+    cases = (("operation", "Bogus", "operation must be `Apply` or `Update`"),
+             ("apiVersion", "", "apiVersion must not be empty"),
+             ("fieldsType", "FieldsV2", 'invalid fieldsType \\"FieldsV2\\" in managed fields entry 0'),
+             (None, None, None))
+    for i, (key, value, why) in enumerate(cases):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"a": "1"}}
+        r = await client.post(f"{CM}?fieldManager=writer", json=cm)
+        assert r.status_code == 201, r.text
+        current = r.json()
+        current["data"]["a"] = "2"
+        plugin = BreakEntryInPlace(key, value) if key is not None else None
+        if plugin is not None:
+            app.admission.append(plugin)
+        r = await client.put(f"{CM}/c{i}?fieldManager=writer", json=current)
+        if plugin is not None:
+            app.admission.remove(plugin)
+        assert r.status_code == 200, r.text
+        assert r.headers.get_list("warning") == ([INVALID + why + '"'] if why else []), key
+
+
 async def test_a_creates_managed_fields_stay_last_in_metadata_as_object_metas_go_field_order(
     client: httpx.AsyncClient,
 ) -> None:

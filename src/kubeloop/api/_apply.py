@@ -44,6 +44,7 @@ from kubeloop.api._fieldpath import (
     unowned_tree,
 )
 from kubeloop.api._flat_entry import FlatPlan, flat_plan
+from kubeloop.api._go_encode import GoEncoding
 from kubeloop.api._ssa_merge import keep_map_nulls, merge_applied, remove_paths
 from kubeloop.api._strategic import deep_copy_json
 
@@ -363,11 +364,13 @@ def created_entries(fields: dict[str, Any], manager: str, now: str, api_version:
              "fieldsType": "FieldsV1", "fieldsV1": fields}]
 
 
-def flat_create_plan(schema: Mapping[str, Any] | None, status_subresource: bool) -> FlatPlan | None:
+def flat_create_plan(schema: Mapping[str, Any] | None, status_subresource: bool,
+                     enc: GoEncoding | None = None) -> FlatPlan | None:
     """The plan with which the decode walk builds ``managed_fields_on_create``'s tree for a flat body
     (:mod:`kubeloop.api._flat_entry`). Valid only for a kind whose create changes nothing the entry
-    owns between the decode and the field manager (no defaults, no Go zero fields): the caller's call."""
-    return flat_plan(schema, _CREATE_TREES[status_subresource])
+    owns between the decode and the field manager (no defaults, no Go zero fields): the caller's call.
+    Given the kind's Go encoding ``enc``, the walk passes by the nulls that change nothing the entry owns."""
+    return flat_plan(schema, _CREATE_TREES[status_subresource], enc)
 
 
 def managed_fields_on_update(

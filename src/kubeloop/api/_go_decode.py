@@ -178,6 +178,13 @@ def _value_zeros(defname: str, short: str, node: Mapping[str, Any], fields: dict
 
 _SCALARS = {"string": (_STR, "string"), "boolean": (_BOOL, "bool"), "number": (_FLOAT, "float64")}
 _ANY_GO = _Go(_ANY, "")
+# A managedFields entry's FieldsV1, not looked into either, but known to hold no null the typed decode replaces:
+# its UnmarshalJSON keeps the raw bytes as sent (apimachinery pkg/apis/meta/v1/helpers.go), and the null
+# replacement (:func:`kubeloop.api._go_encode.drop_nulls`) does not look into it. Every client-go Update and
+# kubectl replace sends the managedFields it read.
+_FIELDS_V1 = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
+_FIELDS_GO = _Go(_ANY, "")
+_FIELDS_GO.exact = dict  # a map settles it at once (anything else is not looked into either)
 
 
 def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
@@ -185,7 +192,7 @@ def _target(node: Mapping[str, Any], *, named: str | None = None) -> _Go:
     if isinstance(ref, str) and ref.startswith(_REF):
         defname = ref[len(_REF):]
         if defname in _EXEMPT:
-            return _ANY_GO
+            return _FIELDS_GO if defname == _FIELDS_V1 else _ANY_GO
         if defname in _SCHEMA_OR_DEFS:
             return _Go(_SCHEMA_OR, "", elem=_struct(_SCHEMA_PROPS))
         if defname in _TIMES:
@@ -256,12 +263,15 @@ class Decoded:
         # A list or map field (not a struct) holds an empty value somewhere (what the encoding drops).
         self.empties = False
         # The body may hold a ``null`` the typed decode replaces: the walk saw one, or passed by a value
-        # it does not look into (``RawExtension``, a map of quantities ...). False: nothing to replace.
+        # it does not look into (``RawExtension``, a map of quantities ...; not a ``FieldsV1``, whose nulls
+        # stay as sent). False: nothing to replace (with a
+        # plan, also when its only nulls are ones the replacement leaves null: :attr:`FlatPlan.kept`).
         self.nulls = False
         # What a create's managedFields entry owns of the body as the walk leaves it, given a
         # :class:`~kubeloop.api._flat_entry.FlatPlan` (FieldsV1, ``{}`` for nothing); ``None`` when
-        # the body is not flat, or holds an error, a null, an empty list or map, an unknown field or a
-        # value scalar at its zero.
+        # the body is not flat, or holds an error, a null other than the plan's harmless ones
+        # (:attr:`FlatPlan.nulls`: ``metadata.creationTimestamp`` ...), an empty list or map, an unknown
+        # field or a value scalar at its zero. A body with nulls still has them replaced before the hook.
         self.owned: dict[str, Any] | None = None
         self._drops: list[tuple[dict[str, Any], str]] | None = None  # built on the first unknown field
         # The value scalars with ``omitempty`` at their zero (``false``, ``0``, ``""``), as (parent, key):
@@ -298,9 +308,26 @@ def decode(obj: dict[str, Any], top: GoStruct, plan: FlatPlan | None = None) -> 
         owned = None
     if found.error is not None:
         found.exact = False
-    elif owned is not None and not (found.nulls or found.empties or found.unknown or found.zeros):
+    elif owned is not None and not (found.empties or found.unknown or found.zeros):  # nulls: the walk's own check
         found.owned = {element: owned[element] for element in sorted(owned)} if len(owned) > 1 else owned
+        if found.nulls and plan is not None and _all_kept(obj, plan):
+            found.nulls = False  # client-go's creationTimestamp: null, which the replacement leaves null
     return found
+
+
+def _all_kept(obj: dict[str, Any], plan: FlatPlan) -> bool:
+    """Whether the nulls of a body the walk answered for, which lie only at ``plan.nulls`` and metadata's
+    ``nulls``, are all ones the typed decode's replacement leaves as they are (metadata's ``kept``)."""
+    if None in obj.values():  # a top-level null: deleted (FlatPlan.nulls holds no kept field there)
+        return False
+    meta, level = obj.get("metadata"), plan.meta
+    if type(meta) is not dict or level is None:
+        return False
+    nulls = list(meta.values()).count(None)  # in C: metadata's nulls, then the kept ones among them
+    for key in level.kept:  # creationTimestamp
+        if meta.get(key, 0) is None:
+            nulls -= 1
+    return not nulls
 
 
 def _message(value: Any, go: _Go, struct: str, path: str) -> str:
@@ -322,7 +349,7 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
         plan = _NO_PLAN  # read only where ``owned`` is a map
     else:
         owned = {}
-    dropped, maps, meta = plan.dropped, plan.maps, plan.meta
+    dropped, maps, meta, nulls = plan.dropped, plan.maps, plan.meta, plan.nulls
     for key, value in obj.items():
         field = fields.get(key)
         if field is None:
@@ -343,6 +370,9 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
             found.nulls = True
             if key in _TYPE_META:  # see below
                 found.exact = False
+                owned = None
+            elif owned is not None and key not in nulls:  # a null the entry would see as a zero
+                owned = None
             continue
         if vtype is dict:
             if field.kind == _STRUCT:
@@ -350,7 +380,11 @@ def _walk_top(obj: dict[str, Any], go: _Go, found: Decoded, plan: FlatPlan | Non
                 if owned is not None:
                     if meta is None or key != "metadata":
                         owned = None
-                    elif not meta.dropped.issuperset(value):  # else only the server's fields (a name): none owned
+                    # Else metadata of only the server's fields (a name, client-go's creationTimestamp: null)
+                    # owns nothing; flat_children passes by the harmless nulls, or gives up.
+                    # The server's fields hold scalars (or fail the decode), but managedFields a list, which
+                    # may hold a null anywhere: flat_children gives up at the list.
+                    elif not meta.dropped.issuperset(value) or (found.nulls and "managedFields" in value):
                         node = flat_children(value, meta)
                         if node is None:
                             owned = None
@@ -438,8 +472,8 @@ def _walk(value: Any, go: _Go, struct: str, path: str, doc: str, found: Decoded)
     if value is None:
         found.nulls = True
         return
-    if kind == _ANY:  # not looked into: it may hold a null
-        if type(value) in (dict, list):
+    if kind == _ANY:  # not looked into: it may hold a null (not a FieldsV1's: kept as sent)
+        if type(value) in (dict, list) and go is not _FIELDS_GO:
             found.nulls = True
         return
     if kind == _STR:

@@ -29,6 +29,7 @@ from kubeloop.api import BadRequest, FieldError, Invalid, ResourceInfo, builtin_
 from kubeloop.api._apply import flat_create_plan
 from kubeloop.api._flat_entry import FlatPlan
 from kubeloop.api._go_decode import Decoded, GoStruct, conversion_error, decode, go_struct
+from kubeloop.api._go_encode import go_encoding
 from kubeloop.api._schema_validate import prune
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._unknown_fields import (
@@ -185,7 +186,8 @@ def _go_struct_of(info: ResourceInfo) -> tuple[ResourceInfo, GoStruct | None, Fl
     defname = None if info.custom else definition_name_for(info.group, info.version, info.kind)
     plan = None
     if defname is not None and create_keeps_decoded_body(info):
-        plan = flat_create_plan(builtin_schema(info.group, info.version, info.kind), info.status_subresource)
+        plan = flat_create_plan(builtin_schema(info.group, info.version, info.kind), info.status_subresource,
+                                go_encoding(defname))
     hit = _go_structs[id(info)] = (info, None if defname is None else go_struct(defname), plan)
     return hit
 
@@ -221,7 +223,10 @@ def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[
     ``decoded`` is ``body`` as already parsed, if the caller has it: when re-encoding it gives
     ``body`` back byte for byte (compact JSON from orjson, and from Go's encoder for most objects),
     ``body`` cannot repeat a key (the decoded object has none, and the bytes are the same), so the
-    second, slower parse is skipped. Any other body takes the full parse; the answer is the same.
+    second, slower parse is skipped. So too with one newline after it: client-go's JSON serializer
+    writes with ``json.Encoder.Encode``, which ends every body so (apimachinery
+    ``runtime/serializer/json/json.go``; ``kubectl replace`` and every client-go JSON write). Any other
+    body takes the full parse; the answer is the same.
     """
     if directive == "Ignore":
         return []
@@ -229,10 +234,12 @@ def duplicate_texts(body: bytes, directive: str, decoded: Any = _UNSET) -> list[
         return []
     if decoded is not _UNSET:
         try:
-            if orjson.dumps(decoded) == body:
-                return []
+            encoded = orjson.dumps(decoded)
         except TypeError:  # not re-encodable (e.g. an integer past 64 bits): parse in full
             pass
+        else:
+            if encoded == body or (body[-1:] == b"\n" and body[:-1] == encoded):
+                return []
     return [f'duplicate field "{p}"' for p in duplicate_fields(body)]
 
 

@@ -582,16 +582,23 @@ async def _prepare_update(
     found = take_empty_collections(new, walks) if walks is not None and empties else None
     if zeros is not None:
         fill_zero_fields(new, zeros)
-    record_manager(state, req, new, old)
+    hook = state.field_manager  # record_manager, inlined (a call less per update)
+    if hook is not None:
+        hook(req, new, old, format_time(state.clock.now()), None)
     if found is not None:
         # Stored forms at once: what compares the new object with the old one (generation, immutable fields,
         # "no change") compares semantically upstream (apimachinery equality.Semantic.DeepEqual: an empty
         # slice or map equals a nil one), as dicts here. A failed validation takes its messages from the object
         # as decoded, where an emptied map prints map[string]string{} as upstream's does (_decoded_messages).
         store_empty_collections(found)
-    mutating, validating = plans_for(state.admission, "UPDATE", info)
-    attrs = AdmissionAttributes("UPDATE", info, req.namespace if info.namespaced else "", req.name,
-                                req.subresource, req.user, req.options.dry_run, None, req.warnings, req.options)
+    admission = state.admission  # plans_for, its chain's cached case inlined
+    mutating, validating = (admission.plan("UPDATE", info) if type(admission) is AdmissionChain
+                            else plans_for(admission, "UPDATE", info))
+    options = req.options
+    # All ten fields, positionally: the named tuple's generated ``__new__`` costs more (create_object's).
+    attrs = tuple.__new__(AdmissionAttributes, ("UPDATE", info, req.namespace if info.namespaced else "", req.name,
+                                                req.subresource, req.user, options.dry_run, None, req.warnings,
+                                                options))
     if mutating:  # the mutating transformer of objInfo.UpdatedObject (handlers/update.go, patch.go)
         managed = new_meta.get("managedFields")  # ManagedFieldsValidatingAdmissionController
         entries = tuple(managed) if type(managed) is list else ()
@@ -600,7 +607,14 @@ async def _prepare_update(
             if pending is not None:
                 await pending
         new_meta = new["metadata"]  # a plugin may have replaced it
-        if managed is not None or "managedFields" in new_meta:
+        after = new_meta.get("managedFields")
+        # What admission leaves as a rule: the field manager's one entry (the writer's), list and entry as they
+        # were, and the entry's fields keep_valid_managed_fields checks still valid (a plugin may have changed
+        # them in place); anything else goes through it. One call less per update.
+        if after is not managed or (type(after) is list and not (
+                len(after) == 1 and len(entries) == 1 and (entry := after[0]) is entries[0] and type(entry) is dict
+                and entry.get("operation") in _OPERATIONS and entry.get("apiVersion")
+                and entry.get("fieldsType") == "FieldsV1")):
             keep_valid_managed_fields(new_meta, managed, entries, req.warnings)
     if "ownerReferences" in new_meta and req.subresource != "scale":  # the Scale is what scale's admission sees
         dedup_owner_references(new_meta, req.warnings, after_admission=True)
@@ -645,10 +659,9 @@ async def _prepare_update(
     except Invalid:
         if not found:
             raise
-        # Upstream's messages print the decoded object's emptied maps as empty, not nil (_decoded_messages).
-        subresource = req.subresource
-        raise invalid(info.kind, req.name, decoded_errors(
-            errors, found, lambda: strategy.validate_update(new, old, subresource)), info.group) from None
+        # A function of its own: a lambda here would make ``new``, ``old`` and ``strategy`` cells of this
+        # function, read through their cells on every update (about 2k instructions per PUT).
+        raise _invalid_as_decoded(req, errors, found, strategy, new, old) from None
     if strategy.warns:  # rest.BeforeUpdate: WarningsOnUpdate once validation has passed
         _add_warnings(req.warnings, strategy.warnings_on_update(new, old, req.subresource))
     if validating:  # updateValidation (run_plan, not _run: no coroutine when every step finishes at once)
@@ -658,6 +671,18 @@ async def _prepare_update(
     if _same_but_managed_times(new, old):
         raise _Unchanged
     return new, strategy.should_delete_during_update(new)
+
+
+_OPERATIONS = ("Apply", "Update")  # as _managed's (a tuple: an unhashable operation compares unequal)
+
+
+def _invalid_as_decoded(req: WriteRequest, errors: list[FieldError], found: list[Any], strategy: Any,
+                        new: dict[str, Any], old: dict[str, Any]) -> Invalid:
+    """The failed update's Invalid, its messages printing the decoded object's emptied maps as empty, not nil,
+    as upstream's do (:mod:`kubeloop.server._decoded_messages`)."""
+    info, subresource = req.info, req.subresource
+    texts = decoded_errors(errors, found, lambda: strategy.validate_update(new, old, subresource))
+    return invalid(info.kind, req.name, texts, info.group)
 
 
 def _keeping_managed_fields(state: ServerState, new: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
