@@ -57,6 +57,17 @@ _META_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+# What client-go's typed clients and kubectl send: a zero metav1.Time as null, Go's json.Encoder newline.
+CLIENT_BODIES = [
+    ("ConfigMap", b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"NAME","creationTimestamp":null},'
+                  b'"data":{"a":"b"}}'),
+    ("ConfigMap", b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"NAME","namespace":"default",'
+                  b'"creationTimestamp":null,"labels":{"app":"web"},"annotations":{"k":"v"}},"data":{"a":"b"}}\n'),
+    ("ServiceAccount", b'{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"name":"NAME",'
+                       b'"creationTimestamp":null,"labels":{"app":"web"}}}\n'),
+]
+
+
 @st.composite
 def bodies(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     kind = draw(st.sampled_from(sorted(COLLECTIONS)))
@@ -130,7 +141,8 @@ def test_client_go_shaped_creates_answer_what_the_general_path_answers(
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kubeloop")
         serial = iter(range(10**6))
 
-        async def one(kind: str, raw: bytes, query: str) -> None:
+        async def one(kind: str, raw: bytes, query: str) -> bool:
+            """The two creates compared; whether the first took the walk's entry (and so no general walk)."""
             i = next(serial)
             url = COLLECTIONS[kind] + query
             fast_name, general_name = f"zfast{i:04}", f"zslow{i:04}"
@@ -151,6 +163,8 @@ def test_client_go_shaped_creates_answer_what_the_general_path_answers(
                 if fast.json()["metadata"].get("managedFields"):
                     counts["with_entry"] += 1
                     counts["fast"] += not fast_walked
+                    return not fast_walked
+            return False
 
         @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
         @given(requests())
@@ -159,12 +173,17 @@ def test_client_go_shaped_creates_answer_what_the_general_path_answers(
 
         try:
             check()
+            # The bodies client-go and kubectl send take the walk's entry, whichever examples the installed
+            # Hypothesis draws above (its version picks them: 24 to 40-odd of ~90 took the entry).
+            took = {(raw, query): runner.run(one(kind, raw, query))
+                    for kind, raw in CLIENT_BODIES for query in ("", KUBECTL_QUERY)}
         finally:
             runner.run(client.aclose())
             runner.run(app.shutdown())
             runner.run(store.close())
     assert counts["created"] > 60 and counts["with_entry"] > 40, counts
-    assert counts["fast"] > 40, f"creates with nulls took the walk's entry: {counts}"
+    assert all(took.values()), [key for key, fast in took.items() if not fast]
+    assert counts["fast"] > len(took), f"creates with nulls took the walk's entry: {counts}"
 
 
 # -- kubectl ------------------------------------------------------------------------------------------------------
