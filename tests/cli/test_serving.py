@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from kubeloop.cli._cluster import _bind, _uvicorn_server
 from kubeloop.server import ensure_tls
@@ -42,6 +44,47 @@ async def test_forwarded_headers_do_not_change_the_peer_the_app_sees(tmp_path: P
         await serving
     body = answer.split(b"\r\n\r\n", 1)[1]
     assert orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}
+
+
+async def test_an_upgrade_request_is_served_as_plain_http_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # kubectl exec asks for SPDY/3.1 (or a WebSocket): no upgrade is taken, the app answers the request
+    # (kubeloop's is a Status saying simulated containers run no process), and the console stays quiet
+    # (uvicorn's own protocol warns twice and advises installing a WebSocket library).
+    tls = ensure_tls(tmp_path)
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = _uvicorn_server(echo_peer, tls.cert, tls.key)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    answers = []
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        uvicorn_log = logging.getLogger("uvicorn.error")  # uvicorn's config stops it propagating to caplog's
+        uvicorn_log.addHandler(caplog.handler)
+        with caplog.at_level(logging.DEBUG):
+            for upgrade in (b"SPDY/3.1", b"websocket"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
+                                                               server_hostname="localhost")
+                writer.write(b"POST /api/v1/namespaces/default/pods/p/exec?command=ls HTTP/1.1\r\n"
+                             b"Host: localhost\r\nConnection: Upgrade\r\nUpgrade: " + upgrade +
+                             b"\r\nContent-Length: 0\r\n\r\n")
+                async with asyncio.timeout(10):
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    answers.append((head, await reader.readexactly(int(head.split(b"content-length: ")[1]
+                                                                           .split(b"\r\n")[0]))))
+                writer.close()
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
+        server.should_exit = True
+        await serving
+    for head, body in answers:
+        assert head.startswith(b"HTTP/1.1 200 ") and orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}
+    assert len(answers) == 2
+    assert not [r for r in caplog.records if "upgrade" in r.getMessage().lower() or "WebSocket" in r.getMessage()]
 
 
 class _Node:

@@ -319,10 +319,11 @@ class HttpProtocol(HttpToolsProtocol):
             self.send_400_response(msg)
             return
         except httptools.HttpParserUpgrade:
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
+            # No upgrade is ever taken (ws="none"): the request is served as plain HTTP, and kubeloop answers
+            # the upgrades clients ask for (kubectl exec, attach, port-forward: SPDY/3.1 or WebSocket) with a
+            # Status itself. uvicorn's "Unsupported upgrade request." warning and its advice to install a
+            # WebSocket library would only mislead on the console; nothing is logged.
+            pass
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
