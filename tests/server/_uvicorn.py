@@ -1,10 +1,12 @@
-"""Serve an app with uvicorn on 127.0.0.1, a free port, inside the test's event loop."""
+"""Serve an app with uvicorn on 127.0.0.1, a free port, inside the test's event loop; and kubectl against it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import uvicorn
 
@@ -30,3 +32,27 @@ async def serve(app: App, *, tls: TlsMaterial | None = None) -> AsyncIterator[st
     finally:
         server.should_exit = True
         await task
+
+
+@contextlib.asynccontextmanager
+async def kubectl_for(app: App, directory: Path) -> AsyncIterator[Callable[..., Awaitable[str]]]:
+    """``app`` served over plain HTTP and a ``kubectl(*args)`` against it (a kubeconfig in ``directory`` with
+    the token ``t``, ``real_app``'s admin, and the ``default`` namespace) that asserts kubectl succeeded and
+    answers its standard output."""
+    kubeconfig = directory / "kubeconfig"
+
+    async def kubectl(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            "kubectl", "--kubeconfig", str(kubeconfig), *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await process.communicate()
+        assert process.returncode == 0, err
+        return out.decode()
+
+    async with serve(app) as url:
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "k",
+            "clusters": [{"name": "k", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+        yield kubectl

@@ -17,6 +17,7 @@ import asyncio
 import json
 import random
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app
 from kubeloop.store import SqliteStore
 from kubeloop.testing import FakeClock
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for
 from .test_flat_create_entry_http import COLLECTIONS, JSON, general_path
 
 KUBECTL_QUERY = "?fieldManager=kubectl-create&fieldValidation=Strict"
@@ -197,7 +198,6 @@ async def test_kubectl_create_takes_the_walks_entry_and_gets_the_general_paths(
     empty ``creationTimestamp`` (decoded as ``creationTimestamp: null``, as client-go's JSON has it), under
     ``?fieldManager=kubectl-create&fieldValidation=Strict``: the create builds its entry without the field
     manager's own walk, and kubectl reads back what the general path stores."""
-    kubeconfig = tmp_path / "kubeconfig"
     walks: list[object] = []
     built = _apply.created_tree
 
@@ -207,32 +207,20 @@ async def test_kubectl_create_takes_the_walks_entry_and_gets_the_general_paths(
 
     monkeypatch.setattr(_apply, "created_tree", counted)  # a spy: it calls the field manager's walk through
 
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async def created(kind: str, name: str, *extra: str) -> tuple[dict[str, Any], int]:
+    async def created(kubectl: Callable[..., Awaitable[str]], kind: str, name: str, *extra: str
+                      ) -> tuple[dict[str, Any], int]:
         before = len(walks)
         await kubectl("create", kind, name, *extra)
         got = json.loads(await kubectl("get", kind, name, "-o", "json", "--show-managed-fields"))
         return got, len(walks) - before
 
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         literals = ("--from-literal=b=2", "--from-literal=a=日本")
-        fast_cm, fast_cm_walks = await created("configmap", "fast", *literals)
-        fast_sa, fast_sa_walks = await created("serviceaccount", "fast")
+        fast_cm, fast_cm_walks = await created(kubectl, "configmap", "fast", *literals)
+        fast_sa, fast_sa_walks = await created(kubectl, "serviceaccount", "fast")
         with general_path(monkeypatch):
-            general_cm, general_cm_walks = await created("configmap", "general", *literals)
-            general_sa, general_sa_walks = await created("serviceaccount", "general")
+            general_cm, general_cm_walks = await created(kubectl, "configmap", "general", *literals)
+            general_sa, general_sa_walks = await created(kubectl, "serviceaccount", "general")
     assert (fast_cm_walks, fast_sa_walks) == (0, 0), "kubectl's creates took the walk's entry"
     assert general_cm_walks == 1 and general_sa_walks == 1
     (fast_entry,), (general_entry,) = fast_cm["metadata"]["managedFields"], general_cm["metadata"]["managedFields"]

@@ -6,7 +6,6 @@ parse; any other body (a repeated key, other whitespace) still gets it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -21,7 +20,7 @@ from hypothesis import strategies as st
 from kubeloop.server import App, _field_validation
 from kubeloop.server._field_validation import duplicate_texts
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for
 
 _KEYS = st.sampled_from(["a", "b", "é", "日本", "", "k.v"])
 _LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3))
@@ -76,22 +75,7 @@ async def test_kubectl_replaces_json_body_skips_the_full_parse(
         return full(body)
 
     monkeypatch.setattr(_field_validation, "duplicate_fields", counted)  # a spy: it calls the full parse through
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         await kubectl("create", "configmap", "c", "--from-literal=a=1")
         manifest = json.loads(await kubectl("get", "configmap", "c", "-o", "json"))
         manifest["data"]["a"] = "2"

@@ -8,7 +8,6 @@ The body is decoded to the JSON the client would have sent (k8s.io/api ``core/v1
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for
 
 RCS = "/api/v1/namespaces/default/replicationcontrollers"
 PODTEMPLATES = "/api/v1/namespaces/default/podtemplates"
@@ -118,23 +117,8 @@ async def test_a_protobuf_pod_template_is_created_with_pod_defaults(client: http
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
 async def test_kubectl_reads_protobuf_written_rcs_and_pod_templates(real_app: App, tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
-        async with httpx.AsyncClient(base_url=url) as http:
+    async with kubectl_for(real_app, tmp_path) as kubectl:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=real_app), base_url="http://kubeloop") as http:
             r = await http.post(RCS, content=rc_body("web", labels={"app": "web"}, replicas=3), headers=PROTOBUF)
             assert r.status_code == 201, r.text
             raw = pb(1, pb(1, "batch")) + pb(2, template({"tier": "batch"}))

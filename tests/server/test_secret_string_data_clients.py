@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for, serve
 
 MANIFEST = """apiVersion: v1
 kind: Secret
@@ -32,22 +32,7 @@ stringData:
 async def test_kubectl_apply_of_string_data_then_get_shows_data_only(real_app: App, tmp_path: Path) -> None:
     manifest = tmp_path / "secret.yaml"
     manifest.write_text(MANIFEST)
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         assert (await kubectl("apply", "-f", str(manifest))).strip() == "secret/db created"
         shown = await kubectl("get", "secret", "db", "-o", "yaml")
         first = json.loads(await kubectl("get", "secret", "db", "-o", "json", "--show-managed-fields"))
@@ -99,22 +84,7 @@ async def test_kubectl_server_side_apply_of_string_data_owns_string_data_keys(re
     first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
     first.write_text(MANIFEST)
     second.write_text(MANIFEST.replace("  user: admin\n", ""))
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         assert (await kubectl("apply", "--server-side", "-f", str(first))).strip() == "secret/db serverside-applied"
         applied = json.loads(await kubectl("get", "secret", "db", "-o", "json", "--show-managed-fields"))
         await kubectl("apply", "--server-side", "-f", str(second))
@@ -134,22 +104,7 @@ async def test_kubectl_create_of_a_null_data_value_reads_it_back_empty(real_app:
     back as an empty one, ``""`` (see test_secret_null_data.py)."""
     manifest = tmp_path / "nulls.yaml"
     manifest.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: nulls\ndata:\n  a: null\n  b: eA==\n")
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> str:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         created = json.loads(await kubectl("create", "-f", str(manifest), "-o", "json"))
         read = json.loads(await kubectl("get", "secret", "nulls", "-o", "json"))
     assert created["data"] == read["data"] == {"a": "", "b": "eA=="}
