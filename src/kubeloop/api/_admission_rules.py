@@ -64,30 +64,26 @@ def _resources(path: str, resources: list[str]) -> list[FieldError]:
     return errors
 
 
+def _star_list(errors: list[FieldError], path: str, values: list[str], go_type: str, what: str) -> None:
+    """A rule's list: required, and ``*`` only alone (validateRule's checks on each of its lists)."""
+    if not values:
+        errors.append(FieldError.required(path))
+    if len(values) > 1 and "*" in values:
+        errors.append(FieldError.invalid(path, go_string_slice(go_type, values),
+                                         f"if '*' is present, must not specify other {what}"))
+
+
 def rule_errors(path: str, rule: Mapping[str, Any]) -> list[FieldError]:
     """validateRuleWithOperations and validateRule (subresources allowed)."""
     errors: list[FieldError] = []
     operations = _strings(rule.get("operations"))
-    if not operations:
-        errors.append(FieldError.required(f"{path}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        errors.append(FieldError.invalid(f"{path}.operations", go_string_slice("admissionregistration.OperationType", operations),
-                                         "if '*' is present, must not specify other operations"))
+    _star_list(errors, f"{path}.operations", operations, "admissionregistration.OperationType", "operations")
     for i, operation in enumerate(operations):
         if operation not in OPERATIONS:
             errors.append(FieldError.not_supported(f"{path}.operations[{i}]", operation, OPERATIONS))
-    groups = _strings(rule.get("apiGroups"))
-    if not groups:
-        errors.append(FieldError.required(f"{path}.apiGroups"))
-    if len(groups) > 1 and "*" in groups:
-        errors.append(FieldError.invalid(f"{path}.apiGroups", go_string_slice("string", groups),
-                                         "if '*' is present, must not specify other API groups"))
+    _star_list(errors, f"{path}.apiGroups", _strings(rule.get("apiGroups")), "string", "API groups")
     versions = _strings(rule.get("apiVersions"))
-    if not versions:
-        errors.append(FieldError.required(f"{path}.apiVersions"))
-    if len(versions) > 1 and "*" in versions:
-        errors.append(FieldError.invalid(f"{path}.apiVersions", go_string_slice("string", versions),
-                                         "if '*' is present, must not specify other API versions"))
+    _star_list(errors, f"{path}.apiVersions", versions, "string", "API versions")
     errors.extend(FieldError.required(f"{path}.apiVersions[{i}]") for i, v in enumerate(versions) if v == "")
     errors.extend(_resources(f"{path}.resources", _strings(rule.get("resources"))))
     scope = rule.get("scope")
