@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for, serve
 
 ANTI = "requiredDuringSchedulingIgnoredDuringExecution"
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "web", "rev": "7"}},
@@ -34,25 +34,10 @@ MERGED = {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "rev", "op
 async def test_kubectl_get_shows_the_merged_selector_and_no_dropped_field(real_app: App, tmp_path: Path) -> None:
     manifest = tmp_path / "pod.json"
     manifest.write_text(json.dumps(POD))
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str) -> bytes:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+    async with kubectl_for(real_app, tmp_path) as kubectl:
         await kubectl("create", "-f", str(manifest))
         shown = json.loads(await kubectl("get", "pod", "p", "-o", "json"))
-        row = (await kubectl("get", "pod", "p", "--no-headers")).decode().split()
+        row = (await kubectl("get", "pod", "p", "--no-headers")).split()
     # printPod shows the SchedulingGated reason of the PodScheduled condition as the status.
     assert row[:3] == ["p", "0/1", "SchedulingGated"]
     assert shown["spec"]["affinity"]["podAntiAffinity"][ANTI][0]["labelSelector"] == MERGED
