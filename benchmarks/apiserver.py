@@ -266,7 +266,7 @@ async def bench_get(tmp: Path) -> dict[str, Any]:
         await wait_ready(port, ctx)
 
         async def get(c: Conn, _: int) -> None:
-            code, _ = await c.request("GET", path)
+            code, _body = await c.request("GET", path)
             assert code == 200, code
 
         # Alternate short rounds so that both sides see the same background load; report medians.
@@ -318,7 +318,7 @@ async def bench_create(tmp: Path) -> dict[str, Any]:
 
         async def create(c: Conn, _: int) -> None:
             name = f"c{next(names)}"
-            code, _ = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(name))
+            code, _body = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(name))
             assert code == 201, code
 
         pairs = []
@@ -371,7 +371,7 @@ async def bench_watch(tmp: Path) -> dict[str, Any]:
             for i in range(start, WATCH_OBJECTS, len(writers)):
                 name = f"w{i}"
                 sent_at[name] = time.monotonic()
-                code, _ = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(name))
+                code, _body = await c.request("POST", "/api/v1/namespaces/default/configmaps", configmap(name))
                 assert code == 201, code
 
         started = time.monotonic()

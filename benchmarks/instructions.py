@@ -49,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,7 @@ def rbac_objects() -> list[tuple[str, dict[str, Any]]]:
 async def _read(app: Any, path: str, token: bytes) -> dict[str, Any]:
     import orjson
 
-    out: list[dict[str, Any]] = []
+    out: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -162,7 +163,8 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     # Since start-up round 8 the app takes the token file as an awaitable (read while it bootstraps); older
     # trees, measured side by side, take the map itself.
     factory = "Callable" in str(inspect.signature(_cluster._build_app).parameters["tokens"].annotation)
-    _core, app = await _cluster._build_app(store, tokens=token_file if factory else tokens,
+    tokens_arg: Any = token_file if factory else tokens
+    _core, app = await _cluster._build_app(store, tokens=tokens_arg,
                                            readiness=readiness, server_address="127.0.0.1:1")
     _cluster._tune_gc()
     collection = "/api/v1/namespaces/default/configmaps"
@@ -170,14 +172,14 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
 
     async def call(method: str, path: str, body: bytes = b"", auth: bytes = token,
                    media: bytes = b"application/json", query: bytes = b"",
-                   out: list[dict[str, Any]] | None = None) -> int:
+                   out: list[MutableMapping[str, Any]] | None = None) -> int:
         if out is None:
             out = []
 
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": body, "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             out.append(message)
 
         headers = [(b"host", b"localhost"), (b"accept", b"application/json"), (b"authorization", auth),
@@ -192,7 +194,7 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
     for path, obj in rbac_objects():
         assert await call("POST", path, orjson.dumps(obj), auth=b"Bearer t") == 201
     assert await call("POST", collection, configmap("get-me")) == 201
-    read_back: list[dict[str, Any]] = []
+    read_back: list[MutableMapping[str, Any]] = []
     for i in range(CALLERS):
         assert await call("POST", collection, configmap(f"u{i}")) == 201
         if verb == "update-clientgo":  # what kubectl replace read: the object as stored, managedFields included
@@ -212,7 +214,7 @@ async def drive(verb: str, n: int, directory: Path, user: str = "admin") -> None
             # What an update loop sends (obj = Update(obj)): the last answer with a new value, its
             # resourceVersion a precondition (each caller writes its own object: no lost race).
             sent = dict(read_back[i], data={"k": "v" * 512, "serial": str(next(serials))})
-            answer: list[dict[str, Any]] = []
+            answer: list[MutableMapping[str, Any]] = []
             body = orjson.dumps(sent) + b"\n"
             status = await call("PUT", f"{collection}/u{i}", body, query=KUBECTL_REPLACE_QUERY, out=answer)
             assert status == 200, status

@@ -190,7 +190,7 @@ async def bench_list(kubeconfig: Path) -> dict[str, float]:
     async def kubeloop_list() -> int:
         return len((await ours.list(pods, namespace="bench-list"))["items"])
 
-    api_client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+    api_client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     core = kubernetes.client.CoreV1Api(api_client)
 
     def official_list() -> int:

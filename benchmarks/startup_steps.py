@@ -75,11 +75,11 @@ def _patch_tls(module: ModuleType) -> None:
             setattr(module, name, _timed(step, getattr(module, name)))
 
 
-def _patch_bootstrap(module: ModuleType) -> None:
+def _patch_bootstrap(module: Any) -> None:  # the module named in _PATCHES, whose names it replaces
     module.bootstrap = _timed_async("RBAC bootstrap", module.bootstrap)
 
 
-def _patch_kubeconfig(module: ModuleType) -> None:
+def _patch_kubeconfig(module: Any) -> None:
     write = module.write_kubeconfig
 
     def write_kubeconfig(path: Path, **kwargs: Any) -> None:

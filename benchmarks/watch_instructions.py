@@ -20,6 +20,7 @@ import asyncio
 import random
 import sys
 import tempfile
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,12 @@ async def drive(kind: str, watchers: int, patches: int, directory: Path) -> None
     await app.startup()
 
     async def call(method: str, path: str, body: bytes = b"", media: bytes = b"application/json") -> dict[str, Any]:
-        out: list[dict[str, Any]] = []
+        out: list[MutableMapping[str, Any]] = []
 
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": body, "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             out.append(message)
 
         scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
@@ -98,7 +99,7 @@ async def drive(kind: str, watchers: int, patches: int, directory: Path) -> None
             await stop.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal lines
             lines += message.get("body", b"").count(b"\n")
             if lines == patches:
