@@ -75,6 +75,13 @@ async def test_the_quarantine_counts_from_the_pass_that_first_misses_the_node(tm
         await world.create(PODS, pod("orphan", "gone"))
         await world.advance(5)
         await world.client.delete(NODES, "gone")
+
+        async def seen() -> bool:
+            # The pass at 20 reads the informers' caches: the delete and the pod must be there before it
+            # runs, or on a loaded machine the pass at 40 is the first to miss the node (until 80).
+            return world.gc.nodes.cache.get_by_name("gone") is None and bool(world.gc.pods.cache.list())
+
+        await world.eventually(seen)
         await world.advance(15)  # the pass at 20 misses the node: quarantined until 60
         await world.advance(20)  # the pass at 40: still in quarantine
         await world.advance(19)  # 59

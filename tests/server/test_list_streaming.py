@@ -70,13 +70,17 @@ async def _fill(client: httpx.AsyncClient, count: int, size: int) -> None:
     await asyncio.gather(*(one(i) for i in range(count)))
 
 
+# httpx's default is 5 s for each of connect, read, write and the pool: beside the churning writer on a loaded
+# machine a 900 KB list can take longer (a PoolTimeout flaked here). pytest-timeout guards against hangs.
+NO_TIMEOUT = httpx.Timeout(None)
+
 async def _raw_get(url: str, path: str, params: dict[str, str] | None = None) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=url) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=NO_TIMEOUT) as http:
         return await http.get(path, params=params)
 
 
 async def test_a_list_larger_than_a_part_is_the_stored_objects_over_http(app: App, store: SqliteStore) -> None:
-    async with serve(app) as url, httpx.AsyncClient(base_url=url) as http:
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=NO_TIMEOUT) as http:
         await _fill(http, 120, 4000)  # about 500 KB: more than one part
         # Uncompressed (httpx asks for gzip by default; test_response_compression covers that answer).
         r = await http.get(CM, headers={"Accept-Encoding": "identity"})
@@ -89,7 +93,7 @@ async def test_a_list_larger_than_a_part_is_the_stored_objects_over_http(app: Ap
 
 
 async def test_a_streamed_list_is_one_revision_while_writes_happen(app: App, store: SqliteStore) -> None:
-    async with serve(app) as url, httpx.AsyncClient(base_url=url) as http:
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=NO_TIMEOUT) as http:
         await _fill(http, 150, 6000)
         stop = asyncio.Event()
 
