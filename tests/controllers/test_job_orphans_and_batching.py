@@ -23,8 +23,7 @@ import pytest
 
 from kubeloop.controllers._workload_kinds import JOBS
 
-from ..server._uvicorn import serve
-from ..server.test_quota_kubectl import Kubectl, write_kubeconfig
+from ..server._uvicorn import Kubectl, serve, write_kubeconfig
 from ._workload_world import NS, PODS, World, open_world
 from .test_job import FINALIZER, active_pods, finish, job, job_pods, wait_job
 

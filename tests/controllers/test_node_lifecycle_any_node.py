@@ -26,8 +26,7 @@ from kubeloop.api import format_micro_time, format_time, parse_time
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import LEASES
 
-from ..server._uvicorn import serve
-from ..server.test_quota_kubectl import Kubectl, write_kubeconfig
+from ..server._uvicorn import Kubectl, serve, write_kubeconfig
 from ._sim_world import NODES, NS, PODS, World, condition, open_world
 from .test_node_lifecycle import _events, _node_when, _pod_when, _ready, _taints
 

@@ -20,8 +20,7 @@ import pytest
 from kubeloop.controllers import SimulationOptions
 from kubeloop.controllers._scheduler_resources import LEASES
 
-from ..server._uvicorn import serve
-from ..server.test_quota_kubectl import Kubectl, write_kubeconfig
+from ..server._uvicorn import Kubectl, serve, write_kubeconfig
 from ._sim_world import NODES, PODS, condition, open_world, pod
 
 SIMULATED = {"kubeloop.dev/simulated": "true"}

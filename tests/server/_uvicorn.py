@@ -1,11 +1,13 @@
-"""Serve an app with uvicorn on 127.0.0.1, a free port, inside the test's event loop; and kubectl against it."""
+"""Serve an app with uvicorn on 127.0.0.1, a free port, inside the test's event loop; and kubectl against it
+(:class:`Kubectl`, :func:`write_kubeconfig`, or both at once with :func:`kubectl_for`)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import uvicorn
@@ -34,25 +36,45 @@ async def serve(app: App, *, tls: TlsMaterial | None = None) -> AsyncIterator[st
         await task
 
 
-@contextlib.asynccontextmanager
-async def kubectl_for(app: App, directory: Path) -> AsyncIterator[Callable[..., Awaitable[str]]]:
-    """``app`` served over plain HTTP and a ``kubectl(*args)`` against it (a kubeconfig in ``directory`` with
-    the token ``t``, ``real_app``'s admin, and the ``default`` namespace) that asserts kubectl succeeded and
-    answers its standard output."""
-    kubeconfig = directory / "kubeconfig"
+class Kubectl:
+    """The kubectl binary with one kubeconfig (and the caller's HOME: tests that need empty discovery caches
+    use ``tests/e2e/_kubectl.py``)."""
 
-    async def kubectl(*args: str) -> str:
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+
+    async def run(self, *args: str, stdin: bytes | None = None, ok: bool = True) -> tuple[int, str, str]:
+        """Exit code, standard output and standard error; ``ok``: assert kubectl succeeded."""
         process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-        assert process.returncode == 0, err
-        return out.decode()
+            "kubectl", "--kubeconfig", str(self.kubeconfig), *args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await process.communicate(stdin)
+        if ok:
+            assert process.returncode == 0, err
+        return process.returncode or 0, out.decode(), err.decode()
 
+    async def __call__(self, *args: str, stdin: bytes | None = None) -> str:
+        """Standard output of a kubectl that must succeed."""
+        return (await self.run(*args, stdin=stdin))[1]
+
+
+def write_kubeconfig(path: Path, url: str, *, ca_pem: bytes | None = None) -> None:
+    """A kubeconfig for ``url`` with the token ``t`` (``real_app``'s admin) and the ``default`` namespace;
+    ``ca_pem``: the CA that signed an HTTPS server's certificate."""
+    cluster: dict[str, str] = {"server": url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "k",
+        "clusters": [{"name": "k", "cluster": cluster}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
+
+
+@contextlib.asynccontextmanager
+async def kubectl_for(app: App, directory: Path) -> AsyncIterator[Kubectl]:
+    """``app`` served over plain HTTP and a :class:`Kubectl` against it (its kubeconfig in ``directory``)."""
+    kubeconfig = directory / "kubeconfig"
     async with serve(app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
-        yield kubectl
+        write_kubeconfig(kubeconfig, url)
+        yield Kubectl(kubeconfig)

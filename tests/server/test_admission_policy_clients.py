@@ -20,8 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
-from .test_quota_kubectl import Kubectl, write_kubeconfig
+from ._uvicorn import Kubectl, serve, write_kubeconfig
 
 POLICY = """
 apiVersion: admissionregistration.k8s.io/v1

@@ -18,8 +18,7 @@ import pytest
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
-from .test_quota_kubectl import Kubectl, write_kubeconfig
+from ._uvicorn import Kubectl, serve, write_kubeconfig
 from .test_service_validation import ENDPOINTS, SLICES, causes
 
 IP_MESSAGE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"

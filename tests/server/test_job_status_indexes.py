@@ -18,9 +18,8 @@ import pytest
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import Kubectl, serve, write_kubeconfig
 from .test_job_api import JOBS, causes, created, job
-from .test_quota_kubectl import Kubectl, write_kubeconfig
 
 
 def indexed(**spec: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import json
@@ -23,7 +22,7 @@ from kubeloop.cli._cluster import _bind, _uvicorn_server
 from kubeloop.server import App, TlsMaterial, ensure_tls
 
 from ._kubelet_fixtures import PODS, node, pod, running, set_status, waiting
-from .test_quota_kubectl import Kubectl
+from ._uvicorn import Kubectl, write_kubeconfig
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
 
@@ -64,14 +63,6 @@ async def served(app: Any, tls: TlsMaterial) -> AsyncIterator[str]:
         sock.close()
 
 
-def write_kubeconfig(path: Path, url: str, tls: TlsMaterial) -> None:
-    cluster = {"server": url, "certificate-authority-data": base64.b64encode(tls.ca_pem).decode()}
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "k",
-        "clusters": [{"name": "k", "cluster": cluster}], "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
-
-
 @dataclasses.dataclass
 class Cluster:
     kubectl: Kubectl
@@ -89,7 +80,7 @@ async def cluster(real_app: App, tmp_path: Path) -> AsyncIterator[Cluster]:
     seen = FollowSeen(real_app)
     async with served(seen, tls) as url:
         kubeconfig = tmp_path / "kubeconfig"
-        write_kubeconfig(kubeconfig, url, tls)
+        write_kubeconfig(kubeconfig, url, ca_pem=tls.ca_pem)
         async with httpx.AsyncClient(base_url=url, verify=ssl.create_default_context(cafile=str(tls.ca_cert))) as admin:
             await node(admin)
             await pod(admin, "web-1", containers=("app", "side"), labels={"app": "web"})

@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for, serve
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
        "spec": {"securityContext": {"runAsUser": -1},
@@ -57,16 +57,7 @@ async def test_the_kubernetes_client_gets_the_causes(real_app: App) -> None:
 async def test_kubectl_prints_each_cause(real_app: App, tmp_path: Path) -> None:
     manifest = tmp_path / "pod.json"
     manifest.write_text(json.dumps(POD))
-    async with serve(real_app) as url:
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), "create", "-f", str(manifest),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate()
-    assert process.returncode == 1, out
-    assert err.decode().splitlines() == ['The Pod "p" is invalid: ', *(f"* {f}: {m}" for f, m in CAUSES)]
+    async with kubectl_for(real_app, tmp_path) as kubectl:
+        code, out, err = await kubectl.run("create", "-f", str(manifest), ok=False)
+    assert code == 1, out
+    assert err.splitlines() == ['The Pod "p" is invalid: ', *(f"* {f}: {m}" for f, m in CAUSES)]

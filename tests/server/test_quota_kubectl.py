@@ -26,7 +26,7 @@ from kubeloop.runtime import Manager
 from kubeloop.server import App
 from kubeloop.testing import eventually, resource
 
-from ._uvicorn import serve
+from ._uvicorn import Kubectl, serve, write_kubeconfig
 
 QUOTAS = resource("", "ResourceQuota")
 
@@ -43,28 +43,6 @@ async def quota_controller(app: App) -> AsyncIterator[Client]:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await client.close()
-
-
-class Kubectl:
-    def __init__(self, kubeconfig: Path) -> None:
-        self.kubeconfig = kubeconfig
-
-    async def run(self, *args: str, stdin: bytes | None = None, ok: bool = True) -> tuple[int, str, str]:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(self.kubeconfig), *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate(stdin)
-        if ok:
-            assert process.returncode == 0, err
-        return process.returncode or 0, out.decode(), err.decode()
-
-
-def write_kubeconfig(path: Path, url: str) -> None:
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "k",
-        "clusters": [{"name": "k", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
 
 
 def pod_manifest(name: str, cpu: str) -> bytes:

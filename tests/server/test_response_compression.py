@@ -24,8 +24,7 @@ from kubeloop.server import App
 from kubeloop.server._compression import GZIP_THRESHOLD_BYTES
 
 from ._asgi import stream
-from ._uvicorn import serve
-from .test_quota_kubectl import Kubectl, write_kubeconfig
+from ._uvicorn import Kubectl, serve, write_kubeconfig
 
 CM = "/api/v1/namespaces/default/configmaps"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -11,7 +11,6 @@ may hold both families. ``pkg/apis/core/validation`` ``ValidateServiceClusterIPs
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import shutil
@@ -23,7 +22,7 @@ import pytest
 
 from kubeloop.server import App
 
-from ._uvicorn import serve
+from ._uvicorn import kubectl_for
 
 SERVICES = "/api/v1/namespaces/default/services"
 CIDR = ipaddress.ip_network("10.96.0.0/12")
@@ -129,31 +128,18 @@ async def test_updates_keep_the_policy_and_refuse_require_dual_stack(client: htt
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
 async def test_kubectl_sees_prefer_dual_stack_single_and_require_dual_stack_refused(real_app: App, tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-
-    async def kubectl(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(kubeconfig), *args, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await process.communicate(stdin)
-        return process.returncode or 0, out.decode(), err.decode()
-
-    async with serve(real_app) as url:
-        kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "k",
-            "clusters": [{"name": "k", "cluster": {"server": url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "k", "context": {"cluster": "k", "user": "u", "namespace": "default"}}]}))
-        code, _, err = await kubectl("apply", "-f", "-",
-                                     stdin=json.dumps(svc("dual", ipFamilyPolicy="RequireDualStack")).encode())
+    async with kubectl_for(real_app, tmp_path) as kubectl:
+        code, _, err = await kubectl.run("apply", "-f", "-", ok=False,
+                                         stdin=json.dumps(svc("dual", ipFamilyPolicy="RequireDualStack")).encode())
         assert code == 1
         assert err.strip() == ('The Service "dual" is invalid: spec.ipFamilyPolicy: Invalid value: "RequireDualStack": '
                                "this cluster is not configured for dual-stack services")
-        code, _, err = await kubectl("apply", "-f", "-",
-                                     stdin=json.dumps(svc("prefer", ipFamilyPolicy="PreferDualStack")).encode())
+        code, _, err = await kubectl.run("apply", "-f", "-", ok=False,
+                                         stdin=json.dumps(svc("prefer", ipFamilyPolicy="PreferDualStack")).encode())
         assert code == 0, err
-        code, out, err = await kubectl("get", "service", "prefer", "-o",
-                                       "jsonpath={.spec.ipFamilyPolicy} {.spec.ipFamilies} {.spec.clusterIPs}")
+        code, out, err = await kubectl.run("get", "service", "prefer", "-o",
+                                           "jsonpath={.spec.ipFamilyPolicy} {.spec.ipFamilies} {.spec.clusterIPs}",
+                                           ok=False)
     assert code == 0, err
     policy, families, ips = out.split(" ")
     assert (policy, json.loads(families)) == ("PreferDualStack", ["IPv4"])
