@@ -72,9 +72,10 @@ def write_kubeconfig(path: Path, url: str, *, ca_pem: bytes | None = None) -> No
 
 
 @contextlib.asynccontextmanager
-async def kubectl_for(app: App, directory: Path) -> AsyncIterator[Kubectl]:
-    """``app`` served over plain HTTP and a :class:`Kubectl` against it (its kubeconfig in ``directory``)."""
+async def kubectl_for(app: App, directory: Path, *, tls: TlsMaterial | None = None) -> AsyncIterator[Kubectl]:
+    """``app`` served over plain HTTP (or HTTPS with ``tls``: kubectl sends a bearer token only over TLS)
+    and a :class:`Kubectl` against it (its kubeconfig in ``directory``)."""
     kubeconfig = directory / "kubeconfig"
-    async with serve(app) as url:
-        write_kubeconfig(kubeconfig, url)
+    async with serve(app, tls=tls) as url:
+        write_kubeconfig(kubeconfig, url, ca_pem=tls.ca_pem if tls is not None else None)
         yield Kubectl(kubeconfig)

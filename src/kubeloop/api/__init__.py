@@ -58,7 +58,14 @@ from kubeloop.api._errors import (
 )
 from kubeloop.api._fieldpath import FieldSet, fields_v1, parse_fields_v1, path_string, to_field_set
 from kubeloop.api._ip_sloppy import parse_ip_sloppy
-from kubeloop.api._kinds import BUILTIN_RESOURCES, KindRegistry, ResourceInfo, ScalePaths, split_api_version
+from kubeloop.api._kinds import (
+    BUILTIN_RESOURCES,
+    REVIEW_RESOURCES,
+    KindRegistry,
+    ResourceInfo,
+    ScalePaths,
+    split_api_version,
+)
 from kubeloop.api._meta import (
     annotations_of,
     controller_of,
@@ -142,6 +149,7 @@ __all__ = [
     "MAX_JSON_PATCH_OPERATIONS",
     "PROTECT_ANNOTATION",
     "PROTOBUF_MEDIA_TYPE",
+    "REVIEW_RESOURCES",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "UNKNOWN_REASON",
     "AlreadyExists",

@@ -7,7 +7,8 @@ is tracked, whether an update without ``resourceVersion`` is allowed, whether PU
 whether DELETE answers with the deleted object, extra field selectors).
 
 :data:`BUILTIN_RESOURCES` lists the built-in kinds kubeloop serves; :class:`KindRegistry` adds
-custom resources from CRDs at run time. Facts: apimachinery reference sections 2, 4 and 5, and the
+custom resources from CRDs at run time. :data:`REVIEW_RESOURCES` are the create-only reviews, which
+discovery lists but no route stores. Facts: apimachinery reference sections 2, 4 and 5, and the
 strategy files under k/k ``pkg/registry/...``.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN_RESOURCES", "KindRegistry", "ResourceInfo", "ScalePaths", "split_api_version"]
+__all__ = ["BUILTIN_RESOURCES", "REVIEW_RESOURCES", "KindRegistry", "ResourceInfo", "ScalePaths", "split_api_version"]
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -192,14 +193,29 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
 
+# The reviews: create-only kinds that no storage holds (upstream's ``pkg/registry/authentication`` and
+# ``pkg/registry/authorization`` REST storages answer a create and keep nothing). The security chain answers
+# them (:mod:`kubeloop.server._authz_reviews`); discovery and the OpenAPI documents list them, routing does not.
+REVIEW_RESOURCES: tuple[ResourceInfo, ...] = (
+    _r("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, verbs=("create",)),
+    _r("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True, verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False, verbs=("create",)),
+    _r("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, verbs=("create",)),
+)
+
 
 class KindRegistry:
     """Resources by (group, version, plural) and by (group, kind); CRDs add and remove theirs at run time."""
 
-    def __init__(self, resources: Iterable[ResourceInfo] = BUILTIN_RESOURCES) -> None:
+    def __init__(self, resources: Iterable[ResourceInfo] = BUILTIN_RESOURCES,
+                 reviews: Iterable[ResourceInfo] = REVIEW_RESOURCES) -> None:
         self._by_path: dict[tuple[str, str, str], ResourceInfo] = {}
         for info in resources:
             self.add(info)
+        # Listed by group_versions and in_group_version (discovery, OpenAPI), never found by get (routing).
+        self._reviews = tuple(reviews)
 
     def add(self, info: ResourceInfo) -> None:
         self._by_path[(info.group, info.version, info.plural)] = info
@@ -221,13 +237,15 @@ class KindRegistry:
         return self.by_kind(group, kind, version)
 
     def group_versions(self) -> list[tuple[str, str]]:
+        """Every served group and version (the reviews' too), in registration order."""
         seen: dict[tuple[str, str], None] = {}
-        for info in self._by_path.values():
+        for info in (*self._by_path.values(), *self._reviews):
             seen.setdefault((info.group, info.version), None)
         return list(seen)
 
     def in_group_version(self, group: str, version: str) -> list[ResourceInfo]:
-        return [i for i in self._by_path.values() if i.group == group and i.version == version]
+        """The resources discovery lists under ``group/version`` (the reviews too)."""
+        return [i for i in (*self._by_path.values(), *self._reviews) if i.group == group and i.version == version]
 
     def __iter__(self) -> Iterator[ResourceInfo]:
         return iter(list(self._by_path.values()))

@@ -250,6 +250,10 @@ _AUTHENTICATION_V1: dict[str, dict[int, tuple[str, str]]] = {
     "SelfSubjectReview": {1: ("metadata", "m:ObjectMeta"), 2: ("status", "m:SelfSubjectReviewStatus")},
     "SelfSubjectReviewStatus": {1: ("userInfo", "m:UserInfo")},
     "UserInfo": {1: ("username", "s"), 2: ("uid", "s"), 3: ("groups", "*s"), 4: ("extra", "{xv")},
+    # k8s.io/api authentication/v1 generated.proto.
+    "TokenReview": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:TokenReviewSpec"), 3: ("status", "m:TokenReviewStatus")},
+    "TokenReviewSpec": {1: ("token", "s"), 2: ("audiences", "*s")},
+    "TokenReviewStatus": {1: ("authenticated", "b"), 2: ("user", "m:UserInfo"), 4: ("audiences", "*s"), 3: ("error", "s")},
     # serviceaccounts/token (kubectl create token sends it as protobuf).
     "TokenRequest": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:TokenRequestSpec"), 3: ("status", "m:TokenRequestStatus")},
     "TokenRequestSpec": {1: ("audiences", "*s"), 4: ("expirationSeconds", "l?"), 3: ("boundObjectRef", "m?:BoundObjectReference")},
@@ -402,6 +406,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
     **{
         ("rbac.authorization.k8s.io/v1", kind): kind
         for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")

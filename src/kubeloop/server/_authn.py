@@ -27,6 +27,7 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kubeloop._files import write_atomically
 from kubeloop.api import InternalError, Unauthorized
@@ -43,6 +44,7 @@ __all__ = [
     "canonical_bearer_headers",
     "ensure_token_file",
     "load_token_file",
+    "user_info",
 ]
 
 USER_SCOPE_KEY = "kubeloop.user"
@@ -69,6 +71,19 @@ class User:
 
 
 ANONYMOUS = User(name="system:anonymous", groups=("system:unauthenticated",))
+
+
+def user_info(user: User) -> dict[str, Any]:
+    """``authentication.k8s.io/v1`` ``UserInfo`` of ``user`` (its empty fields omitted, as upstream encodes
+    them): what a TokenReview, a SelfSubjectReview and an AdmissionReview carry."""
+    info: dict[str, Any] = {"username": user.name}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.groups:
+        info["groups"] = list(user.groups)
+    if user.extra:
+        info["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return info
 
 
 def _is_public(path: str) -> bool:

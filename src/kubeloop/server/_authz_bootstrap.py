@@ -9,6 +9,8 @@ that make a new cluster usable with RBAC on:
   ``system:authenticated``;
 - ``system:public-info-viewer`` (health and version paths) bound to ``system:authenticated`` and
   ``system:unauthenticated``;
+- ``system:auth-delegator`` (create TokenReviews and SubjectAccessReviews, for a proxy or webhook that
+  delegates to the API server), bound to nothing;
 - ``admin``, ``edit``, ``view`` (aggregated ClusterRoles, no rules of their own) and the
   ``system:aggregate-to-admin/edit/view`` roles they gather (:mod:`._authz_bootstrap_roles`); the
   ClusterRole aggregation controller fills the three roles' ``rules``, and nothing binds them;
@@ -91,6 +93,14 @@ def bootstrap_rbac_objects() -> list[dict[str, Any]]:
             ],
         ),
         _role("system:public-info-viewer", [{"nonResourceURLs": public, "verbs": ["get"]}]),
+        # For a proxy or webhook that delegates authentication and authorization to the API server.
+        _role(
+            "system:auth-delegator",
+            [
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+            ],
+        ),
         _role("system:kube-controller-manager", everything),
         *_aggregated_roles(),
         _binding("cluster-admin", "cluster-admin", [("Group", "system:masters")]),

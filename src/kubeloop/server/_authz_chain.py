@@ -5,7 +5,7 @@ in kube-apiserver's order (``pkg/server/config.go`` ``DefaultBuildHandlerChain``
 authentication (401, as :class:`~kubeloop.server._authn.AuthenticationMiddleware`, then, for a token
 that is not a static one, ``token_authenticator``: the bound ServiceAccount tokens), then impersonation
 (500/403, as :class:`~kubeloop.server._authz_impersonate.ImpersonationMiddleware`), then authorization
-(403, as :class:`~kubeloop.server._authz.AuthorizationMiddleware`), then the self-review endpoints (as
+(403, as :class:`~kubeloop.server._authz.AuthorizationMiddleware`), then the reviews (as
 :class:`~kubeloop.server._authz_reviews.SelfReviewMiddleware`), then ``app``. Each of those middlewares
 still works alone; the chain runs the same checks (the same functions) in one layer, so a request pays
 for one ASGI hop, and the common request (the only ``Authorization`` header is ``Bearer <known token>``,
@@ -22,7 +22,12 @@ from kubeloop.api import Unauthorized
 from kubeloop.server._authn import USER_SCOPE_KEY, User, authenticate, bearer_token, canonical_bearer_headers
 from kubeloop.server._authz import Authorizer, authorize_request
 from kubeloop.server._authz_impersonate import impersonate, is_impersonating
-from kubeloop.server._authz_reviews import SELF_REVIEW_PATHS, SelfReviewMiddleware, is_self_review
+from kubeloop.server._authz_reviews import (
+    LOCAL_REVIEW_SUFFIX,
+    REVIEW_PATHS,
+    SelfReviewMiddleware,
+    is_review_path,
+)
 from kubeloop.server._http import ASGIApp, Receive, Scope, Send, header_map, send_error
 
 __all__ = ["SecurityChain", "secure"]
@@ -50,7 +55,7 @@ class SecurityChain:
         state = getattr(app, "state", None)  # the app's admission expressions ask the same authorizer
         if state is not None and getattr(state, "authorizer", False) is None:
             state.authorizer = authorizer
-        self._reviews = SelfReviewMiddleware(app, authorizer=authorizer)
+        self._reviews = SelfReviewMiddleware(app, authorizer=authorizer, tokens=self.tokens)
         # Authorization header value -> (user, is a master): the spelling clients send.
         self._bearer: dict[str | None, tuple[User, bool]] = {
             value: (user, user.is_master) for value, user in canonical_bearer_headers(self.tokens).items()
@@ -85,8 +90,9 @@ class SecurityChain:
             master = user.is_master
         if not master and not await authorize_request(self.authorizer, scope, user, send):
             return
-        # The path alone rules out a self review for almost every request, without a call.
-        if scope.get("path") in SELF_REVIEW_PATHS and is_self_review(scope):
+        # The path alone rules out a review for almost every request, without a call.
+        path = scope.get("path", "")
+        if (path in REVIEW_PATHS or path.endswith(LOCAL_REVIEW_SUFFIX)) and kind == "http" and is_review_path(path):
             await self._reviews.answer(scope, receive, send)
             return
         await self.app(scope, receive, send)

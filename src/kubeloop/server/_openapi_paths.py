@@ -225,7 +225,8 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
             ],
             responses=_responses(status_ref, "200", "202"),
         )
-    paths[f"{base}/{{name}}"] = item
+    if len(item) > 1:  # a create-only kind (the reviews) has no item path
+        paths[f"{base}/{{name}}"] = item
 
     collection: dict[str, Any] = {"parameters": [*ns, _PRETTY]}
     if "list" in verbs:

@@ -274,6 +274,13 @@ class ServiceAccountTokens:
 
     async def authenticate(self, token: str) -> User | None:
         """The user a bound ServiceAccount token of this server stands for, ``None`` for any other token."""
+        found = await self.review(token, self.audiences)
+        return None if found is None else found[0]
+
+    async def review(self, token: str, audiences: tuple[str, ...]) -> tuple[User, list[str]] | None:
+        """The user of a bound ServiceAccount token of this server meant for one of ``audiences``, and the
+        token's audiences among them (a TokenReview's ``status.audiences``: upstream's JWT authenticator
+        answers the intersection with the audiences the request asked for); ``None`` for any other token."""
         claims = self._verified_claims(token)
         if claims is None or claims.get("iss") != self.issuer:
             return None
@@ -283,8 +290,11 @@ class ServiceAccountTokens:
             return None
         if isinstance(nbf, int) and now < nbf - LEEWAY_SECONDS:
             return None
-        audiences = claims.get("aud")
-        if not isinstance(audiences, list) or not set(audiences) & set(self.audiences):
+        token_audiences = claims.get("aud")
+        if not isinstance(token_audiences, list):
+            return None
+        matched = [a for a in token_audiences if a in audiences]
+        if not matched:
             return None
         private = _dict(claims.get("kubernetes.io"))
         namespace = str(private.get("namespace") or "")
@@ -306,8 +316,9 @@ class ServiceAccountTokens:
                 extra[f"authentication.kubernetes.io/{kind.lower()}-name"] = (str(ref.get("name")),)
                 extra[f"authentication.kubernetes.io/{kind.lower()}-uid"] = (str(ref.get("uid")),)
         name = str(sa_ref.get("name"))
-        return User(f"system:serviceaccount:{namespace}:{name}", str(sa_ref.get("uid") or ""),
+        user = User(f"system:serviceaccount:{namespace}:{name}", str(sa_ref.get("uid") or ""),
                     ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"), extra)
+        return user, matched
 
     @staticmethod
     def _same(obj: dict[str, Any] | None, ref: dict[str, Any]) -> bool:

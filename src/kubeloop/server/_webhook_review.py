@@ -23,6 +23,7 @@ from typing import Any
 
 from kubeloop.api import ApiError, BadRequest, InternalError, ResourceInfo, split_api_version
 from kubeloop.server._admission import AdmissionAttributes
+from kubeloop.server._authn import user_info as authenticated_user_info
 from kubeloop.server._scale import scale_of
 
 __all__ = ["call_failed", "dry_run_unsupported", "internal", "object_at", "rejection", "review_for", "user_info"]
@@ -30,16 +31,7 @@ __all__ = ["call_failed", "dry_run_unsupported", "internal", "object_at", "rejec
 
 def user_info(user: Any) -> dict[str, Any]:
     """``authentication.k8s.io/v1`` UserInfo of the request's user (empty for an unauthenticated server)."""
-    if user is None:
-        return {}
-    info: dict[str, Any] = {"username": user.name}
-    if user.uid:
-        info["uid"] = user.uid
-    if user.groups:
-        info["groups"] = list(user.groups)
-    if user.extra:
-        info["extra"] = {k: list(v) for k, v in user.extra.items()}
-    return info
+    return {} if user is None else authenticated_user_info(user)
 
 
 def _options(attributes: AdmissionAttributes) -> dict[str, Any] | None:

@@ -1,0 +1,344 @@
+"""TokenReview, SubjectAccessReview and LocalSubjectAccessReview: the delegated authentication and
+authorization a proxy or webhook asks the API server for, through the security chain.
+
+Upstream 1.32: pkg/registry/authentication/tokenreview/storage.go (REST.Create: the 400 without a token,
+the audiences, ``status``), pkg/registry/authorization/{subjectaccessreview,localsubjectaccessreview}/rest.go
+(``status: {allowed, denied, reason}``) and pkg/apis/authorization/validation (ValidateSubjectAccessReview,
+ValidateLocalSubjectAccessReview: the 422 texts below), bootstrappolicy's ``system:auth-delegator``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client as k8s
+
+from kubeloop.api import KindRegistry, ResourceInfo, decode_protobuf_object
+from kubeloop.cli._bootstrap import bootstrap
+from kubeloop.server import (
+    ENVTEST_DISABLED_ADMISSION_PLUGINS,
+    App,
+    create_app,
+    ensure_tls,
+    secure,
+    store_rbac_authorizer,
+)
+from kubeloop.server._authn import User
+from kubeloop.server._service_account_tokens import DEFAULT_ISSUER
+from kubeloop.store import SqliteStore
+from kubeloop.testing import FakeClock
+
+from ..api.test_protobuf import envelope, field
+from ._uvicorn import kubectl_for, serve
+
+KINDS = KindRegistry()
+NAMESPACES: ResourceInfo = KINDS.by_kind("", "Namespace")  # type: ignore[assignment]
+SERVICEACCOUNTS: ResourceInfo = KINDS.by_kind("", "ServiceAccount")  # type: ignore[assignment]
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+SARS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+LSARS = "/apis/authorization.k8s.io/v1/namespaces/ns/localsubjectaccessreviews"
+ADMIN = User("kubernetes-admin", "1", ("system:masters", "system:authenticated"))
+ALICE = User("alice", groups=("system:authenticated",))
+TOKENS = {"t": ADMIN, "alice-token": ALICE}
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[App]:
+    store = await SqliteStore.open(tmp_path / "db")
+    application = create_app(store=store, clock=FakeClock(), rng=random.Random(3),
+                             disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)  # fmt: skip
+    await application.startup()
+    await bootstrap(application)
+    try:
+        yield application
+    finally:
+        await application.shutdown()
+        await store.close()
+
+
+def chain(app: App) -> Any:
+    return secure(app, tokens=TOKENS, authorizer=store_rbac_authorizer(app.state.store),
+                  token_authenticator=app.service_account_tokens.authenticate)  # fmt: skip
+
+
+@pytest.fixture
+async def http(app: App) -> AsyncIterator[httpx.AsyncClient]:
+    """The admin's client through the security chain, with namespace ``ns`` and ServiceAccount ``robot``."""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=chain(app)), base_url="http://kubeloop",
+                                 headers={"Authorization": "Bearer t"}) as client:  # fmt: skip
+        for path, body in (("/api/v1/namespaces", {"metadata": {"name": "ns"}}),
+                           ("/api/v1/namespaces/ns/serviceaccounts", {"metadata": {"name": "robot"}})):  # fmt: skip
+            assert (await client.post(path, json=body)).status_code == 201
+        yield client
+
+
+async def token_review(http: httpx.AsyncClient, token: str, audiences: list[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"token": token}
+    if audiences is not None:
+        spec["audiences"] = audiences
+    r = await http.post(TOKEN_REVIEWS, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec})
+    assert r.status_code == 201, r.text
+    body: dict[str, Any] = r.json()
+    assert body["kind"] == "TokenReview" and body["spec"] == spec
+    return body
+
+
+async def robot_token(http: httpx.AsyncClient, audiences: list[str] | None = None) -> str:
+    spec = {"audiences": audiences} if audiences else {}
+    r = await http.post("/api/v1/namespaces/ns/serviceaccounts/robot/token",
+                        json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+    assert r.status_code == 201, r.text
+    return str(r.json()["status"]["token"])
+
+
+# -- TokenReview ------------------------------------------------------------------------------------------
+
+
+async def test_a_static_token_reviews_as_its_user_for_the_api_audiences(http: httpx.AsyncClient) -> None:
+    status = (await token_review(http, "alice-token"))["status"]
+    assert status == {"authenticated": True, "user": {"username": "alice", "groups": ["system:authenticated"]},
+                      "audiences": [DEFAULT_ISSUER]}  # fmt: skip
+    # Audience agnostic: good only for the API's own audiences (authenticator.WrapAudienceAgnosticToken).
+    assert (await token_review(http, "alice-token", ["vault"]))["status"] == {"user": {}, "error": "invalid bearer token"}
+
+
+async def test_a_service_account_token_reviews_as_its_account(http: httpx.AsyncClient) -> None:
+    uid = (await http.get("/api/v1/namespaces/ns/serviceaccounts/robot")).json()["metadata"]["uid"]
+    status = (await token_review(http, await robot_token(http)))["status"]
+    assert status["authenticated"] is True and status["audiences"] == [DEFAULT_ISSUER]
+    user = status["user"]
+    assert (user["username"], user["uid"]) == ("system:serviceaccount:ns:robot", uid)
+    assert user["groups"] == ["system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"]
+    assert list(user["extra"]) == ["authentication.kubernetes.io/credential-id"]
+
+
+async def test_a_token_for_another_audience_reviews_only_for_that_audience(http: httpx.AsyncClient) -> None:
+    token = await robot_token(http, ["vault", "other"])
+    status = (await token_review(http, token, ["vault"]))["status"]
+    assert status["authenticated"] is True and status["audiences"] == ["vault"]
+    assert (await token_review(http, token))["status"] == {"user": {}, "error": "invalid bearer token"}
+
+
+async def test_an_unknown_token_is_not_authenticated(http: httpx.AsyncClient) -> None:
+    assert (await token_review(http, "nobody"))["status"] == {"user": {}, "error": "invalid bearer token"}
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({}, "token is required for TokenReview in authentication"),
+    ({"token": ""}, "token is required for TokenReview in authentication"),
+    ({"token": 5}, 'TokenReview in version "v1" cannot be handled as a TokenReview: json: cannot unmarshal number '
+                   "into Go struct field TokenReviewSpec.spec.token of type string"),
+])  # fmt: skip
+async def test_a_token_review_without_a_string_token_is_a_bad_request(
+    http: httpx.AsyncClient, spec: dict[str, Any], message: str
+) -> None:
+    r = await http.post(TOKEN_REVIEWS, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec})
+    assert (r.status_code, r.json()["reason"], r.json()["message"]) == (400, "BadRequest", message)
+
+
+def test_a_protobuf_token_review_decodes_to_its_json() -> None:
+    spec = field(1, "tok") + field(2, "a") + field(2, "b")
+    body = decode_protobuf_object(envelope("authentication.k8s.io/v1", "TokenReview", field(2, spec)))
+    assert body["spec"] == {"token": "tok", "audiences": ["a", "b"]}
+
+
+# -- SubjectAccessReview and LocalSubjectAccessReview --------------------------------------------------
+
+
+async def bind(http: httpx.AsyncClient) -> None:
+    """User ``bob`` may get pods in ``ns`` (Role ``reader`` and RoleBinding ``bob-reads``)."""
+    role = {"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+    binding = {"metadata": {"name": "bob-reads"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}  # fmt: skip
+    for plural, body in (("roles", role), ("rolebindings", binding)):
+        r = await http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/ns/{plural}", json=body)
+        assert r.status_code == 201, r.text
+
+
+def sar(kind: str = "SubjectAccessReview", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
+
+
+async def test_a_subject_access_review_evaluates_rbac_for_the_named_user(http: httpx.AsyncClient) -> None:
+    await bind(http)
+    get_pods = {"namespace": "ns", "verb": "get", "resource": "pods"}
+    r = await http.post(SARS, json=sar(user="bob", resourceAttributes=get_pods))
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert (body["kind"], body["spec"]["user"], body["status"]["allowed"]) == ("SubjectAccessReview", "bob", True)
+    r = await http.post(SARS, json=sar(user="bob", resourceAttributes={**get_pods, "verb": "delete"}))
+    assert r.json()["status"]["allowed"] is False
+    # The groups are the spec's alone: system:masters may do anything; nothing adds system:authenticated.
+    r = await http.post(SARS, json=sar(user="carol", groups=["system:masters"], resourceAttributes={**get_pods, "verb": "delete"}))
+    assert r.json()["status"]["allowed"] is True
+    healthz = {"path": "/healthz", "verb": "get"}
+    assert (await http.post(SARS, json=sar(user="carol", nonResourceAttributes=healthz))).json()["status"]["allowed"] is False
+    r = await http.post(SARS, json=sar(user="carol", groups=["system:authenticated"], nonResourceAttributes=healthz))
+    assert r.json()["status"]["allowed"] is True
+
+
+async def test_a_local_subject_access_review_is_the_namespace_of_its_url(http: httpx.AsyncClient) -> None:
+    await bind(http)
+    r = await http.post(LSARS, json=sar("LocalSubjectAccessReview", user="bob",
+                                        resourceAttributes={"namespace": "ns", "verb": "get", "resource": "pods"}))
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert (body["kind"], body["metadata"]["namespace"], body["status"]["allowed"]) == ("LocalSubjectAccessReview", "ns", True)
+
+
+async def invalid(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    r = await http.post(path, json=body)
+    assert r.status_code == 422, r.text
+    status = r.json()
+    assert (status["reason"], status["details"]["group"]) == ("Invalid", "authorization.k8s.io")
+    return status["message"], [(c["field"], c["message"]) for c in status["details"]["causes"]]
+
+
+async def test_subject_access_review_validation(http: httpx.AsyncClient) -> None:
+    message, causes = await invalid(http, SARS, sar())
+    assert message == ('SubjectAccessReview.authorization.k8s.io "" is invalid: [spec.resourceAttributes: Invalid '
+                       "value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified, "
+                       'spec.user: Invalid value: "": at least one of user or group must be specified]')
+    assert [f for f, _ in causes] == ["spec.resourceAttributes", "spec.user"]
+    _, causes = await invalid(http, SARS, sar(user="bob", resourceAttributes={"verb": "get"},
+                                              nonResourceAttributes={"path": "/x", "verb": "get"}))
+    assert causes == [("spec.nonResourceAttributes", 'Invalid value: authorization.NonResourceAttributes{Path:"/x", '
+                       'Verb:"get"}: cannot be specified in combination with resourceAttributes')]
+    _, causes = await invalid(http, SARS, {**sar(user="bob", resourceAttributes={"verb": "get"}), "metadata": {"name": "x"}})
+    assert [(f, m.split(": ")[-1]) for f, m in causes] == [("metadata", "must be empty")]
+    assert causes[0][1].startswith('Invalid value: v1.ObjectMeta{Name:"x", GenerateName:""')
+    _, causes = await invalid(http, SARS, sar(user="bob", resourceAttributes={"verb": "list", "labelSelector": {}}))
+    assert causes == [("spec.resourceAttributes.labelSelector.requirements", "Required value: when "
+                       "spec.resourceAttributes.labelSelector is specified, requirements or rawSelector is required")]
+
+
+async def test_local_subject_access_review_validation(http: httpx.AsyncClient) -> None:
+    _, causes = await invalid(http, LSARS, sar("LocalSubjectAccessReview", user="bob",
+                                               resourceAttributes={"namespace": "other", "verb": "get"}))
+    assert causes == [("spec.resourceAttributes.namespace", 'Invalid value: "other": must match metadata.namespace')]
+    _, causes = await invalid(http, LSARS, sar("LocalSubjectAccessReview", user="bob",
+                                               nonResourceAttributes={"path": "/x", "verb": "get"}))
+    assert causes == [("spec.nonResourceAttributes", 'Invalid value: authorization.NonResourceAttributes{Path:"/x", '
+                       'Verb:"get"}: disallowed on this kind of request')]
+    body = {**sar("LocalSubjectAccessReview", user="bob", resourceAttributes={"namespace": "ns"}),
+            "metadata": {"namespace": "elsewhere"}}
+    r = await http.post(LSARS, json=body)
+    assert (r.status_code, r.json()["message"]) == (
+        400, "the namespace of the provided object does not match the namespace sent on the request")
+
+
+# -- who may ask, and how ------------------------------------------------------------------------------
+
+
+async def test_reviews_need_rbac_and_system_auth_delegator_grants_them(http: httpx.AsyncClient, app: App) -> None:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "t"}}
+    access = sar(user="bob", resourceAttributes={"verb": "get", "resource": "pods"})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=chain(app)), base_url="http://kubeloop",
+                                 headers={"Authorization": "Bearer alice-token"}) as alice:  # fmt: skip
+        for path, body in ((TOKEN_REVIEWS, review), (SARS, access)):
+            r = await alice.post(path, json=body)
+            assert (r.status_code, r.json()["reason"]) == (403, "Forbidden"), r.text
+        binding = {"metadata": {"name": "alice-delegates"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}  # fmt: skip
+        r = await http.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=binding)
+        assert r.status_code == 201, r.text
+        r = await alice.post(TOKEN_REVIEWS, json=review)
+        assert r.status_code == 201 and r.json()["status"]["user"]["username"] == "kubernetes-admin", r.text
+        assert (await alice.post(SARS, json=access)).status_code == 201
+        # Not a local one: auth-delegator grants only the cluster-wide review.
+        r = await alice.post(LSARS, json=sar("LocalSubjectAccessReview", user="bob", resourceAttributes={"namespace": "ns"}))
+        assert r.status_code == 403
+
+
+@pytest.mark.parametrize("path", [TOKEN_REVIEWS, SARS, LSARS, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"])
+async def test_a_review_is_create_only(http: httpx.AsyncClient, path: str) -> None:
+    r = await http.get(path)
+    assert (r.status_code, r.json()["reason"]) == (405, "MethodNotAllowed")
+
+
+async def test_without_the_security_chain_a_review_is_not_found_and_nothing_is_stored(app: App) -> None:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kubeloop") as bare:
+        r = await bare.post(TOKEN_REVIEWS, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                                 "spec": {"token": "t"}})  # fmt: skip
+    assert r.status_code == 404
+    keys = [kv.key for kv in (await app.state.store.range("/")).items]
+    assert keys and not [k for k in keys if "tokenreview" in k], keys
+
+
+async def test_discovery_lists_the_reviews_as_create_only(http: httpx.AsyncClient) -> None:
+    groups = [g["name"] for g in (await http.get("/apis")).json()["groups"]]
+    assert {"authentication.k8s.io", "authorization.k8s.io"} <= set(groups)
+    authn = (await http.get("/apis/authentication.k8s.io/v1")).json()["resources"]
+    assert [(r["name"], r["kind"], r["namespaced"], r["verbs"]) for r in authn] == [
+        ("selfsubjectreviews", "SelfSubjectReview", False, ["create"]),
+        ("tokenreviews", "TokenReview", False, ["create"])]
+    authz = (await http.get("/apis/authorization.k8s.io/v1")).json()["resources"]
+    assert [(r["name"], r["namespaced"]) for r in authz] == [
+        ("localsubjectaccessreviews", True), ("selfsubjectaccessreviews", False), ("selfsubjectrulesreviews", False),
+        ("subjectaccessreviews", False)]
+    aggregated = await http.get("/apis", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    items = {i["metadata"]["name"]: i for i in aggregated.json()["items"]}
+    resources = items["authentication.k8s.io"]["versions"][0]["resources"]
+    assert {r["resource"]: r["verbs"] for r in resources} == {"selfsubjectreviews": ["create"], "tokenreviews": ["create"]}
+    openapi = (await http.get("/openapi/v3/apis/authentication.k8s.io/v1")).json()
+    assert list(openapi["paths"]["/apis/authentication.k8s.io/v1/tokenreviews"]) == ["parameters", "post"]
+    assert "/apis/authentication.k8s.io/v1/tokenreviews/{name}" not in openapi["paths"]
+
+
+# -- real clients ---------------------------------------------------------------------------------------
+
+
+def _api_client(url: str) -> k8s.ApiClient:
+    config = k8s.Configuration(host=url)
+    config.api_key = {"authorization": "Bearer t"}
+    return k8s.ApiClient(config)
+
+
+async def test_the_kubernetes_client_reviews_a_token_and_an_access(http: httpx.AsyncClient, app: App) -> None:
+    await bind(http)
+    token = await robot_token(http)
+
+    def ask(url: str) -> tuple[Any, Any, Any]:
+        with _api_client(url) as api:
+            authn = k8s.AuthenticationV1Api(api).create_token_review(k8s.V1TokenReview(spec=k8s.V1TokenReviewSpec(token=token)))
+            authz = k8s.AuthorizationV1Api(api)
+            attributes = k8s.V1ResourceAttributes(namespace="ns", verb="get", resource="pods")
+            cluster = authz.create_subject_access_review(
+                k8s.V1SubjectAccessReview(spec=k8s.V1SubjectAccessReviewSpec(user="bob", resource_attributes=attributes)))
+            local = authz.create_namespaced_local_subject_access_review("ns", k8s.V1LocalSubjectAccessReview(
+                spec=k8s.V1SubjectAccessReviewSpec(user="bob", resource_attributes=attributes)))
+            return authn, cluster, local
+
+    async with serve(chain(app)) as url:
+        authn, cluster, local = await asyncio.to_thread(ask, url)
+    assert authn.status.authenticated and authn.status.user.username == "system:serviceaccount:ns:robot"
+    assert authn.status.audiences == [DEFAULT_ISSUER]
+    assert cluster.status.allowed and local.status.allowed and local.metadata.namespace == "ns"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+async def test_kubectl_creates_a_token_review_and_a_subject_access_review(http: httpx.AsyncClient, app: App,
+                                                                           tmp_path: Path) -> None:  # fmt: skip
+    await bind(http)
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "alice-token"}}
+    access = sar(user="bob", resourceAttributes={"namespace": "ns", "verb": "get", "resource": "pods"})
+    # kubectl sends its bearer token over TLS only.
+    async with kubectl_for(chain(app), tmp_path, tls=ensure_tls(tmp_path / "pki")) as kubectl:
+        out = await kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(review).encode())
+        assert json.loads(out)["status"]["user"]["username"] == "alice"
+        out = await kubectl("create", "-f", "-", "-o", "json", stdin=json.dumps(access).encode())
+        assert json.loads(out)["status"]["allowed"] is True
+        resources = await kubectl("api-resources", "--api-group=authentication.k8s.io", "-o", "name")
+        assert resources.split() == ["selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io"]
+        code, _, err = await kubectl.run("get", "tokenreviews", ok=False)
+        assert code == 1 and "MethodNotAllowed" in err
