@@ -43,8 +43,8 @@ async def test_terminated_pods_past_the_threshold_wait_for_the_next_pass(tmp_pat
         assert world.deleted_total("terminated") == 0
         await world.advance(0.5)  # 20 s after the first pass
 
-        async def collected() -> bool:
-            return await world.names() == ["new"]
+        async def collected() -> bool:  # the count follows the delete's answer
+            return await world.names() == ["new"] and world.deleted_total("terminated") > 0
 
         await world.eventually(collected)
         assert world.deleted_total("terminated") == 1
@@ -91,7 +91,8 @@ async def test_the_quarantine_counts_from_the_pass_that_first_misses_the_node(tm
 
         async def deleted() -> bool:
             found = await world.maybe(PODS, "orphan")
-            return found is None
+            # The collector counts the delete once its answer is back, after the pod is gone.
+            return found is None and world.deleted_total("orphaned") > 0
 
         await world.eventually(deleted)
         assert world.deleted_total("orphaned") == 1
