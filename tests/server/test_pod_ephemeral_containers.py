@@ -5,12 +5,17 @@ storage.go`` EphemeralContainersREST: get, update, patch of the Pod; ``strategy.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from kubeloop.server import User
+
 from ._kubelet_fixtures import PODS, pod
+from ._rbac import rbac_clients
+from ._webhooks import configuration, webhook, webhook_server
 
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -198,3 +203,79 @@ async def test_discovery_and_both_openapi_documents_list_the_subresource(client:
     v2 = (await client.get("/openapi/v2")).json()["paths"][path]
     assert v2["put"]["parameters"][0]["schema"] == {"$ref": "#/definitions/io.k8s.api.core.v1.Pod"}
     assert SMP in v2["patch"]["consumes"]
+
+
+async def test_no_bootstrap_role_grants_it(tmp_path: Path) -> None:
+    # Upstream leaves pods/ephemeralcontainers out of edit and admin on purpose (kubernetes#109332,
+    # kubernetes#121217: adding one bypasses admission written before the subresource existed); an
+    # administrator grants it with a role of their own.
+    async with rbac_clients(tmp_path, User("dev", groups=("system:authenticated",))) as (admin, dev):
+        await pod(admin, containers=("app",))
+        rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+        edit = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "edit"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "system:aggregate-to-edit"},
+                "subjects": [{"kind": "User", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}]}
+        assert (await admin.post(f"{rbac}/rolebindings", json=edit)).status_code == 201
+        assert (await dev.patch(f"{PODS}/p", json={"metadata": {"labels": {"a": "b"}}},
+                                headers={"content-type": MERGE})).status_code == 200
+        r = await add(dev, debugger())
+        assert (r.status_code, r.json()["message"]) == (
+            403, 'pods "p" is forbidden: User "dev" cannot patch resource "pods/ephemeralcontainers" in API group "" '
+                 'in the namespace "default"')
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "debug"},
+                "rules": [{"apiGroups": [""], "resources": ["pods/ephemeralcontainers"], "verbs": ["patch"]}]}
+        binding = {**edit, "metadata": {"name": "debug"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "debug"}}
+        assert (await admin.post(f"{rbac}/roles", json=role)).status_code == 201
+        assert (await admin.post(f"{rbac}/rolebindings", json=binding)).status_code == 201
+        assert (await add(dev, debugger())).status_code == 200
+        current = (await dev.get(EPHEMERAL)).json()
+        assert (await dev.put(EPHEMERAL, json=current)).status_code == 403  # update is its own verb
+
+
+def vap(name: str, resources: list[str], expression: str) -> list[dict[str, Any]]:
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": resources}
+    return [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+             "metadata": {"name": name}, "spec": {"matchConstraints": {"resourceRules": [rule]},
+                                                   "validations": [{"expression": expression}]}},
+            {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+             "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}]
+
+
+async def test_admission_sees_an_update_of_the_subresource(client: httpx.AsyncClient, tmp_path: Path) -> None:
+    await pod(client, containers=("app",))
+    base = "/apis/admissionregistration.k8s.io/v1"
+    # "pods" names the main resource only; "pods/ephemeralcontainers" the subresource.
+    for obj in [*vap("main-only", ["pods"], "false"),
+                *vap("registry", ["pods/ephemeralcontainers"],
+                     "request.subResource == 'ephemeralcontainers' && "
+                     "object.spec.ephemeralContainers.all(c, c.image.startsWith('registry.example/'))")]:
+        plural = "validatingadmissionpolicies" if obj["kind"] == "ValidatingAdmissionPolicy" else (
+            "validatingadmissionpolicybindings")
+        assert (await client.post(f"{base}/{plural}", json=obj)).status_code == 201
+    before = (await client.get(f"{PODS}/p")).json()
+    r = await add(client, debugger())
+    assert (r.status_code, r.json()["message"]) == (
+        422, "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'registry' with binding 'registry' denied request: "
+             "failed expression: request.subResource == 'ephemeralcontainers' && "
+             "object.spec.ephemeralContainers.all(c, c.image.startsWith('registry.example/'))")
+    assert (await client.get(f"{PODS}/p")).json() == before
+    assert (await add(client, debugger(image="registry.example/busybox"))).status_code == 200
+
+    def seen(request: dict[str, Any]) -> dict[str, Any]:
+        return {"allowed": True}
+
+    async with webhook_server(tmp_path, seen) as served:
+        hook = webhook("ec.example.com", served.client_config(), operations=("UPDATE",),
+                       resources=("pods/ephemeralcontainers",))
+        r = await client.post(f"{base}/validatingwebhookconfigurations",
+                              json=configuration("ValidatingWebhookConfiguration", "cfg", hook))
+        assert r.status_code == 201, r.text
+        assert (await add(client, debugger(image="registry.example/busybox"),
+                          debugger("second", image="registry.example/alpine"))).status_code == 200
+        [request] = served.hook.requests
+        assert (request["operation"], request["subResource"], request["kind"]["kind"]) == (
+            "UPDATE", "ephemeralcontainers", "Pod")
+        assert [c["name"] for c in request["oldObject"]["spec"]["ephemeralContainers"]] == ["debugger"]
+        assert [c["name"] for c in request["object"]["spec"]["ephemeralContainers"]] == ["debugger", "second"]
