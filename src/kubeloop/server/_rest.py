@@ -631,7 +631,7 @@ async def _prepare_update(
         new = _keeping_managed_fields(state, new, strategy.prepare_for_status_update(new, old))
         new_meta = meta_of(new)
     elif req.subresource == "ephemeralcontainers":  # pods only (the kind's strategy has the hook)
-        new = _keeping_managed_fields(state, new, strategy.prepare_for_ephemeral_containers(new, old))  # type: ignore[attr-defined]
+        new = _keeping_managed_fields(state, new, strategy.prepare_for_ephemeral_containers(new, old))
         new_meta = meta_of(new)
     elif req.subresource == "finalize":
         prepare = getattr(strategy, "prepare_for_finalize", None)
