@@ -151,6 +151,42 @@ def test_time_int_or_string_and_quantity_are_their_json_forms() -> None:
     assert obj["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "500m"}}
 
 
+def test_a_pod_with_its_status_decodes_as_its_json() -> None:
+    # kubectl debug --copy-to creates a Pod with client-go's typed client (protobuf); a status writer sends one too.
+    time = field(1, 1704067200)
+    running = field(1, time)  # ContainerStateRunning.startedAt
+    terminated = field(1, 1) + field(3, "Error") + field(5, time) + field(6, time) + field(7, "c://1")
+    status = field(1, "app") + field(2, field(2, running)) + field(3, field(3, terminated)) + field(4, 1) \
+        + field(5, 2) + field(6, "nginx") + field(7, "sha") + field(8, "c://2") + field(9, 1) \
+        + field(12, field(1, "data") + field(2, "/d"))
+    pod_status = field(1, "Running") + field(2, field(1, "Ready") + field(2, "True") + field(4, time)) \
+        + field(5, "10.0.0.1") + field(16, field(1, "10.0.0.1")) + field(12, field(1, "10.244.0.5")) \
+        + field(7, time) + field(8, status) + field(9, "BestEffort") \
+        + field(13, field(1, "debugger") + field(2, b"") + field(3, b"") + field(6, "busybox") + field(7, ""))
+    spec = field(2, field(1, "app") + field(2, "nginx")) + field(27, 1)
+    obj = decode_protobuf_object(envelope("v1", "Pod", meta("p") + field(2, spec) + field(3, pod_status)))
+    assert obj["spec"] == {"containers": [{"name": "app", "image": "nginx", "resources": {}}],
+                           "shareProcessNamespace": True}
+    assert obj["status"] == {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None,
+                        "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+        "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIPs": [{"ip": "10.244.0.5"}],
+        "startTime": "2024-01-01T00:00:00Z",
+        "containerStatuses": [{
+            "name": "app", "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2024-01-01T00:00:00Z",
+                                         "finishedAt": "2024-01-01T00:00:00Z", "containerID": "c://1"}},
+            "ready": True, "restartCount": 2, "image": "nginx", "imageID": "sha", "containerID": "c://2",
+            "started": True, "volumeMounts": [{"name": "data", "mountPath": "/d"}]}],
+        "qosClass": "BestEffort",
+        "ephemeralContainerStatuses": [{"name": "debugger", "state": {}, "lastState": {}, "ready": False,
+                                        "restartCount": 0, "image": "busybox", "imageID": ""}],
+    }
+    # A copy kubectl debug creates has an empty status: Go's encoding writes it as {}.
+    assert decode_protobuf_object(envelope("v1", "Pod", meta("p") + field(2, spec) + field(3, b"")))["status"] == {}
+
+
 def test_malformed_quantity_is_a_bad_request() -> None:
     container = field(1, "c") + field(8, field(1, field(1, "cpu") + field(2, field(1, "lots"))))
     spec = field(3, field(2, field(2, container)))

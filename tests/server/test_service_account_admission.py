@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import Forbidden, Invalid, KindRegistry, NotFound, ResourceInfo
+from kubeloop.api import ApiError, Forbidden, Invalid, KindRegistry, NotFound, ResourceInfo
 from kubeloop.client import Client
 from kubeloop.server import create_app
 from kubeloop.server._app import DEFAULT_ADMISSION_PLUGINS
@@ -242,3 +242,34 @@ async def test_other_kinds_are_not_touched(api: Client) -> None:
     configmaps: ResourceInfo = KINDS.by_kind("", "ConfigMap")  # type: ignore[assignment]
     created = await api.create(configmaps, {"metadata": {"name": "c"}, "data": {"a": "b"}})
     assert created["data"] == {"a": "b"}
+
+
+async def test_ephemeral_containers_may_use_only_the_secrets_an_enforcing_account_lists(api: Client) -> None:
+    # limitEphemeralContainerSecretReferences: an UPDATE of pods/ephemeralcontainers; the secret refusal is a
+    # plain error upstream, so the API server answers it as a 500 without a reason.
+    await api.create(SERVICEACCOUNTS, {"metadata": {"name": "strict",
+                                                    "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}},
+                                       "secrets": [{"name": "allowed"}]})
+    await api.create(PODS, pod("p", serviceAccountName="strict"))
+
+    def debugger(name: str, **fields: Any) -> dict[str, Any]:
+        return {"spec": {"ephemeralContainers": [{"name": name, "image": "busybox", **fields}]}}
+
+    env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "other", "key": "t"}}}]
+    with pytest.raises(ApiError) as caught:
+        await api.patch(PODS, "p", debugger("d", env=env), patch_type="strategic", subresource="ephemeralcontainers")
+    assert (caught.value.code, caught.value.message) == (
+        500, 'ephemeral container d with envVar TOKEN referencing secret.secretName="other" is not allowed '
+                 "because service account strict does not reference that secret")
+    with pytest.raises(ApiError) as caught:
+        await api.patch(PODS, "p", debugger("d", envFrom=[{"secretRef": {"name": "other"}}]), patch_type="strategic",
+                        subresource="ephemeralcontainers")
+    assert caught.value.message == ('ephemeral container d with envFrom referencing secret.secretName="other" is not '
+                                    "allowed because service account strict does not reference that secret")
+    assert "ephemeralContainers" not in (await api.get(PODS, "p"))["spec"]
+    allowed = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "allowed", "key": "t"}}}]
+    patched = await api.patch(PODS, "p", debugger("d", env=allowed), patch_type="strategic",
+                              subresource="ephemeralcontainers")
+    assert [c["name"] for c in patched["spec"]["ephemeralContainers"]] == ["d"]
+    # The ephemeral container gets no token mount: the plugin mutates pods on create only.
+    assert "volumeMounts" not in patched["spec"]["ephemeralContainers"][0]

@@ -171,9 +171,16 @@ def decode_managed_fields(raw: Any, *, keep_raw: bool = False) -> list[ManagedEn
     return entries
 
 
+# What the pods/ephemeralcontainers strategy keeps of a write (its GetResetFieldsFilter is an include
+# filter, k/k pkg/registry/core/pod/strategy.go: every field but spec.ephemeralContainers is reset).
+_EPHEMERAL_ONLY: tuple[Path, ...] = (("f:spec", "f:ephemeralContainers"),)
+
+
 def _reset_prefixes(subresource: str | None, status_subresource: bool) -> tuple[Path, ...]:
     if subresource == "status":
         return (("f:spec",),)
+    if subresource == "ephemeralcontainers":
+        return _EPHEMERAL_ONLY
     if subresource is None and status_subresource:
         return (("f:status",),)
     return ()
@@ -189,6 +196,9 @@ _TOP_LEVEL_RESETS: dict[tuple[Path, ...], frozenset[str]] = {
 def _clean_set(fields: Iterable[Path], reset: tuple[Path, ...]) -> FieldSet:
     if not reset:
         return frozenset(fields) - _STRIPPED
+    if reset is _EPHEMERAL_ONLY:  # an include filter: what is under its one prefix, the rest is reset
+        kept = reset[0]
+        return frozenset(p for p in fields if p[: len(kept)] == kept and p not in _STRIPPED)
     if all(len(r) == 1 for r in reset):  # the reset fields are top-level (spec, status)
         heads = frozenset(reset)
         return frozenset(p for p in fields if p not in _STRIPPED and p[:1] not in heads)

@@ -382,9 +382,13 @@ class FieldError:
         return text
 
     def __str__(self) -> str:
-        return f"{self.field}: {self.body}" if self.field else self.body
+        # field.Error.Error prints the path even when it is empty (": Forbidden: ...").
+        return f"{self.field}: {self.body}"
 
     def to_cause(self) -> dict[str, str]:
+        # A StatusCause's field is omitempty: an error on the empty path has none.
+        if not self.field:
+            return {"reason": self.cause_reason, "message": self.body}
         return {"reason": self.cause_reason, "message": self.body, "field": self.field}
 
 

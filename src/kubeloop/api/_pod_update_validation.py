@@ -40,7 +40,14 @@ from kubeloop.api._pod_placement_validation import validate_tolerations
 from kubeloop.api._pod_security_annotations import APPARMOR_ANNOTATION_PREFIX, security_annotation_errors
 from kubeloop.api._quantity import quantity_key
 
-__all__ = ["UPDATABLE_POD_SPEC_FIELDS", "pod_spec_change_message", "validate_pod_status_update", "validate_pod_update"]
+__all__ = [
+    "UPDATABLE_POD_SPEC_FIELDS",
+    "pod_spec_change_message",
+    "semantic_form",
+    "validate_pod_annotation_updates",
+    "validate_pod_status_update",
+    "validate_pod_update",
+]
 
 # updatablePodSpecFields, joined with "," as upstream's message does.
 UPDATABLE_POD_SPEC_FIELDS = ",".join([
@@ -251,10 +258,18 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[
     return errs
 
 
-def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """The part of ``ValidatePodStatusUpdate`` on metadata: ValidatePodSpecificAnnotationUpdates."""
+def validate_pod_annotation_updates(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """ValidatePodSpecificAnnotationUpdates on two pods (``/status`` and ``/ephemeralcontainers`` run it)."""
     return _annotation_updates(_mapping(new.get("metadata")).get("annotations"),
                                _mapping(old.get("metadata")).get("annotations"), new.get("spec"))
+
+
+validate_pod_status_update = validate_pod_annotation_updates  # ValidatePodStatusUpdate's part on metadata
+
+
+def semantic_form(value: Any) -> Any:
+    """``value`` as ``apiequality.Semantic.DeepEqual`` compares it (zero-valued fields dropped)."""
+    return _semantic(value)
 
 
 def _munge(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -390,7 +390,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
 KINDS: dict[tuple[str, str], str] = {
     **{("v1", kind): kind for kind in ("Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "Binding",
                                               "LimitRange", "ResourceQuota", "ReplicationController",
-                                              "PodTemplate")},
+                                              "PodTemplate", "Pod")},
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "DaemonSet"): "DaemonSet",
     ("batch/v1", "Job"): "Job",

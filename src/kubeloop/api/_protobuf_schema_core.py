@@ -4,7 +4,7 @@ Each message maps a field number to ``(JSON name, kind)``; the kind mini-languag
 :mod:`kubeloop.api._protobuf_schema`. Presence markers follow the Go types' JSON tags: ``?`` for a
 pointer field (kept when sent, even if zero), ``!`` for a field without ``omitempty``, neither for
 an ``omitempty`` value field (dropped when zero). Only the messages reachable from the kinds kubectl
-or a client-go typed client (ReplicationControllers, PodTemplates) sends as protobuf are listed; in-tree
+or a client-go typed client (ReplicationControllers, PodTemplates, Pods) sends as protobuf are listed; in-tree
 cloud volume sources (gcePersistentDisk, awsElasticBlockStore, rbd, cinder, ...) are left out and, like
 any unknown field, skipped.
 """
@@ -517,4 +517,72 @@ CORE_V1: dict[str, dict[int, tuple[str, str]]] = {
         5: ("message", "s"),
     },
     "PodTemplate": {1: ("metadata", "m:ObjectMeta"), 2: ("template", "m:PodTemplateSpec")},
+    # --- pods (kubectl debug --copy-to creates one with client-go's typed client) ---------------
+    "Pod": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:PodSpec"), 3: ("status", "m:PodStatus")},
+    "PodStatus": {
+        1: ("phase", "s"),
+        2: ("conditions", "*m:PodCondition"),
+        3: ("message", "s"),
+        4: ("reason", "s"),
+        11: ("nominatedNodeName", "s"),
+        5: ("hostIP", "s"),
+        16: ("hostIPs", "*m:HostIP"),
+        6: ("podIP", "s"),
+        12: ("podIPs", "*m:PodIP"),
+        7: ("startTime", "t?"),
+        10: ("initContainerStatuses", "*m:ContainerStatus"),
+        8: ("containerStatuses", "*m:ContainerStatus"),
+        9: ("qosClass", "s"),
+        13: ("ephemeralContainerStatuses", "*m:ContainerStatus"),
+        14: ("resize", "s"),
+        15: ("resourceClaimStatuses", "*m:PodResourceClaimStatus"),
+    },
+    "PodCondition": {
+        1: ("type", "s!"),
+        2: ("status", "s!"),
+        3: ("lastProbeTime", "t"),
+        4: ("lastTransitionTime", "t"),
+        5: ("reason", "s"),
+        6: ("message", "s"),
+    },
+    "PodIP": {1: ("ip", "s!")},
+    "HostIP": {1: ("ip", "s!")},
+    "PodResourceClaimStatus": {1: ("name", "s!"), 2: ("resourceClaimName", "s?")},
+    "ContainerStatus": {
+        1: ("name", "s!"),
+        2: ("state", "m:ContainerState"),
+        3: ("lastState", "m:ContainerState"),
+        4: ("ready", "b!"),
+        5: ("restartCount", "i!"),
+        6: ("image", "s!"),
+        7: ("imageID", "s!"),
+        8: ("containerID", "s"),
+        9: ("started", "b?"),
+        10: ("allocatedResources", "{q"),
+        11: ("resources", "m?:ResourceRequirements"),
+        12: ("volumeMounts", "*m:VolumeMountStatus"),
+        13: ("user", "m?:ContainerUser"),
+        14: ("allocatedResourcesStatus", "*m:ResourceStatus"),
+    },
+    "ContainerState": {
+        1: ("waiting", "m?:ContainerStateWaiting"),
+        2: ("running", "m?:ContainerStateRunning"),
+        3: ("terminated", "m?:ContainerStateTerminated"),
+    },
+    "ContainerStateWaiting": {1: ("reason", "s"), 2: ("message", "s")},
+    "ContainerStateRunning": {1: ("startedAt", "t")},
+    "ContainerStateTerminated": {
+        1: ("exitCode", "i!"),
+        2: ("signal", "i"),
+        3: ("reason", "s"),
+        4: ("message", "s"),
+        5: ("startedAt", "t"),
+        6: ("finishedAt", "t"),
+        7: ("containerID", "s"),
+    },
+    "VolumeMountStatus": {1: ("name", "s!"), 2: ("mountPath", "s!"), 3: ("readOnly", "b"), 4: ("recursiveReadOnly", "s?")},
+    "ContainerUser": {1: ("linux", "m?:LinuxContainerUser")},
+    "LinuxContainerUser": {1: ("uid", "l!"), 2: ("gid", "l!"), 3: ("supplementalGroups", "*l")},
+    "ResourceStatus": {1: ("name", "s!"), 2: ("resources", "*m:ResourceHealth")},
+    "ResourceHealth": {1: ("resourceID", "s!"), 2: ("health", "s")},
 }

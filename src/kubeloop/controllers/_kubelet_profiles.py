@@ -235,11 +235,39 @@ def simulate_pod(pod: Mapping[str, Any], now: float, *, node_ready: bool, host_i
              "state": _terminated(0, t0, t0, f"kubeloop://{uid[:8]}-init-{c.get('name')}")} for c in init]
     status.update(phase=phase, hostIP=host_ip, hostIPs=[{"ip": host_ip}] if host_ip else [],
                   startTime=format_time(t0), containerStatuses=statuses)
+    if ephemeral := _ephemeral_statuses(spec, old, uid, now, delete_at if deleting else None):
+        status["ephemeralContainerStatuses"] = ephemeral
     if pod_ip:
         status.update(podIP=pod_ip, podIPs=[{"ip": pod_ip}])
     if deleting:
         return SimulatedPod(status, delete_at, delete=now >= delete_at)
     return SimulatedPod(status, run.wake_at)
+
+
+def _ephemeral_statuses(spec: Mapping[str, Any], old: Mapping[str, Any], uid: str, now: float,
+                        delete_at: float | None) -> list[dict[str, Any]]:
+    """``status.ephemeralContainerStatuses``: an ephemeral container (added through the ephemeralcontainers
+    subresource) runs from the moment the kubelet first sees it, is never restarted, has no probes (never
+    ready; the kubelet's probe manager sets ``started`` for regular and init containers only), and stops with
+    the pod."""
+    before = {s.get("name"): s for s in old.get("ephemeralContainerStatuses") or () if isinstance(s, dict)}
+    out = []
+    for c in spec.get("ephemeralContainers") or ():
+        if not isinstance(c, dict):
+            continue
+        name = str(c.get("name") or "")
+        cid = _container_id(uid, name, 0)
+        running = ((before.get(name) or {}).get("state") or {}).get("running") or {}
+        started = parse_time(running["startedAt"]) if running.get("startedAt") else now
+        entry: dict[str, Any] = {"name": name, "image": c.get("image") or "", "imageID": "", "containerID": cid,
+                                 "restartCount": 0, "ready": False, "lastState": {}}
+        if delete_at is not None:
+            finished = min(now, delete_at)
+            entry["state"] = _terminated(0, min(started, finished), finished, cid)
+        else:
+            entry["state"] = {"running": {"startedAt": format_time(started)}}
+        out.append(entry)
+    return out
 
 
 def _conditions(old: list[dict[str, Any]], wanted: Mapping[str, tuple[str, str, str]], now: float) -> list[Any]:

@@ -79,7 +79,7 @@ __all__ = [
     "run_plan",
 ]
 
-Operation = Literal["CREATE", "UPDATE", "DELETE"]
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
 class AdmissionAttributes(NamedTuple):
@@ -408,7 +408,7 @@ class NamespaceLifecycle(MutatingPlugin):
             return operation == "DELETE"
         if resource.group == "authorization.k8s.io" and resource.plural == "localsubjectaccessreviews":
             return False
-        return operation != "DELETE" and resource.namespaced
+        return operation in ("CREATE", "UPDATE") and resource.namespaced  # upstream's handler: no CONNECT
 
     def mutate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None

@@ -339,6 +339,8 @@ def _request(attributes: AdmissionAttributes, obj: Mapping[str, Any] | None) -> 
     info = attributes.resource
     if attributes.subresource == "scale":
         kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    elif attributes.operation == "CONNECT" and obj is not None:  # the options kind (PodExecOptions ...)
+        kind = {"group": info.group, "version": info.version, "kind": str(obj.get("kind") or info.kind)}
     else:
         kind = {"group": info.group, "version": info.version, "kind": info.kind}
     resource = {"group": info.group, "version": info.version, "resource": info.plural}
@@ -356,8 +358,8 @@ def _request(attributes: AdmissionAttributes, obj: Mapping[str, Any] | None) -> 
     request: dict[str, Any] = {"uid": "", "kind": kind, "resource": resource, "requestKind": dict(kind),
                                "requestResource": dict(resource), "operation": attributes.operation,
                                "userInfo": user, "dryRun": attributes.dry_run,
-                               "options": {"kind": _OPTIONS.get(attributes.operation, "CreateOptions"),
-                                           "apiVersion": "meta.k8s.io/v1"}}
+                               "options": {"kind": _OPTIONS[attributes.operation], "apiVersion": "meta.k8s.io/v1"}
+                               if attributes.operation in _OPTIONS else None}  # CONNECT has none
     if attributes.subresource:
         request["subResource"] = request["requestSubResource"] = attributes.subresource
     name = attributes.name

@@ -84,7 +84,7 @@ def _pod_spec(spec: Any) -> None:
     _default_text(spec, "dnsPolicy", "ClusterFirst")
     _default(spec, "securityContext", {})
     _default_text(spec, "schedulerName", "default-scheduler")
-    for key in ("containers", "initContainers"):
+    for key in ("containers", "initContainers", "ephemeralContainers"):  # SetDefaults_EphemeralContainer too
         for container in spec.get(key) or []:
             _container(container)
     _field_ref_versions(spec)
@@ -108,12 +108,9 @@ def _service_account_alias(spec: Obj) -> None:
 def _field_ref_versions(spec: Obj) -> None:
     """SetDefaults_ObjectFieldSelector (``apiVersion: v1``) wherever the generated defaulters of a pod
     spec reach one: a container's ``env[].valueFrom.fieldRef`` (init, regular and ephemeral
-    containers; :func:`_container` does the first two as it walks them), a downwardAPI volume's
+    containers; :func:`_container` does them as it walks them), a downwardAPI volume's
     ``items[].fieldRef``, and a projected volume's downwardAPI source's. Templates get it too (the
     defaulters of Deployments, ReplicaSets and StatefulSets walk their ``spec.template.spec``)."""
-    if "ephemeralContainers" in spec:
-        for container in _dicts(spec["ephemeralContainers"]):
-            _env_field_ref_versions(container.get("env"))
     if "volumes" in spec:
         for volume in _dicts(spec["volumes"]):
             _volume(volume)

@@ -7,7 +7,8 @@ categories, then ``plural/status`` and ``plural/scale`` entries; scale is ``auto
 ``pods/eviction`` (policy/v1 Eviction), ``pods/binding`` (v1 Binding) and ``serviceaccounts/token``
 (authentication.k8s.io/v1 TokenRequest, served by :mod:`kubeloop.server._service_account_tokens`); the
 connect subresources (``pods/exec``, ``attach``, ``portforward``, ``proxy``, ``services/proxy``,
-``nodes/proxy``) their options kind, and ``pods/log`` the Pod kind. Custom kinds appear as soon as the CRD
+``nodes/proxy``) their options kind, and ``pods/log`` and ``pods/ephemeralcontainers`` (get, patch,
+update) the Pod kind. Custom kinds appear as soon as the CRD
 helper registers them, so discovery always matches routing.
 """
 
@@ -46,6 +47,7 @@ VERSION_INFO: dict[str, str] = {
 # is a getter of the Pod kind (upstream 1.32 ``/api/v1``).
 _PROXY_VERBS = ["create", "delete", "get", "patch", "update"]
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
+                      "ephemeralcontainers": ["get", "patch", "update"],
                       "finalize": ["update"], "eviction": ["create"], "binding": ["create"], "token": ["create"],
                       "log": ["get"], "exec": ["create", "get"], "attach": ["create", "get"],
                       "portforward": ["create", "get"], "proxy": _PROXY_VERBS}

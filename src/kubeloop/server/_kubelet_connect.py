@@ -5,7 +5,9 @@ Upstream 1.32 proxies each to a process (``pkg/registry/core/pod/rest/subresourc
 ``node/rest/proxy.go``): the kubelet's streaming server, or whatever listens on the pod's IP. kubeloop's
 containers run no process, so nothing can answer. Every check upstream makes before it dials is kept, with
 upstream's answer; the last step, where upstream would reach the process, is a clear Status saying why
-there is nothing to reach (never a 404, which would read as an API kubeloop does not serve):
+there is nothing to reach (never a 404, which would read as an API kubeloop does not serve). Before any of
+it, upstream's connect handler refuses a dry run and admits the request with operation ``CONNECT``
+(:mod:`._connect_admission`):
 
 - ``exec``, ``attach`` (GET, the WebSocket upgrade kubectl 1.32 tries first, and POST, its SPDY
   fallback): the pod (404), the container (``validateContainer``, 400), a node (400 ``pod P does not have
@@ -26,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 
 from kubeloop.api import ApiError, BadRequest, ResourceInfo, ServiceUnavailable
+from kubeloop.server._connect_admission import admit_connect
 from kubeloop.server._http import Request, Send
 from kubeloop.server._kubelet_access import (
     kubelet_of,
@@ -137,6 +140,7 @@ async def serve_connect(state: ServerState, info: ResourceInfo, request: Request
     methods = CONNECT_SUBRESOURCES.get((info.plural, sub))
     if methods is None or request.method not in methods:
         raise method_not_allowed()
+    await admit_connect(state, info, request, namespace, name, sub)  # upstream's ConnectResource, first
     error: ApiError
     if sub in ("exec", "attach", "portforward"):
         error = await _stream(state, namespace, name, sub, request.param("container") or "")

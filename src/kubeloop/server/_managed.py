@@ -60,7 +60,7 @@ def record_manager_hook(
                 meta["managedFields"] = created_entries(owned, manager, now, info.api_version)
             return
         api_version, schema = info.api_version, state.schema(info)
-        subresource = req.subresource if req.subresource in ("status", "scale") else None
+        subresource = req.subresource if req.subresource in ("status", "scale", "ephemeralcontainers") else None
         try:
             if old is None and subresource is None:  # a create: the positional entry point
                 managed = managed_fields_on_create(

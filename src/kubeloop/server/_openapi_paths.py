@@ -1,7 +1,8 @@
 """The ``paths`` of an OpenAPI v3 group/version document: upstream's operations for one resource.
 
 Per resource: the item path (get/put/patch/delete), the collection (list/post/deletecollection),
-the all-namespaces list for namespaced kinds, ``/status`` and ``/scale`` where served, and the
+the all-namespaces list for namespaced kinds, ``/status``, ``/scale`` and ``pods/{name}/ephemeralcontainers``
+(``readCoreV1NamespacedPodEphemeralcontainers`` and its replace and patch) where served, and the
 one-operation subresources discovery lists, as upstream 1.32's ``api/openapi-spec/v3/api__v1_openapi.json``
 has them: POST ``pods/{name}/eviction`` (``createCoreV1NamespacedPodEviction``, a policy/v1 Eviction),
 POST ``pods/{name}/binding`` (``createCoreV1NamespacedPodBinding``, a v1 Binding), POST
@@ -271,7 +272,7 @@ def resource_paths(info: ResourceInfo, kind_ref: str, paths: dict[str, Any]) -> 
             ),
         }
     for sub in info.subresources:
-        if sub == "status":
+        if sub in ("status", "ephemeralcontainers"):  # GET, PUT and PATCH of the parent's kind
             sub_ref, sub_gvk = kind_ref, gvk
         elif sub == "scale":
             sub_ref, sub_gvk = (

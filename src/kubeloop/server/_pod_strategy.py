@@ -55,6 +55,29 @@ class PodStrategy(_DecodesQuantities):
         super().prepare_for_update(new, old)  # status from old first, as upstream, then the drop
         drop_disabled_pod_fields(new, old)
 
+    def prepare_for_ephemeral_containers(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """The ``ephemeralcontainers`` subresource's PrepareForUpdate (``dropNonEphemeralContainerUpdates``):
+        the stored pod with the request's ``spec.ephemeralContainers``; of the request's metadata,
+        ``ResetObjectMetaForStatus`` puts back the stored deletionTimestamp, generation, labels, annotations,
+        finalizers and ownerReferences. Then DropDisabledPodFields."""
+        spec = dict(old.get("spec") or {})
+        ephemeral = (new.get("spec") or {}).get("ephemeralContainers") if isinstance(new.get("spec"), dict) else None
+        if ephemeral:
+            spec["ephemeralContainers"] = ephemeral
+        else:
+            spec.pop("ephemeralContainers", None)
+        result = {**old, "spec": spec}
+        meta = dict(new.get("metadata") or {})
+        old_meta = old.get("metadata") or {}
+        for key in _RESET_FOR_STATUS:
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        result["metadata"] = meta
+        drop_disabled_pod_fields(result, old)
+        return result
+
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_pod_create(obj)
 
@@ -68,6 +91,10 @@ class PodStrategy(_DecodesQuantities):
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
         # ValidatePodStatusUpdate does not look at the spec (which /status cannot change).
         if subresource:
+            if subresource == "ephemeralcontainers":
+                from kubeloop.api._pod_ephemeral_validation import validate_pod_ephemeral_containers_update
+
+                return validate_pod_ephemeral_containers_update(new, old)
             return validate_pod_status_update(new, old) if subresource == "status" else []
         return validate_pod_main_update(self.info, new, old)
 
@@ -86,6 +113,10 @@ class PodStrategy(_DecodesQuantities):
         if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
             period = 0
         return period
+
+
+# metav1.ResetObjectMetaForStatus: the metadata a subresource write may not change.
+_RESET_FOR_STATUS = ("deletionTimestamp", "generation", "labels", "annotations", "finalizers", "ownerReferences")
 
 
 def _pod_qos(spec: Any) -> str:

@@ -569,9 +569,10 @@ async def _prepare_update(
         raise BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({req.name})")
     new_meta["name"] = req.name
     _check_namespace(info, new_meta, req.namespace)
-    if not req.subresource:
+    if not req.subresource or req.subresource == "ephemeralcontainers":
         # Upstream defaults a body as it decodes it, before PrepareForUpdate compares the specs: a
         # manifest sent back without its defaulted fields is the same spec, and keeps its generation.
+        # An ephemeral container is defaulted as any container (SetDefaults_EphemeralContainer).
         apply_defaults(info, new)
     # The transformers of objInfo.UpdatedObject run the field manager first (handlers/update.go; patch.go's
     # applyPatch), then mutating admission: what a plugin adds or restores is not the writer's.
@@ -628,6 +629,9 @@ async def _prepare_update(
     new_meta["resourceVersion"] = old_meta.get("resourceVersion")
     if req.subresource == "status":
         new = _keeping_managed_fields(state, new, strategy.prepare_for_status_update(new, old))
+        new_meta = meta_of(new)
+    elif req.subresource == "ephemeralcontainers":  # pods only (the kind's strategy has the hook)
+        new = _keeping_managed_fields(state, new, strategy.prepare_for_ephemeral_containers(new, old))
         new_meta = meta_of(new)
     elif req.subresource == "finalize":
         prepare = getattr(strategy, "prepare_for_finalize", None)

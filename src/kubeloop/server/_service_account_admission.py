@@ -2,8 +2,7 @@
 
 Upstream: k/k ``plugin/pkg/admission/serviceaccount/admission.go`` (release 1.32), enabled by default in
 kube-apiserver, between LimitRanger and Priority in ``AllOrderedPlugins``. It is both mutating and
-validating, and acts on pods only (the pod itself; of the subresources only ``ephemeralcontainers``,
-which kubeloop does not serve).
+validating, and acts on pods only (the pod itself; of the subresources only ``ephemeralcontainers``).
 
 Mutating phase (``Admit``), on CREATE only:
 
@@ -35,6 +34,11 @@ ServiceAccount is immutable: pod update validation refuses that):
   pod may use (volumes, ``env``/``envFrom`` of init containers and containers, ``imagePullSecrets``) to
   those it lists.
 
+And on an UPDATE through ``pods/NAME/ephemeralcontainers`` (``limitEphemeralContainerSecretReferences``):
+the pod must name a ServiceAccount that exists (403 as above), and under ``enforce-mountable-secrets`` its
+ephemeral containers' ``env``/``envFrom`` may use only the Secrets it lists; upstream returns that refusal
+as a plain error, which the API server answers as a 500 without a reason (``ErrorToAPIStatus``).
+
 Refusals are upstream's ``admission.NewForbidden``: the pod is named by its name, else its
 ``generateName``, else ``Unknown``.
 """
@@ -46,7 +50,7 @@ from typing import Any
 
 import orjson
 
-from kubeloop.api import Forbidden, ResourceInfo
+from kubeloop.api import UNKNOWN_REASON, ApiError, Forbidden, ResourceInfo
 from kubeloop.server._admission import AdmissionAttributes, MutatingPlugin, Operation, ValidatingPlugin
 from kubeloop.server._state import ServerState
 
@@ -161,13 +165,15 @@ class ServiceAccountAdmission(MutatingPlugin, ValidatingPlugin):
         self._state = state
 
     def handles(self, operation: Operation, resource: ResourceInfo) -> bool:
-        return operation == "CREATE" and resource.group == "" and resource.plural == "pods"
+        # UPDATE for pods/ephemeralcontainers (the plan is per resource: a main-resource update returns at once).
+        return operation in ("CREATE", "UPDATE") and resource.group == "" and resource.plural == "pods"
 
     # -- mutating ----------------------------------------------------------------------------------
     def mutate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> Awaitable[None] | None:
-        if obj is None or attributes.subresource or not self.handles(attributes.operation, attributes.resource):
+        if obj is None or attributes.subresource or attributes.operation != "CREATE" \
+                or not self.handles(attributes.operation, attributes.resource):
             return None
         if _is_mirror(obj):
             self._validate_mirror(attributes, obj)
@@ -227,7 +233,11 @@ class ServiceAccountAdmission(MutatingPlugin, ValidatingPlugin):
     def validate(
         self, attributes: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> Awaitable[None] | None:
-        if obj is None or attributes.subresource or not self.handles(attributes.operation, attributes.resource):
+        if obj is None or not self.handles(attributes.operation, attributes.resource):
+            return None
+        if attributes.operation == "UPDATE" and attributes.subresource == "ephemeralcontainers":
+            return self._validate_ephemeral(attributes, obj)
+        if attributes.subresource or attributes.operation != "CREATE":
             return None
         if _is_mirror(obj):
             self._validate_mirror(attributes, obj)
@@ -246,6 +256,34 @@ class ServiceAccountAdmission(MutatingPlugin, ValidatingPlugin):
             refused = _unlisted_secret(service_account, spec)
             if refused:
                 raise _forbidden(attributes, obj, refused)
+
+    async def _validate_ephemeral(self, attributes: AdmissionAttributes, obj: dict[str, Any]) -> None:
+        """``limitEphemeralContainerSecretReferences`` (see the module docstring)."""
+        spec = _dict(obj.get("spec"))
+        name = spec.get("serviceAccountName")
+        if not name:
+            meta_name = _dict(obj.get("metadata")).get("name") or attributes.name
+            raise _forbidden(attributes, obj, f"no service account specified for pod {attributes.namespace}/{meta_name}")
+        service_account = await self._service_account(attributes, obj, str(name))
+        annotations = _dict(_dict(service_account.get("metadata")).get("annotations"))
+        if not _parse_bool(annotations.get(ENFORCE_MOUNTABLE_SECRETS)):
+            return
+        sa = _dict(service_account.get("metadata")).get("name", "")
+        mountable = {str(_dict(s).get("name")) for s in _list(service_account.get("secrets"))}
+        for container in _containers(spec, "ephemeralContainers"):
+            cname = container.get("name", "")
+            for env in _list(container.get("env")):
+                ref = _dict(_dict(_dict(env).get("valueFrom")).get("secretKeyRef"))
+                if ref and ref.get("name", "") not in mountable:
+                    raise ApiError(f'ephemeral container {cname} with envVar {_dict(env).get("name", "")} referencing '
+                                   f'secret.secretName="{ref.get("name", "")}" is not allowed because service account '
+                                   f"{sa} does not reference that secret", reason=UNKNOWN_REASON, code=500)
+            for env_from in _list(container.get("envFrom")):
+                ref = _dict(_dict(env_from).get("secretRef"))
+                if ref and ref.get("name", "") not in mountable:
+                    raise ApiError(f'ephemeral container {cname} with envFrom referencing secret.secretName='
+                                   f'"{ref.get("name", "")}" is not allowed because service account {sa} does not '
+                                   "reference that secret", reason=UNKNOWN_REASON, code=500)
 
     def _validate_mirror(self, attributes: AdmissionAttributes, obj: dict[str, Any]) -> None:
         spec = _dict(obj.get("spec"))

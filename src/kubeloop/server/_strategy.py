@@ -125,6 +125,11 @@ class GenericStrategy:
                     result["metadata"].pop(key, None)
         return result
 
+    def prepare_for_ephemeral_containers(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+        """``pods/ephemeralcontainers`` update: the object to store (only pods serve that subresource; the
+        Pod strategy overrides this)."""
+        raise NotImplementedError(f"{self.info.plural} serve no ephemeralcontainers subresource")
+
     def _spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
         if self.info.custom:
             skip = {"metadata", "status"} if self.info.status_subresource else {"metadata"}

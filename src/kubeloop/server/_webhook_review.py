@@ -112,7 +112,7 @@ def review_for(uid: str, attributes: AdmissionAttributes, matched: ResourceInfo,
     request["oldObject"] = old
     request["dryRun"] = attributes.dry_run
     options = _options(attributes)
-    if options is not None:
+    if options is not None or attributes.operation == "CONNECT":  # a CONNECT has no options: null
         request["options"] = options
     return {"kind": "AdmissionReview", "apiVersion": f"admission.k8s.io/{review_version}", "request": request}
 
