@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, ResourceInfo, parse_time
+from kubeloop.server._hpa_table import hpa_cells
 
 __all__ = ["TableEvents", "human_duration", "jsonpath_values", "table_for", "wants_table"]
 
@@ -599,6 +600,9 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                         _s("Selector", 1)], _job_cells),
     ("batch", "CronJob"): ([_NAME, _s("Schedule"), _s("Timezone"), ("Suspend", "boolean", "", 0), _i("Active"),
                             _s("Last Schedule"), _AGE, *_WORKLOAD_WIDE, _s("Selector", 1)], _cronjob_cells),
+    ("autoscaling", "HorizontalPodAutoscaler"): ([_NAME, _s("Reference"), _s("Targets"), _s("MinPods"), _s("MaxPods"),
+                                                  _s("Replicas"), _AGE],
+                                                 lambda o, now: hpa_cells(o, _name(o), _age(o, now))),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
     ("policy", "PodDisruptionBudget"): ([_NAME, _s("Min Available"), _s("Max Unavailable"),
