@@ -12,6 +12,8 @@ Upstream (release 1.32): k/k ``pkg/apis/autoscaling/v2/defaults.go`` (``SetDefau
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -256,3 +258,19 @@ async def test_both_openapi_documents_describe_both_versions(client: httpx.Async
     swagger = (await client.get("/openapi/v2")).json()
     assert {"io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler"} \
         <= set(swagger["definitions"])
+
+
+def test_the_v1_route_imports_pyyaml_only_for_a_yaml_body() -> None:
+    # The API server's start-up imports no PyYAML (its YAML paths import it on first use); the v1 route too.
+    code = "import sys, kubeloop.server._app; assert 'yaml' not in sys.modules, 'yaml imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_a_v1_yaml_body_is_converted_too(client: httpx.AsyncClient) -> None:
+    body = "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n" \
+           "  scaleTargetRef: {kind: Deployment, name: web}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: 40\n"
+    r = await client.post(V1, content=body, headers={"content-type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    assert (await client.get(f"{V2}/web")).json()["spec"]["metrics"] == [cpu(40)]
+    r = await client.post(V1, content="a: [", headers={"content-type": "application/yaml"})
+    assert r.status_code == 400 and r.json()["reason"] == "BadRequest"

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeloop.api import ApiError, BadRequest, ResourceInfo, apply_json_patch, apply_merge_patch
 from kubeloop.api._hpa_conversion import hpa_v1_to_v2, hpa_v2_to_v1
@@ -49,6 +48,16 @@ def _header(scope: Scope, name: bytes) -> str:
         if key.lower() == name:
             return bytes(value).decode("latin-1")
     return ""
+
+
+def _yaml(body: bytes) -> Any:
+    """A YAML body (PyYAML imported on first use, as the server's other YAML paths do: start-up needs none)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(body)
+    except yaml.YAMLError as err:
+        raise ValueError(str(err)) from None
 
 
 def _converted_answer(body: bytes) -> bytes:
@@ -129,8 +138,8 @@ class AutoscalingV1:
         if media in self.decoders:
             return self.decoders[media](body, self.info)
         try:
-            obj = yaml.safe_load(body) if "yaml" in media else orjson.loads(body)
-        except (orjson.JSONDecodeError, yaml.YAMLError) as err:
+            obj = _yaml(body) if "yaml" in media else orjson.loads(body)
+        except (orjson.JSONDecodeError, ValueError) as err:
             raise BadRequest(f"the body of the request was in an unknown format: {err}") from None
         if not isinstance(obj, dict):
             raise BadRequest("the body of the request must be a JSON object")
