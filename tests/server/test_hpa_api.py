@@ -274,3 +274,17 @@ async def test_a_v1_yaml_body_is_converted_too(client: httpx.AsyncClient) -> Non
     assert (await client.get(f"{V2}/web")).json()["spec"]["metrics"] == [cpu(40)]
     r = await client.post(V1, content="a: [", headers={"content-type": "application/yaml"})
     assert r.status_code == 400 and r.json()["reason"] == "BadRequest"
+
+
+async def test_metric_quantities_are_decoded_as_upstream_decodes_them(client: httpx.AsyncClient) -> None:
+    pods = {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "0.5"}}}
+    body = await created(client, hpa(metrics=[pods]))
+    assert body["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "500m"  # canonical form
+    pods["pods"]["target"]["averageValue"] = "lots"
+    r = await client.post(V2, json=hpa("bad", metrics=[pods]))
+    assert r.status_code == 400, r.text
+    assert r.json()["message"].startswith('HorizontalPodAutoscaler in version "v2" cannot be handled as a '
+                                          "HorizontalPodAutoscaler: quantities must match the regular expression")
+    negative = {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "-1"}}}
+    assert causes(await client.post(V2, json=hpa("neg", metrics=[negative]))) == [
+        ("FieldValueInvalid", "spec.metrics[0].pods.target.averageValue", 'Invalid value: "-1": must be positive')]

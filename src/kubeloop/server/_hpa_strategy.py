@@ -7,7 +7,8 @@ release 1.32).
 - Update: the status kept from the stored object, ``ValidateHorizontalPodAutoscalerUpdate``.
 - ``/status``: the spec kept, ``ValidateHorizontalPodAutoscalerStatusUpdate``.
 
-``dropContainerMetricSources`` drops nothing: HPAContainerMetrics is GA (locked on) in 1.32.
+Metric targets' and statuses' quantities are held in canonical form (the typed decode's, as
+:mod:`kubeloop.api._quantity_fields` walks them). ``dropContainerMetricSources`` drops nothing: HPAContainerMetrics is GA (locked on) in 1.32.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from typing import Any
 
 from kubeloop.api import FieldError
 from kubeloop.api._hpa_validation import validate_hpa, validate_hpa_status, validate_hpa_update
-from kubeloop.server._strategy import _ZeroStatus
+from kubeloop.server._strategy import _DecodesQuantities, _ZeroStatus
 
 __all__ = ["HorizontalPodAutoscalerStrategy"]
 
 
-class HorizontalPodAutoscalerStrategy(_ZeroStatus):
+class HorizontalPodAutoscalerStrategy(_DecodesQuantities, _ZeroStatus):
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return validate_hpa(obj)
 
