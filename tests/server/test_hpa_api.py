@@ -223,6 +223,15 @@ async def test_a_v1_merge_patch_applies_to_the_v1_object(client: httpx.AsyncClie
     r = await client.patch(f"{V1}/web", headers={"content-type": "application/json-patch+json"},
                            content=orjson.dumps([{"op": "replace", "path": "/spec/maxReplicas", "value": 8}]))
     assert r.status_code == 200 and r.json()["spec"]["maxReplicas"] == 8
+    strategic = {"metadata": {"labels": {"tier": "web"}}, "spec": {"targetCPUUtilizationPercentage": 65}}
+    r = await client.patch(f"{V1}/web", headers={"content-type": "application/strategic-merge-patch+json"},
+                           content=orjson.dumps(strategic))
+    assert r.status_code == 200, r.text
+    v2 = (await client.get(f"{V2}/web")).json()
+    assert (v2["metadata"]["labels"], v2["spec"]["metrics"]) == ({"tier": "web"}, [MEMORY, cpu(65)])
+    stale = {"metadata": {"resourceVersion": "1"}, "spec": {"maxReplicas": 6}}
+    r = await client.patch(f"{V1}/web", headers=MERGE, content=orjson.dumps(stale))
+    assert (r.status_code, r.json()["reason"]) == (409, "Conflict")  # the patch's own precondition
     r = await client.patch(f"{V1}/nope", headers=MERGE, content=b"{}")
     assert (r.status_code, r.json()["message"]) == (404, 'horizontalpodautoscalers.autoscaling "nope" not found')
 

@@ -7,8 +7,8 @@ route does the same around the v2 REST handlers, for every request under
 
 - a create or update body (JSON, YAML, or protobuf: ``kubectl autoscale`` sends protobuf) is converted to v2,
   then handled at v2: defaults, validation (its errors name v2 fields, as upstream's do), admission, storage;
-- a patch is applied to the object as v1 shows it (JSON patch; merge patch; a strategic merge patch, which
-  for v1's fields -- no list has a merge key -- merges as a merge patch), the result converted to v2 and
+- a patch is applied to the object as v1 shows it (JSON patch, merge patch, or a strategic merge patch with
+  the v1 schema's merge keys), the result converted to v2 and
   written as an update conditioned on the resourceVersion read, retried on a conflict unless the patch named
   a resourceVersion itself (upstream's GuaranteedUpdate); a server-side apply converts the applied
   configuration and applies it at v2;
@@ -26,8 +26,16 @@ from typing import Any
 
 import orjson
 
-from kubeloop.api import ApiError, BadRequest, ResourceInfo, apply_json_patch, apply_merge_patch
+from kubeloop.api import (
+    ApiError,
+    BadRequest,
+    ResourceInfo,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
 from kubeloop.api._hpa_conversion import hpa_v1_to_v2, hpa_v2_to_v1
+from kubeloop.api._schemas import builtin_schema
 from kubeloop.server._http import ASGIApp, Message, Receive, Scope, Send, send_error
 
 __all__ = ["V1_PREFIX", "AutoscalingV1", "is_v1_hpa_request"]
@@ -106,12 +114,27 @@ class _Answer:
             self.body += message.get("body", b"")
 
 
+def _once(body: bytes, then: Receive | None = None) -> Receive:
+    """A sub-request's ``receive``: its body, then the client's next message (a watch ends on its
+    disconnect) or, for a request of the route's own, a disconnect."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await then() if then is not None else {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
 class AutoscalingV1:
     """The route serving ``/apis/autoscaling/v1/...horizontalpodautoscalers...`` through ``app`` at v2."""
 
     def __init__(self, app: ASGIApp, info: ResourceInfo, decoders: dict[str, BodyDecoder]) -> None:
         self.app = app
-        self.info = info  # the v1 resource (for protobuf bodies and messages)
+        self.info = info  # the v1 resource (for protobuf bodies and the strategic merge schema)
         self.decoders = decoders
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -122,14 +145,20 @@ class AutoscalingV1:
             if not message.get("more_body"):
                 break
         method = scope["method"]
+        path = _V2_PREFIX + scope["path"][len(V1_PREFIX):]
         try:
+            if method == "PATCH":
+                await self._patch(scope, send, path, body)
+                return
             if method in ("POST", "PUT"):
                 body = orjson.dumps(hpa_v1_to_v2(self._decode(scope, body)))
-                await self._forward(scope, send, method, body, receive)
-            elif method == "PATCH":
-                await self._patch(scope, send, body)
-            else:
-                await self._forward(scope, send, method, body, receive)
+            inner = self._inner_scope(scope, method, path, body)
+            if b"watch=" in scope.get("query_string", b"") or "/watch/" in scope["path"]:
+                await self.app(inner, _once(body, receive), _EventStream(send).send)
+                return
+            answer = _Answer()
+            await self.app(inner, _once(body, receive), answer.send)
+            await _send_answer(send, answer, _converted_answer(answer.body))
         except ApiError as error:
             await send_error(send, error)
 
@@ -145,75 +174,47 @@ class AutoscalingV1:
             raise BadRequest("the body of the request must be a JSON object")
         return obj
 
-    def _inner_scope(self, scope: Scope, method: str, path: str, body: bytes, query: bytes | None = None) -> Scope:
+    def _inner_scope(self, scope: Scope, method: str, path: str, body: bytes, *, query: bytes | None = None,
+                     media: bytes = _JSON) -> Scope:
         headers = [(k, v) for k, v in scope.get("headers") or ()
                    if k.lower() not in (b"content-type", b"content-length", b"accept-encoding", b"accept")]
         accept = _header(scope, b"accept")
         # Protobuf answers are not converted here: JSON is asked for instead (every client takes it).
         headers.append((b"accept", accept.encode() if accept and "protobuf" not in accept else _JSON))
         if body:
-            headers += [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
+            headers += [(b"content-type", media), (b"content-length", str(len(body)).encode())]
         inner = dict(scope)
         inner.update(method=method, path=path, raw_path=path.encode(), headers=headers)
         if query is not None:
             inner["query_string"] = query
         return inner
 
-    async def _call(self, scope: Scope, method: str, path: str, body: bytes = b"",
-                    query: bytes | None = None) -> _Answer:
+    async def _call(self, scope: Scope, method: str, path: str, body: bytes = b"", *, query: bytes | None = None,
+                    media: bytes = _JSON) -> _Answer:
         answer = _Answer()
-        sent = False
-
-        async def receive() -> Message:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(self._inner_scope(scope, method, path, body, query), receive, answer.send)
+        await self.app(self._inner_scope(scope, method, path, body, query=query, media=media), _once(body),
+                       answer.send)
         return answer
 
-    async def _forward(self, scope: Scope, send: Send, method: str, body: bytes, outer_receive: Receive) -> None:
-        path = _V2_PREFIX + scope["path"][len(V1_PREFIX):]
-        sent = False
-
-        async def receive() -> Message:
-            nonlocal sent
-            if sent:  # what the client sends next: its disconnect (which ends a watch)
-                return await outer_receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        streaming = b"watch=" in scope.get("query_string", b"") or "/watch/" in scope["path"]
-        if streaming:
-            await self.app(self._inner_scope(scope, method, path, body), receive, _EventStream(send).send)
-            return
-        answer = _Answer()
-        await self.app(self._inner_scope(scope, method, path, body), receive, answer.send)
-        await _send_answer(send, answer, _converted_answer(answer.body))
-
-    async def _patch(self, scope: Scope, send: Send, patch_body: bytes) -> None:
+    async def _patch(self, scope: Scope, send: Send, path: str, patch_body: bytes) -> None:
         media = _header(scope, b"content-type").split(";")[0].strip().lower()
-        path = _V2_PREFIX + scope["path"][len(V1_PREFIX):]
         if media == "application/apply-patch+yaml":
             applied = self._decode(scope, patch_body)
             converted = hpa_v1_to_v2(applied)
+            annotations = (applied.get("metadata") or {}).get("annotations") or {}
             if (applied.get("spec") or {}).get("targetCPUUtilizationPercentage") is None \
-                    and "autoscaling.alpha.kubernetes.io/metrics" not in ((applied.get("metadata") or {})
-                                                                           .get("annotations") or {}):
+                    and "autoscaling.alpha.kubernetes.io/metrics" not in annotations:
                 converted.get("spec", {}).pop("metrics", None)  # the v1 default is no field the applier set
-            answer = await self._call_patch(scope, path, orjson.dumps(converted), media)
+            answer = await self._call(scope, "PATCH", path, orjson.dumps(converted), media=media.encode())
             await _send_answer(send, answer, _converted_answer(answer.body))
             return
         try:
             patch = orjson.loads(patch_body)
         except orjson.JSONDecodeError as err:
             raise BadRequest(f"error decoding patch: {err}") from None
-        main = path[: -len("/status")] if path.endswith("/status") else path
-        names_version = isinstance(patch, dict) and "resourceVersion" in ((patch.get("metadata") or {})
-                                                                          if isinstance(patch.get("metadata"), dict)
-                                                                          else {})
+        main = path.removesuffix("/status")
+        meta = patch.get("metadata") if isinstance(patch, dict) else None
+        names_version = isinstance(meta, dict) and "resourceVersion" in meta  # then a conflict is the answer
         answer = _Answer()
         for _ in range(_CONFLICT_RETRIES):
             current = await self._call(scope, "GET", main, query=b"")
@@ -221,38 +222,26 @@ class AutoscalingV1:
                 await _send_answer(send, current, current.body)
                 return
             stored = orjson.loads(current.body)
-            v1 = hpa_v2_to_v1(stored)
-            if media == "application/json-patch+json":
-                patched = apply_json_patch(v1, patch)
-            else:  # merge patch; a strategic merge patch of v1's fields merges the same way
-                patched = apply_merge_patch(v1, patch)
-            if not isinstance(patched, dict):
-                raise BadRequest("the patched object is not a JSON object")
-            meta = patched.setdefault("metadata", {})
-            if isinstance(meta, dict) and not names_version:
-                meta["resourceVersion"] = (stored.get("metadata") or {}).get("resourceVersion")
+            patched = self._patched(hpa_v2_to_v1(stored), patch, media)
+            if not names_version:
+                patched.setdefault("metadata", {})["resourceVersion"] = (stored.get("metadata") or {}).get(
+                    "resourceVersion")
             answer = await self._call(scope, "PUT", path, orjson.dumps(hpa_v1_to_v2(patched)),
                                       query=scope.get("query_string", b""))
             if answer.status != 409 or names_version:
                 break
         await _send_answer(send, answer, _converted_answer(answer.body))
 
-    async def _call_patch(self, scope: Scope, path: str, body: bytes, media: str) -> _Answer:
-        inner_scope = self._inner_scope(scope, "PATCH", path, body)
-        inner_scope["headers"] = [(k, v) for k, v in inner_scope["headers"] if k != b"content-type"] + [
-            (b"content-type", media.encode())]
-        answer = _Answer()
-        sent = False
-
-        async def receive() -> Message:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(inner_scope, receive, answer.send)
-        return answer
+    def _patched(self, v1: dict[str, Any], patch: Any, media: str) -> dict[str, Any]:
+        if media == "application/json-patch+json":
+            patched = apply_json_patch(v1, patch)
+        elif media == "application/strategic-merge-patch+json":
+            patched = apply_strategic_merge_patch(v1, patch, builtin_schema("autoscaling", "v1", self.info.kind) or {})
+        else:
+            patched = apply_merge_patch(v1, patch)
+        if not isinstance(patched, dict) or not isinstance(patched.get("metadata", {}), dict):
+            raise BadRequest("the patched object is not a HorizontalPodAutoscaler")
+        return patched
 
 
 async def _send_answer(send: Send, answer: _Answer, body: bytes) -> None:
