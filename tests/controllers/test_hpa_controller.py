@@ -151,7 +151,7 @@ async def test_without_a_metrics_api_a_target_in_range_is_left_alone(tmp_path: P
         events = await until_events(world, "FailedGetResourceMetric", "FailedComputeMetricsReplicas")
         assert events["FailedGetResourceMetric"] == [NO_METRICS]
         assert events["FailedComputeMetricsReplicas"] == [
-            f"invalid metrics (1 invalid out of 1), first error is: {NO_METRICS}"]
+            f"invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric value: {NO_METRICS}"]
         assert await replicas(world) == 3
 
 
@@ -234,3 +234,26 @@ async def test_a_custom_resource_with_a_scale_subresource_is_found_through_disco
         await world.advance(15)
         await until_condition(world, "AbleToScale", "SucceededRescale", name="app")
         assert await replicas(world, WEBAPPS, "app") == 5
+
+
+async def test_custom_and_external_metrics_fail_as_without_their_apis(tmp_path: Path) -> None:
+    pods = {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}
+    external = {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "jobs"}}},
+                                                 "target": {"type": "Value", "value": "30"}}}
+    async with hpa_world(tmp_path) as world:
+        await world.create(DEPLOYMENTS, deployment(replicas=3))
+        await world.create(HPAS, hpa(metrics=[pods, external]))
+        await world.settle()
+        await world.advance(15)
+        current = await until_condition(world, "ScalingActive", "FailedGetPodsMetric")
+        pods_error = ("unable to get metric rps: unable to fetch metrics from custom metrics API: "
+                      "no custom metrics API (custom.metrics.k8s.io) registered")
+        assert conditions(current)["ScalingActive"][2] == f"the HPA was unable to compute the replica count: {pods_error}"
+        assert current["status"]["currentMetrics"] == [{"type": ""}, {"type": ""}]
+        events = await until_events(world, "FailedGetPodsMetric", "FailedGetExternalMetric", "FailedComputeMetricsReplicas")
+        assert events["FailedGetExternalMetric"] == [
+            "unable to get external metric ns/queue/&LabelSelector{MatchLabels:map[string]string{q: jobs,},"
+            "MatchExpressions:[]LabelSelectorRequirement{},}: unable to fetch metrics from external metrics API: "
+            "the server could not find the requested resource (get queue.external.metrics.k8s.io)"]
+        assert events["FailedComputeMetricsReplicas"] == [
+            f"invalid metrics (2 invalid out of 2), first error is: failed to get pods metric value: {pods_error}"]

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from kubeloop.api import ApiError, Conflict, NotFound, ResourceInfo, format_time, parse_label_selector
+from kubeloop.api._selectors import go_label_selector_string
 from kubeloop.client import Discovery, discover_resources
 from kubeloop.controllers._events import EventSink
 from kubeloop.controllers._scheduler_resources import builtin
@@ -46,50 +47,71 @@ __all__ = ["HPAS", "HorizontalPodAutoscalerController", "MetricsSource", "NoMetr
 HPAS = builtin("autoscaling", "horizontalpodautoscalers")
 RESYNC_SECONDS = 15.0
 _V2 = "autoscaling/v2"
+_METRIC_TYPES = ("Resource", "ContainerResource", "Pods", "Object", "External")
 _KIND = "HorizontalPodAutoscaler"
 
 
 class MetricsSource(Protocol):
-    """Where a metric's value would come from: the error text of reading it (``None``: no error)."""
+    """Where a metric's value would come from; kubeloop has none, so only the failure is asked for."""
 
     def failure(self, metric: Mapping[str, Any], namespace: str, selector: str) -> tuple[str, str]:
-        """``(reason, error)`` for a metric that cannot be read."""
+        """``(reason, error)`` of reading ``metric``: the condition reason upstream gives the failure of
+        its source type (``FailedGetResourceMetric``...) and the error text its event and condition carry."""
         ...
 
 
-_NOT_FOUND_RESOURCE = "the server could not find the requested resource (get pods.metrics.k8s.io)"
+def _name_at(metric: Mapping[str, Any], *path: str) -> str:
+    value: Any = metric
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return str(value or "")
+
+
+_RESOURCE_API = ("unable to fetch metrics from resource metrics API: the server could not find the requested "
+                 "resource (get pods.metrics.k8s.io)")
+_CUSTOM_API = "unable to fetch metrics from custom metrics API: no custom metrics API (custom.metrics.k8s.io) registered"
 
 
 class NoMetricsApi:
-    """No ``metrics.k8s.io`` (nor custom or external metrics) API is served: each metric fails as upstream's
-    clients fail on a server without one (client-go's 404 error for the missing group)."""
+    """No ``metrics.k8s.io``, ``custom.metrics.k8s.io`` or ``external.metrics.k8s.io`` API is served: each metric
+    fails as upstream's metrics clients fail on a cluster without one (``replica_calculator.go`` and
+    ``metrics/client.go`` wrap the client's error)."""
 
     def failure(self, metric: Mapping[str, Any], namespace: str, selector: str) -> tuple[str, str]:
         kind = str(metric.get("type") or "")
         if kind in ("Resource", "ContainerResource"):
-            member = "resource" if kind == "Resource" else "containerResource"
-            name = str((metric.get(member) or {}).get("name") or "")
-            fetch = f"unable to fetch metrics from resource metrics API: {_NOT_FOUND_RESOURCE}"
-            if kind == "Resource":
-                return ("FailedGetResourceMetric",
-                        f"failed to get {name} utilization: unable to get metrics for resource {name}: {fetch}")
-            return ("FailedGetContainerResourceMetric", f"failed to get {name} utilization: unable to get "
-                                                        f"metrics for resource {name}: {fetch}")
-        custom = "the server could not find the requested resource (get pods.custom.metrics.k8s.io)"
+            name = _name_at(metric, "resource" if kind == "Resource" else "containerResource", "name")
+            reason = "FailedGetResourceMetric" if kind == "Resource" else "FailedGetContainerResourceMetric"
+            return reason, f"failed to get {name} utilization: unable to get metrics for resource {name}: {_RESOURCE_API}"
         if kind == "Pods":
-            name = str(((metric.get("pods") or {}).get("metric") or {}).get("name") or "")
-            return ("FailedGetPodsMetric", f"unable to get metric {name}: unable to fetch metrics from custom "
-                                           f"metrics API: {custom}")
+            return "FailedGetPodsMetric", f"unable to get metric {_name_at(metric, 'pods', 'metric', 'name')}: {_CUSTOM_API}"
         if kind == "Object":
-            name = str(((metric.get("object") or {}).get("metric") or {}).get("name") or "")
-            return ("FailedGetObjectMetric", f"unable to get metric {name}: unable to fetch metrics from custom "
-                                             f"metrics API: {custom}")
-        if kind == "External":
-            name = str(((metric.get("external") or {}).get("metric") or {}).get("name") or "")
-            return ("FailedGetExternalMetric", f"unable to get external metric {namespace}/{name}/nil: unable to "
-                    "fetch metrics from external metrics API: the server could not find the requested resource "
-                    "(get .external.metrics.k8s.io)")
-        return ("InvalidMetricSourceType", f'unknown metric source type "{kind}"')
+            ref = metric.get("object") or {}
+            described = ref.get("describedObject") or {} if isinstance(ref, Mapping) else {}
+            return "FailedGetObjectMetric", (f"unable to get metric {_name_at(metric, 'object', 'metric', 'name')}: "
+                                             f"{described.get('kind') or ''} on {namespace} "
+                                             f"{described.get('name') or ''}/{_CUSTOM_API}")
+        name = _name_at(metric, "external", "metric", "name")
+        source = metric.get("external") or {}
+        chosen = (source.get("metric") or {}).get("selector") if isinstance(source, Mapping) else None
+        shown = go_label_selector_string(chosen) if isinstance(chosen, Mapping) else "nil"  # %+v of *LabelSelector
+        return "FailedGetExternalMetric", (
+            f"unable to get external metric {namespace}/{name}/{shown}: unable to fetch metrics from external "
+            f"metrics API: the server could not find the requested resource (get {name}.external.metrics.k8s.io)")
+
+
+def _compute_error(metric: Mapping[str, Any], error: str) -> str:
+    """``computeReplicasForMetric``'s wrapping of a source's error, per metric type."""
+    kind = str(metric.get("type") or "")
+    if kind == "Resource":
+        return f"failed to get {_name_at(metric, 'resource', 'name')} resource metric value: {error}"
+    if kind == "ContainerResource":
+        return f"failed to get {_name_at(metric, 'containerResource', 'container')} container metric value: {error}"
+    if kind == "Pods":
+        return f"failed to get pods metric value: {error}"
+    if kind == "Object":
+        return f"failed to get object metric value: {error}"
+    return f"failed to get {_name_at(metric, 'external', 'metric', 'name')} external metric value: {error}"
 
 
 class _EnqueueAfterResync:
@@ -232,21 +254,27 @@ class HorizontalPodAutoscalerController:
             self._with(status, current, None, None, rescaled=False)
             self._event(hpa, "Warning", "FailedComputeMetricsReplicas", message)
             return
-        first: tuple[str, str] | None = None
+        first: tuple[str, str, str] | None = None
         for metric in metrics:
-            reason, error = self.metrics.failure(metric, namespace, selector)
+            metric = metric if isinstance(metric, Mapping) else {}
+            if metric.get("type") not in _METRIC_TYPES:  # validation keeps these out; upstream's default case
+                reason, error = "InvalidMetricSourceType", f'unknown metric source type "{metric.get("type") or ""}"'
+                computed = error
+            else:
+                reason, error = self.metrics.failure(metric, namespace, selector)
+                computed = _compute_error(metric, error)
             self._event(hpa, "Warning", reason, error)  # getUnableComputeReplicaCountCondition records it
             if first is None:
-                first = (reason, error)
+                first = (reason, error, computed)
         if first is None:  # no metric at all (the defaults always give one)
             self._with(status, current, None, [], rescaled=False)
             return
-        reason, error = first
+        reason, error, computed = first
         _set_condition(status, "ScalingActive", "False", reason,
                        f"the HPA was unable to compute the replica count: {error}", now)
         self._with(status, current, None, [{"type": ""} for _ in metrics], rescaled=False)
         self._event(hpa, "Warning", "FailedComputeMetricsReplicas",
-                    f"invalid metrics ({len(metrics)} invalid out of {len(metrics)}), first error is: {error}")
+                    f"invalid metrics ({len(metrics)} invalid out of {len(metrics)}), first error is: {computed}")
 
     def _with(self, status: dict[str, Any], current: int, desired: int | None, metrics: list[Any] | None, *,
               rescaled: bool) -> dict[str, Any]:
