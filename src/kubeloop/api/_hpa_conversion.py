@@ -17,6 +17,7 @@ annotations are dropped. Objects are plain JSON dicts; the input is not mutated.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,15 +43,27 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
-def _json_dumps(value: Any) -> str:
-    import json
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                             "\u2029": "\\u2029"})
 
-    return json.dumps(value, separators=(",", ":"))
+
+def _json_dumps(value: Any) -> str:
+    """``json.Marshal``: compact, UTF-8 as is, ``<``, ``>``, ``&`` (and U+2028, U+2029) escaped (Go's HTML-safe
+    default), so the annotation's text is the one upstream's conversion writes."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).translate(_GO_ESCAPES)
+
+
+def _condition_v1(condition: Any) -> dict[str, Any]:
+    """A v1 ``HorizontalPodAutoscalerCondition`` in its Go field order (``lastTransitionTime``, ``reason``,
+    ``message`` omitempty)."""
+    condition = _m(condition)
+    out: dict[str, Any] = {"type": condition.get("type") or "", "status": condition.get("status") or ""}
+    for key in ("lastTransitionTime", "reason", "message"):
+        _put(out, key, condition.get(key))
+    return out
 
 
 def _json_loads(text: Any) -> Any:
-    import json
-
     try:
         return json.loads(text) if isinstance(text, str) else None
     except ValueError:
@@ -198,7 +211,7 @@ def hpa_v2_to_v1(hpa: Mapping[str, Any]) -> dict[str, Any]:
         added[BEHAVIOR] = _json_dumps(_behavior_go(spec["behavior"]))
     conditions = status.get("conditions") or []
     if conditions:
-        added[CONDITIONS] = _json_dumps(list(conditions))
+        added[CONDITIONS] = _json_dumps([_condition_v1(c) for c in conditions])
     if added:
         meta["annotations"] = {**_m(meta.get("annotations")), **added}
     out: dict[str, Any] = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": meta,
