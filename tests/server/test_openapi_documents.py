@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BUILTIN_RESOURCES, REVIEW_RESOURCES, KindRegistry, ResourceInfo, ScalePaths
+from kubeloop.api._kinds import OTHER_VERSIONS
 from kubeloop.server._openapi import OpenAPIDocuments
 
 WIDGET = ResourceInfo(
@@ -84,8 +85,10 @@ def all_refs(node: Any) -> set[str]:
 def test_root_lists_every_served_group_version_with_a_hashed_url() -> None:
     docs = OpenAPIDocuments(KindRegistry())
     root = orjson.loads(docs.respond("/openapi/v3", {}, {}).body)
-    # The reviews' groups too (authentication.k8s.io/v1, authorization.k8s.io/v1), as upstream's root lists them.
-    expected = {f"apis/{i.group}/{i.version}" if i.group else "api/v1" for i in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
+    # The reviews' groups too (authentication.k8s.io/v1, authorization.k8s.io/v1), as upstream's root lists them,
+    # and autoscaling/v1 (converted from the stored v2).
+    served = (*BUILTIN_RESOURCES, *REVIEW_RESOURCES, *OTHER_VERSIONS)
+    expected = {f"apis/{i.group}/{i.version}" if i.group else "api/v1" for i in served}
     assert set(root["paths"]) == expected
     url = root["paths"]["apis/apps/v1"]["serverRelativeURL"]
     assert url.startswith("/openapi/v3/apis/apps/v1?hash=") and len(url.split("=")[1]) == 128

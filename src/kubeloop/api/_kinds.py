@@ -6,7 +6,8 @@ scope, subresources, and the few strategy switches upstream sets per kind (wheth
 is tracked, whether an update without ``resourceVersion`` is allowed, whether PUT may create,
 whether DELETE answers with the deleted object, extra field selectors).
 
-:data:`BUILTIN_RESOURCES` lists the built-in kinds kubeloop serves; :class:`KindRegistry` adds
+:data:`BUILTIN_RESOURCES` lists the built-in kinds kubeloop serves, each once at its preferred version
+(:data:`OTHER_VERSIONS` the few also served at another, converted); :class:`KindRegistry` adds
 custom resources from CRDs at run time. :data:`REVIEW_RESOURCES` are the create-only reviews, which
 discovery lists but no route stores. Facts: apimachinery reference sections 2, 4 and 5, and the
 strategy files under k/k ``pkg/registry/...``.
@@ -17,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN_RESOURCES", "REVIEW_RESOURCES", "KindRegistry", "ResourceInfo", "ScalePaths", "split_api_version"]
+__all__ = ["BUILTIN_RESOURCES", "OTHER_VERSIONS", "REVIEW_RESOURCES", "KindRegistry", "ResourceInfo", "ScalePaths",
+           "split_api_version"]
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -164,6 +166,10 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     # pkg/registry/batch/cronjob/storage: short name "cj", category "all"; generation bumped on spec changes.
     _r("batch", "v1", "CronJob", "cronjobs", True, short_names=("cj",), categories=("all",), status_subresource=True,
        tracks_generation=True),
+    # pkg/registry/autoscaling/horizontalpodautoscaler/storage: short name "hpa", category "all", no generation
+    # kept by the strategy. v2 is the preferred and storage version (v1: OTHER_VERSIONS).
+    _r("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, short_names=("hpa",),
+       categories=("all",), status_subresource=True),
     _r("coordination.k8s.io", "v1", "Lease", "leases", True, allow_unconditional_update=False,
        allow_create_on_update=True),
     _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),
@@ -194,6 +200,15 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
 
+# Built-in kinds also served at a version other than their preferred one, through a conversion of the stored
+# object: served and discovered, but not another kind to list, watch, count or collect (BUILTIN_RESOURCES
+# names each kind once). autoscaling/v1 HorizontalPodAutoscalers: kubeloop.server._hpa_v1, which keeps what v1
+# cannot say in ``autoscaling.alpha.kubernetes.io`` annotations (k/k pkg/apis/autoscaling/v1/conversion.go).
+OTHER_VERSIONS: tuple[ResourceInfo, ...] = (
+    _r("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, short_names=("hpa",),
+       categories=("all",), status_subresource=True),
+)
+
 # The reviews: create-only kinds that no storage holds (upstream's ``pkg/registry/authentication`` and
 # ``pkg/registry/authorization`` REST storages answer a create and keep nothing). The security chain answers
 # them (:mod:`kubeloop.server._authz_reviews`); discovery and the OpenAPI documents list them, routing does not.
@@ -210,7 +225,7 @@ REVIEW_RESOURCES: tuple[ResourceInfo, ...] = (
 class KindRegistry:
     """Resources by (group, version, plural) and by (group, kind); CRDs add and remove theirs at run time."""
 
-    def __init__(self, resources: Iterable[ResourceInfo] = BUILTIN_RESOURCES,
+    def __init__(self, resources: Iterable[ResourceInfo] = (*BUILTIN_RESOURCES, *OTHER_VERSIONS),
                  reviews: Iterable[ResourceInfo] = REVIEW_RESOURCES) -> None:
         self._by_path: dict[tuple[str, str, str], ResourceInfo] = {}
         for info in resources:

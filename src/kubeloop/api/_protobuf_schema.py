@@ -1,7 +1,7 @@
 """Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
 
 Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
-``core/v1``, ``apps/v1``, ``batch/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
+``core/v1``, ``apps/v1``, ``batch/v1``, ``autoscaling/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
 ``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
 and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
 table written for one release decodes bodies from every release; fields added later are unknown
@@ -373,6 +373,27 @@ _BATCH_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
 }
 
+# k8s.io/api autoscaling/v1 (``kubectl autoscale`` sends its HorizontalPodAutoscaler as protobuf); the message
+# names carry V1 so that another version's messages may join the flat namespace.
+_AUTOSCALING_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "HorizontalPodAutoscalerV1": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:HorizontalPodAutoscalerSpecV1"),
+                                  3: ("status", "m:HorizontalPodAutoscalerStatusV1")},
+    "HorizontalPodAutoscalerSpecV1": {
+        1: ("scaleTargetRef", "m:CrossVersionObjectReferenceV1"),
+        2: ("minReplicas", "i?"),
+        3: ("maxReplicas", "i!"),
+        4: ("targetCPUUtilizationPercentage", "i?"),
+    },
+    "CrossVersionObjectReferenceV1": {1: ("kind", "s!"), 2: ("name", "s!"), 3: ("apiVersion", "s")},
+    "HorizontalPodAutoscalerStatusV1": {
+        1: ("observedGeneration", "l?"),
+        2: ("lastScaleTime", "t?"),
+        3: ("currentReplicas", "i!"),
+        4: ("desiredReplicas", "i!"),
+        5: ("currentCPUUtilizationPercentage", "i?"),
+    },
+}
+
 MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_META_V1,
     **CORE_V1,
@@ -383,6 +404,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_RBAC_V1,
     **_POLICY_V1,
     **_SCHEDULING_V1,
+    **_AUTOSCALING_V1,
 }
 
 # (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
@@ -395,6 +417,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("apps/v1", "DaemonSet"): "DaemonSet",
     ("batch/v1", "Job"): "Job",
     ("batch/v1", "CronJob"): "CronJob",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "HorizontalPodAutoscalerV1",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("policy/v1", "Eviction"): "Eviction",

@@ -19,7 +19,9 @@ The fields, from the k8s.io/api v1.32 types:
   ``status.capacity``, ``status.allocatedResources``;
 - a PersistentVolume: ``spec.capacity``; a Node: ``status.capacity``, ``status.allocatable``;
 - a LimitRange: ``max``, ``min``, ``default``, ``defaultRequest``, ``maxLimitRequestRatio`` of each
-  ``spec.limits`` item; a ResourceQuota: ``spec.hard``, ``status.hard``, ``status.used``.
+  ``spec.limits`` item; a ResourceQuota: ``spec.hard``, ``status.hard``, ``status.used``;
+- an autoscaling/v2 HorizontalPodAutoscaler: ``value`` and ``averageValue`` of each metric's ``target``
+  and each status metric's ``current``.
 
 In a ResourceList a ``null`` is the zero Quantity (``"0"``), as ``UnmarshalJSON`` makes it, and
 defaulting (core v1 ``SetDefaults_ResourceList``, run on every ResourceList above) rounds each value
@@ -188,6 +190,35 @@ def _cronjob(obj: dict[str, Any], mode: bool | _Canons) -> None:
         _template_owner(template, mode)
 
 
+_METRIC_MEMBERS = ("object", "pods", "resource", "containerResource", "external")
+
+
+def _metric_values(metrics: Any, holder_key: str, canon: _Canons) -> None:
+    """The ``value`` and ``averageValue`` (``*Quantity``, omitempty: ``null`` drops it) of each metric's
+    ``target`` (spec) or ``current`` (status), whatever its source."""
+    for metric in as_list(metrics):
+        if type(metric) is not dict:
+            continue
+        for member in _METRIC_MEMBERS:
+            source = metric.get(member)
+            if type(source) is dict and type(values := source.get(holder_key)) is dict:
+                for key in ("value", "averageValue"):
+                    if key in values:
+                        if values[key] is None:
+                            del values[key]
+                        else:
+                            values[key] = canon.one(values[key])
+
+
+def _horizontal_pod_autoscaler(obj: dict[str, Any], mode: bool | _Canons) -> None:
+    """autoscaling/v2 MetricTarget and MetricValueStatus quantities."""
+    canon = _canon(mode)
+    if type(spec := obj.get("spec")) is dict:
+        _metric_values(spec.get("metrics"), "target", canon)
+    if type(status := obj.get("status")) is dict:
+        _metric_values(status.get("currentMetrics"), "current", canon)
+
+
 def _stateful_set(obj: dict[str, Any], mode: bool | _Canons) -> None:
     _template_owner(obj, mode)
     spec = obj.get("spec")
@@ -249,6 +280,7 @@ _BY_KIND: dict[tuple[str, str], _Walker] = {
     ("apps", "DaemonSet"): _template_owner,
     ("batch", "Job"): _template_owner,
     ("batch", "CronJob"): _cronjob,
+    ("autoscaling", "HorizontalPodAutoscaler"): _horizontal_pod_autoscaler,
 }
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "check_field_selector",
     "escape_field_value",
     "field_value",
+    "go_label_selector_string",
     "label_selector_from_dict",
     "parse_field_selector",
     "parse_label_selector",
@@ -439,3 +440,14 @@ def label_selector_from_dict(selector: Mapping[str, Any] | None) -> LabelSelecto
                                          [str(v) for v in values]))
     reqs.sort(key=lambda r: r.key)
     return LabelSelector(tuple(reqs))
+
+
+def go_label_selector_string(selector: Mapping[str, Any]) -> str:
+    """Go's generated ``LabelSelector.String()`` (gogo protobuf), which ``%v`` of a ``*LabelSelector`` prints
+    (a printer column, an error text): each requirement printed with ``%v`` as a plain struct (its
+    ``String`` has a pointer receiver)."""
+    labels = selector.get("matchLabels") or {}
+    pairs = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
+    expressions = "".join(f"{{{e.get('key', '')} {e.get('operator', '')} [{' '.join(e.get('values') or [])}]}},"
+                          for e in selector.get("matchExpressions") or [])
+    return f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"

@@ -1,5 +1,6 @@
 """Registers the workload controllers (``replicaset``, ``replicationcontroller``, ``deployment``, ``statefulset``, ``daemonset``, ``job``, ``cronjob``) and
-``ttl-after-finished`` (:mod:`._ttl_after_finished`, which deletes finished Jobs) as built-ins.
+``ttl-after-finished`` (:mod:`._ttl_after_finished`, which deletes finished Jobs) and ``horizontal-pod-autoscaler``
+(:mod:`._hpa`, which scales their targets) as built-ins.
 
 Importing this module adds their factories to :data:`kubeloop.controllers.BUILTIN_CONTROLLERS`
 (kube-controller-manager's ``--controllers`` names), so ``kubeloop controller-manager`` and
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from kubeloop.controllers._cronjob import CronJobController
 from kubeloop.controllers._daemonset import DaemonSetController
 from kubeloop.controllers._deployment import DeploymentController
+from kubeloop.controllers._hpa import HorizontalPodAutoscalerController
+from kubeloop.controllers._hpa import build as build_hpa_controller
 from kubeloop.controllers._job import JobController
 from kubeloop.controllers._registry import register_builtin
 from kubeloop.controllers._replicaset import ReplicaSetController
@@ -48,6 +51,7 @@ def _ttl_after_finished(manager: Manager) -> Controller:
 
 
 _FACTORIES[TTLAfterFinishedController.name] = _ttl_after_finished
+_FACTORIES[HorizontalPodAutoscalerController.name] = build_hpa_controller
 
 
 def register_workload_controllers() -> None:

@@ -52,6 +52,7 @@ from kubeloop.server._discovery import (
 from kubeloop.server._discovery_aggregated import aggregated_discovery, content_type, negotiate_discovery
 from kubeloop.server._eviction import PodSubresources, is_pod_subresource_post
 from kubeloop.server._handlers import BodyDecoder, ResourceHandlers
+from kubeloop.server._hpa_v1 import V1_PREFIX, AutoscalingV1, is_v1_hpa_request
 from kubeloop.server._http import (
     ASGIApp,
     Receive,
@@ -127,6 +128,11 @@ class App:
         # accept JSON answers (apimachinery reference, section 0 surprise 3 and section 12).
         self.decoders[PROTOBUF_MEDIA_TYPE] = _decode_protobuf
         self._handlers.printer_columns = self.crd_controller.printer_columns
+        # autoscaling/v1 HorizontalPodAutoscalers: converted to and from the stored v2 objects (_hpa_v1).
+        hpa_v1 = state.kinds.get("autoscaling", "v1", "horizontalpodautoscalers")
+        if hpa_v1 is not None:
+            self.add_route(V1_PREFIX, AutoscalingV1(self, hpa_v1, self.decoders),
+                           when=lambda request: is_v1_hpa_request(request.path))
 
     # -- seams -------------------------------------------------------------------------------------
     @property

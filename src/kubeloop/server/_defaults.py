@@ -28,6 +28,7 @@ from kubeloop.api import ResourceInfo
 from kubeloop.api._admission_policy_defaults import default_policy, default_policy_binding
 from kubeloop.api._go_empty import holds_collections
 from kubeloop.api._go_encode import GoEncoding, drop_nulls, go_encoding
+from kubeloop.api._hpa_defaults import default_hpa
 from kubeloop.api._limit_range_validation import default_limit_range
 from kubeloop.api._schemas import definition_name_for
 from kubeloop.api._webhook_configuration import default_webhook_configuration
@@ -499,6 +500,7 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "DaemonSet"): _daemonset,
     ("batch", "Job"): _job,
     ("batch", "CronJob"): _cronjob,
+    ("autoscaling", "HorizontalPodAutoscaler"): default_hpa,  # pkg/apis/autoscaling/v2/defaults.go
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
     # pkg/apis/admissionregistration/v1/defaults.go.

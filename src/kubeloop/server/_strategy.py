@@ -442,6 +442,10 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         from kubeloop.server._cronjob_strategy import CronJobStrategy  # a subclass: imported late (cycle)
 
         return CronJobStrategy(info, {})
+    if key == ("autoscaling", "HorizontalPodAutoscaler"):
+        from kubeloop.server._hpa_strategy import HorizontalPodAutoscalerStrategy  # a subclass: late (cycle)
+
+        return HorizontalPodAutoscalerStrategy(info, {"desiredReplicas": 0})
     if key in (("", "ReplicationController"), ("", "PodTemplate")):
         from kubeloop.server._replication_controller_strategy import (  # subclasses: late (cycle)
             PodTemplateStrategy,

@@ -24,6 +24,8 @@ from typing import Any
 import orjson
 
 from kubeloop.api import BadRequest, ResourceInfo, parse_time
+from kubeloop.api._selectors import go_label_selector_string
+from kubeloop.server._hpa_table import hpa_cells
 
 __all__ = ["TableEvents", "human_duration", "jsonpath_values", "table_for", "wants_table"]
 
@@ -527,18 +529,8 @@ def _policy_binding_cells(binding: Obj, now: float) -> list[Any]:
         if ref.get("name"):
             shown = f"{ref.get('namespace') or '*'}/{ref['name']}"
         elif isinstance(ref.get("selector"), dict):
-            shown = _label_selector_string(ref["selector"])
+            shown = go_label_selector_string(ref["selector"])
     return [_name(binding), spec.get("policyName", ""), shown, _age(binding, now)]
-
-
-def _label_selector_string(selector: Obj) -> str:
-    """Go's generated ``LabelSelector.String()`` (gogo protobuf), which the binding printer shows: each
-    requirement printed with ``%v`` as a plain struct (its ``String`` has a pointer receiver)."""
-    labels = selector.get("matchLabels") or {}
-    pairs = "".join(f"{key}: {labels[key]}," for key in sorted(labels))
-    expressions = "".join(f"{{{e.get('key', '')} {e.get('operator', '')} [{' '.join(e.get('values') or [])}]}},"
-                          for e in selector.get("matchExpressions") or [])
-    return f"&LabelSelector{{MatchLabels:map[string]string{{{pairs}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
 
 
 def _s(name: str, priority: int = 0, fmt: str = "") -> Column:
@@ -599,6 +591,9 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                         _s("Selector", 1)], _job_cells),
     ("batch", "CronJob"): ([_NAME, _s("Schedule"), _s("Timezone"), ("Suspend", "boolean", "", 0), _i("Active"),
                             _s("Last Schedule"), _AGE, *_WORKLOAD_WIDE, _s("Selector", 1)], _cronjob_cells),
+    ("autoscaling", "HorizontalPodAutoscaler"): ([_NAME, _s("Reference"), _s("Targets"), _s("MinPods"), _s("MaxPods"),
+                                                  _s("Replicas"), _AGE],
+                                                 lambda o, now: hpa_cells(o, _name(o), _age(o, now))),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
     ("policy", "PodDisruptionBudget"): ([_NAME, _s("Min Available"), _s("Max Unavailable"),
