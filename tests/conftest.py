@@ -1,5 +1,7 @@
 """Suite-wide guards: no test may leak asyncio tasks; tests marked ``interpreted`` skip on the compiled build;
-under pytest-xdist an installed pytest-benchmark is told up front that its benchmarks are off."""
+under pytest-xdist an installed pytest-benchmark is told up front that its benchmarks are off; Hypothesis
+never times anything (no deadline, no "input generation is slow" health check: on a loaded machine both
+fail tests whose properties hold)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,14 @@ import os
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kubeloop import _build
+
+# The machines are shared and noisy; a wall-clock limit is no property of the code (tests' own @settings
+# add to this profile, and keep their example counts).
+settings.register_profile("kubeloop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kubeloop")
 
 
 @pytest.hookimpl(tryfirst=True)
