@@ -293,3 +293,18 @@ async def test_field_and_label_selectors_and_watch(app: App, client: httpx.Async
         await client.delete(f"{BASE}/b")
         (deleted,) = await watch.events(1)
         assert deleted["type"] == "DELETED"
+
+
+async def test_aggregated_discovery_lists_the_group_with_short_names_and_ingress_status(
+        client: httpx.AsyncClient) -> None:
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    doc = (await client.get("/apis", headers={"accept": accept})).json()
+    [group] = [g for g in doc["items"] if g["metadata"]["name"] == "networking.k8s.io"]
+    [version] = group["versions"]
+    assert version["version"] == "v1"
+    resources = {r["resource"]: r for r in version["resources"]}
+    assert sorted(resources) == ["ingressclasses", "ingresses", "networkpolicies"]
+    assert resources["ingresses"]["shortNames"] == ["ing"] and resources["networkpolicies"]["shortNames"] == ["netpol"]
+    assert "shortNames" not in resources["ingressclasses"] and resources["ingressclasses"]["scope"] == "Cluster"
+    assert [s["subresource"] for s in resources["ingresses"].get("subresources", [])] == ["status"]
+    assert "subresources" not in resources["networkpolicies"]

@@ -121,8 +121,16 @@ async def test_generation_and_an_invalid_stored_selector_value_on_update(client:
     stored = (await client.put(f"{BASE}/np", json=stored)).json()
     assert stored["metadata"]["generation"] == 2
     stored["spec"]["podSelector"] = {"matchLabels": {"app": "not a value"}}
-    found = causes(await client.put(f"{BASE}/np", json=stored))
+    response = await client.put(f"{BASE}/np", json=stored)
+    found = causes(response)
+    # ValidateNetworkPolicy and ValidateNetworkPolicyUpdate both validate the spec: the cause comes twice,
+    # the message once (field.ErrorList.ToAggregate)
+    assert len(found) == 2 and found[0] == found[1]
     assert found[0][:2] == ("FieldValueInvalid", "spec.podSelector.matchLabels")
+    assert response.json()["message"].count("not a value") == 1
+    assert causes(await client.put(f"{BASE}/np", json={**stored, "spec": {"policyTypes": ["Both"]}})) == [
+        ("FieldValueNotSupported", "spec.policyTypes[0]", 'Unsupported value: "Both": supported values: "Ingress", '
+                                                          '"Egress"')] * 2
 
 
 async def test_the_table_shows_the_pod_selector(client: httpx.AsyncClient) -> None:

@@ -9,6 +9,7 @@ Contract, as upstream's ``pkg/registry/networking/{ingress,ingressclass,networkp
   by ``ValidateIngressStatusUpdate``; a create that sets the deprecated ``kubernetes.io/ingress.class``
   annotation but no ``spec.ingressClassName`` is answered with upstream's warning (``WarningsOnCreate``; no
   update warns);
+- a NetworkPolicy update reports each spec error twice, as upstream's (see ``validate_update``);
 - the rules themselves are :mod:`kubeloop.api._ingress_validation` and
   :mod:`kubeloop.api._network_policy_validation`. NetworkPolicy has no status in 1.32 (its status field left
   with the ``NetworkPolicyStatus`` gate), IngressClass never had one.
@@ -76,4 +77,7 @@ class NetworkPolicyStrategy(GenericStrategy):
         return validate_network_policy(obj)
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any], subresource: str) -> list[FieldError]:
-        return validate_network_policy(new, old)
+        # The strategy's ValidateUpdate appends ValidateNetworkPolicy and ValidateNetworkPolicyUpdate, and both
+        # run ValidateNetworkPolicySpec: each spec error is a cause twice (the message names it once).
+        errs = validate_network_policy(new, old)
+        return [*errs, *errs]
