@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from kubeloop.server import App
@@ -308,3 +309,23 @@ async def test_aggregated_discovery_lists_the_group_with_short_names_and_ingress
     assert "shortNames" not in resources["ingressclasses"] and resources["ingressclasses"]["scope"] == "Cluster"
     assert [s["subresource"] for s in resources["ingresses"].get("subresources", [])] == ["status"]
     assert "subresources" not in resources["networkpolicies"]
+
+
+async def test_an_update_keeps_what_the_stored_ingress_already_had(client: httpx.AsyncClient, store: Any) -> None:
+    """ValidateIngressUpdate's allowInvalidSecretName and allowInvalidWildcardHostRule: an object stored before
+    those checks (written here straight into the store) can still be updated; a new object cannot be made so."""
+    created = (await client.post(BASE, json=ingress())).json()
+    legacy = copy.deepcopy(created)
+    legacy["spec"]["tls"] = [{"secretName": "Old_Secret"}]
+    legacy["spec"]["rules"].append({"host": "*.example.com", "http": {"paths": [http_path("relative", "Exact")]}})
+    key = "/registry/networking.k8s.io/ingresses/default/web"
+    current = await store.get(key)
+    await store.update(key, lambda revision: orjson.dumps(legacy), expected_revision=current.mod_revision)
+    stored = (await client.get(f"{BASE}/web")).json()
+    stored["metadata"]["labels"] = {"kept": "yes"}
+    del stored["metadata"]["resourceVersion"]  # an unconditional update (allowed for Ingresses)
+    updated = await client.put(f"{BASE}/web", json=stored)
+    assert updated.status_code == 200, updated.text
+    fresh = {**ingress("fresh"), "spec": {k: v for k, v in legacy["spec"].items()}}
+    assert [field for _, field, _ in await refused(client, fresh)] == [
+        "spec.rules[1].http.paths[0].path", "spec.tls[0].secretName"]
