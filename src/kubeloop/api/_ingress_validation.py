@@ -40,6 +40,7 @@ from kubeloop.api._validation import (
     name_is_dns1035_label,
     name_is_dns1123_label,
     name_is_dns1123_subdomain,
+    path_segment_name_errors,
 )
 
 __all__ = [
@@ -73,13 +74,6 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return _map(obj.get("spec"))
 
 
-def _path_segment_errors(name: str) -> list[str]:
-    """apimachinery ``path.IsValidPathSegmentName``."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
-
-
 # -- Ingress -----------------------------------------------------------------------------------------------
 
 
@@ -94,7 +88,7 @@ def _typed_reference_errors(ref: Mapping[str, Any], path: str) -> list[FieldErro
         if not value:
             errs.append(FieldError.required(f"{path}.{key}", f"{key} is required"))
         else:
-            errs.extend(FieldError.invalid(f"{path}.{key}", value, m) for m in _path_segment_errors(value))
+            errs.extend(FieldError.invalid(f"{path}.{key}", value, m) for m in path_segment_name_errors(value))
     return errs
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "name_is_dns1035_label",
     "name_is_dns1123_label",
     "name_is_dns1123_subdomain",
+    "path_segment_name_errors",
     "type_errors",
     "validate_annotations",
     "validate_finalizers",
@@ -194,6 +195,13 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
     if not _HTTP_PATH_RE.fullmatch(rest):
         errs.append(FieldError.invalid(path, rest, _regex_error("Invalid path", _HTTP_PATH_FMT)))
     return errs
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """apimachinery ``path.IsValidPathSegmentName``: a name that can be one segment of a URL path."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def is_dns1035_label(value: str) -> list[str]:
