@@ -36,6 +36,7 @@ from kubeloop.api._validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     name_is_dns1123_subdomain,
+    path_segment_name_errors,
     validate_label_selector,
 )
 
@@ -64,21 +65,12 @@ def _go_strings(values: Any, type_name: str = "string") -> GoSyntax:
     return go_string_slice(type_name, [str(v) for v in values] if isinstance(values, list) else [])
 
 
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _path_segment_errors(name: str) -> list[str]:
-    """apimachinery ``path.ValidatePathSegmentName``."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 # -- rules -------------------------------------------------------------------------------------------
@@ -90,7 +82,7 @@ def _named_rule_errors(rule: Any, path: str) -> list[FieldError]:
     seen: set[str] = set()
     for i, name in enumerate(_list(rule.get("resourceNames"))):
         text = str(name)
-        errs.extend(FieldError.invalid(f"{path}.resourceNames[{i}]", text, m) for m in _path_segment_errors(text))
+        errs.extend(FieldError.invalid(f"{path}.resourceNames[{i}]", text, m) for m in path_segment_name_errors(text))
         if text in seen:
             errs.append(FieldError.duplicate(f"{path}.resourceNames[{i}]", text))
         seen.add(text)
@@ -320,7 +312,7 @@ def _param_ref_errors(ref: Any, path: str) -> list[FieldError]:
     selector = ref.get("selector")
     exclusive = "name and selector are mutually exclusive"
     if name:
-        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in _path_segment_errors(name))
+        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in path_segment_name_errors(name))
         if selector is not None:
             errs.append(FieldError.forbidden(f"{path}.name", exclusive))
     if selector is not None:

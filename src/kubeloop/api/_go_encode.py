@@ -45,7 +45,7 @@ Where each fact comes from:
   :data:`_POINTER_TIMES`; other value structs are in :data:`_VALUE_STRUCTS`. Each table row names its
   k8s.io/api release-1.32 ``types.go`` struct. A struct field in neither is a pointer: written only
   when sent. The tables cover the groups kubeloop serves (core, apps, batch, rbac, coordination,
-  policy, scheduling, storage, apiextensions, autoscaling, discovery).
+  policy, scheduling, storage, apiextensions, autoscaling, discovery, networking).
 
 The root object's own ``metadata`` is left to the write path, which sets its system fields (its empty
 ``managedFields`` asks the field manager for a reset). ``omitempty`` on a zero scalar (``minReadySeconds:
@@ -137,6 +137,11 @@ _VALUE_STRUCTS = frozenset({
     ("JobTemplateSpec", "spec"),  # batch/v1 JobTemplateSpec: Spec JobSpec
     ("RoleBinding", "roleRef"), ("ClusterRoleBinding", "roleRef"),  # rbac/v1: RoleRef RoleRef
     ("Endpoint", "conditions"),  # discovery/v1 Endpoint: Conditions EndpointConditions `json:"conditions,omitempty"`
+    # networking/v1: NetworkPolicySpec.PodSelector metav1.LabelSelector `json:"podSelector"`, HTTPIngressPath.Backend
+    # IngressBackend, IngressServiceBackend.Port ServiceBackendPort `json:"port,omitempty"`, IngressStatus.LoadBalancer
+    # IngressLoadBalancerStatus `json:"loadBalancer,omitempty"`.
+    ("NetworkPolicySpec", "podSelector"), ("HTTPIngressPath", "backend"), ("IngressServiceBackend", "port"),
+    ("IngressStatus", "loadBalancer"),
     ("VolumeAttachmentSpec", "source"),  # storage/v1 VolumeAttachmentSpec: Source VolumeAttachmentSource
     ("CustomResourceDefinitionSpec", "names"),  # apiextensions/v1: Names CustomResourceDefinitionNames
     ("CustomResourceDefinitionStatus", "acceptedNames"),  # apiextensions/v1: AcceptedNames (a value)

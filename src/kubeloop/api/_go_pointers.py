@@ -237,6 +237,21 @@ POINTER_SCALARS: dict[str, frozenset[str]] = {
     "io.k8s.api.discovery.v1.Endpoint": _row("hostname", "nodeName", "zone"),
     "io.k8s.api.discovery.v1.EndpointConditions": _row("ready", "serving", "terminating"),
     "io.k8s.api.discovery.v1.EndpointPort": _row("name", "protocol", "port", "appProtocol"),
+    # networking/v1 types.go (1.32): ``*string ingressClassName``, ``*PathType pathType``, ``*v1.Protocol protocol``
+    # and ``*int32 endPort`` (``port`` is an ``*intstr.IntOrString``), the parameters' ``*string`` apiGroup, scope
+    # and namespace, ``IngressPortStatus.Error *string``; ServiceBackendPort's ``Name string``/``Number int32``,
+    # HTTPIngressPath's ``Path``, IngressRule's ``Host``, IngressTLS's ``SecretName``, IngressClassSpec's
+    # ``Controller`` and the load balancer's ``IP``/``Hostname`` are values with ``omitempty``.
+    "io.k8s.api.networking.v1.IngressSpec": _row("ingressClassName"),
+    "io.k8s.api.networking.v1.HTTPIngressPath": _row("pathType"),
+    "io.k8s.api.networking.v1.IngressRule": _NONE,
+    "io.k8s.api.networking.v1.IngressTLS": _NONE,
+    "io.k8s.api.networking.v1.ServiceBackendPort": _NONE,
+    "io.k8s.api.networking.v1.IngressLoadBalancerIngress": _NONE,
+    "io.k8s.api.networking.v1.IngressPortStatus": _row("error"),
+    "io.k8s.api.networking.v1.IngressClassSpec": _NONE,
+    "io.k8s.api.networking.v1.IngressClassParametersReference": _row("apiGroup", "scope", "namespace"),
+    "io.k8s.api.networking.v1.NetworkPolicyPort": _row("protocol", "endPort"),
     # policy/v1, rbac/v1, scheduling/v1, storage/v1 types.go.
     "io.k8s.api.policy.v1.PodDisruptionBudgetSpec": _row("unhealthyPodEvictionPolicy"),
     "io.k8s.api.policy.v1.PodDisruptionBudgetStatus": _NONE,  # ObservedGeneration int64

@@ -15,19 +15,16 @@ Messages print Go values as ``field.Error`` does (``%q`` of a ``[]string`` in "v
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubeloop.api._errors import FieldError
 from kubeloop.api._pod_fields import go_text, mapping_of
-from kubeloop.api._validation import is_dns1123_subdomain, is_qualified_name
+from kubeloop.api._validation import is_domain_prefixed_path, is_qualified_name
 
 __all__ = ["managed_by_errors", "pod_failure_policy_errors"]
 
 _MAX_MANAGED_BY = 63
-_HTTP_PATH_FMT = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
-_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 
 
 def managed_by_errors(value: Any) -> list[FieldError]:
@@ -35,16 +32,8 @@ def managed_by_errors(value: Any) -> list[FieldError]:
     path = "spec.managedBy"
     if not isinstance(value, str):
         return []
-    if not value:
-        return [FieldError.required(path)]
-    host, slash, rest = value.partition("/")
-    if not slash or not host or not rest:
-        errs = [FieldError.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
-    else:
-        errs = [FieldError.invalid(path, host, message) for message in is_dns1123_subdomain(host)]
-        if not _HTTP_PATH.fullmatch(rest):
-            errs.append(FieldError.invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
-    if len(value) > _MAX_MANAGED_BY:
+    errs = is_domain_prefixed_path(path, value)
+    if value and len(value) > _MAX_MANAGED_BY:
         errs.append(FieldError("too_long", path, f"may not be more than {_MAX_MANAGED_BY} bytes", value))
     return errs
 

@@ -194,6 +194,14 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings",
        False, categories=("api-extensions",), tracks_generation=True),
     _r("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
+    # pkg/registry/networking/{ingress,ingressclass,networkpolicy}: short names "ing" and "netpol" (none for
+    # IngressClass), no category; generation 1 on create and bumped on spec changes; only Ingress has /status
+    # (NetworkPolicy's status went with the NetworkPolicyStatus gate in 1.28).
+    _r("networking.k8s.io", "v1", "Ingress", "ingresses", True, short_names=("ing",), status_subresource=True,
+       tracks_generation=True),
+    _r("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False, tracks_generation=True),
+    _r("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, short_names=("netpol",),
+       tracks_generation=True),
     _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     _r("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),

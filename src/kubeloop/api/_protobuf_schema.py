@@ -1,7 +1,7 @@
 """Field tables for the protobuf kinds kubeloop decodes, and the kinds they are reachable from.
 
 Field numbers come from upstream's go-to-protobuf ``generated.proto`` files (k8s.io/api
-``core/v1``, ``apps/v1``, ``batch/v1``, ``autoscaling/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``; apimachinery
+``core/v1``, ``apps/v1``, ``batch/v1``, ``autoscaling/v1``, ``authorization/v1``, ``authentication/v1``, ``rbac/v1``, ``policy/v1``, ``scheduling/v1``, ``networking/v1``; apimachinery
 ``pkg/apis/meta/v1``, ``pkg/runtime``, ``pkg/util/intstr``, ``pkg/api/resource``); the JSON names
 and presence rules come from the Go types' JSON tags. Numbers are never reused upstream, so a
 table written for one release decodes bodies from every release; fields added later are unknown
@@ -301,6 +301,48 @@ _SCHEDULING_V1: dict[str, dict[int, tuple[str, str]]] = {
     },
 }
 
+# k8s.io/api networking/v1 (kubectl create ingress; client-go writers of the three kinds), 1.32 generated.proto.
+_NETWORKING_V1: dict[str, dict[int, tuple[str, str]]] = {
+    "Ingress": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:IngressSpec"), 3: ("status", "m:IngressStatus")},
+    "IngressSpec": {
+        4: ("ingressClassName", "s?"),
+        1: ("defaultBackend", "m?:IngressBackend"),
+        2: ("tls", "*m:IngressTLS"),
+        3: ("rules", "*m:IngressRule"),
+    },
+    "IngressBackend": {4: ("service", "m?:IngressServiceBackend"), 3: ("resource", "m?:TypedLocalObjectReference")},
+    "IngressServiceBackend": {1: ("name", "s!"), 2: ("port", "m:ServiceBackendPort")},
+    "ServiceBackendPort": {1: ("name", "s"), 2: ("number", "i")},
+    "IngressTLS": {1: ("hosts", "*s"), 2: ("secretName", "s")},
+    "IngressRule": {1: ("host", "s"), 2: ("", "inline:IngressRuleValue")},
+    "IngressRuleValue": {1: ("http", "m?:HTTPIngressRuleValue")},
+    "HTTPIngressRuleValue": {1: ("paths", "*m:HTTPIngressPath!")},
+    "HTTPIngressPath": {1: ("path", "s"), 3: ("pathType", "s?"), 2: ("backend", "m:IngressBackend")},
+    "IngressStatus": {1: ("loadBalancer", "m:IngressLoadBalancerStatus")},
+    "IngressLoadBalancerStatus": {1: ("ingress", "*m:IngressLoadBalancerIngress")},
+    "IngressLoadBalancerIngress": {1: ("ip", "s"), 2: ("hostname", "s"), 4: ("ports", "*m:IngressPortStatus")},
+    "IngressPortStatus": {1: ("port", "i!"), 2: ("protocol", "s!"), 3: ("error", "s?")},
+    "IngressClass": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:IngressClassSpec")},
+    "IngressClassSpec": {1: ("controller", "s"), 2: ("parameters", "m?:IngressClassParametersReference")},
+    "IngressClassParametersReference": {
+        1: ("apiGroup", "s?"), 2: ("kind", "s!"), 3: ("name", "s!"), 4: ("scope", "s?"), 5: ("namespace", "s?"),
+    },
+    "NetworkPolicy": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:NetworkPolicySpec")},
+    "NetworkPolicySpec": {
+        1: ("podSelector", "m:LabelSelector"),
+        2: ("ingress", "*m:NetworkPolicyIngressRule"),
+        3: ("egress", "*m:NetworkPolicyEgressRule"),
+        4: ("policyTypes", "*s"),
+    },
+    "NetworkPolicyIngressRule": {1: ("ports", "*m:NetworkPolicyPort"), 2: ("from", "*m:NetworkPolicyPeer")},
+    "NetworkPolicyEgressRule": {1: ("ports", "*m:NetworkPolicyPort"), 2: ("to", "*m:NetworkPolicyPeer")},
+    "NetworkPolicyPort": {1: ("protocol", "s?"), 2: ("port", "is?"), 3: ("endPort", "i?")},
+    "NetworkPolicyPeer": {
+        1: ("podSelector", "m?:LabelSelector"), 2: ("namespaceSelector", "m?:LabelSelector"), 3: ("ipBlock", "m?:IPBlock"),
+    },
+    "IPBlock": {1: ("cidr", "s!"), 2: ("except", "*s")},
+}
+
 # k8s.io/api batch/v1 (kubectl create job): field numbers from the Go types' protobuf tags (1.32).
 _BATCH_V1: dict[str, dict[int, tuple[str, str]]] = {
     "Job": {1: ("metadata", "m:ObjectMeta"), 2: ("spec", "m:JobSpec"), 3: ("status", "m:JobStatus")},
@@ -405,6 +447,7 @@ MESSAGES: dict[str, dict[int, tuple[str, str]]] = {
     **_POLICY_V1,
     **_SCHEDULING_V1,
     **_AUTOSCALING_V1,
+    **_NETWORKING_V1,
 }
 
 # (apiVersion, kind) of the envelope's TypeMeta -> root message. Kinds of different groups never
@@ -420,6 +463,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("autoscaling/v1", "HorizontalPodAutoscaler"): "HorizontalPodAutoscalerV1",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    **{("networking.k8s.io/v1", kind): kind for kind in ("Ingress", "IngressClass", "NetworkPolicy")},
     ("policy/v1", "Eviction"): "Eviction",
     ("policy/v1beta1", "Eviction"): "Eviction",
     **{

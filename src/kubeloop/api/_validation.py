@@ -34,11 +34,14 @@ __all__ = [
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_domain_prefixed_path",
     "is_qualified_name",
     "is_valid_label_value",
+    "is_wildcard_dns1123_subdomain",
     "name_is_dns1035_label",
     "name_is_dns1123_label",
     "name_is_dns1123_subdomain",
+    "path_segment_name_errors",
     "type_errors",
     "validate_annotations",
     "validate_finalizers",
@@ -156,6 +159,49 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
+
+
+_WILDCARD_SUBDOMAIN_FMT = "\\*\\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_SUBDOMAIN_MSG = (
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of "
+    "lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character"
+)
+_WILDCARD_SUBDOMAIN_RE = re.compile(_WILDCARD_SUBDOMAIN_FMT)
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """``IsWildcardDNS1123Subdomain``: ``*.`` then an RFC 1123 subdomain (Ingress hosts), empty when valid."""
+    errs: list[str] = []
+    if _blen(value) > 253:
+        errs.append(_max_len_error(253))
+    if not _WILDCARD_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_WILDCARD_SUBDOMAIN_MSG, _WILDCARD_SUBDOMAIN_FMT, "*.example.com"))
+    return errs
+
+
+_HTTP_PATH_FMT = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH_RE = re.compile(_HTTP_PATH_FMT)
+
+
+def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
+    """``IsDomainPrefixedPath`` at field ``path``: ``host/path`` with an RFC 1123 subdomain host (a Job's
+    ``spec.managedBy``, an IngressClass's ``spec.controller``)."""
+    if not value:
+        return [FieldError.required(path)]
+    host, slash, rest = value.partition("/")
+    if not slash or not host or not rest:
+        return [FieldError.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errs = [FieldError.invalid(path, host, message) for message in is_dns1123_subdomain(host)]
+    if not _HTTP_PATH_RE.fullmatch(rest):
+        errs.append(FieldError.invalid(path, rest, _regex_error("Invalid path", _HTTP_PATH_FMT)))
+    return errs
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """apimachinery ``path.IsValidPathSegmentName``: a name that can be one segment of a URL path."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def is_dns1035_label(value: str) -> list[str]:

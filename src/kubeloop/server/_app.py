@@ -41,6 +41,7 @@ from kubeloop.server._admission import Admission, AdmissionChain, NamespaceLifec
 from kubeloop.server._admission_policy import ValidatingAdmissionPolicy
 from kubeloop.server._compression import send_body
 from kubeloop.server._crd import CrdController
+from kubeloop.server._default_ingress_class import DefaultIngressClass
 from kubeloop.server._default_tolerations import DefaultTolerationSeconds
 from kubeloop.server._discovery import (
     VERSION_INFO,
@@ -343,8 +344,8 @@ def create_app(
     service_account_key_file: Path | None = None,
 ) -> App:
     """The API server over ``store``. ``admission`` replaces the default chain (NamespaceLifecycle,
-    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, deletion protection, the mutating
-    admission webhooks, ValidatingAdmissionPolicy, the validating admission webhooks, ResourceQuota:
+    LimitRanger, ServiceAccount, Priority, DefaultTolerationSeconds, DefaultIngressClass, deletion protection,
+    the mutating admission webhooks, ValidatingAdmissionPolicy, the validating admission webhooks, ResourceQuota:
     upstream's order, kube-apiserver's ``AllOrderedPlugins``, with ResourceQuota the last validating
     plugin). ``disable_admission_plugins`` is kube-apiserver's ``--disable-admission-plugins``: upstream
     names of default plugins to leave out (envtest disables ``ServiceAccount``, as a server without the
@@ -384,6 +385,7 @@ DEFAULT_ADMISSION_PLUGINS: dict[str, Callable[[ServerState], Admission]] = {
     "ServiceAccount": ServiceAccountAdmission,
     "Priority": lambda state: Priority(state.store),
     "DefaultTolerationSeconds": lambda state: DefaultTolerationSeconds(),
+    "DefaultIngressClass": lambda state: DefaultIngressClass(state.store),
     "DeletionProtection": lambda state: DeletionProtection(),
     # Upstream's dynamic admission (k8s.io/apiserver plugin/webhook and plugin/policy), in AllOrderedPlugins'
     # order: MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota

@@ -3,7 +3,7 @@
 Only fields clients and controllers read back are defaulted (replicas, strategies, pod template
 fields, service ports, secret type ...), with upstream's values (k/k ``pkg/apis/core/v1/defaults.go``,
 ``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/batch/v1/defaults.go``, ``pkg/apis/policy``, ``pkg/apis/storage/v1/defaults.go``,
-``pkg/apis/scheduling/v1/defaults.go``). A field
+``pkg/apis/scheduling/v1/defaults.go``, ``pkg/apis/networking/v1/defaults.go``). A field
 the client set is never overwritten. Runs on create and on main-resource update, like upstream's
 decoder does for every request body.
 
@@ -466,6 +466,32 @@ def _priorityclass(obj: Obj) -> None:
     _default(obj, "value", 0)
 
 
+def _network_policy(obj: Obj) -> None:
+    # pkg/apis/networking/v1/defaults.go SetDefaults_NetworkPolicyPort (a port's protocol is TCP) and
+    # SetDefaults_NetworkPolicy (no policyTypes: Ingress, and Egress when there are egress rules).
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    for direction in ("ingress", "egress"):
+        rules = spec.get(direction)
+        for rule in rules if isinstance(rules, list) else ():
+            ports = rule.get("ports") if isinstance(rule, dict) else None
+            for port in ports if isinstance(ports, list) else ():
+                if isinstance(port, dict) and port.get("protocol") is None:
+                    port["protocol"] = "TCP"
+    if not spec.get("policyTypes"):
+        egress = spec.get("egress")
+        spec["policyTypes"] = ["Ingress", "Egress"] if isinstance(egress, list) and egress else ["Ingress"]
+
+
+def _ingress_class(obj: Obj) -> None:
+    # pkg/apis/networking/v1/defaults.go SetDefaults_IngressClass: parameters without a scope are Cluster's.
+    spec = obj.get("spec")
+    params = spec.get("parameters") if isinstance(spec, dict) else None
+    if isinstance(params, dict) and params.get("scope") is None:
+        params["scope"] = "Cluster"
+
+
 def _validating_webhooks(obj: Obj) -> None:
     default_webhook_configuration(obj, mutating=False)
 
@@ -503,6 +529,8 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("autoscaling", "HorizontalPodAutoscaler"): default_hpa,  # pkg/apis/autoscaling/v2/defaults.go
     ("storage.k8s.io", "StorageClass"): _storageclass,
     ("scheduling.k8s.io", "PriorityClass"): _priorityclass,
+    ("networking.k8s.io", "NetworkPolicy"): _network_policy,
+    ("networking.k8s.io", "IngressClass"): _ingress_class,
     # pkg/apis/admissionregistration/v1/defaults.go.
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _validating_webhooks,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _mutating_webhooks,

@@ -404,6 +404,11 @@ def strategy_for(info: ResourceInfo, *, clock: Clock | None = None, allocator: A
         from kubeloop.server._endpoints_strategy import EndpointSliceStrategy, EndpointsStrategy
 
         return EndpointsStrategy(info) if key[0] == "" else EndpointSliceStrategy(info)
+    if info.group == "networking.k8s.io":
+        from kubeloop.server import _networking_strategy as networking  # subclasses: imported late (cycle)
+
+        return {"Ingress": networking.IngressStrategy, "IngressClass": networking.IngressClassStrategy,
+                "NetworkPolicy": networking.NetworkPolicyStrategy}.get(info.kind, GenericStrategy)(info)
     if info.group == "rbac.authorization.k8s.io":
         from kubeloop.server._authz_strategy import RbacStrategy  # a subclass: imported late to avoid a cycle
 

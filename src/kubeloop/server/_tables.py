@@ -26,6 +26,7 @@ import orjson
 from kubeloop.api import BadRequest, ResourceInfo, parse_time
 from kubeloop.api._selectors import go_label_selector_string
 from kubeloop.server._hpa_table import hpa_cells
+from kubeloop.server._networking_tables import ingress_cells, ingress_class_cells, network_policy_cells
 
 __all__ = ["TableEvents", "human_duration", "jsonpath_values", "table_for", "wants_table"]
 
@@ -119,20 +120,22 @@ def _containers(obj: Obj, *template: str) -> list[Obj]:
 
 
 def _selector_text(selector: Any) -> str:
+    """metav1.FormatLabelSelector: every requirement, sorted by key (``internalSelector.Add`` sorts them), a set's
+    values sorted too; ``<none>`` when empty."""
     if not isinstance(selector, dict):
         return "<none>"
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    parts = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
     for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), sorted(expr.get("values") or [])
         if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
+            parts.append((key, f"{key} in ({','.join(values)})"))
         elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
+            parts.append((key, f"{key} notin ({','.join(values)})"))
         elif op == "Exists":
-            parts.append(key)
+            parts.append((key, key))
         elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts) or "<none>"
+            parts.append((key, f"!{key}"))
+    return ",".join(text for _, text in sorted(parts, key=lambda part: part[0])) or "<none>"
 
 
 # ------------------------------------------------------------------------- pods
@@ -596,6 +599,13 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                                                  lambda o, now: hpa_cells(o, _name(o), _age(o, now))),
     ("coordination.k8s.io", "Lease"): ([_NAME, _s("Holder"), _AGE], lambda o, now: [
         _name(o), _get(o, "spec", "holderIdentity", default=""), _age(o, now)]),
+    # k/k printers.go ingressColumnDefinitions, ingressClassColumnDefinitions, networkPolicyColumnDefinitions.
+    ("networking.k8s.io", "Ingress"): ([_NAME, _s("Class"), _s("Hosts"), _s("Address"), _s("Ports"), _AGE],
+                                       ingress_cells(_name, _age)),
+    ("networking.k8s.io", "IngressClass"): ([_NAME, _s("Controller"), _s("Parameters"), _AGE],
+                                            ingress_class_cells(_name, _age)),
+    ("networking.k8s.io", "NetworkPolicy"): ([_NAME, _s("Pod-Selector"), _AGE],
+                                             network_policy_cells(_name, _age, _selector_text)),
     ("policy", "PodDisruptionBudget"): ([_NAME, _s("Min Available"), _s("Max Unavailable"),
                                          _i("Allowed Disruptions"), _AGE], _pdb_cells),
     ("storage.k8s.io", "StorageClass"): ([_NAME, _s("Provisioner"), _s("ReclaimPolicy"), _s("VolumeBindingMode"),
