@@ -38,14 +38,17 @@ async def serve(app: App, *, tls: TlsMaterial | None = None) -> AsyncIterator[st
 async def kubectl_for(app: App, directory: Path) -> AsyncIterator[Callable[..., Awaitable[str]]]:
     """``app`` served over plain HTTP and a ``kubectl(*args)`` against it (a kubeconfig in ``directory`` with
     the token ``t``, ``real_app``'s admin, and the ``default`` namespace) that asserts kubectl succeeded and
-    answers its standard output."""
+    answers its standard output (with ``fails=True``: asserts it failed and answers its standard error)."""
     kubeconfig = directory / "kubeconfig"
 
-    async def kubectl(*args: str) -> str:
+    async def kubectl(*args: str, fails: bool = False) -> str:
         process = await asyncio.create_subprocess_exec(
             "kubectl", "--kubeconfig", str(kubeconfig), *args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await process.communicate()
+        if fails:
+            assert process.returncode != 0, out
+            return err.decode()
         assert process.returncode == 0, err
         return out.decode()
 
