@@ -85,7 +85,8 @@ def _bind(param: CelType, arg: CelType, bound: dict[str, CelType]) -> bool:
             bound[param.name] = arg
             return True
         return _compatible(previous, arg)
-    if arg.name in ("dyn",) or (arg.name == "null_type" and param.name not in ("bool", "int", "uint", "double")):
+    if "dyn" in (param.name, arg.name) or (
+            arg.name == "null_type" and param.name not in ("bool", "int", "uint", "double")):
         return True
     if param.name != arg.name or len(param.params) != len(arg.params):
         return False
