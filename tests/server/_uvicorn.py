@@ -53,9 +53,13 @@ class Kubectl:
             assert process.returncode == 0, err
         return process.returncode or 0, out.decode(), err.decode()
 
-    async def __call__(self, *args: str, stdin: bytes | None = None) -> str:
-        """Standard output of a kubectl that must succeed."""
-        return (await self.run(*args, stdin=stdin))[1]
+    async def __call__(self, *args: str, stdin: bytes | None = None, fails: bool = False) -> str:
+        """Standard output of a kubectl that must succeed (``fails``: standard error of one that must fail)."""
+        code, out, err = await self.run(*args, stdin=stdin, ok=not fails)
+        if fails:
+            assert code != 0, out
+            return err
+        return out
 
 
 def write_kubeconfig(path: Path, url: str, *, ca_pem: bytes | None = None) -> None:

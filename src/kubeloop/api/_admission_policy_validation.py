@@ -116,17 +116,20 @@ def _match_resources_errors(match: Any, path: str) -> list[FieldError]:
 # -- expressions ---------------------------------------------------------------------------------------
 
 
-def _compile_error(source: str, *, has_params: bool, has_authorizer: bool, variables: list[str] | None) -> str:
+def _compile_error(source: str, *, has_params: bool, has_authorizer: bool, variables: list[str] | None,
+                   returns: tuple[str, ...]) -> str:
+    """The compile error of ``source``, or ``""``; ``returns``: the result types its field allows (upstream's
+    ``ReturnTypes``; empty for a variable)."""
     from kubeloop.api._cel_admission import compile_policy_expression  # imports the CEL engine: late
 
     _, error = compile_policy_expression(source, has_params=has_params, has_authorizer=has_authorizer,
-                                         variables=variables)
+                                         variables=variables, returns=returns)
     return error
 
 
 def _match_conditions_errors(conditions: list[Any], has_params: bool, path: str) -> list[FieldError]:
     return match_conditions_errors(conditions, path, lambda expression: _compile_error(
-        expression, has_params=has_params, has_authorizer=True, variables=None))
+        expression, has_params=has_params, has_authorizer=True, variables=None, returns=("bool",)))
 
 
 def _variables_errors(variables: list[Any], has_params: bool, path: str) -> tuple[list[FieldError], list[str]]:
@@ -142,7 +145,8 @@ def _variables_errors(variables: list[Any], has_params: bool, path: str) -> tupl
         expression = str(variable.get("expression") or "")
         if not expression.strip():
             errs.append(FieldError.required(f"{path}[{i}].expression", "expression is not specified"))
-        elif error := _compile_error(expression, has_params=has_params, has_authorizer=True, variables=list(declared)):
+        elif error := _compile_error(expression, has_params=has_params, has_authorizer=True, variables=list(declared),
+                                     returns=()):
             errs.append(FieldError.invalid(f"{path}[{i}].expression", expression, error))
         declared.append(name)
     return errs, declared
@@ -154,13 +158,15 @@ def _validation_errors(validation: Any, has_params: bool, variables: list[str] |
     expression = str(validation.get("expression") or "")
     if not expression.strip():
         errs.append(FieldError.required(f"{path}.expression", "expression is not specified"))
-    elif error := _compile_error(expression, has_params=has_params, has_authorizer=True, variables=variables):
+    elif error := _compile_error(expression, has_params=has_params, has_authorizer=True, variables=variables,
+                                 returns=("bool",)):
         errs.append(FieldError.invalid(f"{path}.expression", expression, error))
     message_expression = str(validation.get("messageExpression") or "")
     if message_expression and not message_expression.strip():
         errs.append(FieldError.invalid(f"{path}.messageExpression", message_expression, "must be non-empty if specified"))
     elif message_expression.strip() and (error := _compile_error(
-            message_expression, has_params=has_params, has_authorizer=False, variables=variables)):
+            message_expression, has_params=has_params, has_authorizer=False, variables=variables,
+            returns=("string",))):
         errs.append(FieldError.invalid(f"{path}.messageExpression", message_expression, error))
     message = str(validation.get("message") or "")
     if message and not message.strip():
@@ -189,7 +195,8 @@ def _audit_annotation_errors(annotation: Any, policy_name: str, has_params: bool
         errs.append(FieldError.required(f"{path}.valueExpression", "valueExpression is not specified"))
     elif len(trimmed.encode()) > _MAX_VALUE_EXPRESSION:
         errs.append(FieldError.required(f"{path}.valueExpression", f"must not exceed {_MAX_VALUE_EXPRESSION} bytes in length"))
-    elif error := _compile_error(trimmed, has_params=has_params, has_authorizer=True, variables=variables):
+    elif error := _compile_error(trimmed, has_params=has_params, has_authorizer=True, variables=variables,
+                                 returns=("string", "null_type")):
         errs.append(FieldError.invalid(f"{path}.valueExpression", value_expression, error))
     return errs
 

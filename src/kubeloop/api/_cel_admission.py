@@ -10,11 +10,14 @@ Upstream compiles a policy's expressions (k8s.io/apiserver ``pkg/admission/plugi
 - ``variables``: when the policy declares variables; each variable sees only those declared before it,
   and ``variables.x`` of an undeclared ``x`` is ``undefined field 'x'``.
 
-:func:`compile_policy_expression` reports what an engine without cel-go's type checker can tell (the
-cases of :mod:`kubeloop.api._cel_compile`: syntax, undeclared names, bad literals), as upstream's
-``compilation failed: ERROR: <input>:L:C: ...``. Not checked: the result type (a validation that is not
-a bool, a messageExpression that is not a string); such an expression compiles here and, at admission,
-a validation whose result is not ``true`` fails, as upstream's runtime does.
+:func:`compile_policy_expression` reports upstream's ``compilation failed: ERROR: <input>:L:C: ...``
+for what :mod:`kubeloop.api._cel_compile` finds (syntax, undeclared names, bad literals, and the type
+errors of :mod:`kubeloop.api._cel_check`), then checks the result type against the expression's
+``ReturnTypes`` (``must evaluate to bool``). ``object``, ``oldObject``, ``params``, ``request``,
+``namespaceObject`` and ``variables.x`` are typed dyn here (upstream types ``request`` and
+``namespaceObject``, and each variable by its expression), so a result built only from them is never
+refused, though upstream refuses a dyn result (``object.spec.enabled`` as a validation); at admission a
+validation whose result is not ``true`` fails, as upstream's runtime does.
 
 :func:`evaluate` runs a program on an activation (a dict of the names above) and raises
 :class:`EvaluationError` with cel-go's text of the failure (``no such key: x``, ``division by zero``,
@@ -34,10 +37,11 @@ from typing import Any
 import cel
 
 from kubeloop.api._cel_authorizer import AUTHORIZER_FUNCTIONS, Decide, authorizer_functions
-from kubeloop.api._cel_compile import _blank_strings, _excerpt, compile_expression
+from kubeloop.api._cel_compile import _blank_strings, _excerpt, compile_typed, is_definitely
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 
-__all__ = ["CompiledExpression", "EvaluationError", "compile_policy_expression", "evaluate", "uses_authorizer",
+__all__ = ["CompiledExpression", "EvaluationError", "compile_policy_expression", "evaluate", "return_type_error",
+           "uses_authorizer",
            "variable_references", "with_authorizer"]
 
 logging.getLogger("cel").addHandler(logging.NullHandler())
@@ -71,11 +75,14 @@ def compile_policy_expression(
     has_params: bool,
     has_authorizer: bool,
     variables: Iterable[str] | None,
+    returns: tuple[str, ...] = (),
 ) -> tuple[CompiledExpression | None, str]:
     """The compiled expression, or None and upstream's error detail (``compilation failed: ...``).
 
     ``variables``: the names of the variables declared before this expression (``None`` when the policy
-    declares none, so ``variables`` itself is undeclared)."""
+    declares none, so ``variables`` itself is undeclared). ``returns``: the type names the result may have
+    (upstream's ``ReturnTypes``: bool for a validation or matchCondition, string for a messageExpression,
+    string or null_type for an auditAnnotation's valueExpression; empty for a variable, of any type)."""
     declared = set(_ALWAYS)
     if has_params:
         declared.add("params")
@@ -84,8 +91,8 @@ def compile_policy_expression(
     known = frozenset(variables) if variables is not None else None
     if known is not None:
         declared.add("variables")
-    program, error = compile_expression(source, {}, root=False, variables=frozenset(declared),
-                                        functions=AUTHORIZER_FUNCTIONS)
+    program, error, result = compile_typed(source, {}, root=False, variables=frozenset(declared),
+                                           functions=AUTHORIZER_FUNCTIONS)
     if program is None:
         return None, "compilation failed: " + error
     used = variable_references(source)
@@ -95,7 +102,17 @@ def compile_policy_expression(
             if match.group(1) not in known:
                 dot = scanned.index(".", match.start())
                 return None, "compilation failed: " + _excerpt(source, dot, f"undefined field '{match.group(1)}'")
+    if returns and is_definitely(result, returns):
+        return None, return_type_error(returns)
     return CompiledExpression(source, program, used), ""
+
+
+def return_type_error(returns: tuple[str, ...]) -> str:
+    """Upstream's detail for a result of another type than ``returns`` (``must evaluate to bool``, ``must
+    evaluate to one of [string null_type]``: cel ``Type.String()`` names, Go's ``%v`` of the list)."""
+    if len(returns) == 1:
+        return f"must evaluate to {returns[0]}"
+    return f"must evaluate to one of [{' '.join(returns)}]"
 
 
 def evaluate(expression: CompiledExpression, activation: Mapping[str, Any],

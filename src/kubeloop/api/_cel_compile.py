@@ -1,7 +1,7 @@
 """Compiling one ``x-kubernetes-validations`` rule (and its ``messageExpression``) for a schema node.
 
 What upstream's ``cel.Compile`` (k8s.io/apiextensions-apiserver ``pkg/apiserver/schema/cel/compilation.go``)
-reports, as far as an engine without cel-go's type checker can tell:
+reports (the engine parses and runs; kubeloop's own checks stand in for cel-go's checker):
 
 - a syntax error: ``compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input ...`` with
   cel-go's source excerpt and caret (the parser is an ANTLR build of the same CEL grammar);
@@ -9,13 +9,15 @@ reports, as far as an engine without cel-go's type checker can tell:
 - a field the schema does not declare, selected from ``self``/``oldSelf`` (``self.spec.replicsa``, or
   ``self.metadata.labels`` at the root, where only name and generateName are typed):
   ``undefined field 'replicsa'``;
-- whether the rule reads ``oldSelf`` (a transition rule).
-
+- whether the rule reads ``oldSelf`` (a transition rule);
 - a literal pattern, duration or timestamp that cannot work (``self.matches('[')``,
-  ``duration('1x')``): ``invalid matches argument`` (cel-go's AST validators, 1.29+).
-
-Not checked (cel-go's checker would): operand types (``self.name + 1``), a non-bool result; such a
-rule compiles here and fails when it runs (a non-true result fails the rule, as upstream).
+  ``duration('1x')``): ``invalid matches argument`` (cel-go's AST validators, 1.29+);
+- a type error (:mod:`kubeloop.api._cel_check`, with ``self``/``oldSelf`` typed from the schema by
+  :mod:`kubeloop.api._cel_types`): ``found no matching overload for '_+_' applied to '(string, int)'``
+  and the checker's other errors, all of them, in position order, one excerpt each;
+- a rule whose type is not bool (``cel expression must evaluate to a bool``) and a messageExpression
+  whose type is not string (``messageExpression must evaluate to a string``); a ``dyn`` result is
+  accepted (upstream refuses it), as the checker types as dyn what it cannot tell.
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ from typing import Any
 
 import cel
 
+from kubeloop.api._cel_check import check
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
+from kubeloop.api._cel_types import DYN, CelType, optional_of, schema_type
 from kubeloop.api._cel_values import go_duration, timestamp_of, unescape
 
-__all__ = ["CompiledRule", "RuleError", "compile_expression", "compile_rule"]
+__all__ = ["CompiledRule", "RuleError", "compile_expression", "compile_rule", "compile_typed", "is_definitely",
+           "rule_types"]
 
 Schema = Mapping[str, Any]
 
@@ -42,6 +47,7 @@ _STANDARD = frozenset({
     "optional.of", "optional.none", "optional.ofNonZeroValue", "hasValue", "value", "orValue", "or",
 })
 _KNOWN_FUNCTIONS = _STANDARD | frozenset(FUNCTIONS)
+_OPTIONAL_FUNCTIONS = frozenset({"of", "none", "ofNonZeroValue"})
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
 _COMPREHENSION = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
 _STRING = re.compile(r"""(?s)[rRbB]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
@@ -95,11 +101,17 @@ def _parse(source: str) -> tuple[cel.Program | None, str]:
 def _undeclared(program: cel.Program, source: str, scanned: str, variables: frozenset[str],
                 functions: frozenset[str]) -> str:
     bound = set(_COMPREHENSION.findall(scanned)) | variables
+    namespaced: frozenset[str] = frozenset()
+    if "optional" in program.variables():
+        # the engine's own optional.of/none/ofNonZeroValue (cel-go's OptionalTypes, in Kubernetes' base
+        # environment): it lists the namespace as a variable and the functions by their last name
+        bound.add("optional")
+        namespaced = _OPTIONAL_FUNCTIONS
     for name in program.variables():
         if name not in bound and name not in _TYPE_NAMES and not name.startswith("@"):
             return _reference_error(source, scanned, name)
     for name in program.functions():
-        if name[:1] in ("_", "@", "!") or name in _KNOWN_FUNCTIONS or name in functions:
+        if name[:1] in ("_", "@", "!") or name in _KNOWN_FUNCTIONS or name in functions or name in namespaced:
             continue
         return _reference_error(source, scanned, name)
     return ""
@@ -196,13 +208,40 @@ def compile_expression(source: str, schema: Schema, *, root: bool, variables: fr
                        functions: frozenset[str] = frozenset()) -> tuple[cel.Program | None, str]:
     """The program of ``source``, or None and cel-go's error text (without ``compilation failed: ``).
     ``functions``: more functions the environment declares (the admission ``authorizer`` library's)."""
+    program, error, _ = compile_typed(source, schema, root=root, variables=variables, functions=functions)
+    return program, error
+
+
+def compile_typed(source: str, schema: Schema, *, root: bool, variables: frozenset[str],
+                  functions: frozenset[str] = frozenset(), types: Mapping[str, CelType] | None = None,
+                  ) -> tuple[cel.Program | None, str, CelType]:
+    """:func:`compile_expression`, type-checked (:mod:`kubeloop.api._cel_check`) with ``types`` (the typed
+    variables; any other is dyn), and the expression's type (dyn when it does not compile)."""
     program, error = _parse(source)
     if program is None:
-        return None, error
+        return None, error, DYN
     scanned = _blank_strings(source)
     error = (_undeclared(program, source, scanned, variables, functions) or _undefined_field(source, scanned, schema, root)
              or _invalid_literal(source))
-    return (None, error) if error else (program, "")
+    if error:
+        return None, error, DYN
+    result, issues = check(source, types or {})
+    if issues:
+        return None, "\n".join(_excerpt(source, offset, text) for offset, text in issues), DYN
+    return program, "", result
+
+
+def rule_types(rule: Mapping[str, Any], schema: Schema, *, root: bool) -> dict[str, CelType]:
+    """``self`` and ``oldSelf`` typed from the rule's schema node (``oldSelf`` optional under
+    ``optionalOldSelf: true``, as apiextensions' ``compilation.go`` declares it)."""
+    own = schema_type(schema, root=root)
+    return {"self": own, "oldSelf": optional_of(own) if rule.get("optionalOldSelf") is True else own}
+
+
+def is_definitely(kind: CelType, expected: tuple[str, ...]) -> bool:
+    """Whether ``kind`` is surely not one of ``expected``: dyn might be any (upstream refuses a dyn result,
+    but kubeloop's checker types as dyn what it cannot tell, so it does not refuse one)."""
+    return kind.name != "dyn" and kind.name not in expected
 
 
 _RULE_VARIABLES = frozenset({"self", "oldSelf", *NAMESPACES})
@@ -215,15 +254,24 @@ def compile_rule(
     source = str(rule.get("rule") or "")
     if not source.strip():
         return None, RuleError("required", "rule is not specified"), None
-    program, error = compile_expression(source, schema, root=root, variables=_RULE_VARIABLES)
-    rule_error = RuleError("invalid", "compilation failed: " + error) if program is None else None
+    types = rule_types(rule, schema, root=root)
+    program, error, result = compile_typed(source, schema, root=root, variables=_RULE_VARIABLES, types=types)
+    if program is not None and is_definitely(result, ("bool",)):
+        program, error = None, ""
+        rule_error: RuleError | None = RuleError("invalid", "cel expression must evaluate to a bool")
+    else:
+        rule_error = RuleError("invalid", "compilation failed: " + error) if program is None else None
     message_program = None
     message_error = None
     message = rule.get("messageExpression")
     if isinstance(message, str) and message.strip():
-        message_program, error = compile_expression(message, schema, root=root, variables=_RULE_VARIABLES)
+        message_program, error, result = compile_typed(message, schema, root=root, variables=_RULE_VARIABLES,
+                                                       types=types)
         if message_program is None:
             message_error = RuleError("invalid", "messageExpression compilation failed: " + error)
+        elif is_definitely(result, ("string",)):
+            message_program = None
+            message_error = RuleError("invalid", "messageExpression must evaluate to a string")
     if program is None:
         return None, rule_error, message_error
     uses_old_self = "oldSelf" in program.variables()

@@ -10,7 +10,8 @@ As upstream (k8s.io/apiserver ``pkg/admission/plugin/webhook/matchconditions/mat
 
 ``authorizer`` and ``authorizer.requestResource`` are upstream's authz library
 (:mod:`kubeloop.api._cel_authorizer`), bound by the caller to the server's authorizer. Compiling reports what :mod:`kubeloop.api._cel_compile`
-can tell without cel-go's type checker.
+finds (type errors included, every variable dyn); :func:`condition_error`, for a webhook configuration being
+written, also refuses a condition whose type is surely not bool (``must evaluate to bool``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any
 import cel
 
 from kubeloop.api._cel_authorizer import AUTHORIZER_FUNCTIONS
-from kubeloop.api._cel_compile import compile_expression
+from kubeloop.api._cel_compile import compile_expression, compile_typed, is_definitely
 from kubeloop.api._cel_library import FUNCTIONS, NAMESPACES
 
-__all__ = ["ConditionError", "compile_condition", "conditions_match"]
+__all__ = ["ConditionError", "compile_condition", "condition_error", "conditions_match"]
 
 _VARIABLES = frozenset({"object", "oldObject", "request", "authorizer", *NAMESPACES})
 
@@ -40,6 +41,17 @@ def compile_condition(expression: str) -> tuple[cel.Program | None, str]:
     program, error = compile_expression(expression, {}, root=False, variables=_VARIABLES,
                                         functions=AUTHORIZER_FUNCTIONS)
     return (program, "") if program is not None else (None, "compilation failed: " + error)
+
+
+def condition_error(expression: str) -> str:
+    """Why a webhook could not be written with ``expression`` as a matchCondition, or ``""``: a compile
+    error, or a result that is surely not a bool (upstream's ``must evaluate to bool``, the matchCondition's
+    ``ReturnTypes``)."""
+    program, error, result = compile_typed(expression, {}, root=False, variables=_VARIABLES,
+                                           functions=AUTHORIZER_FUNCTIONS)
+    if program is None:
+        return "compilation failed: " + error
+    return "must evaluate to bool" if is_definitely(result, ("bool",)) else ""
 
 
 def conditions_match(conditions: Sequence[Mapping[str, Any]], obj: Any, old: Any, request: Mapping[str, Any], *,

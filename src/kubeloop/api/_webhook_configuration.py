@@ -139,9 +139,9 @@ def _service(path: str, service: Mapping[str, Any]) -> list[FieldError]:
 
 def _match_conditions(path: str, conditions: list[Any]) -> list[FieldError]:
     """validateMatchConditions, the expressions compiled in the webhooks' CEL environment."""
-    from kubeloop.api._webhook_conditions import compile_condition  # CEL: loaded only when a condition is set
+    from kubeloop.api._webhook_conditions import condition_error  # CEL: loaded only when a condition is set
 
-    return match_conditions_errors(conditions, path, lambda expression: compile_condition(expression)[1] or None)
+    return match_conditions_errors(conditions, path, lambda expression: condition_error(expression) or None)
 
 
 def _review_versions(path: str, versions: list[str], require_accepted: bool) -> list[FieldError]:
