@@ -11,8 +11,9 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
   (:class:`~kubeloop.cli._serving_cycle.RequestCycle`) do uvicorn's work in fewer steps: the scope is
   built once the head is parsed (no ``on_message_begin`` callback), no ``asyncio.Event`` per request,
   the body handed over as received, each response header checked and rendered once, the origin-form
-  target split without ``httptools.parse_url`` (:func:`split_target`). WebSockets are not served
-  (``ws="none"``), so no upgrade checks.
+  target split without ``httptools.parse_url`` (:func:`split_target`), the scope copied from a
+  per-connection template of what is the same for all its requests (uvicorn's keys, order and values;
+  a dict of its own per request). WebSockets are not served (``ws="none"``), so no upgrade checks.
 - **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
   head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
   TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
