@@ -52,3 +52,28 @@ async def test_a_batch_mixing_updates_and_deletes_is_on_disk_with_previous_revis
         (4, "/r/b", 1, 2, 2, b"b"),
         (5, "/r/c", 0, 5, None, b"c"),
     ]
+
+
+async def test_batches_of_every_size_are_written_by_a_few_padded_statements_and_no_padding_is_stored(
+    tmp_path: Path,
+) -> None:
+    # Batches of 1 to 130 rows (and one past two statements' worth) go through the INSERTs of eight sizes
+    # (the powers of two up to 128), each padded with rows the statement leaves out: every row written
+    # is on disk once, in order, and nothing else is (no row of the padding, whose revision is 0).
+    from kubeloop.store import _sqlite
+
+    path = tmp_path / "db"
+    s = await SqliteStore.open(path)
+    kvs = []
+    try:
+        for size in [*range(1, 131), 300]:
+            kvs += await asyncio.gather(
+                *(s.create(f"/r/{size:03d}/{i:03d}", lambda rev, i=i: b"v%d" % i) for i in range(size))
+            )
+    finally:
+        await s.close()
+    assert set(_sqlite._INSERT_STATEMENTS) == {1, 2, 4, 8, 16, 32, 64, 128}
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT rev, key, type, create_rev, prev_rev, value FROM revisions ORDER BY rev").fetchall()
+    assert rows == [(kv.mod_revision, kv.key, 0, kv.mod_revision, None, kv.value) for kv in kvs]
+    assert len(rows) == sum(range(1, 131)) + 300

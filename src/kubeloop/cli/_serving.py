@@ -11,8 +11,9 @@ every byte it writes are uvicorn's (a test sends the same requests through both 
   (:class:`~kubeloop.cli._serving_cycle.RequestCycle`) do uvicorn's work in fewer steps: the scope is
   built once the head is parsed (no ``on_message_begin`` callback), no ``asyncio.Event`` per request,
   the body handed over as received, each response header checked and rendered once, the origin-form
-  target split without ``httptools.parse_url`` (:func:`split_target`). WebSockets are not served
-  (``ws="none"``), so no upgrade checks.
+  target split without ``httptools.parse_url`` (:func:`split_target`), the scope copied from a
+  per-connection template of what is the same for all its requests (uvicorn's keys, order and values;
+  a dict of its own per request). WebSockets are not served (``ws="none"``), so no upgrade checks.
 - **Writes are corked for one event-loop turn** (:class:`CorkedTransport`). uvicorn writes a response's
   head and its body with two ``transport.write`` calls, and a streamed response one call per chunk; over
   TLS each call is a TLS record and a ``send``. The writes made while the loop runs one turn are joined
@@ -109,7 +110,10 @@ class CorkedTransport(asyncio.Transport):
             self.flush()
         elif not self.scheduled:
             self.scheduled = True
-            self._turn.add(self)
+            turn = self._turn  # turn.add(self), without the call
+            if not turn.corked:
+                turn.loop.call_soon(turn.flush)
+            turn.corked.append(self)
 
     def write_last(self, data: bytes) -> None:
         """Write a response's last bytes: ``data`` and every write corked before it go to the transport
@@ -120,10 +124,14 @@ class CorkedTransport(asyncio.Transport):
             self.flush()
         elif not pending:
             self._transport.write(data)
-        else:
-            pending.append(data)
-            self._pending_bytes += len(data)
-            self.flush()
+        else:  # flush()'s usual case, without the call: a small head, then this
+            self.pending = []
+            self._pending_bytes = 0
+            if len(data) < JOIN_BYTES:
+                pending.append(data)
+                self._transport.write(b"".join(pending))
+            else:
+                self._transport.writelines([b"".join(pending), data])
 
     def writelines(self, list_of_data: Any) -> None:
         for data in list_of_data:
@@ -196,16 +204,18 @@ class TurnFlush:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._corked: list[CorkedTransport] = []
+        # The transports corked in this turn (CorkedTransport.write adds them, and schedules flush()
+        # with the first).
+        self.corked: list[CorkedTransport] = []
 
     def add(self, transport: CorkedTransport) -> None:
-        if not self._corked:
-            self.loop.call_soon(self._flush)
-        self._corked.append(transport)
+        if not self.corked:
+            self.loop.call_soon(self.flush)
+        self.corked.append(transport)
 
-    def _flush(self) -> None:
-        corked = self._corked
-        self._corked = []
+    def flush(self) -> None:
+        corked = self.corked
+        self.corked = []
         for transport in corked:
             transport.scheduled = False
             if not transport.pending:  # flushed already, as a response completed
@@ -354,7 +364,10 @@ class HttpProtocol(HttpToolsProtocol):
         url_parts = self._url_parts
         url = url_parts[0] if len(url_parts) == 1 else b"".join(url_parts)
         url_parts.clear()
-        raw_path, query = split_target(url)
+        if url[:1] == b"/" and url.find(b"#") < 0:  # split_target's common case, without the call
+            raw_path, _, query = url.partition(b"?")
+        else:
+            raw_path, query = split_target(url)
         path = raw_path.decode("ascii")
         if "%" in path:
             path = unquote(path)
@@ -362,21 +375,16 @@ class HttpProtocol(HttpToolsProtocol):
         if root_path:
             path = root_path + path
             raw_path = root_path.encode("ascii") + raw_path
-        scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
-            "http_version": http_version,
-            "server": self.server,
-            "client": self.client,
-            "scheme": self.scheme,
-            "root_path": root_path,
-            "headers": self.headers,
-            "state": self.app_state.copy(),
-            "method": method,
-            "path": path,
-            "raw_path": raw_path,
-            "query_string": query,
-        }
+        # The connection's scope template copied (a dict's copy clones its table), then the request's own.
+        scope = self._scope.copy()
+        scope["asgi"] = {"version": self.asgi_version, "spec_version": "2.3"}
+        scope["http_version"] = http_version
+        scope["headers"] = self.headers
+        scope["state"] = self.app_state.copy()
+        scope["method"] = method
+        scope["path"] = path
+        scope["raw_path"] = raw_path
+        scope["query_string"] = query
         self.scope = scope  # type: ignore[assignment]
         expect_100_continue = self.expect_100_continue
         self.expect_100_continue = False
@@ -395,7 +403,12 @@ class HttpProtocol(HttpToolsProtocol):
             expect_100_continue,
         )
         if existing is None or existing.response_complete:
-            self._start_asgi_task(cycle, app)
+            waiting = self._next_request
+            if waiting is not None and not waiting.done():  # _start_asgi_task's common case, without the call
+                waiting.set_result((cycle, app))
+                self.tasks.add(self._runner)  # type: ignore[arg-type]
+            else:
+                self._start_asgi_task(cycle, app)
         else:  # a pipelined request waits for the one before it
             self.flow.pause_reading()
             self.pipeline.appendleft((cycle, app))  # type: ignore[arg-type]
@@ -463,6 +476,22 @@ class HttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CorkedTransport(transport, self._turn))
+        # uvicorn's scope, in its order, with what is the same for every request on the connection.
+        self._scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": None,
+            "http_version": None,
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,
+            "root_path": self.root_path,
+            "headers": None,
+            "state": None,
+            "method": None,
+            "path": None,
+            "raw_path": None,
+            "query_string": None,
+        }
         if not self._fresh_context:  # uvicorn's request tasks start with a copy of the connection's
             self._request_context = copy_context()
 

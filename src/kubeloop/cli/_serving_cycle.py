@@ -191,23 +191,50 @@ class RequestCycle:
         await self.send({"type": "http.response.body", "body": b"Internal Server Error", "more_body": False})
 
     async def send(self, message: Any) -> None:
+        # One function for the whole response (the head, then the body): a call less per message.
         flow: FlowControl = self.protocol.flow
         if flow.write_paused and not self.disconnected:
             await flow.drain()
         if self.disconnected:
             return
-        if not self.response_started:
-            if message["type"] != "http.response.start":
-                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{message['type']}'.")
-            self._start(message)
-        elif not self.response_complete:
+        if self.response_started:
+            if self.response_complete:
+                raise RuntimeError(f"Unexpected ASGI message '{message['type']}' sent, after response already completed.")
             if message["type"] != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{message['type']}'.")
-            self._body(message.get("body", b""), message.get("more_body", False))
-        else:
-            raise RuntimeError(f"Unexpected ASGI message '{message['type']}' sent, after response already completed.")
-
-    def _start(self, message: Any) -> None:
+            body = message.get("body", b"")
+            more_body = message.get("more_body", False)
+            if self.scope["method"] == "HEAD":
+                self.expected_content_length = 0
+            elif self.chunked_encoding:
+                content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
+                if more_body:
+                    self.transport.write(b"".join(content))
+                else:
+                    content.append(b"0\r\n\r\n")
+                    self.transport.write_last(b"".join(content))
+            else:
+                if len(body) > self.expected_content_length:
+                    raise RuntimeError("Response content longer than Content-Length")
+                self.expected_content_length -= len(body)
+                if more_body or self.expected_content_length:
+                    self.transport.write(body)
+                else:  # the response's last bytes: out with the head corked before them, in one write
+                    self.transport.write_last(body)
+            if not more_body:
+                if self.expected_content_length != 0:
+                    raise RuntimeError("Response content shorter than Content-Length")
+                self.response_complete = True
+                self.ready = True  # notify(), called only when receive() waits
+                if self.waiter is not None:
+                    self.notify()
+                if not self.keep_alive:
+                    self.transport.close()
+                if self.on_response is not None:
+                    self.on_response()
+            return
+        if message["type"] != "http.response.start":
+            raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{message['type']}'.")
         self.response_started = True
         self.waiting_for_100_continue = False
         status_code = message["status"]
@@ -287,36 +314,6 @@ class RequestCycle:
             self.keep_alive = False
             return True
         return False
-
-    def _body(self, body: bytes, more_body: bool) -> None:
-        if self.scope["method"] == "HEAD":
-            self.expected_content_length = 0
-        elif self.chunked_encoding:
-            content = [b"%x\r\n" % len(body), body, b"\r\n"] if body else []
-            if more_body:
-                self.transport.write(b"".join(content))
-            else:
-                content.append(b"0\r\n\r\n")
-                self.transport.write_last(b"".join(content))
-        else:
-            if len(body) > self.expected_content_length:
-                raise RuntimeError("Response content longer than Content-Length")
-            self.expected_content_length -= len(body)
-            if more_body or self.expected_content_length:
-                self.transport.write(body)
-            else:  # the response's last bytes: out with the head corked before them, in one write
-                self.transport.write_last(body)
-        if not more_body:
-            if self.expected_content_length != 0:
-                raise RuntimeError("Response content shorter than Content-Length")
-            self.response_complete = True
-            self.ready = True  # notify(), called only when receive() waits
-            if self.waiter is not None:
-                self.notify()
-            if not self.keep_alive:
-                self.transport.close()
-            if self.on_response is not None:
-                self.on_response()
 
     async def receive(self) -> dict[str, Any]:
         if self.waiting_for_100_continue and not self.transport.is_closing():

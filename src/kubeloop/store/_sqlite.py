@@ -9,7 +9,8 @@ Writes (group commit): ``create``/``update``/``delete`` queue an operation and w
 task takes every queued operation, checks each against the committed state plus the earlier
 operations of the same batch, assigns revisions in order, renders values, and writes the whole batch
 in one SQLite transaction on a dedicated thread (WAL, ``synchronous=FULL``: the commit is on disk
-when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction). Only
+when it returns; a batch of up to 128 writes is one INSERT statement, its own transaction, of one of
+eight fixed sizes, padded). Only
 then is the in-memory index updated, watchers fed and callers answered, so no reader or watcher
 ever sees a write that could be lost in a crash. Operations arriving while a
 batch commits form the next batch: many writers share one fsync. A queued write is committed even if
@@ -102,8 +103,18 @@ _ROWS_PER_STATEMENT = 128
 # Builds a KeyValue without its named-tuple ``__new__``, a Python function call (about 1k instructions
 # a write, on the event loop); the same tuple, as ``KeyValue._make`` builds it.
 _new_kv = tuple.__new__
-_INSERT = "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value) VALUES "
-_ROW = f"(?, ?, ?, ?, NULLIF(?, {_NO_PREV}), ?)"
+# A batch is written by the statement of the smallest of a few fixed sizes that holds it (the powers of
+# two up to _ROWS_PER_STATEMENT), its other rows padding of zeros that the statement's WHERE leaves out
+# (revisions start at 1). SQLite compiles a statement the first time its text is seen (about 12k
+# instructions a row, with the GIL held); one size per batch size meant compiling a new statement for
+# each new size a busy server's batches came in, dozens over its first minutes: now eight in all.
+_INSERT = (
+    "INSERT INTO revisions (rev, key, type, create_rev, prev_rev, value)"
+    f" SELECT column1, column2, column3, column4, NULLIF(column5, {_NO_PREV}), column6 FROM (VALUES "
+)
+_INSERT_END = ") WHERE column1 > 0"
+_ROW = "(?, ?, ?, ?, ?, ?)"
+_PADDING: _Params = [0] * (_COLUMNS * _ROWS_PER_STATEMENT)
 
 
 class _History:
@@ -266,7 +277,7 @@ class SqliteStore:
 
     def _load(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        # Statements are cached by text: every INSERT size up to _ROWS_PER_STATEMENT, plus the few others.
+        # Statements are cached by text: the eight INSERT sizes, plus the few others.
         db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
                              cached_statements=2 * _ROWS_PER_STATEMENT)
         db.execute("PRAGMA journal_mode=WAL")
@@ -612,18 +623,25 @@ class SqliteStore:
         assert db is not None
         count = len(rows) // _COLUMNS
         if count <= _ROWS_PER_STATEMENT:
+            size = _statement_size(count)
+            if size != count:
+                rows = rows + _PADDING[: (size - count) * _COLUMNS]
             # executemany of the one parameter list, not execute: the same statement, bound and stepped
             # once, minus the ``lastrowid`` read that execute() makes after it, which Python 3.11's sqlite3
             # wraps in a GIL release. Each release is a re-take of the GIL from the busy event loop (a
             # futex hand-off and often two context switches on the server's core): 6 → 5 per commit.
-            db.executemany(_insert_statement(count), (rows,))
+            db.executemany(_insert_statement(size), (rows,))
             return
         db.execute("BEGIN IMMEDIATE")
         try:
             step = _ROWS_PER_STATEMENT * _COLUMNS
             for start in range(0, len(rows), step):
                 chunk = rows[start : start + step]
-                db.execute(_insert_statement(len(chunk) // _COLUMNS), chunk)
+                count = len(chunk) // _COLUMNS
+                size = _statement_size(count)
+                if size != count:
+                    chunk += _PADDING[: (size - count) * _COLUMNS]
+                db.execute(_insert_statement(size), chunk)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -679,11 +697,18 @@ class SqliteStore:
 _INSERT_STATEMENTS: dict[int, str] = {}
 
 
+def _statement_size(rows: int) -> int:
+    """The rows of the INSERT that writes ``rows`` rows (1 to _ROWS_PER_STATEMENT): the smallest power of
+    two that holds them."""
+    return 1 << (rows - 1).bit_length()
+
+
 def _insert_statement(rows: int) -> str:
-    """The INSERT of ``rows`` rows (the same text each time, so SQLite's statement cache keeps it)."""
+    """The INSERT of ``rows`` rows, padding included (the same text each time, so SQLite's statement
+    cache keeps it)."""
     text = _INSERT_STATEMENTS.get(rows)
     if text is None:
-        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join([_ROW] * rows)
+        text = _INSERT_STATEMENTS[rows] = _INSERT + ",".join([_ROW] * rows) + _INSERT_END
     return text
 
 
