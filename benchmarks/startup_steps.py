@@ -147,6 +147,16 @@ def run_wrapped(argv: list[str]) -> None:
         _mark("kubeconfig found")
 
     controller_manager._wait_for_file = wait
+    run_controllers = controller_manager._run_builtin_controllers
+
+    async def run_builtin(*args: Any, on_ready: Callable[[], None], **kwargs: Any) -> None:
+        def ready() -> None:
+            _mark("every controller synced (its CPU)")
+            on_ready()
+
+        await run_controllers(*args, on_ready=ready, **kwargs)
+
+    controller_manager._run_builtin_controllers = run_builtin
     controller_manager._builtin_controllers = _timed("manager and controllers built",
                                                      controller_manager._builtin_controllers)
     open_store = cluster._open_store_importing_serving

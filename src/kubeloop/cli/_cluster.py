@@ -270,6 +270,7 @@ async def _serve_locked(
             serving.result()
             raise StartupError("the HTTPS server stopped during start-up")
         readiness.set_serving()
+        loop.call_soon(_load_builtin_schemas)
         echo(f"Serving the Kubernetes API at {url}")
         if manager is None:
             _announce(echo, url, kubeconfig)
@@ -288,6 +289,17 @@ async def _serve_locked(
         if core is not None:
             await core.shutdown()
         await store.close()
+
+
+def _load_builtin_schemas() -> None:
+    """Parse the built-in kinds' schemas (:func:`kubeloop.api.definitions`, about 8 ms of CPU), which every write
+    of a built-in kind needs, once serving has begun: a first start's bootstrap has parsed them already,
+    and on a restart, which writes nothing before it serves, the server is idle until the controller
+    manager (still importing) connects, whose first sync would otherwise pay for them in its first write
+    (start-up round 9). The same parse, at a moment when the loop has nothing else to do."""
+    from kubeloop.api import definitions
+
+    definitions()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

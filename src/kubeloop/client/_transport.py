@@ -10,8 +10,10 @@ Guarantees:
 * **TLS** uses the ``ssl.SSLContext`` it is given (from the kubeconfig: CA, client certificate),
   with the URL's host as the server name; verification is whatever that context says (on by default).
   Every connection shares that one context (without one, a default context made on first use): making
-  a context and loading its CAs costs milliseconds, and a controller manager opens some twenty
-  connections, one per watch, as it starts.
+  a context and loading its CAs costs milliseconds, and a controller manager opens some forty
+  connections, one per watch, as it starts. A new connection resumes the TLS session of the last
+  connection to the same server name that received a whole response (:mod:`._tls_sessions`): the
+  server's chain is verified by that connection's full handshake, not again by every one.
 * **Keep-alive**: a connection goes back to the pool only after its response body was read to the
   end and both sides allow reuse; idle connections older than ``keepalive_expiry`` or closed by the
   server are never reused. At most ``max_connections`` are open at once; more requests wait for one
@@ -48,6 +50,8 @@ from typing import Any, cast
 
 import httptools
 import httpx
+
+from kubeloop.client._tls_sessions import TlsSessions, tls_sessions
 
 __all__ = ["HTTP11Transport", "ResponseBody"]
 
@@ -87,6 +91,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._eof_body = False
         self._exchange = 0
         self.keep_alive = False
+        self.tls_session_unread = False  # a TLS connection whose session the pool has not remembered yet
         # Content-Length of the response in progress (None: chunked or close-delimited), body bytes
         # the parser has handed on, and the whole body's buffer while it is read in place.
         self._length: int | None = None
@@ -99,6 +104,10 @@ class _Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports (TCP and SSL) are not asyncio.Transport subclasses, but have its methods.
         self._transport = cast(asyncio.Transport, transport)
+
+    def ssl_object(self) -> Any:
+        """The connection's ``ssl.SSLObject`` (``None`` without TLS)."""
+        return None if self._transport is None else self._transport.get_extra_info("ssl_object")
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._in_place is not None:
@@ -372,6 +381,7 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
         self._buffer: memoryview | None = None
+        self._sessions: TlsSessions | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
@@ -475,11 +485,14 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             raise httpx.ConnectError(f"TLS failure: {exc}") from exc
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        conn.tls_session_unread = context is not None
         return conn
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._ssl is None:
             self._ssl = ssl.create_default_context()
+        if self._sessions is None:
+            self._sessions = tls_sessions(self._ssl)
         return self._ssl
 
     def _release(self, conn: _Connection) -> None:
@@ -488,6 +501,10 @@ class HTTP11Transport(httpx.AsyncBaseTransport):
             conn.close()
             self._open -= 1
         else:
+            if conn.tls_session_unread and self._sessions is not None:
+                # A whole response came after the handshake, so a TLS 1.3 server's tickets have too.
+                conn.tls_session_unread = False
+                self._sessions.remember(conn.ssl_object())
             conn.idle_since = asyncio.get_running_loop().time()
             self._idle.setdefault(conn.key, []).append(conn)
         self._wake_one()
