@@ -100,3 +100,12 @@ def test_an_owned_patch_is_applied_to_the_object_handed_over() -> None:
     assert apply_json_patch(pod, [{"op": "add", "path": "/metadata/labels/b", "value": "2"}], owned=True) is pod
     assert apply_strategic_merge_patch(pod, {"metadata": {"labels": {"c": "3"}}}, POD, owned=True) is pod
     assert pod["metadata"]["labels"] == {"b": "2", "c": "3"}
+
+
+def test_a_json_patch_that_changes_a_value_it_added_leaves_the_patch_document_alone() -> None:
+    # Found by Hypothesis: the root replaced by the patch's own ``{}``, then ``/metadata`` added into it.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    for owned in (False, True):
+        patch = [{"op": "add", "path": "", "value": {}}, {"op": "add", "path": "/metadata", "value": {"x": "1"}}]
+        assert apply_json_patch(copy.deepcopy(pod), patch, owned=owned) == {"metadata": {"x": "1"}}
+        assert patch[0]["value"] == {}, "the patch document is only read"

@@ -73,7 +73,9 @@ def apply_json_patch(obj: Any, ops: Any, *, owned: bool = False) -> Any:
     import jsonpointer
 
     try:
-        patch = jsonpatch.JsonPatch(ops)
+        # The library inserts the operations' values themselves, and a later operation may change one in
+        # place (``add ""`` then ``add /metadata``): the patch document must stay as the client sent it.
+        patch = jsonpatch.JsonPatch(copy_json(ops))
         return patch.apply(obj if owned else copy_json(obj), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
             TypeError, KeyError, IndexError, ValueError) as exc:
