@@ -6,6 +6,10 @@ which need only the CA, are written while the serving certificate is made (start
 subprocess below holds the serving certificate's making until both have happened: were either to wait
 for the certificate again, the hold would never end and the check below would fail (the hold gives up
 after a deadlock guard). kubectl then uses the kubeconfig of that start.
+
+This is the path of a start that makes its TLS material itself: one embedded in a process with threads,
+or (here, where the fork is turned off) one whose TLS child made nothing. With the child, the material
+is made in another process before the server needs it (``tests/cli/test_tls_child.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json, os, signal, sys, threading
 from pathlib import Path
 
 import kubeloop.cli._bootstrap as bootstrap_module
+import kubeloop.cli._tls_child as tls_child
 import kubeloop.server as server
 from kubeloop.cli._cluster import ServeOptions, run
 
@@ -33,6 +38,7 @@ async def bootstrap(app):
     bootstrapped.set()
 
 bootstrap_module.bootstrap = bootstrap
+tls_child.fork_tls_material = lambda *args, **kwargs: None  # this process makes its material itself
 real_ensure_tls = server.ensure_tls
 
 def ensure_tls(directory, *, address):

@@ -41,6 +41,9 @@ def test_importing_the_command_loads_no_server_client_tls_or_http_library() -> N
         "uvicorn", "httpx", "httptools", "cryptography", "kubernetes", "yaml", "prometheus_client", "sqlite3",
         "kubeloop.server", "kubeloop.store", "kubeloop.client", "kubeloop.runtime", "kubeloop.controllers",
         "kubeloop.api",
+        # Nor asyncio (and ssl with it): kubeloop up forks its TLS child before its shared imports (start-up
+        # round 10), and every import before that fork delays the child.
+        "asyncio", "ssl",
     )  # fmt: skip
     code = f"import sys, kubeloop.cli; loaded = [m for m in {heavy!r} if m in sys.modules]; assert not loaded, loaded"
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -77,6 +80,15 @@ def test_the_controller_manager_imports_no_protobuf_decoder_and_no_server_strate
     code = ("import sys; from kubeloop.cli._controller_manager import skip_unused_imports; skip_unused_imports();"
             "import kubeloop.client, kubeloop.runtime, kubeloop.controllers;"
             f"loaded = [m for m in {NOT_AT_START_UP!r} if m in sys.modules]; assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_kubeloop_up_imports_no_asyncio_before_its_tls_child_forks() -> None:
+    # The TLS child (start-up round 10) is forked once the data directory is locked and the socket bound,
+    # by kubeloop.cli._cluster: what that needs must not delay the fork with asyncio's 20 ms of imports.
+    code = ("import sys, kubeloop.cli, kubeloop.cli._cluster, kubeloop.cli._tls_child, kubeloop._tls;"
+            "loaded = [m for m in ('asyncio', 'ssl', 'concurrent.futures', 'cryptography') if m in sys.modules];"
+            "assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -1,10 +1,11 @@
 """``kubeloop up``'s TLS material as real clients see it, on a first start and on a restart.
 
-The API server makes its certificates with ``cryptography`` on a first start (``server/_tls.py``) and,
-on a restart, loads the stored PEM files with ``ssl`` alone. Both must still be what kubectl (Go's ``crypto/x509``, a strict
+On a first start a child forked by ``kubeloop up`` makes the certificates with ``cryptography``
+(``cli/_tls_child.py``, ``_tls.py``) and the API server loads the PEM files; on a restart the server loads
+the stored files with ``ssl`` alone. Both must still be what kubectl (Go's ``crypto/x509``, a strict
 parser) and the official ``kubernetes`` client (Python's ``ssl``) verify, through the kubeconfig the
-first start wrote; and the restarted server must not have loaded ``cryptography`` at all (its native
-module would be mapped into the process).
+first start wrote; and the server must not have loaded ``cryptography`` at all, on either start (its
+native module would be mapped into the process).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def test_kubectl_and_the_kubernetes_client_verify_the_server_on_a_first_start_an
     ca_pem = (pki / "ca.crt").read_bytes()
     assert "namespace/kube-system" in _kubectl_namespaces(first.kubeconfig, tmp_path / "home1")
     assert "kube-system" in _client_namespaces(first.kubeconfig)
-    assert _maps_cryptography(first.proc.pid)  # a first start makes its keys with cryptography
+    assert not _maps_cryptography(first.proc.pid)  # its TLS child made the keys, with cryptography
     assert first.stop() == 0
 
     second: Any = start_kubeloop(data_dir, "--no-controllers")

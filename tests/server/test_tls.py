@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from kubeloop import _files
+from kubeloop import _files, _tls
+from kubeloop._tls import ensure_ca, ensure_tls, server_ssl_context
 from kubeloop.api import InternalError
-from kubeloop.server import _tls
-from kubeloop.server._tls import ensure_ca, ensure_tls, server_ssl_context
 
 
 def _sans(path: Path) -> list[str]:

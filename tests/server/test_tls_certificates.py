@@ -1,4 +1,4 @@
-"""The CA and serving certificates ``server/_tls.py`` makes: their fields and extensions, as its contract says.
+"""The CA and serving certificates ``kubeloop/_tls.py`` makes: their fields and extensions, as its contract says.
 
 Each certificate is parsed with ``cryptography.x509``, its extensions compared with the contract's, its
 signature verified against its issuer, and its to-be-signed part compared with what
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, SignatureAlgorithmOID
 
-from kubeloop.server._tls import ensure_tls
+from kubeloop._tls import ensure_tls
 
 
 def _load(path: Path) -> x509.Certificate:
@@ -102,7 +102,7 @@ def test_the_serving_certificate_names_the_sans_and_verifies_against_the_ca(tmp_
 
 def test_a_restart_that_reuses_the_material_never_imports_cryptography(tmp_path: Path) -> None:
     # A first start makes keys and certificates with cryptography; a restart that finds the material
-    # loads it with ``ssl`` alone (the contract of server/_tls.py).
+    # loads it with ``ssl`` alone (the contract of kubeloop/_tls.py).
     code = (
         "import sys; from pathlib import Path; from kubeloop.server import ensure_tls, server_ssl_context;"
         f"material = ensure_tls(Path({str(tmp_path)!r}));"

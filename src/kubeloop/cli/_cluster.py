@@ -3,12 +3,15 @@
 Start-up order (progress lines on ``echo``; DESIGN "Command-line contract"):
 
 1. lock the data directory (one server per directory) and bind the listening socket, so a busy
-   port fails at once with a one-line reason;
+   port fails at once with a one-line reason; then, when the TLS material is missing (a first start),
+   fork the child that makes it (``_tls_child``: about 40 ms of CPU, most of it importing
+   ``cryptography``, moved off this process onto the core its start leaves idle);
 2. fork the controller manager process before this one starts its event loop (``_child``: it
    starts warm and its imports overlap ours; it waits for its kubeconfig, then retries until the
    server answers); then start the event loop, and handle SIGTERM/SIGINT from here on;
 3. on a worker thread, the server's modules (``kubeloop.server``), then the files: the token file (on a
-   second thread) while the CA is made, then the kubeconfig files, which need only those two
+   second thread) while the CA is made (once the TLS child, if any, has exited: then ``ensure_ca`` and
+   ``ensure_tls`` read what it made, and make only what it did not), then the kubeconfig files, which need only those two
    (``DIR/controller-manager.kubeconfig`` first, which the controller manager waits for, then
    ``DIR/kubeconfig`` for the admin; on the second thread), while the serving certificate is made. Each
    file is fsynced before its rename and its directory after (milliseconds each on a disk): these
@@ -37,7 +40,6 @@ failure is a :class:`StartupError` with a one-line reason.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -45,7 +47,6 @@ import gc
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -54,8 +55,11 @@ from kubeloop._files import make_directory
 from kubeloop.cli._startup import gc_paused
 
 if TYPE_CHECKING:
+    import asyncio
+
     from kubeloop.cli._bootstrap import ASGIApp
     from kubeloop.cli._child import ControllerManager, ForkedProcess
+    from kubeloop.cli._tls_child import TlsChild
     from kubeloop.server import App, TlsMaterial, User
     from kubeloop.store import Store
 
@@ -99,6 +103,27 @@ def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) ->
         raise
     first_start = not (data_dir / DATABASE).exists()
     echo(f"{'Creating' if first_start else 'Starting'} kubeloop in {data_dir}")
+    from kubeloop.cli._tls_child import fork_tls_material
+
+    # First, while the second core is idle: a child that makes missing TLS material (step 3 waits for it).
+    tls_child = fork_tls_material(data_dir, address=options.address, close_in_child=(sock,))
+    try:
+        _run_forked(options, data_dir, lock, sock, tls_child, echo=echo, resume_gc=resume_gc)
+    finally:
+        if tls_child is not None:
+            tls_child.wait()  # a start that failed early leaves no child behind
+
+
+def _run_forked(
+    options: ServeOptions,
+    data_dir: Path,
+    lock: IO[bytes],
+    sock: socket.socket,
+    tls_child: TlsChild | None,
+    *,
+    echo: Echo,
+    resume_gc: Callable[[], None],
+) -> None:
     forked: ForkedProcess | None = None
     if options.controllers:
         from kubeloop.cli._child import fork_controller_manager
@@ -114,7 +139,7 @@ def _run(options: ServeOptions, *, echo: Echo, resume_gc: Callable[[], None]) ->
     import uvloop
 
     try:
-        uvloop.run(_serve(options, data_dir, sock, forked, echo=echo))
+        uvloop.run(_serve(options, data_dir, sock, forked, tls_child, echo=echo))
     finally:
         sock.close()
         lock.close()
@@ -151,8 +176,16 @@ def _bind(address: str, port: int) -> socket.socket:
 
 
 async def _serve(
-    options: ServeOptions, data_dir: Path, sock: socket.socket, forked: ForkedProcess | None, *, echo: Echo
+    options: ServeOptions,
+    data_dir: Path,
+    sock: socket.socket,
+    forked: ForkedProcess | None,
+    tls_child: TlsChild | None,
+    *,
+    echo: Echo,
 ) -> None:
+    import asyncio
+
     # Signals are handled from here on, so a stop during start-up is a clean stop too.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -168,7 +201,7 @@ async def _serve(
         )
         manager.start()
     try:
-        await _serve_locked(options, data_dir, sock, readiness, manager, stop, echo=echo)
+        await _serve_locked(options, data_dir, sock, readiness, manager, stop, tls_child, echo=echo)
     finally:
         if manager is not None:
             await manager.stop()
@@ -181,9 +214,12 @@ async def _serve_locked(
     readiness: _Readiness,
     manager: ControllerManager | None,
     stop: asyncio.Event,
+    tls_child: TlsChild | None,
     *,
     echo: Echo,
 ) -> None:
+    import asyncio
+
     from kubeloop.api import ApiError
     from kubeloop.cli._kubeconfig import server_url, write_kubeconfig
 
@@ -219,8 +255,12 @@ async def _serve_locked(
                              token=tokens[CONTROLLER_MANAGER_USER])
             write_kubeconfig(kubeconfig, server=url, ca_pem=ca_pem, user=ADMIN_USER, token=tokens[ADMIN_USER])
 
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kubeloop-files") as pool:
             tokens = pool.submit(write_tokens)
+            if tls_child is not None:
+                tls_child.wait()  # then ensure_ca and ensure_tls read what it made, or make what it did not
             ca_pem = ensure_ca(data_dir)
             kubeconfigs = pool.submit(write_kubeconfigs, ca_pem, tokens.result())
             tls = ensure_tls(data_dir, address=options.address)  # the CA is there: the serving certificate
@@ -321,6 +361,8 @@ async def _open_store_importing_serving(path: Path) -> Store:
     schema's), import the HTTPS server on this one: the import would otherwise come after, with the
     store thread idle. (The server's own modules are meanwhile imported by the thread that writes the
     data directory's files, see step 3.)"""
+    import asyncio
+
     opening = asyncio.ensure_future(_open_store(path))
     try:
         await asyncio.sleep(0)  # the store's thread has its load job from here on
@@ -341,6 +383,7 @@ def _import_serving() -> None:
 
 async def _shutdown(server: Any, serving: asyncio.Task[None], store: Store) -> None:
     """Stop accepting, let requests in flight finish, then end watches by closing the store."""
+    import asyncio
     import logging
 
     # Clients that keep idle TLS connections open would otherwise make uvicorn log an ERROR.

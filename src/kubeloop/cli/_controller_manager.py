@@ -22,11 +22,14 @@ API server keep the default.
 ``--terminated-pod-gc-threshold`` is kube-controller-manager's flag of that name (12500): how many
 terminated pods (phase Succeeded or Failed) may exist before the pod garbage collector deletes the
 oldest; 0 turns that step off (:mod:`kubeloop.controllers._pod_gc`). ``kubeloop up`` runs it with the default.
+
+Importing this module (the ``kubeloop`` command group does, for the command's options) imports neither
+asyncio nor anything of the client: ``kubeloop up`` forks its TLS child before it imports asyncio
+(start-up round 10), and the functions that run import what they use.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import signal
@@ -155,6 +158,8 @@ async def _run(
     wait_for_kubeconfig: bool,
     on_ready: Callable[[], None],
 ) -> None:
+    import asyncio
+
     from kubeloop.api import ApiError
     from kubeloop.client import ConfigError, ConnectionFailed
 
@@ -251,6 +256,8 @@ async def _run_builtin_controllers(
     manager: Manager, controllers: dict[str, Runnable], *, exit_with_parent: bool, on_ready: Callable[[], None]
 ) -> None:
     """Run the manager; print READY_LINE (then call ``on_ready``) once it and every controller have synced."""
+    import asyncio
+
     from kubeloop.controllers import has_synced
 
     running = asyncio.ensure_future(manager.run())
@@ -308,6 +315,8 @@ def _namespaces() -> ResourceInfo:
 
 
 async def _wait_for_stop(*, exit_with_parent: bool) -> None:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

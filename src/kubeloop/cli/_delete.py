@@ -11,7 +11,6 @@ Every API or configuration error exits 1 with a one-line reason.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +61,8 @@ def delete(
         kind, obj_name = (target, name) if name else split_target(target)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    import asyncio  # here, not at the top: every ``kubeloop`` command imports this module (``_main``)
+
     try:
         code = asyncio.run(_run(kind, obj_name, namespace=namespace, cascade=cascade, kubeconfig=kubeconfig,
                                 context=context, output=output, plan=plan, wait=wait, timeout=timeout,

@@ -15,7 +15,6 @@ and stops cleanly (exit 0) on SIGTERM or SIGINT.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import signal
@@ -88,6 +87,8 @@ def webhook(port: int, address: str, cert_dir: Path, print_url: str | None) -> N
         sock = _bind(address, port)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
+    import asyncio  # here, not at the top: every ``kubeloop`` command imports this module (``_main``)
+
     try:
         asyncio.run(_serve(sock, cert, key, ca))
     finally:
@@ -95,6 +96,8 @@ def webhook(port: int, address: str, cert_dir: Path, print_url: str | None) -> N
 
 
 async def _serve(sock: socket.socket, cert: Path, key: Path, ca: Path | None) -> None:
+    import asyncio
+
     from kubeloop.cli._cluster import _uvicorn_server
     from kubeloop.cli._kubeconfig import server_url
     from kubeloop.server import protection_webhook_app

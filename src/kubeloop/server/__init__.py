@@ -6,6 +6,7 @@ other parts of the server: ``app.kinds`` (the served :class:`~kubeloop.api.KindR
 ``app.ready``; :func:`parse_request_info` gives authorization the same view of a request.
 """
 
+from kubeloop._tls import TlsMaterial, ensure_ca, ensure_tls, server_ssl_context  # the server's TLS material
 from kubeloop.server._admission import Admission, AdmissionAttributes, NamespaceLifecycle
 from kubeloop.server._app import ENVTEST_DISABLED_ADMISSION_PLUGINS, SYSTEM_NAMESPACES, App, create_app
 
@@ -51,7 +52,6 @@ from kubeloop.server._quota_admission import ResourceQuotaAdmission
 from kubeloop.server._requestinfo import RequestInfo, parse_request_info
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._state import ServerState, collection_prefix, object_key
-from kubeloop.server._tls import TlsMaterial, ensure_ca, ensure_tls, server_ssl_context
 from kubeloop.server._token_cache import CachedTokenAuthenticator
 
 __all__ = [

@@ -18,25 +18,31 @@ Guarantees:
   the certificate), which keeps ``kubeloop up`` fast.
 
 Errors (unwritable directory, corrupt key) surface as :class:`kubeloop.api.InternalError`.
+
+The module sits at the bottom of the package, beside :mod:`kubeloop._files` (the server re-exports it,
+``kubeloop up``'s TLS child and ``kubeloop webhook`` use it): at import time it loads nothing of kubeloop
+but ``_files``, and ``ssl``, ``cryptography`` and ``kubeloop.api`` (its errors) only when they are used,
+so that the process ``kubeloop up`` forks to make the material (``cli/_tls_child.py``) loads only what
+making it needs.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubeloop._files import make_directory, sync_directory, write_atomically
-from kubeloop.api import InternalError
 
-if TYPE_CHECKING:  # cryptography is imported only when material is made (see the contract above)
+if TYPE_CHECKING:  # imported only when used (see the contract above)
+    import ssl
+
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
 
-__all__ = ["TlsMaterial", "ensure_ca", "ensure_tls", "server_ssl_context"]
+__all__ = ["TlsMaterial", "ensure_ca", "ensure_tls", "needs_making", "server_ssl_context"]
 
 _CA_NAME = "kubeloop-ca"
 _VALID_DAYS = 3650
@@ -64,6 +70,18 @@ def serving_sans(address: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def needs_making(data_dir: Path, *, address: str = "127.0.0.1") -> bool:
+    """Whether :func:`ensure_tls` would make anything under ``data_dir`` (a few ``stat`` calls)."""
+    pki = data_dir / "pki"
+    if not all((pki / name).exists() for name in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key")):
+        return True
+    try:
+        have = (pki / "apiserver.sans").read_text().split()
+    except OSError:
+        return True
+    return not set(serving_sans(address)) <= set(have)
+
+
 def ensure_ca(data_dir: Path) -> bytes:
     """The CA certificate (PEM) under ``data_dir``, the CA made first if it is missing."""
     pki = data_dir / "pki"
@@ -71,7 +89,7 @@ def ensure_ca(data_dir: Path) -> bytes:
         _ensure_ca(pki)
         return (pki / "ca.crt").read_bytes()
     except (OSError, ValueError) as exc:
-        raise InternalError(f"Internal error occurred: cannot prepare TLS material in {pki}: {exc}") from exc
+        raise _internal_error(f"cannot prepare TLS material in {pki}: {exc}") from exc
 
 
 def _ensure_ca(pki: Path) -> None:
@@ -103,18 +121,26 @@ def ensure_tls(data_dir: Path, *, address: str = "127.0.0.1") -> TlsMaterial:
             have = wanted
         return TlsMaterial(ca_cert, ca_key, cert, key, ca_cert.read_bytes(), have)
     except (OSError, ValueError) as exc:
-        raise InternalError(f"Internal error occurred: cannot prepare TLS material in {pki}: {exc}") from exc
+        raise _internal_error(f"cannot prepare TLS material in {pki}: {exc}") from exc
 
 
 def server_ssl_context(material: TlsMaterial) -> ssl.SSLContext:
     """A server-side context presenting the serving certificate (TLS 1.2+, HTTP/1.1)."""
+    import ssl
+
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(str(material.cert), str(material.key))
     except (OSError, ssl.SSLError) as exc:
-        raise InternalError(f"Internal error occurred: cannot load serving certificate: {exc}") from exc
+        raise _internal_error(f"cannot load serving certificate: {exc}") from exc
     return context
+
+
+def _internal_error(reason: str) -> Exception:
+    from kubeloop.api import InternalError
+
+    return InternalError(f"Internal error occurred: {reason}")
 
 
 def _remove(path: Path) -> None:
