@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kubeloop.api import KindRegistry, NotFound
 from kubeloop.server import User
+from kubeloop.server._strategy import strategy_for
 
 from ._kubelet_fixtures import PODS, pod
 from ._rbac import rbac_clients
@@ -181,6 +183,25 @@ async def test_only_get_put_and_patch_are_served(client: httpx.AsyncClient) -> N
     for method in ("POST", "DELETE"):
         r = await client.request(method, EPHEMERAL, json={})
         assert (r.status_code, r.json()["reason"]) == (405, "MethodNotAllowed")
+
+
+async def test_no_other_kind_serves_it_and_its_object_is_unchanged(client: httpx.AsyncClient) -> None:
+    # The router's 404 for a subresource a kind does not have (upstream: no such route); the strategy's
+    # hook, should anything reach it for another kind, gives the same Status.
+    url = "/api/v1/namespaces/default/configmaps"
+    assert (await client.post(url, json={"metadata": {"name": "c"}, "data": {"a": "b"}})).status_code == 201
+    before = (await client.get(f"{url}/c")).json()
+    for method in ("GET", "PUT", "PATCH"):
+        r = await client.request(method, f"{url}/c/ephemeralcontainers", content=json.dumps(before),
+                                 headers={"content-type": MERGE})
+        assert (r.status_code, r.json()["reason"]) == (404, "NotFound"), r.text
+    assert (await client.get(f"{url}/c")).json() == before
+    configmaps = KindRegistry().get("", "v1", "configmaps")
+    assert configmaps is not None
+    strategy = strategy_for(configmaps)
+    with pytest.raises(NotFound) as raised:
+        strategy.prepare_for_ephemeral_containers(before, before)
+    assert raised.value.message == "the server could not find the requested resource"
 
 
 async def test_discovery_and_both_openapi_documents_list_the_subresource(client: httpx.AsyncClient) -> None:

@@ -24,7 +24,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import BadRequest, Clock, FieldError, ResourceInfo
+from kubeloop.api import BadRequest, Clock, FieldError, NotFound, ResourceInfo
 from kubeloop.api._quantity import QuantityError
 from kubeloop.api._quantity_fields import QuantityFields, quantities_by_value, quantity_fields
 from kubeloop.api._validation import (
@@ -126,9 +126,10 @@ class GenericStrategy:
         return result
 
     def prepare_for_ephemeral_containers(self, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-        """``pods/ephemeralcontainers`` update: the object to store (only pods serve that subresource; the
-        Pod strategy overrides this)."""
-        raise NotImplementedError(f"{self.info.plural} serve no ephemeralcontainers subresource")
+        """``pods/ephemeralcontainers`` update: the object to store. Only pods serve that subresource (the
+        Pod strategy overrides this); for any other kind this is the 404 the router answers for a
+        subresource the kind does not have."""
+        raise NotFound("the server could not find the requested resource", details={})
 
     def _spec_changed(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
         if self.info.custom:
