@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kubeloop.api import ApiError, Forbidden, ResourceInfo
+from kubeloop.api import ApiError, Forbidden, NotFound, ResourceInfo
 from kubeloop.controllers import BUILTIN_CONTROLLERS, add_builtin_controllers
-from kubeloop.controllers._resource_quota import RESYNC_PERIOD, resources_to_count
+from kubeloop.controllers._quota_monitors import SYNC_PERIOD
+from kubeloop.controllers._resource_quota import RESYNC_PERIOD, ResourceQuotaController, resources_to_count
 from kubeloop.runtime import Manager
 from kubeloop.testing import FakeClock, InProcessCluster, eventually, resource
 
@@ -215,3 +216,87 @@ async def test_a_custom_resource_count_is_replenished_when_one_is_deleted(cluste
         await status_becomes(cluster, {"hard": {"count/widgets.example.com": "2"},
                                        "used": {"count/widgets.example.com": "1"}})
         await cluster.create(widgets, "w3")
+
+
+async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_monitored_afresh(
+    cluster: InProcessCluster,
+) -> None:
+    """kube-controller-manager runs ``resourceQuotaController.Sync(ctx, discoveryFunc, 30*time.Second)``
+    (cmd/kube-controller-manager/app/core.go); ``SyncMonitors`` stops the monitors of resources discovery
+    no longer lists. So a deleted CRD's kind is not watched (nor its list retried) for ever, and when the
+    CRD comes back, a quota counting it is replenished on a delete again."""
+    from .test_gc_propagation import CRD
+
+    widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
+    clock = fake_clock(cluster)
+    hard = {"count/widgets.example.com": "5"}
+
+    async def serve_widgets(name: str) -> None:
+        await cluster.client.create(CRDS, CRD)
+
+        async def served() -> dict[str, Any] | None:
+            try:
+                return await cluster.create(widgets, name)
+            except ApiError:
+                return None
+
+        await eventually(served, clock=clock)
+
+    await serve_widgets("w1")
+    manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0)
+    controller = ResourceQuotaController(manager)  # what add_builtin_controllers adds, kept in hand
+    manager.add_controller(controller.controller)
+    task = asyncio.create_task(manager.run())
+    try:
+        await cluster.create(QUOTAS, "q", spec={"hard": hard})
+        await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "1"}}, clock=clock)
+        assert ("example.com", "widgets") in controller.monitors.monitored()
+        # Discovery still lists widgets: a sync period keeps the monitor.
+        await clock.advance(SYNC_PERIOD)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert ("example.com", "widgets") in controller.monitors.monitored()
+        first = controller.monitors.informer(("example.com", "widgets"))
+        assert first is not None and first.running
+
+        await cluster.client.delete(CRDS, "widgets.example.com")
+
+        async def crd_gone() -> bool:
+            try:
+                await cluster.client.get(CRDS, "widgets.example.com")
+            except NotFound:
+                return True
+            return False
+
+        await eventually(crd_gone, clock=clock)
+
+        async def stopped() -> bool:
+            assert ("example.com", "widgets") not in controller.monitors.monitored()
+            return True
+
+        await eventually(stopped, clock=clock, step=SYNC_PERIOD / 4)
+        assert not first.running
+        assert controller.monitors.informer(("example.com", "widgets")) is None
+
+        # Served again: the quota's next sync (a changed hard limit here) monitors the kind afresh.
+        await serve_widgets("w2")
+        await cluster.create(widgets, "w3")
+        hard = {"count/widgets.example.com": "6"}
+        quota = await cluster.client.get(QUOTAS, "q", namespace="ns")
+        quota["spec"]["hard"] = hard
+        await cluster.client.update(QUOTAS, quota)
+        await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "2"}}, clock=clock)
+
+        async def monitored_and_listed() -> bool:
+            assert ("example.com", "widgets") in controller.monitors.monitored()
+            assert not controller.monitors.listing(widgets)
+            return True
+
+        await eventually(monitored_and_listed, clock=clock)
+        again = controller.monitors.informer(("example.com", "widgets"))
+        assert again is not None and again is not first and again.running
+        await cluster.client.delete(widgets, "w2", namespace="ns")
+        await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "1"}})
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

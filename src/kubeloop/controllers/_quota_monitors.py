@@ -13,6 +13,13 @@ Guarantees:
   else an informer of its own, started at once and stopped when :meth:`QuotaMonitors.run` ends (the
   manager's shutdown). Its own informers are not the manager's, so a kind that cannot be listed (a deleted
   CRD's) never holds up the manager's readiness or idleness.
+* :meth:`QuotaMonitors.sync`, run every :data:`SYNC_PERIOD` seconds on the manager's clock by
+  :meth:`QuotaMonitors.run` (kube-controller-manager's ``resourceQuotaController.Sync(ctx, discoveryFunc,
+  30*time.Second)``), re-reads discovery and stops the monitors of kinds it no longer lists (a deleted
+  CRD's), as ``SyncMonitors`` stops the monitors missing from the new resources: an informer of its own is
+  stopped, a handler on the manager's shared informer is removed, and ``on_gone`` hears of each kind, so a
+  kind served again later is monitored afresh. A discovery that fails, or fails for some group/versions,
+  stops nothing (upstream's ``Sync`` keeps every old monitor on a partial discovery).
 * :meth:`QuotaMonitors.listing` tells whether a monitor made less than :data:`LISTING_WINDOW` seconds ago
   (on the manager's clock) has not listed yet: the controller then counts again soon, so a delete between
   its count and the monitor's first list is not missed; past the window (a kind that cannot be listed) it
@@ -22,29 +29,49 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Callable
 from typing import Any
 
-from kubeloop.api import Clock, ResourceInfo
-from kubeloop.client import NAMESPACE_ALL, Client
-from kubeloop.runtime import InformerFactory, SharedInformer
+from kubeloop.api import ApiError, Clock, ResourceInfo
+from kubeloop.client import NAMESPACE_ALL, Client, discover_resources
+from kubeloop.runtime import HandlerRegistration, InformerFactory, SharedInformer
 
-__all__ = ["LISTING_WINDOW", "QuotaMonitors"]
+__all__ = ["LISTING_WINDOW", "SYNC_PERIOD", "QuotaMonitors"]
+
+log = logging.getLogger("kubeloop.controllers.resourcequota")
 
 LISTING_WINDOW = 60.0
+SYNC_PERIOD = 30.0  # k/k cmd/kube-controller-manager/app/core.go: resourceQuotaController.Sync(ctx, ..., 30*time.Second)
+
+Kind = tuple[str, str]  # (group, plural)
 
 
 class QuotaMonitors:
     """Informers for the counted kinds; add it to the manager as a runnable (it stops its own informers)."""
 
-    def __init__(self, client: Client, shared: InformerFactory, *, clock: Clock, rng: random.Random) -> None:
+    def __init__(
+        self, client: Client, shared: InformerFactory, *, clock: Clock, rng: random.Random,
+        on_gone: Callable[[Kind], None] = lambda _kind: None, sync_period: float = SYNC_PERIOD,
+    ) -> None:
         self._client = client
         self._shared = shared
         self._clock = clock
         self._rng = rng
-        self._monitors: dict[tuple[str, str], tuple[SharedInformer, float]] = {}
-        self._own: list[SharedInformer] = []
+        self._on_gone = on_gone
+        self.sync_period = sync_period
+        self._monitors: dict[Kind, tuple[SharedInformer, HandlerRegistration, float]] = {}
+        self._own: dict[Kind, SharedInformer] = {}
+
+    def monitored(self) -> frozenset[Kind]:
+        """The kinds monitored now, as (group, plural)."""
+        return frozenset(self._monitors)
+
+    def informer(self, kind: Kind) -> SharedInformer | None:
+        """The informer monitoring ``kind`` now (the manager's shared one, or one of these monitors' own)."""
+        entry = self._monitors.get(kind)
+        return entry[0] if entry is not None else None
 
     def monitor(self, info: ResourceInfo, on_delete: Callable[[dict[str, Any]], None]) -> None:
         """Watch ``info``'s objects for deletes, if not watched yet."""
@@ -55,21 +82,45 @@ class QuotaMonitors:
         if informer is None:
             informer = SharedInformer(self._client, info, namespace=NAMESPACE_ALL, clock=self._clock,
                                       rng=random.Random(self._rng.random()))
-            self._own.append(informer)
+            self._own[key] = informer
             informer.start()
-        informer.add_handler(on_delete=on_delete)
-        self._monitors[key] = (informer, self._clock.monotonic())
+        registration = informer.add_handler(on_delete=on_delete)
+        self._monitors[key] = (informer, registration, self._clock.monotonic())
 
     def listing(self, info: ResourceInfo) -> bool:
         """Whether the kind's monitor is recent and has not listed yet."""
         entry = self._monitors.get((info.group, info.plural))
         if entry is None:
             return False
-        informer, since = entry
+        informer, _, since = entry
         return not informer.has_synced() and self._clock.monotonic() - since < LISTING_WINDOW
+
+    async def sync(self) -> None:
+        """Stop the monitors of the kinds discovery no longer lists (``SyncMonitors``' removal)."""
+        if not self._monitors:
+            return
+        try:
+            discovery = await discover_resources(self._client)
+        except ApiError as error:
+            log.warning("resource quota controller: discovery failed, monitors kept: %s", error.message)
+            return
+        if discovery.failed:
+            log.warning("resource quota controller: monitors kept: %s", discovery.failure_message())
+            return
+        served = {(r.group, r.plural) for r in discovery.resources}
+        for key in [k for k in self._monitors if k not in served]:
+            informer, registration, _ = self._monitors.pop(key)
+            informer.remove_handler(registration)
+            own = self._own.pop(key, None)
+            if own is not None:
+                await own.stop()
+            log.info("resource quota controller: stopped monitoring %s", informer.resource.group_resource)
+            self._on_gone(key)
 
     async def run(self) -> None:
         try:
-            await asyncio.Event().wait()
+            while True:
+                await self._clock.sleep(self.sync_period)
+                await self.sync()
         finally:
-            await asyncio.gather(*(informer.stop() for informer in self._own), return_exceptions=True)
+            await asyncio.gather(*(informer.stop() for informer in self._own.values()), return_exceptions=True)

@@ -22,7 +22,8 @@ plugin does (:mod:`kubeloop.api._quota_evaluators`, upstream's ``quota.Calculate
   ConfigMaps, Secrets, ReplicationControllers and ResourceQuotas (a deleted quota replenishes the
   namespace's ``resourcequotas`` count) are watched from the start, and the kind of any other
   ``count/<resource>[.<group>]`` a quota tracks (a Deployment, a Job, a custom resource) from that
-  quota's first sync on (:mod:`kubeloop.controllers._quota_monitors`). A sync is repeated
+  quota's first sync on (:mod:`kubeloop.controllers._quota_monitors`), until discovery stops listing
+  it (a deleted CRD's kind: its monitor is stopped within 30 s, and the kind looked up afresh). A sync is repeated
   :data:`MONITOR_SYNC_RETRY` seconds later while a monitor it started has not listed yet, so a delete
   between the count and the monitor's list is not missed. Every quota is also recounted :data:`RESYNC_PERIOD` after its last sync (``--resource-quota-sync-period``, 5m),
   on the manager's clock, which catches a charge left by a write that failed after admission.
@@ -113,10 +114,10 @@ class ResourceQuotaController:
         # A deleted quota frees a unit of the namespace's "resourcequotas" count (registry.go's alias).
         watches.append(Watch(self.quotas, _Replenish(self, QUOTAS)))
         self._watched = frozenset((*_REPLENISHED, ("", "resourcequotas")))
-        self.monitors = QuotaMonitors(manager.client, manager.informers, clock=manager.clock,
-                                      rng=random.Random(manager.rng.random()))
-        manager.add(self.monitors, needs_leader_election=True)
         self._served: dict[tuple[str, str], ResourceInfo] = {(i.group, i.plural): i for i in BUILTIN_RESOURCES}
+        self.monitors = QuotaMonitors(manager.client, manager.informers, clock=manager.clock,
+                                      rng=random.Random(manager.rng.random()), on_gone=self._forget)
+        manager.add(self.monitors, needs_leader_election=True)
         self.controller = Controller(self.name, self.reconcile, watches=watches, clock=manager.clock,
                                      metrics=manager.metrics)
 
@@ -204,6 +205,10 @@ class ResourceQuotaController:
                     stats = add(stats, usage(group, plural, item, now))
             total = add(total, mask(stats, tracked))
         return total
+
+    def _forget(self, kind: tuple[str, str]) -> None:
+        """A kind discovery stopped listing: looked up again when next counted (it may come back changed)."""
+        self._served.pop(kind, None)
 
     async def _resource(self, group: str, plural: str) -> ResourceInfo | None:
         info = self._served.get((group, plural))
