@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeloop.api import ApiError, Forbidden, NotFound, ResourceInfo
+from kubeloop.client import Client
 from kubeloop.controllers import BUILTIN_CONTROLLERS, add_builtin_controllers
-from kubeloop.controllers._quota_monitors import SYNC_PERIOD
+from kubeloop.controllers._quota_monitors import SYNC_PERIOD, QuotaMonitors
 from kubeloop.controllers._resource_quota import RESYNC_PERIOD, ResourceQuotaController, resources_to_count
 from kubeloop.runtime import Manager
 from kubeloop.testing import FakeClock, InProcessCluster, eventually, resource
@@ -228,6 +231,7 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
     from .test_gc_propagation import CRD
 
     widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
+    kind = ("example.com", "widgets")
     clock = fake_clock(cluster)
     hard = {"count/widgets.example.com": "5"}
 
@@ -250,14 +254,11 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
     try:
         await cluster.create(QUOTAS, "q", spec={"hard": hard})
         await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "1"}}, clock=clock)
-        assert ("example.com", "widgets") in controller.monitors.monitored()
-        # Discovery still lists widgets: a sync period keeps the monitor.
-        await clock.advance(SYNC_PERIOD)
-        for _ in range(20):
-            await asyncio.sleep(0)
-        assert ("example.com", "widgets") in controller.monitors.monitored()
-        first = controller.monitors.informer(("example.com", "widgets"))
+        first = controller.monitors.informer(kind)
         assert first is not None and first.running
+        # Discovery still lists widgets: a sync keeps the monitor.
+        await controller.monitors.sync()
+        assert controller.monitors.informer(kind) is first and first.running
 
         await cluster.client.delete(CRDS, "widgets.example.com")
 
@@ -271,12 +272,12 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
         await eventually(crd_gone, clock=clock)
 
         async def stopped() -> bool:
-            assert ("example.com", "widgets") not in controller.monitors.monitored()
+            assert controller.monitors.informer(kind) is None
             return True
 
+        # The periodic sync (run by the manager on its clock) stops it.
         await eventually(stopped, clock=clock, step=SYNC_PERIOD / 4)
         assert not first.running
-        assert controller.monitors.informer(("example.com", "widgets")) is None
 
         # Served again: the quota's next sync (a changed hard limit here) monitors the kind afresh.
         await serve_widgets("w2")
@@ -288,15 +289,85 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
         await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "2"}}, clock=clock)
 
         async def monitored_and_listed() -> bool:
-            assert ("example.com", "widgets") in controller.monitors.monitored()
+            assert controller.monitors.informer(kind) is not None
             assert not controller.monitors.listing(widgets)
             return True
 
         await eventually(monitored_and_listed, clock=clock)
-        again = controller.monitors.informer(("example.com", "widgets"))
+        again = controller.monitors.informer(kind)
         assert again is not None and again is not first and again.running
         await cluster.client.delete(widgets, "w2", namespace="ns")
         await status_becomes(cluster, {"hard": hard, "used": {"count/widgets.example.com": "1"}})
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+class _BrokenDiscovery:
+    """Passes every request to the server, except that while ``broken`` the discovery roots (``/api``,
+    ``/apis``) answer 503 (faults by wrapping the real server: nothing is mocked)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self.broken = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if not self.broken or scope.get("type") != "http" or scope.get("path") not in ("/api", "/apis"):
+            await self._app(scope, receive, send)
+            return
+        body = orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                             "message": "the server is currently unable to handle the request",
+                             "reason": "ServiceUnavailable", "code": 503})
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def test_a_failed_or_partial_discovery_stops_no_monitor(cluster: InProcessCluster) -> None:
+    """resource_quota_controller.go ``Sync``: when discovery fails for some group/versions, every old monitor
+    is kept (``IsGroupDiscoveryFailedError``: "don't remove any existing informers"); when it fails outright,
+    the sync changes nothing. Here the widgets' CRD is gone, so only a discovery that answered completely
+    may stop their monitor."""
+    from .test_gc_expected_monitors import StaleGroup
+    from .test_gc_propagation import CRD
+
+    widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
+    kind = ("example.com", "widgets")
+    await cluster.client.create(CRDS, CRD)
+
+    async def served() -> dict[str, Any] | None:
+        try:
+            return await cluster.create(widgets, "w1")
+        except ApiError:
+            return None
+
+    await eventually(served, clock=fake_clock(cluster))
+    broken = _BrokenDiscovery(cluster.app)
+    stale = StaleGroup(broken)
+    async with Client.from_asgi(stale, clock=cluster.clock) as client:
+        manager = Manager(client, clock=cluster.clock, graceful_shutdown_timeout=0)
+        gone: list[tuple[str, str]] = []
+        monitors = QuotaMonitors(client, manager.informers, clock=cluster.clock, rng=random.Random(7),
+                                 on_gone=gone.append)
+        monitors.monitor(widgets, lambda _obj: None)
+        informer = monitors.informer(kind)
+        assert informer is not None and informer.running
+        try:
+            await cluster.client.delete(CRDS, "widgets.example.com")
+
+            async def crd_gone() -> bool:
+                return await cluster.gone(CRDS, "widgets.example.com")
+
+            await eventually(crd_gone, clock=fake_clock(cluster))
+            stale.stale = "apps"  # apps/v1 Stale: a partial discovery
+            await monitors.sync()
+            assert monitors.informer(kind) is informer and informer.running and gone == []
+            stale.stale = ""
+            broken.broken = True  # no discovery at all
+            await monitors.sync()
+            assert monitors.informer(kind) is informer and informer.running and gone == []
+            broken.broken = False  # a complete discovery without widgets: the monitor goes
+            await monitors.sync()
+            assert monitors.informer(kind) is None and not informer.running and gone == [kind]
+        finally:
+            await informer.stop()

@@ -64,10 +64,6 @@ class QuotaMonitors:
         self._monitors: dict[Kind, tuple[SharedInformer, HandlerRegistration, float]] = {}
         self._own: dict[Kind, SharedInformer] = {}
 
-    def monitored(self) -> frozenset[Kind]:
-        """The kinds monitored now, as (group, plural)."""
-        return frozenset(self._monitors)
-
     def informer(self, kind: Kind) -> SharedInformer | None:
         """The informer monitoring ``kind`` now (the manager's shared one, or one of these monitors' own)."""
         entry = self._monitors.get(kind)
