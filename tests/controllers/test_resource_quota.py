@@ -192,22 +192,31 @@ async def test_replication_controllers_are_counted_and_refused_past_the_quota(cl
                                        "used": {"count/replicationcontrollers": "1", "replicationcontrollers": "1"}})
 
 
-async def test_a_custom_resource_count_is_replenished_when_one_is_deleted(cluster: InProcessCluster) -> None:
-    """``count/<resource>.<group>`` of a custom resource: upstream's QuotaMonitor monitors the resources
-    discovery lists (CRDs too) and gives each the generic object count evaluator (``SyncMonitors``:
-    ``generic.NewObjectCountEvaluator``), so a deleted widget frees its count at once."""
+WIDGETS = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
+WIDGET_KIND = (WIDGETS.group, WIDGETS.plural)
+
+
+async def serve_widgets(cluster: InProcessCluster, first: str) -> None:
+    """Create the widgets' CRD and wait until it serves: until widget ``first`` could be created in ``ns``."""
     from .test_gc_propagation import CRD
 
-    widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
     await cluster.client.create(CRDS, CRD)
 
     async def served() -> dict[str, Any] | None:
         try:
-            return await cluster.create(widgets, "w1")
+            return await cluster.create(WIDGETS, first)
         except ApiError:
             return None
 
     await eventually(served, clock=fake_clock(cluster))
+
+
+async def test_a_custom_resource_count_is_replenished_when_one_is_deleted(cluster: InProcessCluster) -> None:
+    """``count/<resource>.<group>`` of a custom resource: upstream's QuotaMonitor monitors the resources
+    discovery lists (CRDs too) and gives each the generic object count evaluator (``SyncMonitors``:
+    ``generic.NewObjectCountEvaluator``), so a deleted widget frees its count at once."""
+    widgets = WIDGETS
+    await serve_widgets(cluster, "w1")
     async with quota_controller(cluster):
         await cluster.create(QUOTAS, "q", spec={"hard": {"count/widgets.example.com": "2"}})
         await status_becomes(cluster, {"hard": {"count/widgets.example.com": "2"},
@@ -228,25 +237,10 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
     (cmd/kube-controller-manager/app/core.go); ``SyncMonitors`` stops the monitors of resources discovery
     no longer lists. So a deleted CRD's kind is not watched (nor its list retried) for ever, and when the
     CRD comes back, a quota counting it is replenished on a delete again."""
-    from .test_gc_propagation import CRD
-
-    widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
-    kind = ("example.com", "widgets")
+    widgets, kind = WIDGETS, WIDGET_KIND
     clock = fake_clock(cluster)
     hard = {"count/widgets.example.com": "5"}
-
-    async def serve_widgets(name: str) -> None:
-        await cluster.client.create(CRDS, CRD)
-
-        async def served() -> dict[str, Any] | None:
-            try:
-                return await cluster.create(widgets, name)
-            except ApiError:
-                return None
-
-        await eventually(served, clock=clock)
-
-    await serve_widgets("w1")
+    await serve_widgets(cluster, "w1")
     manager = Manager(cluster.client, clock=cluster.clock, graceful_shutdown_timeout=0)
     controller = ResourceQuotaController(manager)  # what add_builtin_controllers adds, kept in hand
     manager.add_controller(controller.controller)
@@ -280,7 +274,7 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
         assert not first.running
 
         # Served again: the quota's next sync (a changed hard limit here) monitors the kind afresh.
-        await serve_widgets("w2")
+        await serve_widgets(cluster, "w2")
         await cluster.create(widgets, "w3")
         hard = {"count/widgets.example.com": "6"}
         quota = await cluster.client.get(QUOTAS, "q", namespace="ns")
@@ -329,19 +323,9 @@ async def test_a_failed_or_partial_discovery_stops_no_monitor(cluster: InProcess
     the sync changes nothing. Here the widgets' CRD is gone, so only a discovery that answered completely
     may stop their monitor."""
     from .test_gc_expected_monitors import StaleGroup
-    from .test_gc_propagation import CRD
 
-    widgets = ResourceInfo("example.com", "v1", "Widget", "widgets", "widget", True, custom=True)
-    kind = ("example.com", "widgets")
-    await cluster.client.create(CRDS, CRD)
-
-    async def served() -> dict[str, Any] | None:
-        try:
-            return await cluster.create(widgets, "w1")
-        except ApiError:
-            return None
-
-    await eventually(served, clock=fake_clock(cluster))
+    widgets, kind = WIDGETS, WIDGET_KIND
+    await serve_widgets(cluster, "w1")
     broken = _BrokenDiscovery(cluster.app)
     stale = StaleGroup(broken)
     async with Client.from_asgi(stale, clock=cluster.clock) as client:
