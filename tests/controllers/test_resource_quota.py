@@ -298,30 +298,38 @@ async def test_a_deleted_crds_monitor_is_stopped_and_a_served_again_kind_is_moni
 
 
 class _BrokenDiscovery:
-    """Passes every request to the server, except that while ``broken`` the discovery roots (``/api``,
-    ``/apis``) answer 503 (faults by wrapping the real server: nothing is mocked)."""
+    """Passes every request to the server, except that the discovery roots (``/api``, ``/apis``) answer 503
+    while ``broken`` is set, and an aggregated discovery list with no group while ``empty`` is (faults by
+    wrapping the real server: nothing is mocked)."""
 
     def __init__(self, app: Any) -> None:
         self._app = app
         self.broken = False
+        self.empty = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if not self.broken or scope.get("type") != "http" or scope.get("path") not in ("/api", "/apis"):
+        if not (self.broken or self.empty) or scope.get("type") != "http" or scope.get("path") not in ("/api", "/apis"):
             await self._app(scope, receive, send)
             return
-        body = orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                             "message": "the server is currently unable to handle the request",
-                             "reason": "ServiceUnavailable", "code": 503})
-        await send({"type": "http.response.start", "status": 503,
+        if self.broken:
+            status, body = 503, orjson.dumps({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "the server is currently unable to handle the request", "reason": "ServiceUnavailable",
+                "code": 503})
+        else:
+            status, body = 200, orjson.dumps({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                                              "metadata": {}, "items": []})
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
 
-async def test_a_failed_or_partial_discovery_stops_no_monitor(cluster: InProcessCluster) -> None:
+async def test_a_failed_partial_or_empty_discovery_stops_no_monitor(cluster: InProcessCluster) -> None:
     """resource_quota_controller.go ``Sync``: when discovery fails for some group/versions, every old monitor
-    is kept (``IsGroupDiscoveryFailedError``: "don't remove any existing informers"); when it fails outright,
-    the sync changes nothing. Here the widgets' CRD is gone, so only a discovery that answered completely
-    may stop their monitor."""
+    is kept (``IsGroupDiscoveryFailedError``: "don't remove any existing informers"); when it fails outright
+    or lists no resource, the sync changes nothing ("short circuit in non-discovery error cases or if
+    discovery returned zero resources"). Here the widgets' CRD is gone, so only a discovery that answered
+    completely may stop their monitor."""
     from .test_gc_expected_monitors import StaleGroup
 
     widgets, kind = WIDGETS, WIDGET_KIND
@@ -350,7 +358,11 @@ async def test_a_failed_or_partial_discovery_stops_no_monitor(cluster: InProcess
             broken.broken = True  # no discovery at all
             await monitors.sync()
             assert monitors.informer(kind) is informer and informer.running and gone == []
-            broken.broken = False  # a complete discovery without widgets: the monitor goes
+            broken.broken = False
+            broken.empty = True  # a discovery that lists nothing
+            await monitors.sync()
+            assert monitors.informer(kind) is informer and informer.running and gone == []
+            broken.empty = False  # a complete discovery without widgets: the monitor goes
             await monitors.sync()
             assert monitors.informer(kind) is None and not informer.running and gone == [kind]
         finally:

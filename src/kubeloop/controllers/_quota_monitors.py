@@ -18,8 +18,9 @@ Guarantees:
   30*time.Second)``), re-reads discovery and stops the monitors of kinds it no longer lists (a deleted
   CRD's), as ``SyncMonitors`` stops the monitors missing from the new resources: an informer of its own is
   stopped, a handler on the manager's shared informer is removed, and ``on_gone`` hears of each kind, so a
-  kind served again later is monitored afresh. A discovery that fails, or fails for some group/versions,
-  stops nothing (upstream's ``Sync`` keeps every old monitor on a partial discovery).
+  kind served again later is monitored afresh. A discovery that fails, fails for some group/versions, or
+  lists no resource at all stops nothing (k/k ``pkg/controller/resourcequota/resource_quota_controller.go``
+  ``Sync``: a partial discovery keeps every old monitor, any other error or an empty list short-circuits).
 * :meth:`QuotaMonitors.listing` tells whether a monitor made less than :data:`LISTING_WINDOW` seconds ago
   (on the manager's clock) has not listed yet: the controller then counts again soon, so a delete between
   its count and the monitor's first list is not missed; past the window (a kind that cannot be listed) it
@@ -102,6 +103,9 @@ class QuotaMonitors:
             return
         if discovery.failed:
             log.warning("resource quota controller: monitors kept: %s", discovery.failure_message())
+            return
+        if not discovery.resources:  # upstream's short circuit: an empty list is a sign of a broken server
+            log.warning("resource quota controller: discovery listed no resources, monitors kept")
             return
         served = {(r.group, r.plural) for r in discovery.resources}
         for key in [k for k in self._monitors if k not in served]:
