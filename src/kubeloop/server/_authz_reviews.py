@@ -31,13 +31,18 @@ another method than POST answers go-restful's 405. Each answer is 201 with the r
   ``status: {authenticated, user, audiences}``, or ``{user: {}, error: "invalid bearer token"}``
   (``bearertoken``'s error for a token no authenticator accepts).
 
-Bodies are JSON, or protobuf (kubectl's typed clients send protobuf; apimachinery reference section 0
-surprise 3) decoded by :func:`kubeloop.api.decode_protobuf_object`, and a JSON value of the wrong type is
-upstream's 400 (``<Kind> in version "v1" cannot be handled as a <Kind>: json: cannot unmarshal ...``).
-Answers are JSON, which every client accepts. Not modelled: the ``reason`` of an allowed review
-(upstream's RBAC names the binding; the server's authorizer answers a bare allow), the per-requirement
-checks of a selector's ``requirements`` (operators and values), ``fieldValidation`` for unknown fields
-(dropped), the exact ``%#v`` of owner references and managed fields in the ``metadata`` error.
+Each review is created through upstream's generic create handler (apiserver ``handlers/create.go``), so its
+query is a ``CreateOptions`` (a bad ``fieldValidation``, ``dryRun`` or ``fieldManager`` is the 422 every
+create answers) and its body is decoded as any create's: JSON, or protobuf (kubectl's typed clients send
+protobuf; apimachinery reference section 0 surprise 3) decoded by :func:`kubeloop.api.decode_protobuf_object`;
+a JSON value of the wrong type is upstream's 400 (``<Kind> in version "v1" cannot be handled as a <Kind>:
+json: cannot unmarshal ...``); unknown and duplicate fields follow ``fieldValidation``
+(:mod:`kubeloop.server._field_validation`: a ``Warning`` header each under Warn, the default; the 400
+``strict decoding error: unknown field "spec.usr"`` under Strict; nothing under Ignore) and are left out of the
+answer, which echoes the decoded review. Answers are JSON, which every client accepts. Not modelled: the
+``reason`` of an allowed review (upstream's RBAC names the binding; the server's authorizer answers a bare
+allow), the per-requirement checks of a selector's ``requirements`` (operators and values), the exact ``%#v``
+of owner references and managed fields in the ``metadata`` error.
 """
 
 from __future__ import annotations
@@ -58,7 +63,19 @@ from kubeloop.api import (
 from kubeloop.api._errors import GoSyntax
 from kubeloop.server._authn import USER_SCOPE_KEY, User, user_info
 from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
-from kubeloop.server._http import ASGIApp, Receive, Request, Scope, Send, decode_json, send_error, send_json
+from kubeloop.server._field_validation import duplicate_texts
+from kubeloop.server._http import (
+    ASGIApp,
+    Receive,
+    Request,
+    Scope,
+    Send,
+    decode_json,
+    send_error,
+    send_json,
+    warning_headers,
+)
+from kubeloop.server._options import parse_write_options
 
 if TYPE_CHECKING:
     from kubeloop.server._service_account_tokens import ServiceAccountTokens
@@ -128,6 +145,7 @@ class SelfReviewMiddleware:
     async def answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a review (a request :func:`is_self_review` accepts)."""
         path = scope.get("path", "")
+        warnings: list[str] = []
         try:
             if scope.get("method") != "POST":
                 raise MethodNotAllowed(
@@ -135,28 +153,31 @@ class SelfReviewMiddleware:
                     details={"causes": [{"reason": "UnexpectedServerResponse", "message": "405: Method Not Allowed"}]})
             user: User = scope[USER_SCOPE_KEY]
             request = Request(scope, receive)
+            directive = parse_write_options(request.query, kind="CreateOptions").field_validation or "Warn"
             raw = await request.body()
+
+            def body(kind: str) -> dict[str, Any]:
+                return _decode(request.content_type, raw, kind, directive, warnings)
+
             if path == ACCESS_REVIEW_PATH:
-                answer = await self._access_review(user, _decode(request.content_type, raw, "SelfSubjectAccessReview"))
+                answer = await self._access_review(user, body("SelfSubjectAccessReview"))
             elif path == RULES_REVIEW_PATH:
-                answer = await self._rules_review(user, _decode(request.content_type, raw, "SelfSubjectRulesReview"))
+                answer = await self._rules_review(user, body("SelfSubjectRulesReview"))
             elif path == SELF_REVIEW_PATH:
-                _decode(request.content_type, raw, "SelfSubjectReview")
+                body("SelfSubjectReview")
                 answer = _self_review(user)
             elif path == SUBJECT_ACCESS_REVIEW_PATH:
-                answer = await self._subject_access_review(
-                    _decode(request.content_type, raw, "SubjectAccessReview"), namespace=None)
+                answer = await self._subject_access_review(body("SubjectAccessReview"), namespace=None)
             elif path == TOKEN_REVIEW_PATH:
-                answer = await self._token_review(_decode(request.content_type, raw, "TokenReview"))
+                answer = await self._token_review(body("TokenReview"))
             else:
                 match = LOCAL_REVIEW.fullmatch(path)
                 assert match is not None
-                answer = await self._subject_access_review(
-                    _decode(request.content_type, raw, "LocalSubjectAccessReview"), namespace=match.group(1))
+                answer = await self._subject_access_review(body("LocalSubjectAccessReview"), namespace=match.group(1))
         except ApiError as error:
-            await send_error(send, error)
+            await send_error(send, error, warnings=warnings)
             return
-        await send_json(send, 201, answer)
+        await send_json(send, 201, answer, headers=warning_headers(warnings) if warnings else None)
 
     async def _access_review(self, user: User, body: dict[str, Any]) -> dict[str, Any]:
         spec = _dict(body.get("spec"))
@@ -391,16 +412,27 @@ def _self_review(user: User) -> dict[str, Any]:
     }
 
 
-def _decode(content_type: str, body: bytes, kind: str) -> dict[str, Any]:
+def _decode(content_type: str, body: bytes, kind: str, directive: str, warnings: list[str]) -> dict[str, Any]:
+    """The review's body decoded into its Go struct (``create.go``'s decode): a type error is a 400; the
+    unknown fields are dropped, and they and a JSON body's duplicate keys are handled by ``directive``
+    (Strict: a 400; Warn: appended to ``warnings``; Ignore: nothing)."""
     if content_type == PROTOBUF_MEDIA_TYPE:
         decoded = decode_protobuf_object(body)
+        texts: list[str] = []  # a protobuf body holds declared fields only
     else:
         decoded = decode_json(body) if body else {}
+        texts = duplicate_texts(body, directive, decoded) if body else []
     if not isinstance(decoded, dict):
         raise BadRequest("the request body must be an object")
     from kubeloop.api._go_decode import decode, go_struct
 
-    error = decode(decoded, go_struct(_DEFINITIONS[kind])).error
-    if error is not None:
-        raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {error}')
+    walked = decode(decoded, go_struct(_DEFINITIONS[kind]))
+    if walked.error is not None:
+        raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {walked.error}')
+    walked.drop_unknown()
+    texts.extend(f'unknown field "{path}"' for path in walked.unknown)
+    if texts and directive == "Strict":
+        raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: strict decoding error: {", ".join(texts)}')
+    if directive == "Warn":
+        warnings.extend(texts)
     return decoded
