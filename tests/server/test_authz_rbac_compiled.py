@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kubeloop.server._authn import User
 from kubeloop.server._authz import Attributes
-from kubeloop.server._authz_rbac import RbacSnapshot, decide, evaluate
+from kubeloop.server._authz_rbac import RbacSnapshot, allow_reason, decide, evaluate
 from kubeloop.server._authz_rbac_rules import ANSWER_LIMIT, Grants, rule_allows
 
 RBAC = "rbac.authorization.k8s.io"
@@ -165,6 +165,9 @@ def test_the_cached_decision_equals_the_definition_on_a_shared_snapshot(
     for attributes in [*asked, *SAMPLE, *reversed(asked)]:  # the drawn ones twice: compiled once, then kept
         assert decide(shared, attributes) == evaluate(reference, attributes), attributes
     assert len(shared.scopes) <= capacity and len(shared.subjects) <= capacity
+    for attributes in asked:  # the reviews' reason names a binding exactly when the definition allows
+        reason = allow_reason(reference, attributes)
+        assert reason.startswith("RBAC: allowed by ") if evaluate(reference, attributes).allowed else reason == ""
 
 
 @settings(max_examples=200, deadline=None)

@@ -175,15 +175,36 @@ async def test_a_subject_access_review_evaluates_rbac_for_the_named_user(http: h
     assert r.status_code == 201, r.text
     body = r.json()
     assert (body["kind"], body["spec"]["user"], body["status"]["allowed"]) == ("SubjectAccessReview", "bob", True)
+    # The allow names the binding that grants it, as upstream's RBAC authorizer does (rbac.go, rule.go's
+    # describers); a denial with nothing missing has no reason.
+    assert body["status"] == {"allowed": True, "reason": 'RBAC: allowed by RoleBinding "bob-reads/ns" of Role "reader" to User "bob"'}
     r = await http.post(SARS, json=sar(user="bob", resourceAttributes={**get_pods, "verb": "delete"}))
-    assert r.json()["status"]["allowed"] is False
+    assert r.json()["status"] == {"allowed": False}
     # The groups are the spec's alone: system:masters may do anything; nothing adds system:authenticated.
     r = await http.post(SARS, json=sar(user="carol", groups=["system:masters"], resourceAttributes={**get_pods, "verb": "delete"}))
-    assert r.json()["status"]["allowed"] is True
+    assert r.json()["status"] == {"allowed": True}  # the privileged group's allow gives no reason
     healthz = {"path": "/healthz", "verb": "get"}
     assert (await http.post(SARS, json=sar(user="carol", nonResourceAttributes=healthz))).json()["status"]["allowed"] is False
     r = await http.post(SARS, json=sar(user="carol", groups=["system:authenticated"], nonResourceAttributes=healthz))
-    assert r.json()["status"]["allowed"] is True
+    # Two bootstrap bindings grant /healthz (system:discovery and system:public-info-viewer): the reason names
+    # the first asked, here in name order (upstream's informer cache lists in no set order).
+    assert r.json()["status"] == {"allowed": True, "reason": 'RBAC: allowed by ClusterRoleBinding "system:discovery" '
+                                  'of ClusterRole "system:discovery" to Group "system:authenticated"'}  # fmt: skip
+
+
+async def test_an_allow_names_a_service_account_subject_with_its_namespace(http: httpx.AsyncClient) -> None:
+    await bind(http)  # Role reader in ns
+    binding = {"metadata": {"name": "robot-reads"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "nobody"},
+                            {"kind": "ServiceAccount", "name": "robot"}]}  # fmt: skip
+    assert (await http.post("/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings", json=binding)).status_code == 201
+    r = await http.post(LSARS, json=sar("LocalSubjectAccessReview", user="system:serviceaccount:ns:robot",
+                                        resourceAttributes={"namespace": "ns", "verb": "get", "resource": "pods"}))  # fmt: skip
+    # The subject named is the binding's first that applies; a ServiceAccount's without a namespace is the
+    # binding's (rule.go describeSubject).
+    assert r.json()["status"] == {"allowed": True,
+                                  "reason": 'RBAC: allowed by RoleBinding "robot-reads/ns" of Role "reader" to ServiceAccount "robot/ns"'}  # fmt: skip
 
 
 # A review goes through upstream's generic create handler (apiserver handlers/create.go): its unknown and
@@ -374,6 +395,7 @@ async def test_the_kubernetes_client_reviews_a_token_and_an_access(http: httpx.A
     assert authn.status.authenticated and authn.status.user.username == "system:serviceaccount:ns:robot"
     assert authn.status.audiences == [DEFAULT_ISSUER]
     assert cluster.status.allowed and local.status.allowed and local.metadata.namespace == "ns"
+    assert cluster.status.reason == 'RBAC: allowed by RoleBinding "bob-reads/ns" of Role "reader" to User "bob"'
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")

@@ -31,6 +31,7 @@ __all__ = [
     "AuthorizationMiddleware",
     "Authorizer",
     "Decision",
+    "Explainer",
     "RuleResolver",
     "authorize_request",
     "forbidden_error",
@@ -65,6 +66,13 @@ class Decision:
 
 class Authorizer(Protocol):
     async def authorize(self, attributes: Attributes) -> Decision: ...
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """An authorizer that can also say why it allows a request (the access reviews' ``status.reason``)."""
+
+    async def explain(self, attributes: Attributes) -> Decision: ...
 
 
 @runtime_checkable

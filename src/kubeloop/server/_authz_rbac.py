@@ -10,6 +10,9 @@ Semantics follow k/k ``plugin/pkg/auth/authorizer/rbac/rbac.go`` and
   of that namespace or at a ClusterRole. There are no deny rules.
 - A binding whose role does not exist contributes nothing; the denial reason then names the missing
   role (``RBAC: clusterrole.rbac.authorization.k8s.io "x" not found``), as upstream does.
+- A request's allow carries no reason (nothing reads it); the access reviews, which show it, ask
+  :meth:`RbacAuthorizer.explain`, whose allow names the first binding that grants it, as upstream's does
+  (:func:`allow_reason`: ``RBAC: allowed by RoleBinding "b/ns" of Role "r" to User "u"``).
 
 :func:`evaluate` is that definition written out: it walks every binding and asks every bound rule. It
 is the reference, and what ``rules_for`` (SelfSubjectRulesReview) lists; requests are decided by
@@ -57,7 +60,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from kubeloop.server._authn import User
-from kubeloop.server._authz import Attributes, Decision
+from kubeloop.server._authz import Attributes, Decision, go_quote
 from kubeloop.server._authz_rbac_rules import Grants, policy_rules, rule_allows, rule_strings
 from kubeloop.server._prefix_changes import PrefixChanges
 from kubeloop.store import Store
@@ -157,21 +160,26 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 
 def _applies_to(subjects: Any, user: User, binding_namespace: str) -> bool:
+    return _subject_for(subjects, user, binding_namespace) is not None
+
+
+def _subject_for(subjects: Any, user: User, binding_namespace: str) -> Mapping[str, Any] | None:
+    """The first of a binding's ``subjects`` that names ``user`` (upstream's ``appliesTo``), or None."""
     if not isinstance(subjects, list):
-        return False
+        return None
     for subject in subjects:
         if not isinstance(subject, Mapping):
             continue
         kind, name = subject.get("kind"), subject.get("name")
         if kind == "User" and name == user.name:
-            return True
+            return subject
         if kind == "Group" and name in user.groups:
-            return True
+            return subject
         if kind == "ServiceAccount":
             namespace = subject.get("namespace") or binding_namespace
             if user.name == f"system:serviceaccount:{namespace}:{name}":
-                return True
-    return False
+                return subject
+    return None
 
 
 class RbacChanges(Protocol):
@@ -251,6 +259,14 @@ class RbacAuthorizer:
             snapshot = await self.snapshot()
         return decide(snapshot, attributes)
 
+    async def explain(self, attributes: Attributes) -> Decision:
+        """:meth:`authorize`'s decision, an allow with upstream's reason (:func:`allow_reason`), for the access
+        reviews, which show it; a request's own allow needs none, and :meth:`authorize` spends nothing on it."""
+        decision = await self.authorize(attributes)
+        if not decision.allowed or attributes.user.is_master:  # the privileged group's allow has no reason
+            return decision
+        return Decision(True, allow_reason(await self.snapshot(), attributes))
+
     async def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What ``user`` may do in ``namespace``: (resource rules, non-resource rules), as upstream's
         ``RulesFor`` feeds SelfSubjectRulesReview (``kubectl auth can-i --list``)."""
@@ -315,6 +331,43 @@ def evaluate(snapshot: RbacSnapshot, attributes: Attributes) -> Decision:
         return ALLOWED
     reason = f"RBAC: {_aggregate(errors)}" if errors else ""
     return Decision(False, reason)
+
+
+def allow_reason(snapshot: RbacSnapshot, attributes: Attributes) -> str:
+    """Why RBAC allows ``attributes``, as upstream says it (``rbac.go`` ``authorizingVisitor.visit``: ``RBAC:
+    allowed by`` the first binding, in :func:`evaluate`'s order, one of whose role's rules allows the request,
+    described by ``pkg/registry/rbac/validation/rule.go``'s describers, with the binding's first subject that
+    names the user); "" when no rule allows it."""
+    user = attributes.user
+    for binding in snapshot.cluster_role_bindings:
+        subject = _subject_for(binding.get("subjects"), user, "")
+        if subject is not None and _binding_allows(snapshot, binding, "", attributes):
+            return f"RBAC: allowed by ClusterRoleBinding {_describe_binding(binding, '', subject)}"
+    namespace = attributes.namespace
+    if namespace:
+        for binding in snapshot.role_bindings_by_namespace.get(namespace, ()):
+            subject = _subject_for(binding.get("subjects"), user, namespace)
+            if subject is not None and _binding_allows(snapshot, binding, namespace, attributes):
+                return f"RBAC: allowed by RoleBinding {_describe_binding(binding, namespace, subject)}"
+    return ""
+
+
+def _binding_allows(snapshot: RbacSnapshot, binding: Obj, namespace: str, attributes: Attributes) -> bool:
+    return any(rule_allows(rule, attributes) for rule in _role_rules(snapshot, binding, namespace, []))
+
+
+def _describe_binding(binding: Obj, namespace: str, subject: Mapping[str, Any]) -> str:
+    """``"name" of Kind "role" to Kind "subject"``: a RoleBinding's name is ``name/namespace``, and a
+    ServiceAccount subject's ``name/namespace`` (its own, else the binding's: ``describeSubject``)."""
+    name = str(_meta(binding).get("name", ""))
+    ref = binding.get("roleRef")
+    ref = ref if isinstance(ref, Mapping) else {}
+    kind = str(subject.get("kind", ""))
+    subject_name = str(subject.get("name", ""))
+    if kind == "ServiceAccount":
+        subject_name += "/" + str(subject.get("namespace") or namespace)
+    return (f"{go_quote(name + '/' + namespace if namespace else name)} of {ref.get('kind', '')} "
+            f"{go_quote(str(ref.get('name', '')))} to {kind} {go_quote(subject_name)}")
 
 
 def bound_rules(snapshot: RbacSnapshot, user: User, namespace: str) -> tuple[list[Obj], list[str]]:

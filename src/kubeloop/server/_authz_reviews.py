@@ -39,10 +39,12 @@ a JSON value of the wrong type is upstream's 400 (``<Kind> in version "v1" canno
 json: cannot unmarshal ...``); unknown and duplicate fields follow ``fieldValidation``
 (:mod:`kubeloop.server._field_validation`: a ``Warning`` header each under Warn, the default; the 400
 ``strict decoding error: unknown field "spec.usr"`` under Strict; nothing under Ignore) and are left out of the
-answer, which echoes the decoded review. Answers are JSON, which every client accepts. Not modelled: the
-``reason`` of an allowed review (upstream's RBAC names the binding; the server's authorizer answers a bare
-allow), the per-requirement checks of a selector's ``requirements`` (operators and values), the exact ``%#v``
-of owner references and managed fields in the ``metadata`` error.
+answer, which echoes the decoded review. Answers are JSON, which every client accepts. An access review's
+``status.reason`` is the authorizer's: an authorizer that can say why it allows (an
+:class:`~kubeloop.server._authz.Explainer`, as RBAC is) is asked through ``explain``, so an allow names its
+binding as upstream's RBAC does; the ``system:masters`` allow has none, as upstream's privileged group's.
+Not modelled: the per-requirement checks of a selector's ``requirements`` (operators and values), the exact
+``%#v`` of owner references and managed fields in the ``metadata`` error.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from kubeloop.api import (
 )
 from kubeloop.api._errors import GoSyntax
 from kubeloop.server._authn import USER_SCOPE_KEY, User, user_info
-from kubeloop.server._authz import Attributes, Authorizer, RuleResolver
+from kubeloop.server._authz import Attributes, Authorizer, Explainer, RuleResolver
 from kubeloop.server._field_validation import duplicate_texts
 from kubeloop.server._http import (
     ASGIApp,
@@ -190,7 +192,11 @@ class SelfReviewMiddleware:
                 "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}  # fmt: skip
 
     async def _evaluate(self, attributes: Attributes) -> dict[str, Any]:
-        decision = await self.authorizer.authorize(attributes)
+        authorizer = self.authorizer
+        if isinstance(authorizer, Explainer):
+            decision = await authorizer.explain(attributes)
+        else:
+            decision = await authorizer.authorize(attributes)
         status: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
