@@ -269,12 +269,12 @@ class RbacAuthorizer:
 
     async def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What ``user`` may do in ``namespace``: (resource rules, non-resource rules), as upstream's
-        ``RulesFor`` feeds SelfSubjectRulesReview (``kubectl auth can-i --list``)."""
+        ``RulesFor`` feeds SelfSubjectRulesReview (``kubectl auth can-i --list``). The bound rules only:
+        ``system:masters`` lists what its bindings grant (the bootstrap's ``cluster-admin``), as upstream's
+        privileged-group authorizer, which allows without RBAC, lists no rules of its own
+        (apiserver ``authorizerfactory/builtin.go``: no ``RulesFor``)."""
         resource_rules: list[dict[str, Any]] = []
         non_resource_rules: list[dict[str, Any]] = []
-        if user.is_master:
-            resource_rules.append({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})
-            non_resource_rules.append({"verbs": ["*"], "nonResourceURLs": ["*"]})
         rules, _ = bound_rules(await self.snapshot(), user, namespace)
         for rule in rules:
             verbs = list(rule_strings(rule, "verbs"))
