@@ -65,7 +65,7 @@ from kubeloop.api import (
 from kubeloop.api._errors import GoSyntax
 from kubeloop.server._authn import USER_SCOPE_KEY, User, user_info
 from kubeloop.server._authz import Attributes, Authorizer, Explainer, RuleResolver
-from kubeloop.server._field_validation import duplicate_texts
+from kubeloop.server._field_validation import duplicate_texts, strict_decoding_error
 from kubeloop.server._http import (
     ASGIApp,
     Receive,
@@ -114,6 +114,8 @@ _DEFINITIONS = {
     "LocalSubjectAccessReview": "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
     "TokenReview": "io.k8s.api.authentication.v1.TokenReview",
 }
+
+_REVIEWS = {info.kind: info for info in kubeloop.api.REVIEW_RESOURCES}
 
 
 def is_review_path(path: str) -> bool:
@@ -438,7 +440,7 @@ def _decode(content_type: str, body: bytes, kind: str, directive: str, warnings:
     walked.drop_unknown()
     texts.extend(f'unknown field "{path}"' for path in walked.unknown)
     if texts and directive == "Strict":
-        raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: strict decoding error: {", ".join(texts)}')
+        raise strict_decoding_error(_REVIEWS[kind], decoded, texts)
     if directive == "Warn":
         warnings.extend(texts)
     return decoded
