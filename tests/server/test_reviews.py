@@ -248,6 +248,9 @@ async def test_a_strict_review_with_unknown_or_duplicate_fields_is_a_bad_request
     assert r.status_code == 400 and "cannot unmarshal number" in r.json()["message"]
     r = await http.post(SARS, params=strict, json=sar(user="bob", resourceAttributes=get_pods))
     assert (r.status_code, r.headers.get_list("warning")) == (201, [])
+    # Warnings recorded before a later failure go out with its error (apiserver's warning recorder).
+    r = await http.post(SARS, json=sar(usr="bob", resourceAttributes=get_pods))
+    assert (r.status_code, r.headers.get_list("warning")) == (422, ['299 - "unknown field \\"spec.usr\\""'])
 
 
 async def test_a_review_checks_its_create_options(http: httpx.AsyncClient) -> None:
@@ -412,8 +415,8 @@ async def test_kubectl_creates_a_token_review_and_a_subject_access_review(http: 
         assert json.loads(out)["status"]["allowed"] is True
         # kubectl finds no server-side field validation for a create-only kind (cli-runtime's
         # query_param_verifier_v3.go looks for the kind's PATCH operation in /openapi/v3, which no review has,
-        # upstream's as ours): --validate=warn leaves the unknown
-        # field to the server, whose default directive (Warn) answers with the warning kubectl prints.
+        # upstream's as ours): --validate=warn leaves the unknown field to the server, whose default
+        # directive (Warn) answers with the warning kubectl prints.
         typo = sar(user="bob", usr="bob", resourceAttributes={"namespace": "ns", "verb": "get", "resource": "pods"})
         code, out, err = await kubectl.run("create", "-f", "-", "--validate=warn", "-o", "json", stdin=json.dumps(typo).encode())
         assert code == 0 and 'Warning: unknown field "spec.usr"' in err, err
