@@ -295,6 +295,58 @@ async def test_subject_access_review_validation(http: httpx.AsyncClient) -> None
                        "spec.resourceAttributes.labelSelector is specified, requirements or rawSelector is required")]
 
 
+# Upstream's TestValidateSAR (pkg/apis/authorization/validation/validation_test.go), one requirement each:
+# the field requirement's checks are metav1 ValidateFieldSelectorRequirement's, the label requirement's
+# ValidateLabelSelectorRequirement's, both with AllowUnknownOperatorInRequirement.
+_IN_VALUES = "Required value: must be specified when `operator` is 'In' or 'NotIn'"
+_NO_VALUES = "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+_BAD_REQUIREMENTS = [
+    ("fieldSelector", {"key": ""}, "[0].key", "Required value: must be specified"),
+    ("fieldSelector", {"key": "k", "operator": "In", "values": []}, "[0].values", _IN_VALUES),
+    ("fieldSelector", {"key": "k", "operator": "NotIn"}, "[0].values", _IN_VALUES),
+    ("fieldSelector", {"key": "k", "operator": "Exists", "values": ["val"]}, "[0].values", _NO_VALUES),
+    ("fieldSelector", {"key": "k", "operator": "DoesNotExist", "values": ["val"]}, "[0].values", _NO_VALUES),
+    ("labelSelector", {"key": ""}, "[0].key", 'Invalid value: "": name part must be non-empty'),
+    ("labelSelector", {"key": "()foo"}, "[0].key", 'Invalid value: "()foo": name part must consist of alphanumeric '
+     "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+     "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    ("labelSelector", {"key": "k", "operator": "In", "values": []}, "[0].values", _IN_VALUES),
+    ("labelSelector", {"key": "k", "operator": "NotIn"}, "[0].values", _IN_VALUES),
+    ("labelSelector", {"key": "k", "operator": "Exists", "values": ["val"]}, "[0].values", _NO_VALUES),
+    ("labelSelector", {"key": "k", "operator": "DoesNotExist", "values": ["val"]}, "[0].values", _NO_VALUES),
+    ("labelSelector", {"key": "k", "operator": "In", "values": ["ok", "no way"]}, "[0].values[1]",
+     'Invalid value: "no way": a valid label must be an empty string or consist of alphanumeric characters, \'-\', '
+     "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+]
+
+
+@pytest.mark.parametrize(("selector", "requirement", "field", "message"), _BAD_REQUIREMENTS)
+async def test_a_review_checks_each_selector_requirement(http: httpx.AsyncClient, selector: str,
+                                                         requirement: dict[str, Any], field: str, message: str) -> None:
+    attributes = {"verb": "list", "resource": "pods", selector: {"requirements": [requirement]}}
+    for path, body in ((SARS, sar(user="bob", resourceAttributes=attributes)),
+                       ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                        sar("SelfSubjectAccessReview", resourceAttributes=attributes))):
+        _, causes = await invalid(http, path, body)
+        # The first cause, as upstream's test reads errs[0]: an empty label key also fails the name pattern.
+        assert causes[0] == (f"spec.resourceAttributes.{selector}.requirements{field}", message)
+        assert len(causes) == (2 if requirement == {"key": ""} and selector == "labelSelector" else 1)
+
+
+async def test_a_review_lets_an_operator_it_does_not_know_limit_the_request(http: httpx.AsyncClient) -> None:
+    # AllowUnknownOperatorInRequirement: a newer client's operator passes validation (it can only narrow what
+    # is asked), as do well-formed requirements of each operator.
+    await bind(http)
+    requirements = {"fieldSelector": {"requirements": [{"key": "spec.nodeName", "operator": "Near", "values": ["n1"]},
+                                                       {"key": "metadata.name", "operator": "Exists"}]},
+                    "labelSelector": {"requirements": [{"key": "app", "operator": "Matches", "values": ["web"]},
+                                                       {"key": "tier", "operator": "NotIn", "values": ["db"]}]}}
+    r = await http.post(SARS, json=sar(user="bob", resourceAttributes={"namespace": "ns", "verb": "get",
+                                                                       "resource": "pods", **requirements}))
+    assert (r.status_code, r.json()["status"]["allowed"]) == (201, True), r.text
+
+
 async def test_local_subject_access_review_validation(http: httpx.AsyncClient) -> None:
     _, causes = await invalid(http, LSARS, sar("LocalSubjectAccessReview", user="bob",
                                                resourceAttributes={"namespace": "other", "verb": "get"}))
@@ -399,6 +451,30 @@ async def test_the_kubernetes_client_reviews_a_token_and_an_access(http: httpx.A
     assert authn.status.audiences == [DEFAULT_ISSUER]
     assert cluster.status.allowed and local.status.allowed and local.metadata.namespace == "ns"
     assert cluster.status.reason == 'RBAC: allowed by RoleBinding "bob-reads/ns" of Role "reader" to User "bob"'
+
+
+async def test_the_kubernetes_client_is_told_which_selector_requirement_is_bad(app: App) -> None:
+    def ask(url: str) -> tuple[int, Any]:
+        selector = k8s.V1LabelSelectorAttributes(requirements=[
+            k8s.V1LabelSelectorRequirement(key="app", operator="In", values=["web"]),
+            k8s.V1LabelSelectorRequirement(key="tier", operator="Exists", values=["db"])])
+        review = k8s.V1SelfSubjectAccessReview(spec=k8s.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=k8s.V1ResourceAttributes(namespace="ns", verb="list", resource="pods",
+                                                         label_selector=selector)))
+        with _api_client(url) as api:
+            try:
+                k8s.AuthorizationV1Api(api).create_self_subject_access_review(review)
+            except k8s.ApiException as error:
+                return error.status, json.loads(error.body)
+        raise AssertionError("the review was accepted")
+
+    async with serve(chain(app)) as url:
+        status, body = await asyncio.to_thread(ask, url)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"] == [{"reason": "FieldValueForbidden",
+                                          "field": "spec.resourceAttributes.labelSelector.requirements[1].values",
+                                          "message": "Forbidden: may not be specified when `operator` is 'Exists' "
+                                                     "or 'DoesNotExist'"}]  # fmt: skip
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")

@@ -21,7 +21,8 @@ another method than POST answers go-restful's 405. Each answer is 201 with the r
   ``ValidateLocalSubjectAccessReview`` errors (``pkg/apis/authorization/validation``: exactly one of the
   attribute kinds, a user or a group, an empty ``metadata`` but for a local review's namespace, which
   ``spec.resourceAttributes.namespace`` must equal; no non-resource attributes in a local review; a
-  selector given with both or neither of ``rawSelector`` and ``requirements``), and 400 when a local
+  selector given with both or neither of ``rawSelector`` and ``requirements``, or a requirement that is not
+  well formed), and 400 when a local
   review's ``metadata.namespace`` is not the URL's, as the create handler's check answers.
 - ``POST /apis/authentication.k8s.io/v1/tokenreviews`` (``pkg/registry/authentication/tokenreview``): 400
   ``token is required for TokenReview in authentication`` without a token; else the token is
@@ -43,7 +44,7 @@ answer, which echoes the decoded review. Answers are JSON, which every client ac
 ``status.reason`` is the authorizer's: an authorizer that can say why it allows (an
 :class:`~kubeloop.server._authz.Explainer`, as RBAC is) is asked through ``explain``, so an allow names its
 binding as upstream's RBAC does; the ``system:masters`` allow has none, as upstream's privileged group's.
-Not modelled: the per-requirement checks of a selector's ``requirements`` (operators and values), the exact
+A selector's ``requirements`` are checked one by one (:func:`_requirement_errors`). Not modelled: the exact
 ``%#v`` of owner references and managed fields in the ``metadata`` error.
 """
 
@@ -61,6 +62,8 @@ from kubeloop.api import (
     FieldError,
     MethodNotAllowed,
     decode_protobuf_object,
+    is_qualified_name,
+    is_valid_label_value,
 )
 from kubeloop.api._errors import GoSyntax
 from kubeloop.server._authn import USER_SCOPE_KEY, User, user_info
@@ -346,6 +349,37 @@ def _attribute_errors(spec: dict[str, Any]) -> list[FieldError]:
             if not raw and not requirements:
                 errors.append(FieldError.required(f"{path}.requirements",
                                                   f"when {path} is specified, requirements or rawSelector is required"))
+            if isinstance(requirements, list):
+                errors.extend(_requirement_errors(f"{path}.requirements", requirements, labels=name == "labelSelector"))
+    return errors
+
+
+def _requirement_errors(path: str, requirements: list[Any], *, labels: bool) -> list[FieldError]:
+    """Each of a review's selector requirements, as ``validateFieldSelectorAttributes`` and
+    ``validateLabelSelectorAttributes`` check them with ``AllowUnknownOperatorInRequirement``: an operator
+    this server does not know passes (a newer client's may limit the request further); In and NotIn need
+    values, Exists and DoesNotExist take none. A field requirement needs a key (metav1
+    ``ValidateFieldSelectorRequirement``, its messages as upstream's ``TestValidateSAR`` expects them); a label
+    requirement's key is a qualified name and its values label values (``ValidateLabelSelectorRequirement``)."""
+    errors: list[FieldError] = []
+    for index, requirement in enumerate(requirements):
+        at = f"{path}[{index}]"
+        fields = _dict(requirement)
+        key, operator = str(fields.get("key") or ""), fields.get("operator") or ""
+        values = fields.get("values") or []
+        if not labels and not key:
+            errors.append(FieldError.required(f"{at}.key", "must be specified"))
+        if operator in ("In", "NotIn"):
+            if not values:
+                errors.append(FieldError.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist") and values:
+            errors.append(FieldError.forbidden(f"{at}.values",
+                                               "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        if labels:
+            errors.extend(FieldError.invalid(f"{at}.key", key, message) for message in is_qualified_name(key))
+            for number, value in enumerate(values):
+                errors.extend(FieldError.invalid(f"{at}.values[{number}]", value, message)
+                              for message in is_valid_label_value(str(value)))
     return errors
 
 
