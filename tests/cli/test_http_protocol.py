@@ -24,6 +24,7 @@ from kubeloop.cli._bootstrap import bootstrap
 from kubeloop.cli._cluster import _bind, _uvicorn_server
 from kubeloop.cli._serving import FLUSH_BYTES, HttpProtocol, split_target, uvicorn_config
 from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, TlsMaterial, create_app, ensure_tls
+from kubeloop.server._metrics import STATUS_KEY
 from kubeloop.store import SqliteStore
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
@@ -339,8 +340,9 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_timeout_and_a_b
 
 
 def _observed(scope: dict[str, Any]) -> dict[str, Any]:
-    """What an app sees of a request, without what differs between two servers and connections."""
-    seen = {k: v for k, v in scope.items() if k not in ("client", "server", "state", "asgi")}
+    """What an app sees of a request, without what differs between two servers and connections (and the
+    status kubeloop's serving layer adds for the app's metrics, tested in test_serving)."""
+    seen = {k: v for k, v in scope.items() if k not in ("client", "server", "state", "asgi", STATUS_KEY)}
     seen["headers"] = [tuple(h) for h in scope["headers"]]
     return seen
 

@@ -30,6 +30,7 @@ import uvicorn
 from kubeloop.cli._cluster import _uvicorn_server
 from kubeloop.cli._serving import uvicorn_config
 from kubeloop.server import ensure_tls
+from kubeloop.server._metrics import STATUS_KEY
 
 from .test_http_protocol import _without_date, connect, serving
 
@@ -69,9 +70,10 @@ def _stream(seed: int, count: int) -> bytes:
 
 
 def _observed(scope: dict[str, Any]) -> dict[str, Any]:
-    """The scope as the app sees it, its key order included, less what differs between two servers."""
-    seen = {k: v for k, v in scope.items() if k not in ("client", "server", "headers")}
-    seen["keys"] = list(scope)
+    """The scope as the app sees it, its key order included, less what differs between two servers (and the
+    status kubeloop's serving layer adds for the app's metrics, tested in test_serving)."""
+    seen = {k: v for k, v in scope.items() if k not in ("client", "server", "headers", STATUS_KEY)}
+    seen["keys"] = [key for key in scope if key != STATUS_KEY]
     seen["headers"] = [tuple(h) for h in scope["headers"]]
     seen["client"] = (scope["client"][0], type(scope["client"][1]).__name__)
     seen["server"] = scope["server"][0]
@@ -164,8 +166,10 @@ async def test_each_request_on_a_connection_gets_a_scope_of_its_own_with_uvicorn
     assert first["asgi"] is not second["asgi"] and second["asgi"] == {"version": "3.0", "spec_version": "2.3", "extra": True}
     assert first["state"] == {"seen": 1} and second["state"] == {"seen": 2}
     assert (first["path"], first["query_string"], second["path"], second["query_string"]) == ("/1", b"", "/2", b"q")
+    # uvicorn's keys in its order, then the status the app's metrics read (test_serving).
     assert list(first) == list(second) == ["type", "asgi", "http_version", "server", "client", "scheme", "root_path",
-                                           "headers", "state", "method", "path", "raw_path", "query_string"]
+                                           "headers", "state", "method", "path", "raw_path", "query_string",
+                                           STATUS_KEY]
     assert first["scheme"] == "https" and first["client"] == second["client"] and first["server"][1] == port
 
 

@@ -116,3 +116,38 @@ def test_the_serving_process_still_collects_cycles_automatically_after_gc_tuning
         gc.set_threshold(*threshold)
         if not enabled:
             gc.disable()
+
+
+async def test_the_serving_layer_tells_the_app_the_status_it_sent(tmp_path: Path) -> None:
+    # The app's request metrics read the status from the scope (STATUS_KEY) rather than wrapping send: the
+    # serving layer puts 0 there with each request and the status once the head is written.
+    from kubeloop.server._metrics import STATUS_KEY
+
+    seen: list[tuple[Any, Any]] = []
+
+    async def teapot(scope: Any, receive: Any, send: Any) -> None:
+        before = scope.get(STATUS_KEY)
+        await send({"type": "http.response.start", "status": 418, "headers": [(b"content-length", b"2")]})
+        seen.append((before, scope.get(STATUS_KEY)))
+        await send({"type": "http.response.body", "body": b"hi"})
+
+    tls = ensure_tls(tmp_path)
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = _uvicorn_server(teapot, tls.cert, tls.key)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+        writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\nGET /y HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        async with asyncio.timeout(10):
+            answer = await reader.read()
+        writer.close()
+    finally:
+        server.should_exit = True
+        await serving
+    assert answer.count(b"HTTP/1.1 418 ") == 2
+    assert seen == [(0, 418), (0, 418)]  # each request starts from 0 on the one connection

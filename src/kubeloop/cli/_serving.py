@@ -67,6 +67,7 @@ from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, service_unavai
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kubeloop.cli._serving_cycle import RequestCycle, run_requests
+from kubeloop.server._metrics import STATUS_KEY
 
 __all__ = ["FLUSH_BYTES", "CorkedTransport", "DirectSSLObject", "HttpProtocol", "TurnFlush", "uvicorn_config"]
 
@@ -491,6 +492,8 @@ class HttpProtocol(HttpToolsProtocol):
             "path": None,
             "raw_path": None,
             "query_string": None,
+            # The app reads the response status here (kubeloop.server's metrics), set when the head is written.
+            STATUS_KEY: 0,
         }
         if not self._fresh_context:  # uvicorn's request tasks start with a copy of the connection's
             self._request_context = copy_context()

@@ -18,6 +18,10 @@ What it leaves out is work, not behaviour:
   error. The server's default headers (``date``) are rendered and checked once per value. A whole head
   seen before (the same header list, in order) is one lookup (``_HEADS``): its lines joined and how they
   frame the response, as uvicorn's per-header framing left them.
+
+One addition to what the app sees: ``scope[STATUS_KEY]`` (:data:`kubeloop.server._metrics.STATUS_KEY`), 0 in
+every request's scope and the status once the head is written, which the API server's request metrics read
+instead of wrapping ``send`` (a call less per message).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from typing import Any
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HEADER_RE, HEADER_VALUE_RE, STATUS_LINE
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+from kubeloop.server._metrics import STATUS_KEY
 
 __all__ = ["RequestCycle", "default_head", "header_line", "run_requests"]
 
@@ -238,6 +244,7 @@ class RequestCycle:
         self.response_started = True
         self.waiting_for_100_continue = False
         status_code = message["status"]
+        self.scope[STATUS_KEY] = status_code  # for the app's metrics, instead of a wrapper around send
         protocol = self.protocol
         if protocol.access_log:
             scope = self.scope

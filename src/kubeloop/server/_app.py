@@ -68,13 +68,14 @@ from kubeloop.server._http import (
 )
 from kubeloop.server._kubernetes_service import ensure_kubernetes_service
 from kubeloop.server._limit_ranger import LimitRanger
+from kubeloop.server._metrics import FOLD_AT, STATUS_KEY, RequestMetrics, ResponseObserver
 from kubeloop.server._openapi import OpenAPIDocuments
 from kubeloop.server._prefix_changes import PrefixChanges
 from kubeloop.server._priority_admission import Priority
 from kubeloop.server._priority_class import ensure_system_priority_classes
 from kubeloop.server._protection import DeletionProtection
 from kubeloop.server._quota_admission import ResourceQuotaAdmission
-from kubeloop.server._requestinfo import request_info
+from kubeloop.server._requestinfo import SCOPE_KEY, request_info
 from kubeloop.server._rest import WriteRequest, create_object
 from kubeloop.server._service_account_admission import ServiceAccountAdmission
 from kubeloop.server._service_account_tokens import TOKEN_PATH, ServiceAccountTokens, TokenRequests
@@ -110,6 +111,10 @@ class App:
         self._routes: list[tuple[str, str, ASGIApp, Callable[[Request], bool] | None]] = []
         self._route_prefixes: tuple[str, ...] = ()  # every route's prefix: most paths match none
         self._handlers = ResourceHandlers(state)
+        # What GET /metrics answers; the handlers count watches there, and the app each request it answers.
+        self.metrics = state.request_metrics = RequestMetrics(state.kinds, state.store)
+        self._noted = self.metrics.answered
+        self._note = self._noted.append
         self._started = False
         self._start_lock: asyncio.Lock | None = None
         self.crd_controller = CrdController(state)
@@ -228,40 +233,53 @@ class App:
             return
         if not self._started:
             await self.startup()
-        request = Request(scope, receive)
-        path = request.path
-        stripped = path.rstrip("/") or "/"
-        if stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX):
-            if is_pod_subresource_post(request):
-                await self._pod_subresources(scope, receive, send)
-                return
-            if TOKEN_PATH.match(stripped):
-                await self._token_requests(scope, receive, send)
-                return
-        if path.startswith(self._route_prefixes):
-            for prefix, below, handler, when in self._routes:
-                if (path == prefix or path.startswith(below)) and (when is None or when(request)):
-                    await handler(scope, receive, send)
-                    return
-        path = stripped
+        if STATUS_KEY not in scope:  # a server that does not say the status: kept from what is sent
+            send = ResponseObserver(scope, send)
         try:
-            info = request_info(scope, request.method, path, request.query)
-            if info.is_resource_request:
-                await self._handlers.handle(request, info, send)
+            request = Request(scope, receive)
+            path = request.path
+            stripped = path.rstrip("/") or "/"
+            if stripped.endswith(_POD_SUBRESOURCE_ENDINGS) and path.startswith(_POD_SUBRESOURCE_PREFIX):
+                if is_pod_subresource_post(request):
+                    await self._pod_subresources(scope, receive, send)
+                    return
+                if TOKEN_PATH.match(stripped):
+                    await self._token_requests(scope, receive, send)
+                    return
+            if path.startswith(self._route_prefixes):
+                for prefix, below, handler, when in self._routes:
+                    if (path == prefix or path.startswith(below)) and (when is None or when(request)):
+                        await handler(scope, receive, send)
+                        return
+            path = stripped
+            try:
+                info = request_info(scope, request.method, path, request.query)
+                if info.is_resource_request:
+                    await self._handlers.handle(request, info, send)
+                else:
+                    await self._dispatch(request, path, send)
+            except ApiError as error:
+                await send_error(send, error, warnings=warnings_of(scope))
+            except StoreClosed:
+                # Shutting down: a client's request (a controller re-opening its watches, say) that arrives after
+                # the store closed is told to come back, not handed a 500 and a traceback in the server's log.
+                await send_error(send, ServiceUnavailable("the server is shutting down (its store is closed): retry "
+                                                          "once it is running again"), warnings=warnings_of(scope))
+            except Exception as exc:  # every failure is a Status, never a dropped connection
+                log.exception("internal error serving %s %s", request.method, request.path)
+                await send_error(send, InternalError(f"Internal error occurred: {exc}",
+                                                     details={"causes": [{"message": str(exc)}]}),
+                                 warnings=warnings_of(scope))
+        finally:
+            # RequestMetrics.note's common case, inlined (a call less per request): a request the routing parsed
+            # (its method, path, query string and parse), neither a patch nor a dry run, noted for the next fold.
+            cached = scope.get(SCOPE_KEY)
+            if cached is not None and cached[0] != "PATCH" and b"dryRun" not in cached[2]:
+                self._note((cached[3], scope[STATUS_KEY]))
+                if len(self._noted) >= FOLD_AT:
+                    self.metrics.fold()
             else:
-                await self._dispatch(request, path, send)
-        except ApiError as error:
-            await send_error(send, error, warnings=warnings_of(scope))
-        except StoreClosed:
-            # Shutting down: a client's request (a controller re-opening its watches, say) that arrives after
-            # the store closed is told to come back, not handed a 500 and a traceback in the server's log.
-            await send_error(send, ServiceUnavailable("the server is shutting down (its store is closed): retry "
-                                                      "once it is running again"), warnings=warnings_of(scope))
-        except Exception as exc:  # every failure is a Status, never a dropped connection
-            log.exception("internal error serving %s %s", request.method, request.path)
-            await send_error(send, InternalError(f"Internal error occurred: {exc}",
-                                                 details={"causes": [{"message": str(exc)}]}),
-                             warnings=warnings_of(scope))
+                self.metrics.note(scope, scope[STATUS_KEY])
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -293,6 +311,12 @@ class App:
             return
         if path == "/version":
             await send_json(send, 200, VERSION_INFO)
+            return
+        if path == "/metrics":
+            if request.method not in ("GET", "HEAD"):
+                raise MethodNotAllowed("the server does not allow this method on the requested resource", details={})
+            body, media = await self.metrics.exposition(request.headers.get("accept", ""))
+            await send_bytes(send, 200, body, content_type=media)
             return
         if request.method not in ("GET", "HEAD"):
             raise MethodNotAllowed("the server does not allow this method on the requested resource", details={})

@@ -14,6 +14,8 @@ that make a new cluster usable with RBAC on:
 - ``admin``, ``edit``, ``view`` (aggregated ClusterRoles, no rules of their own) and the
   ``system:aggregate-to-admin/edit/view`` roles they gather (:mod:`._authz_bootstrap_roles`); the
   ClusterRole aggregation controller fills the three roles' ``rules``, and nothing binds them;
+- ``system:monitoring`` (``get`` on ``/metrics``, ``/metrics/slis`` and the health paths) bound to the group
+  ``system:monitoring``;
 - ``system:kube-controller-manager``: kubeloop's controller manager runs every built-in controller
   under this one identity (upstream gives each controller its own service account), so its role
   grants every verb on every resource.
@@ -34,6 +36,8 @@ from kubeloop.server._authz_bootstrap_roles import aggregated_role_specs
 __all__ = ["bootstrap_rbac_objects"]
 
 _GROUP = "rbac.authorization.k8s.io"
+# The system:monitoring role's URLs (its rule builder sorts them, as every bootstrap rule's).
+_MONITORING = ("/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*", "/healthz/*")
 _API_VERSION = f"{_GROUP}/v1"
 
 
@@ -102,6 +106,9 @@ def bootstrap_rbac_objects() -> list[dict[str, Any]]:
             ],
         ),
         _role("system:kube-controller-manager", everything),
+        # Full access to the monitoring endpoints (bootstrappolicy ClusterRoles, ``system:monitoring``), for the
+        # group of the same name: what a Prometheus scraping /metrics is given.
+        _role("system:monitoring", [{"nonResourceURLs": sorted(_MONITORING), "verbs": ["get"]}]),
         *_aggregated_roles(),
         _binding("cluster-admin", "cluster-admin", [("Group", "system:masters")]),
         _binding("system:discovery", "system:discovery", [("Group", "system:authenticated")]),
@@ -112,4 +119,5 @@ def bootstrap_rbac_objects() -> list[dict[str, Any]]:
             [("Group", "system:authenticated"), ("Group", "system:unauthenticated")],
         ),
         _binding("system:kube-controller-manager", "system:kube-controller-manager", [("User", CONTROLLER_MANAGER_USER)]),
+        _binding("system:monitoring", "system:monitoring", [("Group", "system:monitoring")]),
     ]

@@ -436,7 +436,13 @@ class ResourceHandlers:
         if request.wants_table():
             transform = TableEvents(info, include_object=request.param("includeObject"),
                                     printer_columns=self._printer_columns(info))
-        await serve_watch(self.state, info, namespace, options, request._receive, send, transform=transform)
+        metrics = self.state.request_metrics
+        open_watch = metrics.watch_started(request.scope) if metrics is not None else None
+        try:
+            await serve_watch(self.state, info, namespace, options, request._receive, send, transform=transform)
+        finally:
+            if open_watch is not None:
+                metrics.watch_ended(open_watch)
 
     async def _answer_list(self, request: Request, info: ResourceInfo, result: ListResult, send: Send) -> None:
         content_type = request.negotiate()

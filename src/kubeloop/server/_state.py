@@ -123,6 +123,8 @@ class ServerState:
     # The authorizer of the security chain in front of the app (set by it), for admission expressions
     # that ask what a user may do (``authorizer`` in CEL); None: every request is let through.
     authorizer: Any = None
+    # The app's request metrics (a RequestMetrics): the watch handler counts the watches open there.
+    request_metrics: Any = None
 
     # The last built-in kind schema() answered for, and its schema: a write asks twice (field
     # validation, managedFields) and writes come in runs of one kind. A built-in kind's schema never
