@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,32 @@ import pytest
 
 from kubeloop.cli._cluster import _bind, _uvicorn_server
 from kubeloop.server import ensure_tls
+
+Connect = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, tmp_path: Path) -> AsyncIterator[Connect]:
+    """``app`` behind the server ``kubeloop up`` runs (TLS on a free port); yields a function that opens a
+    connection to it."""
+    tls = ensure_tls(tmp_path)
+    sock = _bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = _uvicorn_server(app, tls.cert, tls.key)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    context = ssl.create_default_context(cafile=str(tls.ca_cert))
+
+    async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        yield connect
+    finally:
+        server.should_exit = True
+        await task
 
 
 async def echo_peer(scope: Any, receive: Any, send: Any) -> None:
@@ -23,25 +51,13 @@ async def echo_peer(scope: Any, receive: Any, send: Any) -> None:
 
 
 async def test_forwarded_headers_do_not_change_the_peer_the_app_sees(tmp_path: Path) -> None:
-    tls = ensure_tls(tmp_path)
-    sock = _bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = _uvicorn_server(echo_peer, tls.cert, tls.key)
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        context = ssl.create_default_context(cafile=str(tls.ca_cert))
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+    async with serving(echo_peer, tmp_path) as connect:
+        reader, writer = await connect()
         writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 10.1.2.3\r\n"
                      b"X-Forwarded-Proto: http\r\nConnection: close\r\n\r\n")
         async with asyncio.timeout(10):
             answer = await reader.read()
         writer.close()
-    finally:
-        server.should_exit = True
-        await serving
     body = answer.split(b"\r\n\r\n", 1)[1]
     assert orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}
 
@@ -52,35 +68,24 @@ async def test_an_upgrade_request_is_served_as_plain_http_without_a_warning(
     # kubectl exec asks for SPDY/3.1 (or a WebSocket): no upgrade is taken, the app answers the request
     # (kubeloop's is a Status saying simulated containers run no process), and the console stays quiet
     # (uvicorn's own protocol warns twice and advises installing a WebSocket library).
-    tls = ensure_tls(tmp_path)
-    sock = _bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = _uvicorn_server(echo_peer, tls.cert, tls.key)
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
     answers = []
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+    async with serving(echo_peer, tmp_path) as connect:
         uvicorn_log = logging.getLogger("uvicorn.error")  # uvicorn's config stops it propagating to caplog's
         uvicorn_log.addHandler(caplog.handler)
-        with caplog.at_level(logging.DEBUG):
-            for upgrade in (b"SPDY/3.1", b"websocket"):
-                reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
-                                                               server_hostname="localhost")
-                writer.write(b"POST /api/v1/namespaces/default/pods/p/exec?command=ls HTTP/1.1\r\n"
-                             b"Host: localhost\r\nConnection: Upgrade\r\nUpgrade: " + upgrade +
-                             b"\r\nContent-Length: 0\r\n\r\n")
-                async with asyncio.timeout(10):
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    answers.append((head, await reader.readexactly(int(head.split(b"content-length: ")[1]
-                                                                           .split(b"\r\n")[0]))))
-                writer.close()
-    finally:
-        logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
-        server.should_exit = True
-        await serving
+        try:
+            with caplog.at_level(logging.DEBUG):
+                for upgrade in (b"SPDY/3.1", b"websocket"):
+                    reader, writer = await connect()
+                    writer.write(b"POST /api/v1/namespaces/default/pods/p/exec?command=ls HTTP/1.1\r\n"
+                                 b"Host: localhost\r\nConnection: Upgrade\r\nUpgrade: " + upgrade +
+                                 b"\r\nContent-Length: 0\r\n\r\n")
+                    async with asyncio.timeout(10):
+                        head = await reader.readuntil(b"\r\n\r\n")
+                        answers.append((head, await reader.readexactly(int(head.split(b"content-length: ")[1]
+                                                                               .split(b"\r\n")[0]))))
+                    writer.close()
+        finally:
+            uvicorn_log.removeHandler(caplog.handler)
     for head, body in answers:
         assert head.startswith(b"HTTP/1.1 200 ") and orjson.loads(body) == {"client": "127.0.0.1", "scheme": "https"}
     assert len(answers) == 2
@@ -131,23 +136,11 @@ async def test_the_serving_layer_tells_the_app_the_status_it_sent(tmp_path: Path
         seen.append((before, scope.get(STATUS_KEY)))
         await send({"type": "http.response.body", "body": b"hi"})
 
-    tls = ensure_tls(tmp_path)
-    sock = _bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = _uvicorn_server(teapot, tls.cert, tls.key)
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        context = ssl.create_default_context(cafile=str(tls.ca_cert))
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+    async with serving(teapot, tmp_path) as connect:
+        reader, writer = await connect()
         writer.write(b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\nGET /y HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         async with asyncio.timeout(10):
             answer = await reader.read()
         writer.close()
-    finally:
-        server.should_exit = True
-        await serving
     assert answer.count(b"HTTP/1.1 418 ") == 2
     assert seen == [(0, 418), (0, 418)]  # each request starts from 0 on the one connection

@@ -4,9 +4,7 @@ names and labels them (k8s.io/apiserver pkg/endpoints/metrics), through the secu
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,10 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import kubeloop.server._app
 from kubeloop.cli._bootstrap import bootstrap
-from kubeloop.server import ENVTEST_DISABLED_ADMISSION_PLUGINS, App, create_app, secure, store_rbac_authorizer
+from kubeloop.server import App, secure, store_rbac_authorizer
 from kubeloop.server._authn import User
-from kubeloop.store import SqliteStore
-from kubeloop.testing import FakeClock
 
 from ._uvicorn import serve
 
@@ -30,17 +26,10 @@ CONFIGMAPS = "/api/v1/namespaces/ns/configmaps"
 
 
 @pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[App]:
-    store = await SqliteStore.open(tmp_path / "db")
-    application = create_app(store=store, clock=FakeClock(), rng=random.Random(3),
-                             disable_admission_plugins=ENVTEST_DISABLED_ADMISSION_PLUGINS)  # fmt: skip
-    await application.startup()
-    await bootstrap(application)
-    try:
-        yield application
-    finally:
-        await application.shutdown()
-        await store.close()
+async def app(app: App) -> App:
+    """The conftest's app with the bootstrap policy (the RBAC roles, ``system:monitoring`` among them)."""
+    await bootstrap(app)
+    return app
 
 
 def chain(app: App) -> Any:
@@ -72,7 +61,7 @@ async def scrape(http: httpx.AsyncClient, **headers: str) -> dict[str, list[tupl
 
 def requests_of(samples: dict[str, Any], resource: str) -> dict[tuple[str, ...], float]:
     """apiserver_request_total of one resource: (verb, dry_run, subresource, scope, code) -> count."""
-    found = {}
+    found: dict[tuple[str, ...], float] = {}
     for labels, value in samples["apiserver_request_total"]:
         if labels["resource"] == resource:
             assert (labels["component"], labels["version"], labels["group"]) == ("apiserver", "v1", "")
