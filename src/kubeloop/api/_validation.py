@@ -44,8 +44,10 @@ __all__ = [
     "path_segment_name_errors",
     "type_errors",
     "validate_annotations",
+    "validate_field_selector_requirement",
     "validate_finalizers",
     "validate_label_selector",
+    "validate_label_selector_requirement",
     "validate_labels",
     "validate_object_meta",
     "validate_object_meta_update",
@@ -395,23 +397,48 @@ def validate_label_selector(selector: Mapping[str, Any] | None, field: str = "sp
         return errs
     errs.extend(validate_labels(selector.get("matchLabels"), f"{field}.matchLabels"))
     for i, expr in enumerate(selector.get("matchExpressions") or []):
-        path = f"{field}.matchExpressions[{i}]"
-        operator = expr.get("operator")
-        values = list(expr.get("values") or [])
-        if operator in ("In", "NotIn"):
-            if not values:
-                errs.append(FieldError.required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                errs.append(FieldError.forbidden(
-                    f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        else:
-            errs.append(FieldError.invalid(f"{path}.operator", operator, "not a valid selector operator"))
-        key = str(expr.get("key") or "")
-        errs.extend(FieldError.invalid(f"{path}.key", key, m) for m in is_qualified_name(key))
-        for j, value in enumerate(values):
-            errs.extend(FieldError.invalid(f"{path}.values[{j}]", value, m) for m in is_valid_label_value(str(value)))
+        errs.extend(validate_label_selector_requirement(expr, f"{field}.matchExpressions[{i}]"))
     return errs
+
+
+def validate_label_selector_requirement(expr: Mapping[str, Any], path: str, *,
+                                        allow_unknown_operator: bool = False) -> list[FieldError]:
+    """meta/v1 validation ValidateLabelSelectorRequirement: the operator's values, then the key (a qualified
+    name) and each value (a label value). ``allow_unknown_operator`` is LabelSelectorValidationOptions'
+    AllowUnknownOperatorInRequirement (the access reviews set it: a newer client's operator only narrows)."""
+    values = list(expr.get("values") or [])
+    errs = _operator_values_errors(expr.get("operator"), values, path, allow_unknown_operator)
+    key = str(expr.get("key") or "")
+    errs.extend(FieldError.invalid(f"{path}.key", key, m) for m in is_qualified_name(key))
+    for j, value in enumerate(values):
+        errs.extend(FieldError.invalid(f"{path}.values[{j}]", value, m) for m in is_valid_label_value(str(value)))
+    return errs
+
+
+def validate_field_selector_requirement(expr: Mapping[str, Any], path: str, *,
+                                        allow_unknown_operator: bool = False) -> list[FieldError]:
+    """meta/v1 validation ValidateFieldSelectorRequirement: a key, then the operator's values (messages as
+    upstream's authorization TestValidateSAR expects them). ``allow_unknown_operator``: as for a label
+    requirement."""
+    errs = [] if expr.get("key") else [FieldError.required(f"{path}.key", "must be specified")]
+    errs.extend(_operator_values_errors(expr.get("operator"), list(expr.get("values") or []), path,
+                                        allow_unknown_operator))
+    return errs
+
+
+def _operator_values_errors(operator: Any, values: list[Any], path: str, allow_unknown: bool) -> list[FieldError]:
+    """What a selector requirement's operator asks of its values: some for In and NotIn, none for Exists
+    and DoesNotExist; another operator is invalid unless ``allow_unknown``."""
+    if operator in ("In", "NotIn"):
+        if not values:
+            return [FieldError.required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'")]
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            return [FieldError.forbidden(f"{path}.values",
+                                         "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")]
+    elif not allow_unknown:
+        return [FieldError.invalid(f"{path}.operator", operator, "not a valid selector operator")]
+    return []
 
 
 def _go_string_slice(values: Sequence[str]) -> str:

@@ -44,7 +44,7 @@ answer, which echoes the decoded review. Answers are JSON, which every client ac
 ``status.reason`` is the authorizer's: an authorizer that can say why it allows (an
 :class:`~kubeloop.server._authz.Explainer`, as RBAC is) is asked through ``explain``, so an allow names its
 binding as upstream's RBAC does; the ``system:masters`` allow has none, as upstream's privileged group's.
-A selector's ``requirements`` are checked one by one (:func:`_requirement_errors`). Not modelled: the exact
+A selector's ``requirements`` are checked one by one, as metav1 validation checks them. Not modelled: the exact
 ``%#v`` of owner references and managed fields in the ``metadata`` error.
 """
 
@@ -62,8 +62,8 @@ from kubeloop.api import (
     FieldError,
     MethodNotAllowed,
     decode_protobuf_object,
-    is_qualified_name,
-    is_valid_label_value,
+    validate_field_selector_requirement,
+    validate_label_selector_requirement,
 )
 from kubeloop.api._errors import GoSyntax
 from kubeloop.server._authn import USER_SCOPE_KEY, User, user_info
@@ -350,36 +350,11 @@ def _attribute_errors(spec: dict[str, Any]) -> list[FieldError]:
                 errors.append(FieldError.required(f"{path}.requirements",
                                                   f"when {path} is specified, requirements or rawSelector is required"))
             if isinstance(requirements, list):
-                errors.extend(_requirement_errors(f"{path}.requirements", requirements, labels=name == "labelSelector"))
-    return errors
-
-
-def _requirement_errors(path: str, requirements: list[Any], *, labels: bool) -> list[FieldError]:
-    """Each of a review's selector requirements, as ``validateFieldSelectorAttributes`` and
-    ``validateLabelSelectorAttributes`` check them with ``AllowUnknownOperatorInRequirement``: an operator
-    this server does not know passes (a newer client's may limit the request further); In and NotIn need
-    values, Exists and DoesNotExist take none. A field requirement needs a key (metav1
-    ``ValidateFieldSelectorRequirement``, its messages as upstream's ``TestValidateSAR`` expects them); a label
-    requirement's key is a qualified name and its values label values (``ValidateLabelSelectorRequirement``)."""
-    errors: list[FieldError] = []
-    for index, requirement in enumerate(requirements):
-        at = f"{path}[{index}]"
-        fields = _dict(requirement)
-        key, operator = str(fields.get("key") or ""), fields.get("operator") or ""
-        values = fields.get("values") or []
-        if not labels and not key:
-            errors.append(FieldError.required(f"{at}.key", "must be specified"))
-        if operator in ("In", "NotIn"):
-            if not values:
-                errors.append(FieldError.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist") and values:
-            errors.append(FieldError.forbidden(f"{at}.values",
-                                               "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        if labels:
-            errors.extend(FieldError.invalid(f"{at}.key", key, message) for message in is_qualified_name(key))
-            for number, value in enumerate(values):
-                errors.extend(FieldError.invalid(f"{at}.values[{number}]", value, message)
-                              for message in is_valid_label_value(str(value)))
+                # validateFieldSelectorAttributes / validateLabelSelectorAttributes: with
+                # AllowUnknownOperatorInRequirement, as a newer client's operator only narrows the request.
+                check = validate_label_selector_requirement if name == "labelSelector" else validate_field_selector_requirement
+                for index, requirement in enumerate(requirements):
+                    errors.extend(check(_dict(requirement), f"{path}.requirements[{index}]", allow_unknown_operator=True))
     return errors
 
 
