@@ -130,6 +130,19 @@ async def test_a_subresource_and_a_group_are_labelled(http: httpx.AsyncClient) -
                     ("GET", "apps", "v1", "deployments", "status", "resource", "200"): 1}  # fmt: skip
 
 
+async def test_a_request_served_before_the_routing_parses_it_is_counted(http: httpx.AsyncClient) -> None:
+    # A pod's eviction is answered beside the REST handlers (no parse in the scope): labelled from its own.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    assert (await http.post("/api/v1/namespaces/ns/pods", json=pod)).status_code == 201
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "ns"}}
+    r = await http.post("/api/v1/namespaces/ns/pods/p/eviction", json=eviction)
+    assert r.status_code == 201, r.text
+    samples = await scrape(http)
+    assert requests_of(samples, "pods") == {("POST", "", "", "resource", "201"): 1,
+                                            ("POST", "", "eviction", "resource", "201"): 1}
+
+
 async def test_unknown_resources_and_refused_requests_are_not_counted(app: App, http: httpx.AsyncClient) -> None:
     # Upstream instruments its REST routes: a path with no route, or a request that authentication or
     # authorization refuses, never reaches one (and any client could grow the label sets without bound).

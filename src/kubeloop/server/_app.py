@@ -271,15 +271,15 @@ class App:
                                                      details={"causes": [{"message": str(exc)}]}),
                                  warnings=warnings_of(scope))
         finally:
-            # RequestMetrics.note's common case, inlined (a call less per request): a request the routing parsed
-            # (its method, path, query string and parse), neither a patch nor a dry run, noted for the next fold.
+            # The common case noted for the next fold, here rather than in a call: a request the routing parsed
+            # (its method, path, query string and parse), neither a patch nor a dry run; the rest counted at once.
             cached = scope.get(SCOPE_KEY)
             if cached is not None and cached[0] != "PATCH" and b"dryRun" not in cached[2]:
                 self._note((cached[3], scope[STATUS_KEY]))
                 if len(self._noted) >= FOLD_AT:
                     self.metrics.fold()
             else:
-                self.metrics.note(scope, scope[STATUS_KEY])
+                self.metrics.count(scope, scope[STATUS_KEY])
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -88,7 +88,8 @@ class RequestMetrics:
     def __init__(self, kinds: KindRegistry, store: Store) -> None:
         self._kinds = kinds
         self._store = store
-        # (parse, status) of each request answered and not yet counted (see note).
+        # (parse, status) of each request answered and not yet counted: the app appends a request its routing
+        # parsed, neither a patch nor a dry run (whose labels the parse alone says), and fold() counts them.
         self.answered: list[tuple[RequestInfo, int]] = []
         self.requests: dict[tuple[_Labels, int], int] = {}
         self.longrunning: dict[_Labels, int] = {}
@@ -96,23 +97,17 @@ class RequestMetrics:
         self._stored: dict[str, int] = {}
 
     # -- the request path -----------------------------------------------------------------------------
-    def note(self, scope: MutableMapping[str, Any], status: int) -> None:
-        """Count the request ``scope`` answered with ``status``. The app inlines the common case: a request
-        its routing parsed, neither a patch nor a dry run, its parse and status appended to :attr:`answered`
-        (then :meth:`fold` once it holds :data:`FOLD_AT`)."""
-        cached = scope.get(SCOPE_KEY)
-        if cached is not None and cached[0] != "PATCH" and b"dryRun" not in cached[2]:
-            self.answered.append((cached[3], status))
-            if len(self.answered) >= FOLD_AT:
-                self.fold()
-            return
+    def count(self, scope: MutableMapping[str, Any], status: int) -> None:
+        """Count at once a request the app does not note for the next fold (:attr:`answered`): one its routing
+        did not parse (a pod's eviction, a token request), a patch (APPLY or PATCH: the content type says) or
+        a dry run (the query says)."""
         labels = self.labels(scope)
         if labels is not None:
             key = (labels, status)
             self.requests[key] = self.requests.get(key, 0) + 1
 
     def fold(self) -> None:
-        """Count the requests noted in :attr:`answered`: grouped by parse and status in C, labelled once per
+        """Count the requests the app noted in :attr:`answered`: grouped by parse and status in C, labelled once per
         group. A parse whose resource is no longer served (a custom resource deleted since) is not counted."""
         answered = self.answered[:]
         self.answered.clear()  # in place: the app holds its append method
@@ -125,7 +120,7 @@ class RequestMetrics:
             if parse_id in labelled:
                 labels = labelled[parse_id]
             else:
-                labels = labelled[parse_id] = self._labels(by_id[parse_id], "", "")
+                labels = labelled[parse_id] = self._labels(by_id[parse_id], "")
             if labels is not None:
                 key = (labels, status)
                 requests[key] = requests.get(key, 0) + count
@@ -138,19 +133,18 @@ class RequestMetrics:
             info: RequestInfo = cached[3]
         else:  # answered before the app's routing parsed it (a pod's eviction, a token request, ...)
             info = parse_request_info(method, scope["path"], Request(scope, _no_body).query)
-        verb = ""
-        if method == "PATCH" and header_map(scope).get("content-type", "").split(";")[0].strip() == _APPLY_PATCH:
-            verb = "APPLY"
+        apply = (method == "PATCH"
+                 and header_map(scope).get("content-type", "").split(";")[0].strip() == _APPLY_PATCH)  # fmt: skip
         query: bytes = scope.get("query_string", b"")
-        return self._labels(info, verb, "" if b"dryRun" not in query else _dry_run_label(scope))
+        return self._labels(info, "" if b"dryRun" not in query else _dry_run_label(scope), apply=apply)
 
-    def _labels(self, info: RequestInfo, verb: str, dry_run: str) -> _Labels | None:
+    def _labels(self, info: RequestInfo, dry_run: str, *, apply: bool = False) -> _Labels | None:
         if not info.is_resource_request or self._kinds.get(info.api_group, info.api_version, info.resource) is None:
             return None
         # CleanScope, then CanonicalVerb and cleanVerb.
         where = "resource" if info.name or info.verb == "create" else "namespace" if info.namespace else "cluster"
-        if verb:
-            pass
+        if apply:
+            verb = "APPLY"
         elif info.verb == "watch":
             verb = "WATCH"
         elif info.verb in ("get", "list"):  # GET or HEAD
